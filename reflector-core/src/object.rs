@@ -1,0 +1,407 @@
+//! Objects, their keys, and the tombstone left when a delete was missed.
+//!
+//! Every cache in this crate stores objects as [`Arc<K>`] under an [`ObjectKey`]:
+//! `namespace/name` for namespaced objects, `name` for cluster-scoped ones, exactly
+//! as client-go's `MetaNamespaceKeyFunc` spells them. Keys are cheap to clone (one
+//! reference-count bump), because the FIFO, the indexer and the work queue all hold
+//! them.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::str::FromStr;
+use std::sync::Arc;
+
+/// What this crate asks of a cached object: a Kubernetes resource that can be shared
+/// across tasks.
+///
+/// Implemented for every type that satisfies the bounds, so users never implement it.
+///
+/// # Example
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// fn cacheable<K: reflector_core::object::Object>() {}
+/// cacheable::<ConfigMap>();
+/// ```
+pub trait Object: kube::Resource + Clone + Send + Sync + 'static {}
+
+impl<T> Object for T where T: kube::Resource + Clone + Send + Sync + 'static {}
+
+/// Why a key could not be made or parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyError {
+    /// The object has no `metadata.name`. Not retryable: the object is malformed.
+    #[error("object has no metadata.name")]
+    MissingName,
+    /// A key string had an empty name (`""`, `"ns/"`). Not retryable.
+    #[error("key {0:?} has an empty name")]
+    EmptyName(String),
+    /// A key string had an empty namespace before the slash (`"/name"`). Not retryable.
+    #[error("key {0:?} has an empty namespace")]
+    EmptyNamespace(String),
+    /// A key string had more than two `/`-separated parts. Not retryable.
+    #[error("key {0:?} has more than two parts")]
+    TooManyParts(String),
+}
+
+/// The key of an object in a cache: `namespace/name`, or `name` when cluster-scoped.
+///
+/// Stored as one shared string, so cloning is a reference-count bump. Equality,
+/// ordering and hashing follow the string form, so keys sort as client-go's do.
+///
+/// # Example
+/// ```
+/// use reflector_core::object::ObjectKey;
+/// let key = ObjectKey::new(Some("default"), "web");
+/// assert_eq!(key.to_string(), "default/web");
+/// assert_eq!(key.namespace(), Some("default"));
+/// assert_eq!(key.name(), "web");
+/// assert_eq!("default/web".parse::<ObjectKey>().unwrap(), key);
+/// assert!("a/b/c".parse::<ObjectKey>().is_err());
+/// ```
+#[derive(Clone)]
+pub struct ObjectKey {
+    /// `ns/name` or `name`.
+    full: Arc<str>,
+    /// Byte index of the `/` in `full`, or `None` for cluster-scoped keys.
+    slash: Option<u32>,
+}
+
+impl ObjectKey {
+    /// A key from an optional namespace and a name. An empty namespace means
+    /// cluster-scoped, as in Kubernetes.
+    #[must_use]
+    pub fn new(namespace: Option<&str>, name: &str) -> Self {
+        match namespace.filter(|ns| !ns.is_empty()) {
+            Some(ns) => {
+                let mut full = String::with_capacity(ns.len() + 1 + name.len());
+                full.push_str(ns);
+                full.push('/');
+                full.push_str(name);
+                ObjectKey {
+                    slash: Some(u32::try_from(ns.len()).unwrap_or(u32::MAX)),
+                    full: full.into(),
+                }
+            }
+            None => ObjectKey {
+                full: name.into(),
+                slash: None,
+            },
+        }
+    }
+
+    /// The namespace, or `None` for a cluster-scoped key.
+    #[must_use]
+    pub fn namespace(&self) -> Option<&str> {
+        self.slash.map(|i| &self.full[..i as usize])
+    }
+
+    /// The name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        match self.slash {
+            Some(i) => &self.full[i as usize + 1..],
+            None => &self.full,
+        }
+    }
+
+    /// The key as a string: `ns/name` or `name`.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.full
+    }
+}
+
+impl FromStr for ObjectKey {
+    type Err = KeyError;
+
+    /// Parses `ns/name` or `name`, as client-go's `SplitMetaNamespaceKey`.
+    fn from_str(s: &str) -> Result<Self, KeyError> {
+        let mut parts = s.split('/');
+        let first = parts.next().unwrap_or_default();
+        match (parts.next(), parts.next()) {
+            (None, _) if first.is_empty() => Err(KeyError::EmptyName(s.to_owned())),
+            (None, _) => Ok(ObjectKey::new(None, first)),
+            (Some(_), Some(_)) => Err(KeyError::TooManyParts(s.to_owned())),
+            (Some(name), None) if name.is_empty() => Err(KeyError::EmptyName(s.to_owned())),
+            (Some(_), None) if first.is_empty() => Err(KeyError::EmptyNamespace(s.to_owned())),
+            (Some(name), None) => Ok(ObjectKey::new(Some(first), name)),
+        }
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.full)
+    }
+}
+
+impl fmt::Debug for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.full, f)
+    }
+}
+
+impl PartialEq for ObjectKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.full == other.full
+    }
+}
+
+impl Eq for ObjectKey {}
+
+impl Hash for ObjectKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.full.hash(state);
+    }
+}
+
+impl PartialOrd for ObjectKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ObjectKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.full.cmp(&other.full)
+    }
+}
+
+impl std::borrow::Borrow<str> for ObjectKey {
+    fn borrow(&self) -> &str {
+        &self.full
+    }
+}
+
+/// A function that computes an object's cache key.
+///
+/// # Example
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::object::{meta_namespace_key, KeyFunc};
+/// let f: KeyFunc<ConfigMap> = std::sync::Arc::new(meta_namespace_key::<ConfigMap>);
+/// let mut cm = ConfigMap::default();
+/// cm.metadata.name = Some("a".into());
+/// assert_eq!(f(&cm).unwrap().to_string(), "a");
+/// ```
+pub type KeyFunc<K> = Arc<dyn Fn(&K) -> Result<ObjectKey, KeyError> + Send + Sync>;
+
+/// The default key function, as client-go's `MetaNamespaceKeyFunc`: `ns/name`, or
+/// `name` when the object has no namespace.
+///
+/// # Errors
+/// [`KeyError::MissingName`] when `metadata.name` is unset or empty.
+///
+/// # Example
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::object::meta_namespace_key;
+/// let mut cm = ConfigMap::default();
+/// cm.metadata.name = Some("web".into());
+/// cm.metadata.namespace = Some("prod".into());
+/// assert_eq!(meta_namespace_key(&cm).unwrap().to_string(), "prod/web");
+/// ```
+pub fn meta_namespace_key<K: kube::Resource>(obj: &K) -> Result<ObjectKey, KeyError> {
+    let meta = obj.meta();
+    let name = meta
+        .name
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .ok_or(KeyError::MissingName)?;
+    Ok(ObjectKey::new(meta.namespace.as_deref(), name))
+}
+
+/// Left in place of an object whose deletion was missed: the reflector relisted and
+/// the object was gone, so its final state is unknown. `obj` is the last state the
+/// cache (or the FIFO) knew. As client-go's `DeletedFinalStateUnknown`.
+///
+/// # Example
+/// ```
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::object::{DeletedFinalStateUnknown, ObjectKey};
+/// let t = DeletedFinalStateUnknown { key: ObjectKey::new(None, "a"), obj: Arc::new(ConfigMap::default()) };
+/// assert_eq!(t.key.name(), "a");
+/// ```
+#[derive(Debug)]
+pub struct DeletedFinalStateUnknown<K> {
+    /// The key the object was cached under.
+    pub key: ObjectKey,
+    /// The last known state of the object.
+    pub obj: Arc<K>,
+}
+
+impl<K> Clone for DeletedFinalStateUnknown<K> {
+    fn clone(&self) -> Self {
+        DeletedFinalStateUnknown {
+            key: self.key.clone(),
+            obj: Arc::clone(&self.obj),
+        }
+    }
+}
+
+/// What a delete notification carries: the deleted object, or a tombstone when the
+/// delete itself was missed and only discovered by a relist.
+///
+/// # Example
+/// ```
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::object::DeletedObject;
+/// let mut cm = ConfigMap::default();
+/// cm.metadata.name = Some("a".into());
+/// let d = DeletedObject::Known(Arc::new(cm));
+/// assert_eq!(d.object().metadata.name.as_deref(), Some("a"));
+/// ```
+#[derive(Debug)]
+pub enum DeletedObject<K> {
+    /// The delete was observed; this is the object's final state.
+    Known(Arc<K>),
+    /// The delete was inferred from a relist; the object is its last known state.
+    FinalStateUnknown(DeletedFinalStateUnknown<K>),
+}
+
+impl<K> Clone for DeletedObject<K> {
+    fn clone(&self) -> Self {
+        match self {
+            DeletedObject::Known(o) => DeletedObject::Known(Arc::clone(o)),
+            DeletedObject::FinalStateUnknown(t) => DeletedObject::FinalStateUnknown(t.clone()),
+        }
+    }
+}
+
+impl<K> DeletedObject<K> {
+    /// The object: the final state, or the tombstone's last known state.
+    #[must_use]
+    pub fn object(&self) -> &Arc<K> {
+        match self {
+            DeletedObject::Known(o) => o,
+            DeletedObject::FinalStateUnknown(t) => &t.obj,
+        }
+    }
+
+    /// Whether this is a tombstone.
+    #[must_use]
+    pub fn is_tombstone(&self) -> bool {
+        matches!(self, DeletedObject::FinalStateUnknown(_))
+    }
+}
+
+/// The key of a possibly-tombstoned object, as client-go's
+/// `DeletionHandlingMetaNamespaceKeyFunc`: a tombstone's own key, else the object's.
+///
+/// # Errors
+/// [`KeyError::MissingName`] when a non-tombstone object has no name.
+///
+/// # Example
+/// ```
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::object::{deletion_handling_key, DeletedFinalStateUnknown, DeletedObject, ObjectKey};
+/// let t = DeletedObject::FinalStateUnknown(DeletedFinalStateUnknown {
+///     key: ObjectKey::new(Some("ns"), "gone"),
+///     obj: Arc::new(ConfigMap::default()),
+/// });
+/// assert_eq!(deletion_handling_key(&t).unwrap().to_string(), "ns/gone");
+/// ```
+pub fn deletion_handling_key<K: kube::Resource>(
+    obj: &DeletedObject<K>,
+) -> Result<ObjectKey, KeyError> {
+    match obj {
+        DeletedObject::Known(o) => meta_namespace_key(o.as_ref()),
+        DeletedObject::FinalStateUnknown(t) => Ok(t.key.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn cm(ns: Option<&str>, name: Option<&str>) -> ConfigMap {
+        let mut cm = ConfigMap::default();
+        cm.metadata.namespace = ns.map(Into::into);
+        cm.metadata.name = name.map(Into::into);
+        cm
+    }
+
+    #[test]
+    fn key_of_namespaced_and_cluster_scoped() {
+        assert_eq!(
+            meta_namespace_key(&cm(Some("ns"), Some("a")))
+                .unwrap()
+                .as_str(),
+            "ns/a"
+        );
+        assert_eq!(meta_namespace_key(&cm(None, Some("a"))).unwrap().as_str(), "a");
+        assert_eq!(
+            meta_namespace_key(&cm(Some(""), Some("a")))
+                .unwrap()
+                .namespace(),
+            None
+        );
+        assert_eq!(
+            meta_namespace_key(&cm(Some("ns"), None)),
+            Err(KeyError::MissingName)
+        );
+        assert_eq!(
+            meta_namespace_key(&cm(Some("ns"), Some(""))),
+            Err(KeyError::MissingName)
+        );
+    }
+
+    #[test]
+    fn parse_round_trips_and_rejects_bad_keys() {
+        for s in ["a", "ns/a"] {
+            assert_eq!(s.parse::<ObjectKey>().unwrap().as_str(), s);
+        }
+        let k: ObjectKey = "ns/a".parse().unwrap();
+        assert_eq!((k.namespace(), k.name()), (Some("ns"), "a"));
+        assert!(matches!("".parse::<ObjectKey>(), Err(KeyError::EmptyName(_))));
+        assert!(matches!(
+            "ns/".parse::<ObjectKey>(),
+            Err(KeyError::EmptyName(_))
+        ));
+        assert!(matches!(
+            "/a".parse::<ObjectKey>(),
+            Err(KeyError::EmptyNamespace(_))
+        ));
+        assert!(matches!(
+            "a/b/c".parse::<ObjectKey>(),
+            Err(KeyError::TooManyParts(_))
+        ));
+    }
+
+    #[test]
+    fn keys_order_and_hash_by_string_form() {
+        use std::collections::HashSet;
+        let mut keys = vec![
+            ObjectKey::new(Some("b"), "x"),
+            ObjectKey::new(None, "a"),
+            ObjectKey::new(Some("a"), "z"),
+        ];
+        keys.sort();
+        let strs: Vec<_> = keys.iter().map(ObjectKey::as_str).collect();
+        assert_eq!(strs, ["a", "a/z", "b/x"]);
+        let set: HashSet<ObjectKey> = keys.iter().cloned().collect();
+        assert!(set.contains("a/z"));
+    }
+
+    #[test]
+    fn deletion_handling_key_prefers_tombstone_key() {
+        let obj = Arc::new(cm(Some("ns"), Some("live")));
+        assert_eq!(
+            deletion_handling_key(&DeletedObject::Known(obj.clone()))
+                .unwrap()
+                .as_str(),
+            "ns/live"
+        );
+        let t = DeletedObject::FinalStateUnknown(DeletedFinalStateUnknown {
+            key: ObjectKey::new(Some("ns"), "other"),
+            obj,
+        });
+        assert!(t.is_tombstone());
+        assert_eq!(deletion_handling_key(&t).unwrap().as_str(), "ns/other");
+    }
+}

@@ -1,0 +1,108 @@
+//! Stores: where objects live once they leave the reflector.
+//!
+//! [`Store`] is the contract every sink of a reflector implements, as client-go's
+//! `cache.Store`: the [`DeltaFIFO`](crate::fifo::DeltaFIFO) in front of an informer,
+//! or a plain cache. [`KeyListerGetter`] is the read-only view the FIFO needs of the
+//! informer's cache to detect deletions missed across a relist.
+//!
+//! All methods are synchronous: implementations guard their state with one short-held
+//! lock and never hold it across an `.await`.
+
+use std::sync::Arc;
+
+use crate::object::{KeyError, Object, ObjectKey};
+
+/// Errors of the store module.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The key function failed for an object. Not retryable: the object is malformed.
+    #[error("cannot compute the object's key")]
+    Key(#[source] KeyError),
+    /// An index name was not registered. Not retryable: a programming error.
+    #[error("index {0:?} does not exist")]
+    UnknownIndex(String),
+    /// `add_indexers` named an index that already exists. Not retryable.
+    #[error("index {0:?} already exists")]
+    IndexConflict(String),
+    /// The store was closed (a closed DeltaFIFO). Not retryable.
+    #[error("store is closed")]
+    Closed,
+}
+
+impl From<KeyError> for StoreError {
+    fn from(e: KeyError) -> Self {
+        StoreError::Key(e)
+    }
+}
+
+/// A keyed collection of objects, as client-go's `cache.Store`.
+///
+/// A reflector writes into a `Store` with `add`/`update`/`delete` for watch events,
+/// `replace` after each list, and `resync` on its resync timer.
+///
+/// # Example
+/// ```ignore
+/// fn feed<S: reflector_core::store::Store<ConfigMap>>(store: &S, cm: Arc<ConfigMap>) {
+///     store.add(cm).unwrap();
+/// }
+/// ```
+pub trait Store<K: Object>: Send + Sync {
+    /// Inserts or replaces the object under its key.
+    ///
+    /// # Errors
+    /// [`StoreError::Key`] if the key function fails; [`StoreError::Closed`] on a
+    /// closed FIFO.
+    fn add(&self, obj: Arc<K>) -> Result<(), StoreError>;
+
+    /// Replaces the object under its key (inserting it if absent).
+    ///
+    /// # Errors
+    /// As [`Store::add`].
+    fn update(&self, obj: Arc<K>) -> Result<(), StoreError>;
+
+    /// Removes the object under its key; removing an absent key is not an error.
+    ///
+    /// # Errors
+    /// As [`Store::add`].
+    fn delete(&self, obj: Arc<K>) -> Result<(), StoreError>;
+
+    /// Every object, in no particular order.
+    fn list(&self) -> Vec<Arc<K>>;
+
+    /// Every key, in no particular order.
+    fn list_keys(&self) -> Vec<ObjectKey>;
+
+    /// The object stored under `obj`'s key.
+    ///
+    /// # Errors
+    /// [`StoreError::Key`] if the key function fails.
+    fn get(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError>;
+
+    /// The object stored under `key`.
+    fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>>;
+
+    /// Replaces the whole content with `items`, the result of a list at
+    /// `resource_version`.
+    ///
+    /// # Errors
+    /// [`StoreError::Key`] if the key function fails for an item (nothing is
+    /// replaced then); [`StoreError::Closed`] on a closed FIFO.
+    fn replace(&self, items: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError>;
+
+    /// Re-delivers every object to whoever consumes the store (a no-op for a plain
+    /// cache; `Sync` deltas for a DeltaFIFO).
+    ///
+    /// # Errors
+    /// [`StoreError::Closed`] on a closed FIFO.
+    fn resync(&self) -> Result<(), StoreError>;
+}
+
+/// The read-only view of a cache a [`DeltaFIFO`](crate::fifo::DeltaFIFO) consults to
+/// find objects deleted while the watch was down, as client-go's `KeyListerGetter`.
+pub trait KeyListerGetter<K>: Send + Sync {
+    /// Every key the cache holds.
+    fn list_keys(&self) -> Vec<ObjectKey>;
+    /// The object under `key`, if cached.
+    fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>>;
+}
