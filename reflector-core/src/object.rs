@@ -123,7 +123,7 @@ impl FromStr for ObjectKey {
             (None, _) if first.is_empty() => Err(KeyError::EmptyName(s.to_owned())),
             (None, _) => Ok(ObjectKey::new(None, first)),
             (Some(_), Some(_)) => Err(KeyError::TooManyParts(s.to_owned())),
-            (Some(name), None) if name.is_empty() => Err(KeyError::EmptyName(s.to_owned())),
+            (Some(""), None) => Err(KeyError::EmptyName(s.to_owned())),
             (Some(_), None) if first.is_empty() => Err(KeyError::EmptyNamespace(s.to_owned())),
             (Some(name), None) => Ok(ObjectKey::new(Some(first), name)),
         }
