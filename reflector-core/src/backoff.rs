@@ -184,7 +184,11 @@ mod tests {
             b.next_delay();
         }
         tokio::time::advance(Duration::from_secs(119)).await;
-        assert_eq!(b.next_delay(), Duration::from_millis(25600), "not yet reset");
+        assert_eq!(
+            b.next_delay(),
+            Duration::from_millis(25600),
+            "not yet reset"
+        );
         tokio::time::advance(Duration::from_secs(121)).await;
         assert_eq!(b.next_delay(), Duration::from_millis(800), "reset");
     }

@@ -144,7 +144,10 @@ where
         if status.is_client_error() || status.is_server_error() {
             return Err(status_error(status, res.into_body()).await);
         }
-        let body = res.into_body().into_data_stream().map_err(ListWatchError::from);
+        let body = res
+            .into_body()
+            .into_data_stream()
+            .map_err(ListWatchError::from);
         Ok(self.decoder.clone().decode_body(body))
     }
 }

@@ -157,14 +157,20 @@ impl ListWatchError {
     #[must_use]
     pub fn is_too_large_resource_version(&self) -> bool {
         let Some(s) = self.status() else { return false };
-        let causes = s.details.as_ref().map(|d| d.causes.as_slice()).unwrap_or_default();
+        let causes = s
+            .details
+            .as_ref()
+            .map(|d| d.causes.as_slice())
+            .unwrap_or_default();
         if causes.iter().any(|c| c.reason == "ResourceVersionTooLarge") {
             return true;
         }
-        let is_timeout = s.reason == "Timeout"
-            || (!KNOWN_REASONS.contains(&s.reason.as_str()) && s.code == 504);
+        let is_timeout =
+            s.reason == "Timeout" || (!KNOWN_REASONS.contains(&s.reason.as_str()) && s.code == 504);
         is_timeout
-            && (causes.iter().any(|c| c.message == "Too large resource version")
+            && (causes
+                .iter()
+                .any(|c| c.message == "Too large resource version")
                 || s.message.contains("Too large resource version"))
     }
 
@@ -220,9 +226,14 @@ impl ListWatchError {
                 return true;
             }
             let msg = err.to_string();
-            if ["unexpected EOF", "connection reset", "connection closed", "end of file"]
-                .iter()
-                .any(|m| msg.contains(m))
+            if [
+                "unexpected EOF",
+                "connection reset",
+                "connection closed",
+                "end of file",
+            ]
+            .iter()
+            .any(|m| msg.contains(m))
             {
                 return true;
             }
@@ -277,8 +288,9 @@ mod tests {
 
     #[test]
     fn classifies_too_large_resource_version_in_all_three_forms() {
-        let mut with_cause = Status::failure("Too large resource version: 30, current: 20", "Timeout")
-            .with_code(504);
+        let mut with_cause =
+            Status::failure("Too large resource version: 30, current: 20", "Timeout")
+                .with_code(504);
         with_cause.details = Some(StatusDetails {
             name: String::new(),
             group: String::new(),

@@ -204,14 +204,15 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
 
-    const ADDED_A: &str =
-        r#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"5"}}}"#;
+    const ADDED_A: &str = r#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"5"}}}"#;
 
     fn decoder() -> WatchDecoder<ConfigMap> {
         WatchDecoder::new("v1", "ConfigMap")
     }
 
-    async fn collect(chunks: Vec<&'static str>) -> Vec<Result<WatchEvent<ConfigMap>, ListWatchError>> {
+    async fn collect(
+        chunks: Vec<&'static str>,
+    ) -> Vec<Result<WatchEvent<ConfigMap>, ListWatchError>> {
         let body = futures::stream::iter(
             chunks
                 .into_iter()
@@ -233,7 +234,8 @@ mod tests {
 
     #[tokio::test]
     async fn wrong_kind_is_skippable_and_the_stream_goes_on() {
-        let pod = r#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}}"#;
+        let pod =
+            r#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}}"#;
         let s: &'static str = Box::leak(format!("{pod}\n{ADDED_A}\n").into_boxed_str());
         let got = collect(vec![s]).await;
         assert_eq!(got.len(), 2);
@@ -269,7 +271,9 @@ mod tests {
     async fn error_event_decodes_to_status() {
         let s = "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"too old resource version: 1 (5)\",\"reason\":\"Expired\",\"code\":410}}\n";
         let got = collect(vec![s]).await;
-        assert!(matches!(&got[0], Ok(WatchEvent::Error(s)) if s.code == 410 && s.reason == "Expired"));
+        assert!(
+            matches!(&got[0], Ok(WatchEvent::Error(s)) if s.code == 410 && s.reason == "Expired")
+        );
     }
 
     #[tokio::test]

@@ -41,7 +41,9 @@ pub enum ReflectorError {
     },
     /// A watch closed within a second having delivered nothing, which means the server
     /// is misbehaving. Retryable after backoff.
-    #[error("very short watch: {resource}: unexpected watch close - watch lasted less than a second and no items received")]
+    #[error(
+        "very short watch: {resource}: unexpected watch close - watch lasted less than a second and no items received"
+    )]
     VeryShortWatch {
         /// The reflector's name.
         resource: String,
