@@ -96,6 +96,10 @@ pub trait Store<K: Object>: Send + Sync {
     /// # Errors
     /// [`StoreError::Closed`] on a closed FIFO.
     fn resync(&self) -> Result<(), StoreError>;
+
+    /// Told the resource version of every watch event the reflector handles, bookmarks
+    /// included, as client-go's optional `ResourceVersionUpdater`. Default: ignored.
+    fn update_resource_version(&self, _resource_version: &str) {}
 }
 
 /// The read-only view of a cache a [`DeltaFIFO`](crate::fifo::DeltaFIFO) consults to

@@ -1,0 +1,293 @@
+//! Turns a watch response body (newline-delimited JSON) into [`WatchEvent`]s.
+//!
+//! Each line is decoded once, envelope and object together, straight into `K`. Only
+//! when that fails is the line looked at again, to tell a skippable event of another
+//! kind from a malformed line. A line cut short by the end of the body ends the watch
+//! quietly (the next watch resumes from the last resource version, as client-go's
+//! stream watcher does on an unexpected EOF); a malformed line in the middle ends it
+//! with an error.
+
+use std::marker::PhantomData;
+
+use bytes::{Buf, Bytes, BytesMut};
+use futures::{Stream, StreamExt};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use super::{ListWatchError, WatchEvent, WatchStream};
+
+/// Decodes watch lines for one resource type.
+///
+/// # Example
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::listwatch::{WatchDecoder, WatchEvent};
+/// let d = WatchDecoder::<ConfigMap>::new("v1", "ConfigMap");
+/// let ev = d.decode_line(br#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}}"#).unwrap();
+/// assert!(matches!(ev, WatchEvent::Added(cm) if cm.metadata.name.as_deref() == Some("a")));
+/// let wrong = d.decode_line(br#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}}"#);
+/// assert!(wrong.unwrap_err().is_unexpected_kind());
+/// ```
+#[derive(Debug, Clone)]
+pub struct WatchDecoder<K> {
+    api_version: String,
+    kind: String,
+    _k: PhantomData<fn() -> K>,
+}
+
+/// What a line must at least look like to be an event: used only to classify lines
+/// that failed to decode as `WatchEvent<K>`.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(rename = "type")]
+    event_type: String,
+    object: TypeMetaOnly,
+}
+
+#[derive(Deserialize)]
+struct TypeMetaOnly {
+    #[serde(rename = "apiVersion", default)]
+    api_version: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+}
+
+impl<K: DeserializeOwned> WatchDecoder<K> {
+    /// A decoder expecting objects of `api_version` (`v1`, `apps/v1`) and `kind`.
+    #[must_use]
+    pub fn new(api_version: impl Into<String>, kind: impl Into<String>) -> Self {
+        WatchDecoder {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            _k: PhantomData,
+        }
+    }
+
+    /// Decodes one line.
+    ///
+    /// # Errors
+    /// [`ListWatchError::UnexpectedKind`] for a well-formed event of another kind or
+    /// apiVersion; [`ListWatchError::Decode`] for anything else that is not an event.
+    pub fn decode_line(&self, line: &[u8]) -> Result<WatchEvent<K>, ListWatchError> {
+        match serde_json::from_slice::<WatchEvent<K>>(line) {
+            Ok(ev) => Ok(ev),
+            Err(source) => Err(self.classify_failure(line, source)),
+        }
+    }
+
+    fn classify_failure(&self, line: &[u8], source: serde_json::Error) -> ListWatchError {
+        if let Ok(env) = serde_json::from_slice::<Envelope>(line)
+            && matches!(
+                env.event_type.as_str(),
+                "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK"
+            )
+        {
+            let api_version = env.object.api_version.unwrap_or_default();
+            let kind = env.object.kind.unwrap_or_default();
+            if (!api_version.is_empty() && api_version != self.api_version)
+                || (!kind.is_empty() && kind != self.kind)
+            {
+                return ListWatchError::UnexpectedKind {
+                    expected: format!("{}/{}", self.api_version, self.kind),
+                    found: format!("{api_version}/{kind}"),
+                };
+            }
+        }
+        ListWatchError::Decode {
+            what: "watch event",
+            source,
+        }
+    }
+}
+
+impl<K: DeserializeOwned + Send + 'static> WatchDecoder<K> {
+    /// Frames `body` into lines and decodes each: the stream a
+    /// [`ListerWatcher::watch`](super::ListerWatcher::watch) returns. A transport
+    /// error or a malformed line is yielded once and ends the stream.
+    pub fn decode_body<S, E>(self, body: S) -> WatchStream<K>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+        E: Into<ListWatchError>,
+    {
+        let state = LineState {
+            body: Box::pin(body),
+            buf: BytesMut::new(),
+            done: false,
+            decoder: self,
+        };
+        futures::stream::unfold(state, |mut st| async move {
+            let item = st.next_item().await?;
+            Some((item, st))
+        })
+        .boxed()
+    }
+}
+
+struct LineState<S, K> {
+    body: std::pin::Pin<Box<S>>,
+    buf: BytesMut,
+    done: bool,
+    decoder: WatchDecoder<K>,
+}
+
+impl<S, E, K> LineState<S, K>
+where
+    S: Stream<Item = Result<Bytes, E>>,
+    E: Into<ListWatchError>,
+    K: DeserializeOwned,
+{
+    /// The next event, error, or `None` at the end. After an error that ends the
+    /// watch, returns `None` forever.
+    async fn next_item(&mut self) -> Option<Result<WatchEvent<K>, ListWatchError>> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if let Some(pos) = self.buf.iter().position(|&b| b == b'\n') {
+                let line = self.buf.split_to(pos + 1);
+                let trimmed = trim_ascii(&line[..pos]);
+                if trimmed.is_empty() {
+                    continue;
+                }
+                let res = self.decoder.decode_line(trimmed);
+                if matches!(&res, Err(e) if !e.is_unexpected_kind()) {
+                    self.done = true;
+                }
+                return Some(res);
+            }
+            match self.body.next().await {
+                Some(Ok(chunk)) => {
+                    if self.buf.is_empty() {
+                        self.buf = BytesMut::from(chunk.chunk());
+                    } else {
+                        self.buf.extend_from_slice(&chunk);
+                    }
+                }
+                Some(Err(e)) => {
+                    self.done = true;
+                    let e: ListWatchError = e.into();
+                    if e.is_probable_eof() {
+                        tracing::debug!(error = %e, "watch connection ended; ending the watch");
+                        return None;
+                    }
+                    return Some(Err(e));
+                }
+                None => {
+                    self.done = true;
+                    let rest = std::mem::take(&mut self.buf);
+                    let trimmed = trim_ascii(&rest);
+                    if trimmed.is_empty() {
+                        return None;
+                    }
+                    // A complete last line without its newline still counts; a line cut
+                    // short (unexpected EOF) ends the watch quietly, as client-go does.
+                    return match self.decoder.decode_line(trimmed) {
+                        Ok(ev) => Some(Ok(ev)),
+                        Err(ListWatchError::Decode { source, .. }) if source.is_eof() => {
+                            tracing::debug!("watch body ended inside an event; ending the watch");
+                            None
+                        }
+                        Err(e) => Some(Err(e)),
+                    };
+                }
+            }
+        }
+    }
+}
+
+fn trim_ascii(b: &[u8]) -> &[u8] {
+    b.trim_ascii()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    const ADDED_A: &str = r#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"5"}}}"#;
+
+    fn decoder() -> WatchDecoder<ConfigMap> {
+        WatchDecoder::new("v1", "ConfigMap")
+    }
+
+    async fn collect(
+        chunks: Vec<&'static str>,
+    ) -> Vec<Result<WatchEvent<ConfigMap>, ListWatchError>> {
+        let body = futures::stream::iter(
+            chunks
+                .into_iter()
+                .map(|c| Ok::<_, ListWatchError>(Bytes::from_static(c.as_bytes()))),
+        );
+        decoder().decode_body(body).collect().await
+    }
+
+    #[tokio::test]
+    async fn frames_lines_split_across_chunks() {
+        let line = format!("{ADDED_A}\n");
+        let (a, b) = line.split_at(40);
+        let a: &'static str = Box::leak(a.to_owned().into_boxed_str());
+        let b: &'static str = Box::leak(b.to_owned().into_boxed_str());
+        let got = collect(vec![a, b, "\n", a, b]).await;
+        assert_eq!(got.len(), 2);
+        assert!(got.iter().all(|r| matches!(r, Ok(WatchEvent::Added(_)))));
+    }
+
+    #[tokio::test]
+    async fn wrong_kind_is_skippable_and_the_stream_goes_on() {
+        let pod =
+            r#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}}"#;
+        let s: &'static str = Box::leak(format!("{pod}\n{ADDED_A}\n").into_boxed_str());
+        let got = collect(vec![s]).await;
+        assert_eq!(got.len(), 2);
+        assert!(matches!(&got[0], Err(e) if e.is_unexpected_kind()));
+        assert!(matches!(&got[1], Ok(WatchEvent::Added(_))));
+    }
+
+    #[tokio::test]
+    async fn malformed_line_ends_the_stream_with_a_decode_error() {
+        let s: &'static str = Box::leak(format!("{{not json\n{ADDED_A}\n").into_boxed_str());
+        let got = collect(vec![s]).await;
+        assert_eq!(got.len(), 1);
+        assert!(matches!(&got[0], Err(ListWatchError::Decode { .. })));
+    }
+
+    #[tokio::test]
+    async fn non_event_json_line_ends_the_stream() {
+        let s: &'static str = Box::leak(format!("{{\"hello\":1}}\n{ADDED_A}\n").into_boxed_str());
+        let got = collect(vec![s]).await;
+        assert_eq!(got.len(), 1);
+        assert!(matches!(&got[0], Err(ListWatchError::Decode { .. })));
+    }
+
+    #[tokio::test]
+    async fn truncated_last_line_ends_quietly() {
+        let s: &'static str = Box::leak(format!("{ADDED_A}\n{}", &ADDED_A[..30]).into_boxed_str());
+        let got = collect(vec![s]).await;
+        assert_eq!(got.len(), 1);
+        assert!(matches!(&got[0], Ok(WatchEvent::Added(_))));
+    }
+
+    #[tokio::test]
+    async fn error_event_decodes_to_status() {
+        let s = "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"too old resource version: 1 (5)\",\"reason\":\"Expired\",\"code\":410}}\n";
+        let got = collect(vec![s]).await;
+        assert!(
+            matches!(&got[0], Ok(WatchEvent::Error(s)) if s.code == 410 && s.reason == "Expired")
+        );
+    }
+
+    #[tokio::test]
+    async fn transport_error_is_yielded_once_then_the_stream_ends() {
+        let body = futures::stream::iter(vec![
+            Ok(Bytes::from_static(b"{\"type\":")),
+            Err(ListWatchError::Decode {
+                what: "test",
+                source: serde_json::from_str::<u8>("x").unwrap_err(),
+            }),
+            Ok(Bytes::from_static(b"\n")),
+        ]);
+        let got: Vec<_> = decoder().decode_body(body).collect().await;
+        assert_eq!(got.len(), 1);
+        assert!(got[0].is_err());
+    }
+}
