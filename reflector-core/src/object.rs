@@ -123,7 +123,7 @@ impl FromStr for ObjectKey {
             (None, _) if first.is_empty() => Err(KeyError::EmptyName(s.to_owned())),
             (None, _) => Ok(ObjectKey::new(None, first)),
             (Some(_), Some(_)) => Err(KeyError::TooManyParts(s.to_owned())),
-            (Some(name), None) if name.is_empty() => Err(KeyError::EmptyName(s.to_owned())),
+            (Some(""), None) => Err(KeyError::EmptyName(s.to_owned())),
             (Some(_), None) if first.is_empty() => Err(KeyError::EmptyNamespace(s.to_owned())),
             (Some(name), None) => Ok(ObjectKey::new(Some(first), name)),
         }
@@ -334,7 +334,10 @@ mod tests {
                 .as_str(),
             "ns/a"
         );
-        assert_eq!(meta_namespace_key(&cm(None, Some("a"))).unwrap().as_str(), "a");
+        assert_eq!(
+            meta_namespace_key(&cm(None, Some("a"))).unwrap().as_str(),
+            "a"
+        );
         assert_eq!(
             meta_namespace_key(&cm(Some(""), Some("a")))
                 .unwrap()
@@ -358,7 +361,10 @@ mod tests {
         }
         let k: ObjectKey = "ns/a".parse().unwrap();
         assert_eq!((k.namespace(), k.name()), (Some("ns"), "a"));
-        assert!(matches!("".parse::<ObjectKey>(), Err(KeyError::EmptyName(_))));
+        assert!(matches!(
+            "".parse::<ObjectKey>(),
+            Err(KeyError::EmptyName(_))
+        ));
         assert!(matches!(
             "ns/".parse::<ObjectKey>(),
             Err(KeyError::EmptyName(_))
@@ -376,7 +382,7 @@ mod tests {
     #[test]
     fn keys_order_and_hash_by_string_form() {
         use std::collections::HashSet;
-        let mut keys = vec![
+        let mut keys = [
             ObjectKey::new(Some("b"), "x"),
             ObjectKey::new(None, "a"),
             ObjectKey::new(Some("a"), "z"),
