@@ -12,7 +12,12 @@ use reflector_core::store::{
 };
 
 /// A pod `name` (cluster-scoped unless `ns`) with the given labels and annotations.
-fn pod(ns: Option<&str>, name: &str, labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> Arc<Pod> {
+fn pod(
+    ns: Option<&str>,
+    name: &str,
+    labels: &[(&str, &str)],
+    annotations: &[(&str, &str)],
+) -> Arc<Pod> {
     let to_map = |kv: &[(&str, &str)]| -> BTreeMap<String, String> {
         kv.iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -157,9 +162,15 @@ fn index() {
 #[test]
 fn index_with_multiple_values_returns_each_object_once() {
     let index = Indexer::new(Indexers::new().with("byUser", test_users_index_func));
-    index.add(pod(None, "one", &[], &[("users", "ernie,bert")])).unwrap();
-    index.add(pod(None, "two", &[], &[("users", "bert,oscar")])).unwrap();
-    index.add(pod(None, "tre", &[], &[("users", "elmo")])).unwrap();
+    index
+        .add(pod(None, "one", &[], &[("users", "ernie,bert")]))
+        .unwrap();
+    index
+        .add(pod(None, "two", &[], &[("users", "bert,oscar")]))
+        .unwrap();
+    index
+        .add(pod(None, "tre", &[], &[("users", "elmo")]))
+        .unwrap();
     let probe = pod(None, "probe", &[], &[("users", "ernie,bert,oscar")]);
     let found = index.index("byUser", &probe).unwrap();
     assert_eq!(found.len(), 2);
@@ -217,7 +228,10 @@ fn reads_share_the_stored_arc() {
     let p = pod(Some("ns"), "a", &[], &[]);
     store.add(Arc::clone(&p)).unwrap();
     assert!(Arc::ptr_eq(&store.get(&p).unwrap().unwrap(), &p));
-    assert!(Arc::ptr_eq(&store.by_index(NAMESPACE_INDEX, "ns").unwrap()[0], &p));
+    assert!(Arc::ptr_eq(
+        &store.by_index(NAMESPACE_INDEX, "ns").unwrap()[0],
+        &p
+    ));
     assert!(Arc::ptr_eq(&store.list()[0], &p));
 }
 
@@ -240,7 +254,10 @@ fn namespace_index_includes_cluster_scoped_under_empty_value() {
     store.add(pod(None, "z", &[], &[])).unwrap();
     assert_eq!(
         store.index_keys(NAMESPACE_INDEX, "a").unwrap(),
-        [ObjectKey::new(Some("a"), "x"), ObjectKey::new(Some("a"), "y")]
+        [
+            ObjectKey::new(Some("a"), "x"),
+            ObjectKey::new(Some("a"), "y")
+        ]
     );
     assert_eq!(
         store.index_keys(NAMESPACE_INDEX, "").unwrap(),
@@ -286,8 +303,12 @@ fn key_errors_are_typed_and_change_nothing() {
 #[test]
 fn add_indexers_after_items_exist() {
     let store = Indexer::new(Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<Pod>));
-    store.add(pod(Some("ns"), "one", &[("foo", "bar")], &[])).unwrap();
-    store.add(pod(Some("ns"), "two", &[("foo", "biz")], &[])).unwrap();
+    store
+        .add(pod(Some("ns"), "one", &[("foo", "bar")], &[]))
+        .unwrap();
+    store
+        .add(pod(Some("ns"), "two", &[("foo", "biz")], &[]))
+        .unwrap();
     assert!(store.by_index("testmodes", "bar").is_err());
 
     store
@@ -302,7 +323,9 @@ fn add_indexers_after_items_exist() {
         [ObjectKey::new(Some("ns"), "two")]
     );
     // Later writes maintain the new index too.
-    store.add(pod(Some("ns"), "tre", &[("foo", "bar")], &[])).unwrap();
+    store
+        .add(pod(Some("ns"), "tre", &[("foo", "bar")], &[]))
+        .unwrap();
     store.delete_by_key(&ObjectKey::new(Some("ns"), "one"));
     assert_eq!(
         store.index_keys("testmodes", "bar").unwrap(),
@@ -319,16 +342,20 @@ fn add_indexers_after_items_exist() {
         )
         .unwrap_err();
     assert_eq!(err, StoreError::IndexConflict("testmodes".to_owned()));
-    let mut names: Vec<String> = store
-        .get_indexers()
-        .names()
-        .map(str::to_owned)
-        .collect();
+    let mut names: Vec<String> = store.get_indexers().names().map(str::to_owned).collect();
     names.sort();
     assert_eq!(names, [NAMESPACE_INDEX, "testmodes"]);
     assert!(store.by_index("fresh", "bar").is_err());
-    assert!(store.list_index_func_values("testmodes").contains(&"bar".to_owned()));
-    assert!(!store.list_index_func_values("testmodes").contains(&"other".to_owned()));
+    assert!(
+        store
+            .list_index_func_values("testmodes")
+            .contains(&"bar".to_owned())
+    );
+    assert!(
+        !store
+            .list_index_func_values("testmodes")
+            .contains(&"other".to_owned())
+    );
 }
 
 #[test]
@@ -339,7 +366,11 @@ fn delete_by_key_removes_object_and_index_entries() {
     assert_eq!(removed.map(|p| name_of(p.as_ref())), Some("a".to_owned()));
     assert!(store.is_empty());
     assert!(store.list_index_func_values(NAMESPACE_INDEX).is_empty());
-    assert!(store.delete_by_key(&ObjectKey::new(Some("ns"), "a")).is_none());
+    assert!(
+        store
+            .delete_by_key(&ObjectKey::new(Some("ns"), "a"))
+            .is_none()
+    );
 }
 
 #[test]
@@ -349,7 +380,9 @@ fn replace_rebuilds_indices() {
             .with(NAMESPACE_INDEX, namespace_index_func::<Pod>)
             .with("testmodes", test_index_func),
     );
-    store.add(pod(Some("old"), "a", &[("foo", "bar")], &[])).unwrap();
+    store
+        .add(pod(Some("old"), "a", &[("foo", "bar")], &[]))
+        .unwrap();
     store
         .replace(
             vec![
@@ -364,7 +397,10 @@ fn replace_rebuilds_indices() {
     assert!(store.by_index(NAMESPACE_INDEX, "old").unwrap().is_empty());
     assert_eq!(
         store.index_keys("testmodes", "biz").unwrap(),
-        [ObjectKey::new(Some("new"), "b"), ObjectKey::new(Some("new"), "c")]
+        [
+            ObjectKey::new(Some("new"), "b"),
+            ObjectKey::new(Some("new"), "c")
+        ]
     );
 }
 
@@ -384,7 +420,11 @@ fn replace_is_atomic_for_readers() {
         let store = store.clone();
         std::thread::spawn(move || {
             for round in 0..50 {
-                let (tag, n) = if round % 2 == 0 { ("b", 300) } else { ("a", 500) };
+                let (tag, n) = if round % 2 == 0 {
+                    ("b", 300)
+                } else {
+                    ("a", 500)
+                };
                 store.replace(generation(tag, n), "1").unwrap();
             }
         })

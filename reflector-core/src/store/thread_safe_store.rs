@@ -406,9 +406,9 @@ mod tests {
 
     #[test]
     fn delete_removes_empty_sets_from_index() {
-        let store = ThreadSafeStore::new(
-            Indexers::new().with("testIndexer", |c: &ConfigMap| vec![annotation(c).to_owned()]),
-        );
+        let store = ThreadSafeStore::new(Indexers::new().with("testIndexer", |c: &ConfigMap| {
+            vec![annotation(c).to_owned()]
+        }));
         store.add(key("testKey"), cm("testKey", "testKey"));
         assert_eq!(
             set_of(&store, "testIndexer", "testKey"),
