@@ -5,8 +5,20 @@
 //! or a plain cache. [`KeyListerGetter`] is the read-only view the FIFO needs of the
 //! informer's cache to detect deletions missed across a relist.
 //!
+//! [`Indexer`] is the informer's cache, as client-go's `cache.Indexer`: objects by
+//! key in a [`ThreadSafeStore`] plus named secondary indices ([`Indexers`], e.g. the
+//! built-in [`NAMESPACE_INDEX`]) answering "which objects have value *v*" in time
+//! proportional to the answer. Items and indices share one lock, so reads are
+//! consistent and a relist's `replace` is seen whole or not at all.
+//!
 //! All methods are synchronous: implementations guard their state with one short-held
 //! lock and never hold it across an `.await`.
+
+mod indexer;
+mod thread_safe_store;
+
+pub use indexer::{IndexFunc, Indexer, Indexers, NAMESPACE_INDEX, namespace_index_func};
+pub use thread_safe_store::ThreadSafeStore;
 
 use std::sync::Arc;
 

@@ -1,0 +1,385 @@
+//! The informer's cache: a [`ThreadSafeStore`] keyed by a key function, with named
+//! secondary indices, as client-go's `cache.Indexer` (`store.go`, `index.go`).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use super::thread_safe_store::ThreadSafeStore;
+use super::{KeyListerGetter, Store, StoreError};
+use crate::object::{KeyFunc, Object, ObjectKey, meta_namespace_key};
+
+/// Computes the values an object is indexed under, as client-go's `IndexFunc`.
+///
+/// An object may yield zero, one or many values; it is found by
+/// [`Indexer::by_index`] under each of them. The function must be pure: it is
+/// called again on the stored object when that object is replaced or removed.
+pub type IndexFunc<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
+
+/// The name of the built-in index by namespace, as client-go's `NamespaceIndex`.
+pub const NAMESPACE_INDEX: &str = "namespace";
+
+/// Indexes an object by its namespace, as client-go's `MetaNamespaceIndexFunc`.
+///
+/// Always yields exactly one value. As in client-go, a cluster-scoped object (no
+/// namespace) yields the empty string, so `by_index(NAMESPACE_INDEX, "")` lists
+/// cluster-scoped objects.
+///
+/// # Example
+/// ```
+/// use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+/// use reflector_core::store::namespace_index_func;
+/// let mut cm = ConfigMap::default();
+/// cm.metadata.namespace = Some("prod".into());
+/// assert_eq!(namespace_index_func(&cm), ["prod"]);
+/// assert_eq!(namespace_index_func(&Namespace::default()), [""]);
+/// ```
+#[must_use]
+pub fn namespace_index_func<K: kube::Resource>(obj: &K) -> Vec<String> {
+    vec![obj.meta().namespace.clone().unwrap_or_default()]
+}
+
+/// Index name → index function, as client-go's `Indexers`.
+///
+/// # Example
+/// ```
+/// use k8s_openapi::api::core::v1::Pod;
+/// use reflector_core::store::{namespace_index_func, Indexers, NAMESPACE_INDEX};
+/// let indexers = Indexers::new()
+///     .with(NAMESPACE_INDEX, namespace_index_func::<Pod>)
+///     .with("node", |p: &Pod| {
+///         p.spec.as_ref().and_then(|s| s.node_name.clone()).into_iter().collect()
+///     });
+/// assert_eq!(indexers.len(), 2);
+/// assert!(indexers.contains("node"));
+/// ```
+pub struct Indexers<K> {
+    /// The functions by index name.
+    funcs: HashMap<String, IndexFunc<K>>,
+}
+
+impl<K> Indexers<K> {
+    /// No indices.
+    #[must_use]
+    pub fn new() -> Self {
+        Indexers {
+            funcs: HashMap::new(),
+        }
+    }
+
+    /// Adds (or replaces) the index `name` computed by `f`.
+    #[must_use]
+    pub fn with<F>(mut self, name: impl Into<String>, f: F) -> Self
+    where
+        F: Fn(&K) -> Vec<String> + Send + Sync + 'static,
+    {
+        self.funcs.insert(name.into(), Arc::new(f));
+        self
+    }
+
+    /// Adds the index `name` computed by `f`; returns the function it replaced.
+    pub fn insert(&mut self, name: impl Into<String>, f: IndexFunc<K>) -> Option<IndexFunc<K>> {
+        self.funcs.insert(name.into(), f)
+    }
+
+    /// The function of index `name`.
+    #[must_use]
+    pub fn get(&self, name: &str) -> Option<&IndexFunc<K>> {
+        self.funcs.get(name)
+    }
+
+    /// Whether an index is called `name`.
+    #[must_use]
+    pub fn contains(&self, name: &str) -> bool {
+        self.funcs.contains_key(name)
+    }
+
+    /// The index names, in no particular order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.funcs.keys().map(String::as_str)
+    }
+
+    /// The (name, function) pairs, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &IndexFunc<K>)> {
+        self.funcs.iter().map(|(n, f)| (n.as_str(), f))
+    }
+
+    /// How many indices.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.funcs.len()
+    }
+
+    /// Whether there are no indices.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.funcs.is_empty()
+    }
+}
+
+impl<K> Default for Indexers<K> {
+    fn default() -> Self {
+        Indexers::new()
+    }
+}
+
+impl<K> Clone for Indexers<K> {
+    fn clone(&self) -> Self {
+        Indexers {
+            funcs: self.funcs.clone(),
+        }
+    }
+}
+
+impl<K> fmt::Debug for Indexers<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut names: Vec<&str> = self.names().collect();
+        names.sort_unstable();
+        f.debug_tuple("Indexers").field(&names).finish()
+    }
+}
+
+/// The informer's cache: objects by key plus named secondary indices, as
+/// client-go's `cache.Indexer` built by `NewIndexer`.
+///
+/// A cheap-to-clone handle: clones share one cache. Items and indices sit behind
+/// one lock, so every read is consistent, and [`Store::replace`] swaps the whole
+/// content at once. Reads hand out `Arc<K>` clones; treat them as immutable.
+/// [`Store::resync`] is a no-op.
+///
+/// # Example
+/// ```
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::store::{namespace_index_func, Indexer, Indexers, Store, NAMESPACE_INDEX};
+///
+/// let cache = Indexer::new(
+///     Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<ConfigMap>),
+/// );
+/// let mut cm = ConfigMap::default();
+/// cm.metadata.namespace = Some("prod".into());
+/// cm.metadata.name = Some("web".into());
+/// cache.add(Arc::new(cm)).unwrap();
+///
+/// let in_prod = cache.by_index(NAMESPACE_INDEX, "prod").unwrap();
+/// assert_eq!(in_prod[0].metadata.name.as_deref(), Some("web"));
+/// assert_eq!(cache.list_index_func_values(NAMESPACE_INDEX), ["prod"]);
+/// assert!(cache.by_index("no-such-index", "prod").is_err());
+/// ```
+pub struct Indexer<K> {
+    /// Shared with every clone.
+    inner: Arc<Inner<K>>,
+}
+
+/// What every [`Indexer`] clone shares.
+struct Inner<K> {
+    /// Computes each object's key.
+    key_fn: KeyFunc<K>,
+    /// Items and indices.
+    store: ThreadSafeStore<K>,
+}
+
+impl<K> Clone for Indexer<K> {
+    fn clone(&self) -> Self {
+        Indexer {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<K> fmt::Debug for Indexer<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Indexer").field(&self.inner.store).finish()
+    }
+}
+
+impl<K: Object> Indexer<K> {
+    /// An empty cache keyed by [`meta_namespace_key`] (`ns/name`).
+    #[must_use]
+    pub fn new(indexers: Indexers<K>) -> Self {
+        Indexer::with_key_func(Arc::new(meta_namespace_key::<K>), indexers)
+    }
+
+    /// An empty cache keyed by `key_fn`.
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_core::object::ObjectKey;
+    /// use reflector_core::store::{Indexer, Indexers, Store};
+    /// // Key by name only, ignoring the namespace.
+    /// let cache = Indexer::<ConfigMap>::with_key_func(
+    ///     Arc::new(|c: &ConfigMap| Ok(ObjectKey::new(None, c.metadata.name.as_deref().unwrap_or("?")))),
+    ///     Indexers::new(),
+    /// );
+    /// let mut cm = ConfigMap::default();
+    /// cm.metadata.namespace = Some("a".into());
+    /// cm.metadata.name = Some("x".into());
+    /// cache.add(Arc::new(cm)).unwrap();
+    /// assert!(cache.get_by_key(&ObjectKey::new(None, "x")).is_some());
+    /// ```
+    #[must_use]
+    pub fn with_key_func(key_fn: KeyFunc<K>, indexers: Indexers<K>) -> Self {
+        Indexer {
+            inner: Arc::new(Inner {
+                key_fn,
+                store: ThreadSafeStore::new(indexers),
+            }),
+        }
+    }
+
+    /// The key of `obj`.
+    fn key_of(&self, obj: &K) -> Result<ObjectKey, StoreError> {
+        Ok((self.inner.key_fn)(obj)?)
+    }
+
+    /// Removes the object under `key`, as the informer does for a tombstone whose
+    /// object may no longer compute the same key. Returns the removed object.
+    pub fn delete_by_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.inner.store.delete(key)
+    }
+
+    /// The object under `key`.
+    #[must_use]
+    pub fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.inner.store.get(key)
+    }
+
+    /// Every object, in no particular order.
+    #[must_use]
+    pub fn list(&self) -> Vec<Arc<K>> {
+        self.inner.store.list()
+    }
+
+    /// Every key, in no particular order.
+    #[must_use]
+    pub fn list_keys(&self) -> Vec<ObjectKey> {
+        self.inner.store.list_keys()
+    }
+
+    /// How many objects are cached.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.inner.store.len()
+    }
+
+    /// Whether the cache is empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.inner.store.is_empty()
+    }
+
+    /// The cached objects sharing at least one of `obj`'s values for index
+    /// `name` (each once, in no particular order), as client-go's `Index`.
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownIndex`] if no index is called `name`.
+    pub fn index(&self, name: &str, obj: &K) -> Result<Vec<Arc<K>>, StoreError> {
+        self.inner.store.index(name, obj)
+    }
+
+    /// The keys of the objects whose values for index `name` include `value`,
+    /// sorted, as client-go's `IndexKeys`.
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownIndex`] if no index is called `name`.
+    pub fn index_keys(&self, name: &str, value: &str) -> Result<Vec<ObjectKey>, StoreError> {
+        self.inner.store.index_keys(name, value)
+    }
+
+    /// The objects whose values for index `name` include `value`, in no
+    /// particular order, as client-go's `ByIndex`. Costs O(result).
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownIndex`] if no index is called `name`.
+    pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<K>>, StoreError> {
+        self.inner.store.by_index(name, value)
+    }
+
+    /// Every value of index `name` with at least one object, in no particular
+    /// order; empty for an unknown index, as client-go's `ListIndexFuncValues`.
+    #[must_use]
+    pub fn list_index_func_values(&self, name: &str) -> Vec<String> {
+        self.inner.store.list_index_func_values(name)
+    }
+
+    /// The registered index functions.
+    #[must_use]
+    pub fn get_indexers(&self) -> Indexers<K> {
+        self.inner.store.get_indexers()
+    }
+
+    /// Registers more indices, indexing every object already cached, as
+    /// client-go's `AddIndexers` (an informer may add indices after it started).
+    ///
+    /// # Errors
+    /// [`StoreError::IndexConflict`] if a name is already registered; nothing
+    /// changes then.
+    pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), StoreError> {
+        self.inner.store.add_indexers(indexers)
+    }
+}
+
+impl<K: Object> Store<K> for Indexer<K> {
+    fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        let key = self.key_of(&obj)?;
+        self.inner.store.add(key, obj);
+        Ok(())
+    }
+
+    fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        let key = self.key_of(&obj)?;
+        self.inner.store.update(key, obj);
+        Ok(())
+    }
+
+    fn delete(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        let key = self.key_of(&obj)?;
+        self.inner.store.delete(&key);
+        Ok(())
+    }
+
+    fn list(&self) -> Vec<Arc<K>> {
+        Indexer::list(self)
+    }
+
+    fn list_keys(&self) -> Vec<ObjectKey> {
+        Indexer::list_keys(self)
+    }
+
+    fn get(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
+        let key = self.key_of(obj)?;
+        Ok(self.inner.store.get(&key))
+    }
+
+    fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        Indexer::get_by_key(self, key)
+    }
+
+    /// Keys every item first; on a key error nothing is replaced. The resource
+    /// version is not recorded.
+    fn replace(&self, items: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
+        let keyed = items
+            .into_iter()
+            .map(|obj| Ok((self.key_of(&obj)?, obj)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        self.inner.store.replace(keyed);
+        Ok(())
+    }
+
+    /// A no-op: a cache has no consumer to re-deliver to.
+    fn resync(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+impl<K: Object> KeyListerGetter<K> for Indexer<K> {
+    fn list_keys(&self) -> Vec<ObjectKey> {
+        Indexer::list_keys(self)
+    }
+
+    fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        Indexer::get_by_key(self, key)
+    }
+}

@@ -1,0 +1,532 @@
+//! The map of objects plus its secondary indices, behind one lock, as client-go's
+//! `threadSafeMap`.
+//!
+//! Items and indices live in one [`State`] guarded by one [`RwLock`], so a reader
+//! sees the indices of exactly the items it sees. Index functions never run while
+//! the state is half-updated: every write first computes all the index values it
+//! needs, then mutates, so a panicking index function leaves the store as it was.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use super::StoreError;
+use super::indexer::{IndexFunc, Indexers};
+use crate::object::ObjectKey;
+
+/// One index: index value → the keys of the objects that yield that value.
+///
+/// Invariant: no set is empty; a value whose last key leaves is removed.
+type Index = HashMap<String, HashSet<ObjectKey>>;
+
+/// Above this many values, set differences use a hash set instead of a linear scan.
+const LINEAR_DIFF_MAX: usize = 16;
+
+/// A concurrent map from [`ObjectKey`] to `Arc<K>`, with named secondary indices.
+///
+/// It does not compute keys itself: callers pass them in. The
+/// [`Indexer`](super::Indexer) wraps it with a key function. Reads return `Arc<K>`
+/// clones and never copy objects; objects must be treated as immutable, since
+/// changing one in place would not re-index it.
+///
+/// # Example
+/// ```
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::object::ObjectKey;
+/// use reflector_core::store::{namespace_index_func, Indexers, ThreadSafeStore, NAMESPACE_INDEX};
+///
+/// let store = ThreadSafeStore::new(
+///     Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<ConfigMap>),
+/// );
+/// let mut cm = ConfigMap::default();
+/// cm.metadata.namespace = Some("prod".into());
+/// cm.metadata.name = Some("web".into());
+/// store.add(ObjectKey::new(Some("prod"), "web"), Arc::new(cm));
+/// assert_eq!(store.by_index(NAMESPACE_INDEX, "prod").unwrap().len(), 1);
+/// assert!(store.by_index("nope", "prod").is_err());
+/// ```
+pub struct ThreadSafeStore<K> {
+    /// Items, indexers and indices, all under this one lock.
+    state: RwLock<State<K>>,
+}
+
+/// Everything [`ThreadSafeStore`] holds; every field is guarded by
+/// `ThreadSafeStore::state`.
+struct State<K> {
+    /// The objects by key. Guarded by `ThreadSafeStore::state`.
+    items: HashMap<ObjectKey, Arc<K>>,
+    /// Index name → index function. Guarded by `ThreadSafeStore::state`.
+    indexers: Indexers<K>,
+    /// Index name → index. Has an entry (possibly empty) for every name in
+    /// `indexers` and no other. Guarded by `ThreadSafeStore::state`.
+    indices: HashMap<String, Index>,
+}
+
+/// The index values one object yields for one index, before and after a write.
+struct IndexChange<'a> {
+    /// The index name.
+    name: &'a str,
+    /// Values of the object being replaced or removed.
+    old: Vec<String>,
+    /// Values of the object being stored.
+    new: Vec<String>,
+}
+
+impl<K> ThreadSafeStore<K> {
+    /// An empty store with the given indices.
+    #[must_use]
+    pub fn new(indexers: Indexers<K>) -> Self {
+        let indices = indexers
+            .names()
+            .map(|name| (name.to_owned(), Index::new()))
+            .collect();
+        ThreadSafeStore {
+            state: RwLock::new(State {
+                items: HashMap::new(),
+                indexers,
+                indices,
+            }),
+        }
+    }
+
+    /// The state for reading. A poisoned lock is still usable: writers compute
+    /// everything that can panic (index functions) before mutating.
+    fn read(&self) -> RwLockReadGuard<'_, State<K>> {
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The state for writing; see [`ThreadSafeStore::read`] about poisoning.
+    fn write(&self) -> RwLockWriteGuard<'_, State<K>> {
+        self.state.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Stores `obj` under `key`, replacing and re-indexing any previous object.
+    pub fn add(&self, key: ObjectKey, obj: Arc<K>) {
+        self.update(key, obj);
+    }
+
+    /// Stores `obj` under `key`. Only the index values that differ between the
+    /// previous object and `obj` are touched, so the cost is proportional to the
+    /// object's values, not to the store.
+    pub fn update(&self, key: ObjectKey, obj: Arc<K>) {
+        let mut state = self.write();
+        let old = state.items.get(&key).cloned();
+        state.reindex_locked(&key, old.as_deref(), Some(&obj));
+        state.items.insert(key, obj);
+    }
+
+    /// Removes the object under `key` and its index entries; returns it, if it
+    /// was there.
+    pub fn delete(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        let mut state = self.write();
+        let old = state.items.get(key).cloned()?;
+        state.reindex_locked(key, Some(&old), None);
+        state.items.remove(key)
+    }
+
+    /// The object under `key`.
+    #[must_use]
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.read().items.get(key).cloned()
+    }
+
+    /// Every object, in no particular order.
+    #[must_use]
+    pub fn list(&self) -> Vec<Arc<K>> {
+        self.read().items.values().cloned().collect()
+    }
+
+    /// Every key, in no particular order.
+    #[must_use]
+    pub fn list_keys(&self) -> Vec<ObjectKey> {
+        self.read().items.keys().cloned().collect()
+    }
+
+    /// How many objects are stored.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.read().items.len()
+    }
+
+    /// Whether no object is stored.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.read().items.is_empty()
+    }
+
+    /// Replaces every object with `items` and rebuilds every index.
+    ///
+    /// The new map and indices are built without the lock, then swapped in under
+    /// it: readers see the old content or the new one, never a mix. When a key
+    /// appears twice, the last object wins.
+    pub fn replace(&self, items: impl IntoIterator<Item = (ObjectKey, Arc<K>)>) {
+        let indexers = self.read().indexers.clone();
+        let items: HashMap<ObjectKey, Arc<K>> = items.into_iter().collect();
+        let mut indices: HashMap<String, Index> = indexers
+            .iter()
+            .map(|(name, f)| (name.to_owned(), build_index(f, &items)))
+            .collect();
+        let mut state = self.write();
+        // Indexers only grow; index the new items for any added since the snapshot.
+        for (name, f) in state.indexers.iter() {
+            if !indices.contains_key(name) {
+                indices.insert(name.to_owned(), build_index(f, &items));
+            }
+        }
+        state.items = items;
+        state.indices = indices;
+    }
+
+    /// The objects that share at least one of `obj`'s values for index `name`,
+    /// each once, in no particular order.
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownIndex`] if no index is called `name`.
+    pub fn index(&self, name: &str, obj: &K) -> Result<Vec<Arc<K>>, StoreError> {
+        let state = self.read();
+        let (f, index) = state.index_locked(name)?;
+        let values = f(obj);
+        let mut out = Vec::new();
+        if let [value] = values.as_slice() {
+            // One value needs no de-duplication.
+            if let Some(keys) = index.get(value) {
+                out.extend(keys.iter().filter_map(|k| state.items.get(k).cloned()));
+            }
+        } else {
+            let mut seen: HashSet<&ObjectKey> = HashSet::new();
+            for keys in values.iter().filter_map(|v| index.get(v)) {
+                for key in keys {
+                    if seen.insert(key) {
+                        out.extend(state.items.get(key).cloned());
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The keys of the objects whose values for index `name` include `value`,
+    /// sorted (as client-go's `IndexKeys`).
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownIndex`] if no index is called `name`.
+    pub fn index_keys(&self, name: &str, value: &str) -> Result<Vec<ObjectKey>, StoreError> {
+        let state = self.read();
+        let (_, index) = state.index_locked(name)?;
+        let mut keys: Vec<ObjectKey> = index
+            .get(value)
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default();
+        keys.sort_unstable();
+        Ok(keys)
+    }
+
+    /// The objects whose values for index `name` include `value`, in no
+    /// particular order. Costs O(result), whatever the size of the store.
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownIndex`] if no index is called `name`.
+    pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<K>>, StoreError> {
+        let state = self.read();
+        let (_, index) = state.index_locked(name)?;
+        Ok(index
+            .get(value)
+            .map(|keys| {
+                keys.iter()
+                    .filter_map(|k| state.items.get(k).cloned())
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// Every value index `name` currently holds at least one object under, in no
+    /// particular order; empty for an unknown index (as client-go).
+    #[must_use]
+    pub fn list_index_func_values(&self, name: &str) -> Vec<String> {
+        self.read()
+            .indices
+            .get(name)
+            .map(|index| index.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The registered index functions.
+    #[must_use]
+    pub fn get_indexers(&self) -> Indexers<K> {
+        self.read().indexers.clone()
+    }
+
+    /// Registers more indices and indexes every object already stored under them.
+    ///
+    /// # Errors
+    /// [`StoreError::IndexConflict`] if a name is already registered (the
+    /// smallest such name is reported); nothing changes then.
+    pub fn add_indexers(&self, new: Indexers<K>) -> Result<(), StoreError> {
+        let mut state = self.write();
+        let mut conflicts: Vec<&str> = new
+            .names()
+            .filter(|name| state.indexers.contains(name))
+            .collect();
+        conflicts.sort_unstable();
+        if let Some(name) = conflicts.first() {
+            return Err(StoreError::IndexConflict((*name).to_owned()));
+        }
+        // Build every new index before touching the state.
+        let built: Vec<(String, Index)> = new
+            .iter()
+            .map(|(name, f)| (name.to_owned(), build_index(f, &state.items)))
+            .collect();
+        state.indices.extend(built);
+        for (name, f) in new.iter() {
+            state.indexers.insert(name, Arc::clone(f));
+        }
+        Ok(())
+    }
+}
+
+impl<K> State<K> {
+    /// The function and index called `name`. Expects the lock held.
+    fn index_locked(&self, name: &str) -> Result<(&IndexFunc<K>, &Index), StoreError> {
+        match (self.indexers.get(name), self.indices.get(name)) {
+            (Some(f), Some(index)) => Ok((f, index)),
+            _ => Err(StoreError::UnknownIndex(name.to_owned())),
+        }
+    }
+
+    /// Moves `key` in every index from `old`'s values to `new`'s. All index
+    /// functions run before anything is mutated. Expects the write lock held.
+    fn reindex_locked(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&K>) {
+        let changes: Vec<IndexChange<'_>> = self
+            .indexers
+            .iter()
+            .map(|(name, f)| IndexChange {
+                name,
+                old: old.map(|o| f(o)).unwrap_or_default(),
+                new: new.map(|o| f(o)).unwrap_or_default(),
+            })
+            .collect();
+        for change in changes {
+            if change.old == change.new {
+                // The common case: the object's values did not change.
+                continue;
+            }
+            let index = self.indices.entry(change.name.to_owned()).or_default();
+            for value in difference(&change.old, &change.new) {
+                remove_key(index, value, key);
+            }
+            for value in difference(&change.new, &change.old) {
+                match index.get_mut(value.as_str()) {
+                    Some(keys) => {
+                        keys.insert(key.clone());
+                    }
+                    None => {
+                        index.insert(value.clone(), HashSet::from([key.clone()]));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Removes `key` from the set under `value`, dropping the set once empty.
+fn remove_key(index: &mut Index, value: &str, key: &ObjectKey) {
+    if let Some(keys) = index.get_mut(value) {
+        keys.remove(key);
+        if keys.is_empty() {
+            index.remove(value);
+        }
+    }
+}
+
+/// The values of `a` that are not in `b`; linear for short lists, hashed beyond.
+fn difference<'a>(a: &'a [String], b: &'a [String]) -> Vec<&'a String> {
+    if b.len() <= LINEAR_DIFF_MAX {
+        a.iter().filter(|v| !b.contains(v)).collect()
+    } else {
+        let b: HashSet<&String> = b.iter().collect();
+        a.iter().filter(|v| !b.contains(v)).collect()
+    }
+}
+
+/// One index over `items`, computed with `f`.
+fn build_index<K>(f: &IndexFunc<K>, items: &HashMap<ObjectKey, Arc<K>>) -> Index {
+    let mut index = Index::new();
+    for (key, obj) in items {
+        for value in f(obj) {
+            index.entry(value).or_default().insert(key.clone());
+        }
+    }
+    index
+}
+
+impl<K> std::fmt::Debug for ThreadSafeStore<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.read();
+        f.debug_struct("ThreadSafeStore")
+            .field("len", &state.items.len())
+            .field("indexers", &state.indexers)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    /// A config map named `name` whose `v` annotation is `value`.
+    fn cm(name: &str, value: &str) -> Arc<ConfigMap> {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name.into());
+        cm.metadata.annotations = Some([("v".to_owned(), value.to_owned())].into());
+        Arc::new(cm)
+    }
+
+    fn key(name: &str) -> ObjectKey {
+        ObjectKey::new(None, name)
+    }
+
+    fn annotation(cm: &ConfigMap) -> &str {
+        cm.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("v"))
+            .map_or("", String::as_str)
+    }
+
+    /// The keys under `value` in index `name`, sorted; `None` if the set is absent.
+    fn set_of(store: &ThreadSafeStore<ConfigMap>, name: &str, value: &str) -> Option<Vec<String>> {
+        let state = store.read();
+        state.indices[name].get(value).map(|set| {
+            let mut keys: Vec<String> = set.iter().map(|k| k.as_str().to_owned()).collect();
+            keys.sort();
+            keys
+        })
+    }
+
+    #[test]
+    fn delete_removes_empty_sets_from_index() {
+        let store = ThreadSafeStore::new(Indexers::new().with("testIndexer", |c: &ConfigMap| {
+            vec![annotation(c).to_owned()]
+        }));
+        store.add(key("testKey"), cm("testKey", "testKey"));
+        assert_eq!(
+            set_of(&store, "testIndexer", "testKey"),
+            Some(vec!["testKey".to_owned()])
+        );
+        store.delete(&key("testKey"));
+        assert_eq!(set_of(&store, "testIndexer", "testKey"), None);
+        assert!(store.list_index_func_values("testIndexer").is_empty());
+    }
+
+    #[test]
+    fn add_keeps_non_empty_set() {
+        let store = ThreadSafeStore::new(
+            Indexers::new().with("testIndexer", |_: &ConfigMap| vec!["testIndex".to_owned()]),
+        );
+        store.add(key("retain"), cm("retain", "retain"));
+        store.add(key("delete"), cm("delete", "delete"));
+        assert_eq!(
+            set_of(&store, "testIndexer", "testIndex"),
+            Some(vec!["delete".to_owned(), "retain".to_owned()])
+        );
+        store.delete(&key("delete"));
+        assert_eq!(
+            set_of(&store, "testIndexer", "testIndex"),
+            Some(vec!["retain".to_owned()])
+        );
+    }
+
+    #[test]
+    fn indexing_functions_with_multiple_values() {
+        let store = ThreadSafeStore::new(Indexers::new().with("testIndexer", |c: &ConfigMap| {
+            annotation(c).split(',').map(str::to_owned).collect()
+        }));
+        let check = |expected: &[(&str, &[&str])]| {
+            for (value, keys) in expected {
+                let want: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
+                let got = set_of(&store, "testIndexer", value).unwrap_or_default();
+                assert_eq!(got, want, "keys under {value:?}");
+                let via_api: Vec<String> = store
+                    .index_keys("testIndexer", value)
+                    .unwrap()
+                    .iter()
+                    .map(|k| k.as_str().to_owned())
+                    .collect();
+                assert_eq!(via_api, want, "index_keys under {value:?}");
+            }
+        };
+        store.add(key("key1"), cm("key1", "foo"));
+        store.add(key("key2"), cm("key2", "bar"));
+        check(&[("foo", &["key1"]), ("bar", &["key2"])]);
+
+        store.update(key("key2"), cm("key2", "foo,bar"));
+        check(&[("foo", &["key1", "key2"]), ("bar", &["key2"])]);
+
+        store.update(key("key1"), cm("key1", "foo,bar"));
+        check(&[("foo", &["key1", "key2"]), ("bar", &["key1", "key2"])]);
+
+        store.add(key("key3"), cm("key3", "foo,bar,baz"));
+        check(&[
+            ("foo", &["key1", "key2", "key3"]),
+            ("bar", &["key1", "key2", "key3"]),
+            ("baz", &["key3"]),
+        ]);
+
+        store.update(key("key1"), cm("key1", "foo"));
+        check(&[
+            ("foo", &["key1", "key2", "key3"]),
+            ("bar", &["key2", "key3"]),
+            ("baz", &["key3"]),
+        ]);
+
+        store.update(key("key2"), cm("key2", "bar"));
+        check(&[
+            ("foo", &["key1", "key3"]),
+            ("bar", &["key2", "key3"]),
+            ("baz", &["key3"]),
+        ]);
+
+        store.delete(&key("key1"));
+        check(&[
+            ("foo", &["key3"]),
+            ("bar", &["key2", "key3"]),
+            ("baz", &["key3"]),
+        ]);
+
+        store.delete(&key("key3"));
+        check(&[("foo", &[]), ("bar", &["key2"]), ("baz", &[])]);
+        // Emptied sets are gone, not left empty.
+        assert_eq!(set_of(&store, "testIndexer", "foo"), None);
+        assert_eq!(set_of(&store, "testIndexer", "baz"), None);
+        assert_eq!(store.list_index_func_values("testIndexer"), ["bar"]);
+    }
+
+    #[test]
+    fn difference_is_the_same_linear_and_hashed() {
+        let many: Vec<String> = (0..40).map(|i| i.to_string()).collect();
+        let some: Vec<String> = (30..50).map(|i| i.to_string()).collect();
+        let d: Vec<&String> = difference(&many, &some);
+        assert_eq!(d.len(), 30);
+        assert!(d.iter().all(|v| v.parse::<u32>().unwrap() < 30));
+        let d: Vec<&String> = difference(&some, &many[..10]);
+        assert_eq!(d.len(), 20);
+    }
+
+    #[test]
+    fn panicking_index_function_leaves_store_unchanged() {
+        let store = ThreadSafeStore::new(Indexers::new().with("v", |c: &ConfigMap| {
+            let v = annotation(c);
+            assert!(v != "boom", "index function refuses boom");
+            vec![v.to_owned()]
+        }));
+        store.add(key("a"), cm("a", "x"));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            store.update(key("a"), cm("a", "boom"));
+        }));
+        assert!(r.is_err());
+        assert_eq!(annotation(&store.get(&key("a")).unwrap()), "x");
+        assert_eq!(set_of(&store, "v", "x"), Some(vec!["a".to_owned()]));
+        assert_eq!(store.list_index_func_values("v"), ["x"]);
+    }
+}
