@@ -9,3 +9,4 @@
 
 pub mod object;
 pub mod store;
+pub mod workqueue;
