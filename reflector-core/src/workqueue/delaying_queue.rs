@@ -145,6 +145,11 @@ impl<T: QueueItem> DelayingQueue<T> {
         self.queue.shut_down_with_drain().await;
     }
 
+    /// See [`Queue::update_unfinished_work`].
+    pub fn update_unfinished_work(&self) {
+        self.queue.update_unfinished_work();
+    }
+
     /// See [`Queue::is_shutting_down`].
     #[must_use]
     pub fn is_shutting_down(&self) -> bool {

@@ -232,3 +232,77 @@ impl QueueMetrics for PrometheusQueueMetrics {
         self.longest_running.set(longest.as_secs_f64());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use prometheus_client::encoding::text::encode;
+    use prometheus_client::registry::Registry;
+    use tokio::time::advance;
+
+    use super::PrometheusMetricsProvider;
+    use crate::workqueue::{DelayingQueue, QueueConfig};
+
+    #[tokio::test(start_paused = true)]
+    async fn prometheus_metrics_follow_adds_gets_and_dones() {
+        let mut registry = Registry::default();
+        let provider = PrometheusMetricsProvider::new();
+        provider.register(&mut registry);
+        let queue = DelayingQueue::with_config(
+            QueueConfig::default()
+                .name("test")
+                .metrics(provider.queue_metrics("test")),
+        );
+
+        queue.add("a");
+        queue.add("b");
+        queue.add("a"); // deduplicated: not an add
+        advance(Duration::from_secs(1)).await;
+        let a = queue.get().await.unwrap(); // waited 1 s
+        advance(Duration::from_secs(2)).await;
+        queue.done(&a); // worked 2 s
+        let b = queue.get().await.unwrap(); // waited 3 s
+        queue.add_after("c", Duration::from_secs(60)); // a retry, still waiting
+        advance(Duration::from_secs(4)).await;
+        queue.update_unfinished_work(); // b running for 4 s
+
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        let expected = [
+            "# TYPE workqueue_depth gauge",
+            "workqueue_depth{name=\"test\"} 0",
+            "# TYPE workqueue_adds counter",
+            "workqueue_adds_total{name=\"test\"} 2",
+            "# TYPE workqueue_queue_duration_seconds histogram",
+            "workqueue_queue_duration_seconds_sum{name=\"test\"} 4.0",
+            "workqueue_queue_duration_seconds_count{name=\"test\"} 2",
+            "workqueue_queue_duration_seconds_bucket{le=\"1e-8\",name=\"test\"} 0",
+            "workqueue_queue_duration_seconds_bucket{le=\"1.0\",name=\"test\"} 1",
+            "workqueue_queue_duration_seconds_bucket{le=\"10.0\",name=\"test\"} 2",
+            "workqueue_queue_duration_seconds_bucket{le=\"+Inf\",name=\"test\"} 2",
+            "# TYPE workqueue_work_duration_seconds histogram",
+            "workqueue_work_duration_seconds_sum{name=\"test\"} 2.0",
+            "workqueue_work_duration_seconds_count{name=\"test\"} 1",
+            "# TYPE workqueue_retries counter",
+            "workqueue_retries_total{name=\"test\"} 1",
+            "# TYPE workqueue_unfinished_work_seconds gauge",
+            "workqueue_unfinished_work_seconds{name=\"test\"} 4.0",
+            "# TYPE workqueue_longest_running_processor_seconds gauge",
+            "workqueue_longest_running_processor_seconds{name=\"test\"} 4.0",
+        ];
+        for line in expected {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing line {line:?} in:\n{text}"
+            );
+        }
+        // Ten buckets as client-go (1e-8 .. 10) plus +Inf, per histogram.
+        let buckets = text
+            .lines()
+            .filter(|l| l.starts_with("workqueue_work_duration_seconds_bucket"))
+            .count();
+        assert_eq!(buckets, 11);
+        queue.done(&b);
+    }
+}

@@ -162,6 +162,11 @@ impl<T: QueueItem> RateLimitingQueue<T> {
         self.queue.shut_down_with_drain().await;
     }
 
+    /// See [`Queue::update_unfinished_work`](super::Queue::update_unfinished_work).
+    pub fn update_unfinished_work(&self) {
+        self.queue.update_unfinished_work();
+    }
+
     /// See [`Queue::is_shutting_down`](super::Queue::is_shutting_down).
     #[must_use]
     pub fn is_shutting_down(&self) -> bool {
