@@ -71,7 +71,11 @@ async fn deduping() {
     assert_eq!(queue.ready_at(&first), Some(Instant::now() + 5 * MS));
     queue.done(&first);
     advance(5 * MS).await;
-    assert_eq!(queue.len(), 1, "the delayed add of a processed item arrives");
+    assert_eq!(
+        queue.len(),
+        1,
+        "the delayed add of a processed item arrives"
+    );
 }
 
 #[tokio::test(start_paused = true)]

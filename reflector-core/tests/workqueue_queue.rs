@@ -45,7 +45,10 @@ async fn run_basic(drain: bool) {
         let processed = Arc::clone(&processed);
         consumers.spawn(async move {
             while let Some(item) = queue.get().await {
-                assert_ne!(item, ADDED_AFTER_SHUTDOWN, "got an item added after shutdown");
+                assert_ne!(
+                    item, ADDED_AFTER_SHUTDOWN,
+                    "got an item added after shutdown"
+                );
                 *processed.lock().unwrap().entry(item).or_default() += 1;
                 for _ in 0..3 {
                     tokio::task::yield_now().await;
@@ -66,7 +69,10 @@ async fn run_basic(drain: bool) {
     assert_eq!(queue.len(), 0, "expected the queue to be empty");
     let processed = processed.lock().unwrap();
     for i in 0..50 {
-        assert!(processed.get(&i).copied().unwrap_or(0) >= 1, "item {i} never processed");
+        assert!(
+            processed.get(&i).copied().unwrap_or(0) >= 1,
+            "item {i} never processed"
+        );
     }
     assert!(!processed.contains_key(&ADDED_AFTER_SHUTDOWN));
 }
@@ -188,10 +194,16 @@ async fn queue_drainage_using_shut_down_with_drain() {
     };
     // ShutDownWithDrain is called before the items are marked done.
     while queue.get().await.is_some() {}
-    assert!(!finishes_soon(&drainer).await, "drain returned with items still processing");
+    assert!(
+        !finishes_soon(&drainer).await,
+        "drain returned with items still processing"
+    );
 
     queue.done(&first);
-    assert!(!finishes_soon(&drainer).await, "drain returned with an item still processing");
+    assert!(
+        !finishes_soon(&drainer).await,
+        "drain returned with an item still processing"
+    );
     queue.done(&second);
     timeout(GUARD, drainer).await.expect("drain hung").unwrap();
 }
@@ -222,7 +234,10 @@ async fn force_queue_shutdown_using_shut_down() {
         tokio::spawn(async move { queue.shut_down_with_drain().await })
     };
     while queue.get().await.is_some() {}
-    assert!(!finishes_soon(&drainer).await, "drain returned with items still processing");
+    assert!(
+        !finishes_soon(&drainer).await,
+        "drain returned with items still processing"
+    );
 
     // A second signal forces the shutdown: the drain returns without any done.
     queue.shut_down();
@@ -276,7 +291,10 @@ async fn get_is_cancel_safe() {
     // ...and dropped before it runs: the item and the wake-up must survive.
     drop(dropped);
 
-    let got = timeout(GUARD, waiter).await.expect("waiter lost its wake-up").unwrap();
+    let got = timeout(GUARD, waiter)
+        .await
+        .expect("waiter lost its wake-up")
+        .unwrap();
     assert_eq!(got, Some("foo"));
 
     // And with no other waiter, a dropped getter leaves the item queued.
@@ -298,7 +316,10 @@ async fn shut_down_wakes_waiting_getters() {
     }
     tokio::task::yield_now().await;
     queue.shut_down();
-    while let Some(res) = timeout(GUARD, getters.join_next()).await.expect("getter hung") {
+    while let Some(res) = timeout(GUARD, getters.join_next())
+        .await
+        .expect("getter hung")
+    {
         assert_eq!(res.unwrap(), None);
     }
 }

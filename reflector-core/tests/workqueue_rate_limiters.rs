@@ -58,7 +58,13 @@ fn item_exponential_failure_rate_limiter_over_flow() {
 fn item_fast_slow_rate_limiter() {
     let limiter = ItemFastSlowRateLimiter::new(5 * MS, Duration::from_secs(10), 3);
 
-    for expected in [5 * MS, 5 * MS, 5 * MS, Duration::from_secs(10), Duration::from_secs(10)] {
+    for expected in [
+        5 * MS,
+        5 * MS,
+        5 * MS,
+        Duration::from_secs(10),
+        Duration::from_secs(10),
+    ] {
         assert_eq!(limiter.when(&"one"), expected);
     }
     assert_eq!(limiter.num_requeues(&"one"), 5);
@@ -75,11 +81,24 @@ fn item_fast_slow_rate_limiter() {
 #[test]
 fn max_of_rate_limiter() {
     let limiter: MaxOfRateLimiter<&str> = MaxOfRateLimiter::new(vec![
-        Box::new(ItemFastSlowRateLimiter::new(5 * MS, Duration::from_secs(3), 3)),
-        Box::new(ItemExponentialFailureRateLimiter::new(MS, Duration::from_secs(1))),
+        Box::new(ItemFastSlowRateLimiter::new(
+            5 * MS,
+            Duration::from_secs(3),
+            3,
+        )),
+        Box::new(ItemExponentialFailureRateLimiter::new(
+            MS,
+            Duration::from_secs(1),
+        )),
     ]);
 
-    for expected in [5 * MS, 5 * MS, 5 * MS, Duration::from_secs(3), Duration::from_secs(3)] {
+    for expected in [
+        5 * MS,
+        5 * MS,
+        5 * MS,
+        Duration::from_secs(3),
+        Duration::from_secs(3),
+    ] {
         assert_eq!(limiter.when(&"one"), expected);
     }
     assert_eq!(limiter.num_requeues(&"one"), 5);

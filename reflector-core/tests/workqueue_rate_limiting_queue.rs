@@ -11,8 +11,15 @@ const MS: Duration = Duration::from_millis(1);
 /// Asserts `item` waits exactly `expected`, then lets it become due and runs
 /// it through a worker so the next `add_rate_limited` is not merged into this
 /// wait (client-go reads each wait entry off its channel instead).
-async fn expect_wait(queue: &RateLimitingQueue<&'static str>, item: &'static str, expected: Duration) {
-    let ready_at = queue.delaying_queue().ready_at(&item).expect("item is waiting");
+async fn expect_wait(
+    queue: &RateLimitingQueue<&'static str>,
+    item: &'static str,
+    expected: Duration,
+) {
+    let ready_at = queue
+        .delaying_queue()
+        .ready_at(&item)
+        .expect("item is waiting");
     assert_eq!(ready_at - Instant::now(), expected, "wait of {item}");
     advance(expected).await;
     assert_eq!(queue.get().await, Some(item));

@@ -297,7 +297,8 @@ impl<T: QueueItem> State<T> {
                 if let (Some(m), Some(now)) = (metrics, now) {
                     m.get(added.map_or(Duration::ZERO, |at| now.saturating_duration_since(at)));
                 }
-                self.processing.insert(item.clone(), now.filter(|_| metrics.is_some()));
+                self.processing
+                    .insert(item.clone(), now.filter(|_| metrics.is_some()));
                 if let (Some(m), Some(now)) = (metrics, now) {
                     self.maybe_update_unfinished_locked(m, now);
                 }
