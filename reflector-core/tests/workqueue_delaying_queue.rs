@@ -7,6 +7,9 @@ use tokio::time::{Instant, advance};
 
 const MS: Duration = Duration::from_millis(1);
 
+/// Guard against lost wake-ups (paused time: fires instead of hanging).
+const GUARD: Duration = Duration::from_secs(3600);
+
 #[tokio::test(start_paused = true)]
 async fn simple_queue() {
     let queue = DelayingQueue::new();
@@ -153,7 +156,10 @@ async fn waiting_getter_sees_a_later_add_after() {
     tokio::task::yield_now().await;
     // The getter parked with no deadline; a new earliest time must wake it.
     queue.add_after("foo", 20 * MS);
-    assert_eq!(getter.await.unwrap(), Some("foo"));
+    let got = tokio::time::timeout(GUARD, getter)
+        .await
+        .expect("the getter slept through the new deadline");
+    assert_eq!(got.unwrap(), Some("foo"));
     assert_eq!(Instant::now() - start, 20 * MS);
 }
 
@@ -170,7 +176,11 @@ async fn items_due_together_reach_every_waiting_getter() {
         queue.add_after(i, 10 * MS);
     }
     let mut got = Vec::new();
-    while let Some(res) = getters.join_next().await {
+    // Paused time: a lost wake-up makes the guard fire instead of hanging.
+    while let Some(res) = tokio::time::timeout(GUARD, getters.join_next())
+        .await
+        .expect("a getter missed its item")
+    {
         got.push(res.unwrap().unwrap());
     }
     got.sort_unstable();

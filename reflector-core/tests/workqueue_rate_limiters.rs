@@ -151,3 +151,15 @@ async fn bucket_rate_limiter_refills_at_qps() {
     assert_eq!(RateLimiter::<()>::when(&limiter, &()), 100 * MS);
     assert_eq!(RateLimiter::<()>::num_requeues(&limiter, &()), 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn bucket_rate_limiter_edge_rates() {
+    let unlimited = BucketRateLimiter::new(f64::INFINITY, 0);
+    for _ in 0..1000 {
+        assert_eq!(RateLimiter::<()>::when(&unlimited, &()), Duration::ZERO);
+    }
+    let never_refills = BucketRateLimiter::new(0.0, 1);
+    assert_eq!(RateLimiter::<()>::when(&never_refills, &()), Duration::ZERO);
+    tokio::time::advance(Duration::from_secs(3600)).await;
+    assert_eq!(RateLimiter::<()>::when(&never_refills, &()), Duration::MAX);
+}

@@ -193,8 +193,9 @@ struct Bucket {
 impl BucketRateLimiter {
     /// A bucket refilled at `qps` tokens per second holding at most `burst`.
     ///
-    /// A non-positive or non-finite `qps` means no token is ever refilled:
-    /// once the burst is spent, `when` answers the longest representable wait.
+    /// An infinite `qps` never limits (`rate.Inf`); a zero, negative or NaN
+    /// `qps` never refills: once the burst is spent, `when` answers the
+    /// longest representable wait.
     #[must_use]
     pub fn new(qps: f64, burst: u32) -> Self {
         BucketRateLimiter {
@@ -209,6 +210,9 @@ impl BucketRateLimiter {
 
     /// Reserves one token at `now` and returns the wait before it is available.
     fn reserve(&self, now: Instant) -> Duration {
+        if self.qps == f64::INFINITY {
+            return Duration::ZERO;
+        }
         let mut bucket = lock(&self.bucket);
         let refill_ok = self.qps.is_finite() && self.qps > 0.0;
         // Time may be observed out of order by concurrent callers; never go back.
