@@ -14,3 +14,4 @@ pub mod listwatch;
 pub mod object;
 pub mod reflector;
 pub mod store;
+pub mod workqueue;

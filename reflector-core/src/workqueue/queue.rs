@@ -1,0 +1,637 @@
+//! The deduplicating work queue, client-go's `workqueue.Type`.
+//!
+//! All state lives behind one `std::sync::Mutex` ([`State`]); waiting getters
+//! park on a `tokio::sync::Notify`. The lock is never held across an `.await`.
+//! The same state also holds the delayed ("waiting") items of
+//! [`DelayingQueue`](super::DelayingQueue), so that promoting a due item and
+//! handing it to a worker happen under one lock, with no background task.
+
+use std::cmp::Ordering;
+use std::collections::hash_map::Entry;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::fmt;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::metrics::QueueMetrics;
+
+/// What a work queue can hold: cheap to clone, hashable, shareable between tasks.
+///
+/// Implemented for every type that satisfies the bounds; in controllers the item
+/// is usually an [`ObjectKey`](crate::object::ObjectKey).
+pub trait QueueItem: Clone + Eq + Hash + Send + Sync + 'static {}
+
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> QueueItem for T {}
+
+/// How often the "unfinished work" gauges are refreshed from `get`/`done`
+/// (500 ms, as client-go's `updateUnfinishedWorkLoop` period).
+const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
+
+/// The longest delay `add_after` honours (about 30 years); longer delays are
+/// clamped so that computing the ready time can never overflow.
+const MAX_DELAY: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
+
+/// Configuration of a work queue.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct QueueConfig {
+    /// The queue's name, used in logs and as the `name` label of metrics.
+    /// Default: empty, as client-go's `New()`.
+    pub name: String,
+    /// The metrics hook. Default: `None`, which records nothing and reads no
+    /// clock (as client-go's `noopMetricsProvider`).
+    pub metrics: Option<Arc<dyn QueueMetrics>>,
+}
+
+impl QueueConfig {
+    /// Sets the queue's name.
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Sets the metrics hook, e.g. one from
+    /// [`PrometheusMetricsProvider::queue_metrics`](super::PrometheusMetricsProvider::queue_metrics).
+    #[must_use]
+    pub fn metrics(mut self, metrics: Arc<dyn QueueMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+}
+
+impl fmt::Debug for QueueConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QueueConfig")
+            .field("name", &self.name)
+            .field("metrics", &self.metrics.is_some())
+            .finish()
+    }
+}
+
+/// A deduplicating FIFO work queue, client-go's `workqueue.Type`.
+///
+/// Guarantees (the contract of client-go's `workqueue.Interface`):
+///
+/// - an item is queued at most once: adding an item that is already waiting for
+///   a worker does nothing;
+/// - an item being processed (returned by [`get`](Self::get), not yet
+///   [`done`](Self::done)) is never handed to a second worker; if it is added
+///   meanwhile it is remembered as *dirty* and queued again by `done`;
+/// - after [`shut_down`](Self::shut_down) adds are ignored, getters drain what
+///   is already queued and then receive `None`.
+///
+/// `Queue` is a cheap handle: clones share the same queue.
+///
+/// # Example
+///
+/// ```
+/// use reflector_core::workqueue::Queue;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let queue = Queue::new();
+/// queue.add("ns/a");
+/// queue.add("ns/a"); // deduplicated
+/// assert_eq!(queue.len(), 1);
+///
+/// let item = queue.get().await.unwrap();
+/// // ... reconcile `item` ...
+/// queue.done(&item);
+///
+/// queue.shut_down();
+/// assert_eq!(queue.get().await, None);
+/// # }
+/// ```
+pub struct Queue<T> {
+    inner: Arc<Inner<T>>,
+}
+
+impl<T> Clone for Queue<T> {
+    fn clone(&self) -> Self {
+        Queue {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<T> fmt::Debug for Queue<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Queue")
+            .field("name", &self.inner.name)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner<T> {
+    name: String,
+    /// The metrics hook; `None` records nothing and reads no clock.
+    metrics: Option<Arc<dyn QueueMetrics>>,
+    /// The single lock of the queue.
+    state: Mutex<State<T>>,
+    /// Wakes getters: `notify_one` per item made available, `notify_waiters`
+    /// on shutdown and when a new earliest ready time is set.
+    items: Notify,
+    /// Wakes `shut_down_with_drain` when processing becomes empty or a forced
+    /// shutdown cancels the drain.
+    drained: Notify,
+}
+
+/// Everything guarded by `Inner::state`.
+struct State<T> {
+    /// Items ready for a worker, oldest first. Each is also a key of `dirty`
+    /// and never a key of `processing`. Guarded by `Inner::state`.
+    queue: VecDeque<T>,
+    /// Items that need processing (queued, or added again while being
+    /// processed), with their add time when metrics are on. Guarded by
+    /// `Inner::state`.
+    dirty: HashMap<T, Option<Instant>>,
+    /// Items handed to a worker and not yet done, with their start time when
+    /// metrics are on. Guarded by `Inner::state`.
+    processing: HashMap<T, Option<Instant>>,
+    /// Delayed items: the earliest ready time of each and the sequence number
+    /// of its live heap entry. Guarded by `Inner::state`.
+    waiting: HashMap<T, (Instant, u64)>,
+    /// Min-heap of waiting entries by ready time. Entries whose sequence
+    /// number no longer matches `waiting` are stale and skipped. Guarded by
+    /// `Inner::state`.
+    heap: BinaryHeap<WaitEntry<T>>,
+    /// Next heap sequence number. Guarded by `Inner::state`.
+    next_seq: u64,
+    /// Set by either shutdown; never cleared. Guarded by `Inner::state`.
+    shutting_down: bool,
+    /// Set by `shut_down_with_drain`, cleared by `shut_down`. Guarded by
+    /// `Inner::state`.
+    drain: bool,
+    /// When the unfinished-work gauges were last refreshed. Guarded by
+    /// `Inner::state`.
+    last_unfinished_update: Option<Instant>,
+}
+
+/// One delayed item in the heap, ordered so that the earliest ready time (then
+/// the earliest insertion) is on top of the max-heap.
+struct WaitEntry<T> {
+    ready: Instant,
+    seq: u64,
+    item: T,
+}
+
+impl<T> PartialEq for WaitEntry<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.ready == other.ready && self.seq == other.seq
+    }
+}
+
+impl<T> Eq for WaitEntry<T> {}
+
+impl<T> PartialOrd for WaitEntry<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<T> Ord for WaitEntry<T> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .ready
+            .cmp(&self.ready)
+            .then_with(|| other.seq.cmp(&self.seq))
+    }
+}
+
+/// Outcome of one attempt to take an item.
+enum Take<T> {
+    Item(T),
+    ShutDown,
+    /// Nothing to take now; the earliest time a waiting item becomes due.
+    Empty(Option<Instant>),
+}
+
+impl<T: QueueItem> State<T> {
+    fn new() -> Self {
+        State {
+            queue: VecDeque::new(),
+            dirty: HashMap::new(),
+            processing: HashMap::new(),
+            waiting: HashMap::new(),
+            heap: BinaryHeap::new(),
+            next_seq: 0,
+            shutting_down: false,
+            drain: false,
+            last_unfinished_update: None,
+        }
+    }
+
+    /// Marks `item` dirty and queues it unless it is being processed. Returns
+    /// whether it was pushed onto `queue`.
+    fn add_locked(
+        &mut self,
+        item: T,
+        now: Option<Instant>,
+        metrics: Option<&Arc<dyn QueueMetrics>>,
+    ) -> bool {
+        if self.shutting_down {
+            return false;
+        }
+        let item = match self.dirty.entry(item) {
+            Entry::Occupied(_) => return false,
+            Entry::Vacant(slot) => {
+                let item = slot.key().clone();
+                slot.insert(now);
+                item
+            }
+        };
+        if let Some(m) = metrics {
+            m.add();
+        }
+        if self.processing.contains_key(&item) {
+            return false;
+        }
+        self.queue.push_back(item);
+        true
+    }
+
+    /// Moves every waiting item whose ready time is `<= now` into the queue
+    /// (through the dirty set). Returns how many were pushed onto `queue`.
+    fn promote_due_locked(
+        &mut self,
+        now: Instant,
+        metrics: Option<&Arc<dyn QueueMetrics>>,
+    ) -> usize {
+        let mut pushed = 0;
+        while self.heap.peek().is_some_and(|top| top.ready <= now) {
+            let Some(entry) = self.heap.pop() else { break };
+            let live = self
+                .waiting
+                .get(&entry.item)
+                .is_some_and(|&(_, seq)| seq == entry.seq);
+            if !live {
+                continue;
+            }
+            self.waiting.remove(&entry.item);
+            let stamp = metrics.map(|_| now);
+            if self.add_locked(entry.item, stamp, metrics) {
+                pushed += 1;
+            }
+        }
+        pushed
+    }
+
+    /// Takes the next item for a worker, if any.
+    fn take_locked(&mut self, metrics: Option<&Arc<dyn QueueMetrics>>) -> Take<T> {
+        let now = if metrics.is_some() || !self.heap.is_empty() {
+            Some(Instant::now())
+        } else {
+            None
+        };
+        if let Some(now) = now {
+            self.promote_due_locked(now, metrics);
+        }
+        match self.queue.pop_front() {
+            Some(item) => {
+                let added = self.dirty.remove(&item).flatten();
+                if let (Some(m), Some(now)) = (metrics, now) {
+                    m.get(added.map_or(Duration::ZERO, |at| now.saturating_duration_since(at)));
+                }
+                self.processing
+                    .insert(item.clone(), now.filter(|_| metrics.is_some()));
+                if let (Some(m), Some(now)) = (metrics, now) {
+                    self.maybe_update_unfinished_locked(m, now);
+                }
+                Take::Item(item)
+            }
+            None if self.shutting_down => Take::ShutDown,
+            None => Take::Empty(self.heap.peek().map(|top| top.ready)),
+        }
+    }
+
+    /// Refreshes the unfinished-work gauges if the last refresh is older than
+    /// [`UNFINISHED_WORK_UPDATE_PERIOD`].
+    fn maybe_update_unfinished_locked(&mut self, metrics: &Arc<dyn QueueMetrics>, now: Instant) {
+        let due = self
+            .last_unfinished_update
+            .is_none_or(|at| now.saturating_duration_since(at) >= UNFINISHED_WORK_UPDATE_PERIOD);
+        if due {
+            self.update_unfinished_locked(metrics, now);
+        }
+    }
+
+    /// Reports the summed and the longest running time of the items being processed.
+    fn update_unfinished_locked(&mut self, metrics: &Arc<dyn QueueMetrics>, now: Instant) {
+        let mut total = Duration::ZERO;
+        let mut longest = Duration::ZERO;
+        for started in self.processing.values().flatten() {
+            let running = now.saturating_duration_since(*started);
+            total = total.saturating_add(running);
+            longest = longest.max(running);
+        }
+        metrics.unfinished_work(total, longest);
+        self.last_unfinished_update = Some(now);
+    }
+}
+
+impl<T: QueueItem> Default for Queue<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: QueueItem> Queue<T> {
+    /// A new, unnamed queue without metrics (client-go's `New()`).
+    #[must_use]
+    pub fn new() -> Self {
+        Self::with_config(QueueConfig::default())
+    }
+
+    /// A new queue with a name and optional metrics.
+    #[must_use]
+    pub fn with_config(config: QueueConfig) -> Self {
+        Queue {
+            inner: Arc::new(Inner {
+                name: config.name,
+                metrics: config.metrics,
+                state: Mutex::new(State::new()),
+                items: Notify::new(),
+                drained: Notify::new(),
+            }),
+        }
+    }
+
+    /// The queue's name, as configured.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        // No code path panics while holding the lock, so a poisoned lock still
+        // holds consistent state.
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn metrics(&self) -> Option<&Arc<dyn QueueMetrics>> {
+        self.inner.metrics.as_ref()
+    }
+
+    fn now_if_metrics(&self) -> Option<Instant> {
+        self.inner.metrics.as_ref().map(|_| Instant::now())
+    }
+
+    /// Marks `item` as needing processing.
+    ///
+    /// Does nothing if the item is already queued, or if the queue is shutting
+    /// down. If the item is being processed, it is queued again when the
+    /// worker calls [`done`](Self::done).
+    pub fn add(&self, item: T) {
+        let now = self.now_if_metrics();
+        let pushed = self.lock().add_locked(item, now, self.metrics());
+        if pushed {
+            self.inner.items.notify_one();
+        }
+    }
+
+    /// Waits for the next item, marks it as being processed and returns it.
+    ///
+    /// Returns `None` once the queue is shutting down and nothing is queued.
+    /// The caller must call [`done`](Self::done) with the item when finished.
+    ///
+    /// # Cancel safety
+    ///
+    /// This method is cancel safe: an item is taken from the queue only in the
+    /// same synchronous step that returns it, so dropping the future never
+    /// loses an item, and a wake-up it had received is passed to another
+    /// waiting getter.
+    pub async fn get(&self) -> Option<T> {
+        let metrics = self.metrics();
+        loop {
+            // Fast path: no registration with the notifier when work is ready.
+            {
+                let mut state = self.lock();
+                match self.take_and_chain_locked(&mut state, metrics) {
+                    Take::Item(item) => return Some(item),
+                    Take::ShutDown => return None,
+                    Take::Empty(_) => {}
+                }
+            }
+            let notified = self.inner.items.notified();
+            tokio::pin!(notified);
+            // Register before re-checking, so an add between the check and the
+            // await cannot be missed.
+            notified.as_mut().enable();
+            let next_ready = {
+                let mut state = self.lock();
+                match self.take_and_chain_locked(&mut state, metrics) {
+                    Take::Item(item) => return Some(item),
+                    Take::ShutDown => return None,
+                    Take::Empty(next_ready) => next_ready,
+                }
+            };
+            match next_ready {
+                Some(at) => {
+                    tokio::select! {
+                        () = &mut notified => {}
+                        () = tokio::time::sleep_until(at) => {}
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    }
+
+    /// Takes an item and, if more are queued, wakes one more getter so that a
+    /// batch of promoted items never waits for a later notification.
+    fn take_and_chain_locked(
+        &self,
+        state: &mut State<T>,
+        metrics: Option<&Arc<dyn QueueMetrics>>,
+    ) -> Take<T> {
+        let taken = state.take_locked(metrics);
+        if matches!(taken, Take::Item(_)) && !state.queue.is_empty() {
+            self.inner.items.notify_one();
+        }
+        taken
+    }
+
+    /// Marks `item` as done processing.
+    ///
+    /// If it was added again while being processed, it is queued again. Calling
+    /// `done` for an item that is not being processed does nothing.
+    pub fn done(&self, item: &T) {
+        let metrics = self.metrics();
+        let now = self.now_if_metrics();
+        let mut state = self.lock();
+        let Some(started) = state.processing.remove(item) else {
+            tracing::debug!(queue = %self.inner.name, "done called for an item that is not being processed");
+            return;
+        };
+        if let (Some(m), Some(now)) = (metrics, now) {
+            m.done(started.map_or(Duration::ZERO, |at| now.saturating_duration_since(at)));
+            state.maybe_update_unfinished_locked(m, now);
+        }
+        if state.dirty.contains_key(item) {
+            state.queue.push_back(item.clone());
+            drop(state);
+            self.inner.items.notify_one();
+        } else if state.drain && state.processing.is_empty() {
+            drop(state);
+            self.inner.drained.notify_waiters();
+        }
+    }
+
+    /// Number of items queued and ready for a worker (not counting items being
+    /// processed, nor delayed items whose time has not come).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        let mut state = self.lock();
+        if !state.heap.is_empty() {
+            let pushed = state.promote_due_locked(Instant::now(), self.metrics());
+            if pushed > 0 {
+                self.inner.items.notify_one();
+            }
+        }
+        state.queue.len()
+    }
+
+    /// Whether no item is ready for a worker (see [`len`](Self::len)).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Shuts the queue down without waiting: later adds are ignored, delayed
+    /// items are dropped, getters drain what is queued and then get `None`. A
+    /// pending [`shut_down_with_drain`](Self::shut_down_with_drain) returns
+    /// at once.
+    pub fn shut_down(&self) {
+        {
+            let mut state = self.lock();
+            state.shutting_down = true;
+            state.drain = false;
+            state.waiting.clear();
+            state.heap.clear();
+        }
+        self.inner.items.notify_waiters();
+        self.inner.drained.notify_waiters();
+    }
+
+    /// Shuts the queue down like [`shut_down`](Self::shut_down), then waits
+    /// until every item being processed is [`done`](Self::done) (including items
+    /// re-queued because they were added while processing).
+    ///
+    /// Workers must keep calling `get` and `done` for this to return. A later
+    /// `shut_down` makes it return at once.
+    ///
+    /// # Cancel safety
+    ///
+    /// This method is cancel safe: the queue is shut down before the first
+    /// `.await`; dropping the future only stops the waiting.
+    pub async fn shut_down_with_drain(&self) {
+        {
+            let mut state = self.lock();
+            state.shutting_down = true;
+            state.drain = true;
+            state.waiting.clear();
+            state.heap.clear();
+        }
+        self.inner.items.notify_waiters();
+        loop {
+            let notified = self.inner.drained.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let state = self.lock();
+                if !state.drain || state.processing.is_empty() {
+                    return;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Whether either shutdown has been called.
+    #[must_use]
+    pub fn is_shutting_down(&self) -> bool {
+        self.lock().shutting_down
+    }
+
+    /// Refreshes the `unfinished_work` metrics now. `get` and `done` refresh
+    /// them at most every 500 ms; call this from a ticker to keep them fresh
+    /// while workers are stuck. Does nothing without metrics.
+    pub fn update_unfinished_work(&self) {
+        if let Some(m) = self.metrics() {
+            let now = Instant::now();
+            self.lock().update_unfinished_locked(m, now);
+        }
+    }
+
+    /// Queues `item` once `delay` has elapsed; see
+    /// [`DelayingQueue::add_after`](super::DelayingQueue::add_after).
+    pub(crate) fn add_after(&self, item: T, delay: Duration) {
+        let metrics = self.metrics();
+        if delay.is_zero() {
+            // Ignored after shutdown, like `add`; the retry is still counted
+            // only when the queue is running, as client-go.
+            let mut state = self.lock();
+            if state.shutting_down {
+                return;
+            }
+            if let Some(m) = metrics {
+                m.retry();
+            }
+            let pushed = state.add_locked(item, self.now_if_metrics(), metrics);
+            drop(state);
+            if pushed {
+                self.inner.items.notify_one();
+            }
+            return;
+        }
+        let now = Instant::now();
+        let ready = now + delay.min(MAX_DELAY);
+        let mut state = self.lock();
+        if state.shutting_down {
+            return;
+        }
+        if let Some(m) = metrics {
+            m.retry();
+        }
+        if let Some(&(existing, _)) = state.waiting.get(&item)
+            && existing <= ready
+        {
+            return;
+        }
+        let new_earliest = state.heap.peek().is_none_or(|top| ready < top.ready);
+        let seq = state.next_seq;
+        state.next_seq = state.next_seq.wrapping_add(1);
+        state.waiting.insert(item.clone(), (ready, seq));
+        state.heap.push(WaitEntry { ready, seq, item });
+        drop(state);
+        if new_earliest {
+            // Sleeping getters must recompute their deadline.
+            self.inner.items.notify_waiters();
+        }
+    }
+
+    /// Number of delayed items whose ready time has not been reached yet.
+    pub(crate) fn waiting_len(&self) -> usize {
+        let mut state = self.lock();
+        if !state.heap.is_empty() {
+            let pushed = state.promote_due_locked(Instant::now(), self.metrics());
+            if pushed > 0 {
+                self.inner.items.notify_one();
+            }
+        }
+        state.waiting.len()
+    }
+
+    /// The ready time of a delayed item, if it is waiting.
+    pub(crate) fn ready_at(&self, item: &T) -> Option<Instant> {
+        self.lock().waiting.get(item).map(|&(at, _)| at)
+    }
+}

@@ -1,0 +1,354 @@
+//! Rate limiters, client-go's `default_rate_limiters.go`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::queue::QueueItem;
+
+/// Decides how long an item waits before it is retried, client-go's
+/// `TypedRateLimiter`.
+pub trait RateLimiter<T>: Send + Sync {
+    /// How long `item` should wait now; records one more failure of it.
+    fn when(&self, item: &T) -> Duration;
+    /// Stops tracking `item` (call it once the item succeeded); later `when`
+    /// calls start from scratch.
+    fn forget(&self, item: &T);
+    /// How many failures are recorded for `item`.
+    fn num_requeues(&self, item: &T) -> usize;
+}
+
+fn lock<S>(mutex: &Mutex<S>) -> MutexGuard<'_, S> {
+    // No code path panics while holding these locks.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Per-item exponential backoff: `base * 2^failures`, capped at `max`,
+/// client-go's `ItemExponentialFailureRateLimiter`.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use reflector_core::workqueue::{ItemExponentialFailureRateLimiter, RateLimiter};
+///
+/// let limiter = ItemExponentialFailureRateLimiter::new(
+///     Duration::from_millis(5),
+///     Duration::from_secs(1000),
+/// );
+/// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
+/// assert_eq!(limiter.when(&"a"), Duration::from_millis(10));
+/// limiter.forget(&"a");
+/// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
+/// ```
+pub struct ItemExponentialFailureRateLimiter<T> {
+    base: Duration,
+    max: Duration,
+    /// Failure count per item. Guarded by its own mutex.
+    failures: Mutex<HashMap<T, u32>>,
+}
+
+impl<T> fmt::Debug for ItemExponentialFailureRateLimiter<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ItemExponentialFailureRateLimiter")
+            .field("base", &self.base)
+            .field("max", &self.max)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: QueueItem> ItemExponentialFailureRateLimiter<T> {
+    /// A limiter starting at `base` and doubling up to `max`.
+    #[must_use]
+    pub fn new(base: Duration, max: Duration) -> Self {
+        ItemExponentialFailureRateLimiter {
+            base,
+            max,
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// `base * 2^exp`, or `max` if that is larger or overflows.
+    fn backoff(&self, exp: u32) -> Duration {
+        let max_nanos = self.max.as_nanos();
+        let nanos = 1u128
+            .checked_shl(exp)
+            .filter(|_| exp < 127)
+            .and_then(|factor| self.base.as_nanos().checked_mul(factor));
+        match nanos {
+            Some(n) if n <= max_nanos => {
+                let secs = u64::try_from(n / 1_000_000_000).unwrap_or(u64::MAX);
+                // Always < 1e9, so the conversion cannot fail.
+                let sub = u32::try_from(n % 1_000_000_000).unwrap_or(0);
+                Duration::new(secs, sub)
+            }
+            _ => self.max,
+        }
+    }
+}
+
+impl<T: QueueItem> RateLimiter<T> for ItemExponentialFailureRateLimiter<T> {
+    fn when(&self, item: &T) -> Duration {
+        let exp = {
+            let mut failures = lock(&self.failures);
+            let count = failures.entry(item.clone()).or_insert(0);
+            let exp = *count;
+            *count = count.saturating_add(1);
+            exp
+        };
+        self.backoff(exp)
+    }
+
+    fn forget(&self, item: &T) {
+        lock(&self.failures).remove(item);
+    }
+
+    fn num_requeues(&self, item: &T) -> usize {
+        lock(&self.failures)
+            .get(item)
+            .map_or(0, |&n| usize::try_from(n).unwrap_or(usize::MAX))
+    }
+}
+
+/// `fast` for the first `max_fast_attempts` failures of an item, `slow`
+/// afterwards, client-go's `ItemFastSlowRateLimiter`.
+pub struct ItemFastSlowRateLimiter<T> {
+    fast: Duration,
+    slow: Duration,
+    max_fast_attempts: u32,
+    /// Failure count per item. Guarded by its own mutex.
+    failures: Mutex<HashMap<T, u32>>,
+}
+
+impl<T> fmt::Debug for ItemFastSlowRateLimiter<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ItemFastSlowRateLimiter")
+            .field("fast", &self.fast)
+            .field("slow", &self.slow)
+            .field("max_fast_attempts", &self.max_fast_attempts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: QueueItem> ItemFastSlowRateLimiter<T> {
+    /// A limiter answering `fast` for `max_fast_attempts` failures, then `slow`.
+    #[must_use]
+    pub fn new(fast: Duration, slow: Duration, max_fast_attempts: u32) -> Self {
+        ItemFastSlowRateLimiter {
+            fast,
+            slow,
+            max_fast_attempts,
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<T: QueueItem> RateLimiter<T> for ItemFastSlowRateLimiter<T> {
+    fn when(&self, item: &T) -> Duration {
+        let mut failures = lock(&self.failures);
+        let count = failures.entry(item.clone()).or_insert(0);
+        *count = count.saturating_add(1);
+        if *count <= self.max_fast_attempts {
+            self.fast
+        } else {
+            self.slow
+        }
+    }
+
+    fn forget(&self, item: &T) {
+        lock(&self.failures).remove(item);
+    }
+
+    fn num_requeues(&self, item: &T) -> usize {
+        lock(&self.failures)
+            .get(item)
+            .map_or(0, |&n| usize::try_from(n).unwrap_or(usize::MAX))
+    }
+}
+
+/// An overall token bucket shared by all items, client-go's
+/// `BucketRateLimiter` over `golang.org/x/time/rate`.
+///
+/// Each `when` reserves one token and returns how long the caller must wait
+/// for it (`Reserve().Delay()`): zero while tokens are left, then growing by
+/// `1 / qps` per call. The bucket starts full. Time is `tokio::time::Instant`.
+#[derive(Debug)]
+pub struct BucketRateLimiter {
+    qps: f64,
+    burst: f64,
+    /// Tokens left (negative once reservations run ahead) and when that was
+    /// computed. Guarded by its own mutex.
+    bucket: Mutex<Bucket>,
+}
+
+#[derive(Debug)]
+struct Bucket {
+    tokens: f64,
+    last: Instant,
+}
+
+impl BucketRateLimiter {
+    /// A bucket refilled at `qps` tokens per second holding at most `burst`.
+    ///
+    /// An infinite `qps` never limits (`rate.Inf`); a zero, negative or NaN
+    /// `qps` never refills: once the burst is spent, `when` answers the
+    /// longest representable wait.
+    #[must_use]
+    pub fn new(qps: f64, burst: u32) -> Self {
+        BucketRateLimiter {
+            qps,
+            burst: f64::from(burst),
+            bucket: Mutex::new(Bucket {
+                tokens: f64::from(burst),
+                last: Instant::now(),
+            }),
+        }
+    }
+
+    /// Reserves one token at `now` and returns the wait before it is available.
+    fn reserve(&self, now: Instant) -> Duration {
+        if self.qps == f64::INFINITY {
+            return Duration::ZERO;
+        }
+        let mut bucket = lock(&self.bucket);
+        let refill_ok = self.qps.is_finite() && self.qps > 0.0;
+        // Time may be observed out of order by concurrent callers; never go back.
+        let elapsed = now.saturating_duration_since(bucket.last).as_secs_f64();
+        if refill_ok {
+            bucket.tokens = (bucket.tokens + elapsed * self.qps).min(self.burst);
+        }
+        if now > bucket.last {
+            bucket.last = now;
+        }
+        bucket.tokens -= 1.0;
+        if bucket.tokens >= 0.0 {
+            return Duration::ZERO;
+        }
+        if !refill_ok {
+            return Duration::MAX;
+        }
+        Duration::try_from_secs_f64(-bucket.tokens / self.qps).unwrap_or(Duration::MAX)
+    }
+}
+
+impl<T> RateLimiter<T> for BucketRateLimiter {
+    fn when(&self, _item: &T) -> Duration {
+        self.reserve(Instant::now())
+    }
+
+    fn forget(&self, _item: &T) {}
+
+    fn num_requeues(&self, _item: &T) -> usize {
+        0
+    }
+}
+
+/// The longest wait of several limiters, client-go's `MaxOfRateLimiter`.
+///
+/// `when` and `forget` reach every limiter; `num_requeues` is the largest.
+pub struct MaxOfRateLimiter<T> {
+    limiters: Vec<Box<dyn RateLimiter<T>>>,
+}
+
+impl<T> fmt::Debug for MaxOfRateLimiter<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MaxOfRateLimiter")
+            .field("limiters", &self.limiters.len())
+            .finish()
+    }
+}
+
+impl<T> MaxOfRateLimiter<T> {
+    /// Combines `limiters`; with none, `when` is always zero.
+    #[must_use]
+    pub fn new(limiters: Vec<Box<dyn RateLimiter<T>>>) -> Self {
+        MaxOfRateLimiter { limiters }
+    }
+}
+
+impl<T> RateLimiter<T> for MaxOfRateLimiter<T> {
+    fn when(&self, item: &T) -> Duration {
+        self.limiters
+            .iter()
+            .map(|limiter| limiter.when(item))
+            .fold(Duration::ZERO, Duration::max)
+    }
+
+    fn forget(&self, item: &T) {
+        for limiter in &self.limiters {
+            limiter.forget(item);
+        }
+    }
+
+    fn num_requeues(&self, item: &T) -> usize {
+        self.limiters
+            .iter()
+            .map(|limiter| limiter.num_requeues(item))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// Caps another limiter's wait at `max_wait`, client-go's `WithMaxWaitRateLimiter`.
+pub struct WithMaxWaitRateLimiter<T> {
+    limiter: Box<dyn RateLimiter<T>>,
+    max_wait: Duration,
+}
+
+impl<T> fmt::Debug for WithMaxWaitRateLimiter<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WithMaxWaitRateLimiter")
+            .field("max_wait", &self.max_wait)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> WithMaxWaitRateLimiter<T> {
+    /// Wraps `limiter`, never answering more than `max_wait`.
+    #[must_use]
+    pub fn new(limiter: Box<dyn RateLimiter<T>>, max_wait: Duration) -> Self {
+        WithMaxWaitRateLimiter { limiter, max_wait }
+    }
+}
+
+impl<T> RateLimiter<T> for WithMaxWaitRateLimiter<T> {
+    fn when(&self, item: &T) -> Duration {
+        self.limiter.when(item).min(self.max_wait)
+    }
+
+    fn forget(&self, item: &T) {
+        self.limiter.forget(item);
+    }
+
+    fn num_requeues(&self, item: &T) -> usize {
+        self.limiter.num_requeues(item)
+    }
+}
+
+/// The controller default, client-go's `DefaultControllerRateLimiter()`: the
+/// maximum of a per-item exponential backoff (5 ms doubling to 1000 s) and an
+/// overall token bucket (10 qps, burst 100).
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use reflector_core::workqueue::{default_controller_rate_limiter, RateLimiter};
+///
+/// let limiter = default_controller_rate_limiter::<&str>();
+/// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
+/// assert_eq!(limiter.num_requeues(&"a"), 1);
+/// ```
+#[must_use]
+pub fn default_controller_rate_limiter<T: QueueItem>() -> MaxOfRateLimiter<T> {
+    MaxOfRateLimiter::new(vec![
+        Box::new(ItemExponentialFailureRateLimiter::new(
+            Duration::from_millis(5),
+            Duration::from_secs(1000),
+        )),
+        Box::new(BucketRateLimiter::new(10.0, 100)),
+    ])
+}

@@ -1,0 +1,325 @@
+//! Ports of client-go's `util/workqueue/queue_test.go`, plus cancel safety.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::FutureExt;
+use reflector_core::workqueue::Queue;
+use tokio::task::JoinSet;
+use tokio::time::timeout;
+
+/// Guard for the concurrent tests: if something is seriously wrong they
+/// would otherwise never complete.
+const GUARD: Duration = Duration::from_secs(60);
+
+/// Sentinel the `basic` test adds after shutdown (client-go's "added after shutdown!").
+const ADDED_AFTER_SHUTDOWN: i32 = -1;
+
+async fn shut_down(queue: &Queue<i32>, drain: bool) {
+    if drain {
+        queue.shut_down_with_drain().await;
+    } else {
+        queue.shut_down();
+    }
+}
+
+async fn run_basic(drain: bool) {
+    let queue: Queue<i32> = Queue::new();
+    let processed: Arc<Mutex<HashMap<i32, usize>>> = Arc::default();
+
+    let mut producers = JoinSet::new();
+    for i in 0..50 {
+        let queue = queue.clone();
+        producers.spawn(async move {
+            for _ in 0..50 {
+                queue.add(i);
+                tokio::task::yield_now().await;
+            }
+        });
+    }
+
+    let mut consumers = JoinSet::new();
+    for _ in 0..10 {
+        let queue = queue.clone();
+        let processed = Arc::clone(&processed);
+        consumers.spawn(async move {
+            while let Some(item) = queue.get().await {
+                assert_ne!(
+                    item, ADDED_AFTER_SHUTDOWN,
+                    "got an item added after shutdown"
+                );
+                *processed.lock().unwrap().entry(item).or_default() += 1;
+                for _ in 0..3 {
+                    tokio::task::yield_now().await;
+                }
+                queue.done(&item);
+            }
+        });
+    }
+
+    while let Some(res) = producers.join_next().await {
+        res.unwrap();
+    }
+    shut_down(&queue, drain).await;
+    queue.add(ADDED_AFTER_SHUTDOWN);
+    while let Some(res) = consumers.join_next().await {
+        res.unwrap();
+    }
+    assert_eq!(queue.len(), 0, "expected the queue to be empty");
+    let processed = processed.lock().unwrap();
+    for i in 0..50 {
+        assert!(
+            processed.get(&i).copied().unwrap_or(0) >= 1,
+            "item {i} never processed"
+        );
+    }
+    assert!(!processed.contains_key(&ADDED_AFTER_SHUTDOWN));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn basic() {
+    for drain in [false, true] {
+        timeout(GUARD, run_basic(drain)).await.expect("basic hung");
+    }
+}
+
+async fn run_add_while_processing(drain: bool) {
+    let queue: Queue<i32> = Queue::new();
+    let mut producers = JoinSet::new();
+    for i in 0..50 {
+        let queue = queue.clone();
+        producers.spawn(async move { queue.add(i) });
+    }
+    let mut consumers = JoinSet::new();
+    for _ in 0..10 {
+        let queue = queue.clone();
+        consumers.spawn(async move {
+            // Every worker re-adds every item up to two times: the
+            // dirty-while-processing case.
+            let mut counters: HashMap<i32, usize> = HashMap::new();
+            while let Some(item) = queue.get().await {
+                let seen = counters.entry(item).or_default();
+                *seen += 1;
+                if *seen < 2 {
+                    queue.add(item);
+                }
+                queue.done(&item);
+            }
+            counters
+        });
+    }
+    while let Some(res) = producers.join_next().await {
+        res.unwrap();
+    }
+    shut_down(&queue, drain).await;
+    while let Some(res) = consumers.join_next().await {
+        res.unwrap();
+    }
+    assert_eq!(queue.len(), 0, "expected the queue to be empty");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn add_while_processing() {
+    for drain in [false, true] {
+        timeout(GUARD, run_add_while_processing(drain))
+            .await
+            .expect("add_while_processing hung");
+    }
+}
+
+#[test]
+fn len() {
+    let queue = Queue::new();
+    queue.add("foo");
+    assert_eq!(queue.len(), 1);
+    queue.add("bar");
+    assert_eq!(queue.len(), 2);
+    queue.add("foo"); // should not increase the queue length
+    assert_eq!(queue.len(), 2);
+}
+
+#[tokio::test]
+async fn reinsert() {
+    let queue = Queue::new();
+    queue.add("foo");
+    // Start processing.
+    let item = queue.get().await.unwrap();
+    assert_eq!(item, "foo");
+    // Add it back while processing: not handed out while still processing.
+    queue.add(item);
+    assert_eq!(queue.len(), 0);
+    // Finish it up.
+    queue.done(&item);
+    // It should be back on the queue.
+    assert_eq!(queue.len(), 1);
+    let item = queue.get().await.unwrap();
+    assert_eq!(item, "foo");
+    // Finish that one up.
+    queue.done(&item);
+    assert_eq!(queue.len(), 0, "expected queue to be empty");
+}
+
+#[tokio::test]
+async fn processing_item_is_not_handed_to_a_second_worker() {
+    let queue = Queue::new();
+    queue.add("foo");
+    let first = queue.get().await.unwrap();
+    queue.add("foo");
+    // A second worker finds nothing while the first holds "foo".
+    assert!(queue.get().now_or_never().is_none());
+    queue.done(&first);
+    assert_eq!(queue.get().now_or_never(), Some(Some("foo")));
+}
+
+/// Polls `task` a few scheduler rounds and reports whether it has finished.
+async fn finishes_soon(task: &tokio::task::JoinHandle<()>) -> bool {
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+    }
+    task.is_finished()
+}
+
+#[tokio::test]
+async fn queue_drainage_using_shut_down_with_drain() {
+    let queue = Queue::new();
+    queue.add("foo");
+    queue.add("bar");
+    let first = queue.get().await.unwrap();
+    let second = queue.get().await.unwrap();
+
+    let drainer = {
+        let queue = queue.clone();
+        tokio::spawn(async move { queue.shut_down_with_drain().await })
+    };
+    // ShutDownWithDrain is called before the items are marked done.
+    while queue.get().await.is_some() {}
+    assert!(
+        !finishes_soon(&drainer).await,
+        "drain returned with items still processing"
+    );
+
+    queue.done(&first);
+    assert!(
+        !finishes_soon(&drainer).await,
+        "drain returned with an item still processing"
+    );
+    queue.done(&second);
+    timeout(GUARD, drainer).await.expect("drain hung").unwrap();
+}
+
+#[tokio::test]
+async fn no_queue_drainage_using_shut_down() {
+    let queue = Queue::new();
+    queue.add("foo");
+    queue.add("bar");
+    let _first = queue.get().await.unwrap();
+    let _second = queue.get().await.unwrap();
+    // ShutDown returns at once although nothing was marked done.
+    queue.shut_down();
+    assert!(queue.is_shutting_down());
+    assert_eq!(queue.get().await, None);
+}
+
+#[tokio::test]
+async fn force_queue_shutdown_using_shut_down() {
+    let queue = Queue::new();
+    queue.add("foo");
+    queue.add("bar");
+    let _first = queue.get().await.unwrap();
+    let _second = queue.get().await.unwrap();
+
+    let drainer = {
+        let queue = queue.clone();
+        tokio::spawn(async move { queue.shut_down_with_drain().await })
+    };
+    while queue.get().await.is_some() {}
+    assert!(
+        !finishes_soon(&drainer).await,
+        "drain returned with items still processing"
+    );
+
+    // A second signal forces the shutdown: the drain returns without any done.
+    queue.shut_down();
+    timeout(GUARD, drainer).await.expect("drain hung").unwrap();
+}
+
+#[tokio::test]
+async fn queue_drainage_using_shut_down_with_drain_with_dirty_item() {
+    let queue = Queue::new();
+    queue.add("foo");
+    let gotten = queue.get().await.unwrap();
+    queue.add("foo");
+
+    let drainer = {
+        let queue = queue.clone();
+        tokio::spawn(async move { queue.shut_down_with_drain().await })
+    };
+    // ShutDownWithDrain has started and is blocked.
+    while queue.get().await.is_some() {}
+    assert!(!finishes_soon(&drainer).await);
+
+    // Finish "working": the dirty item goes back into the queue.
+    queue.done(&gotten);
+    let again = queue.get().await.expect("should not have been done");
+    assert_eq!(again, "foo");
+    queue.done(&again);
+
+    // Now we are really done.
+    assert_eq!(queue.get().await, None, "should have been done");
+    timeout(GUARD, drainer).await.expect("drain hung").unwrap();
+}
+
+#[tokio::test]
+async fn get_is_cancel_safe() {
+    let queue: Queue<&str> = Queue::new();
+
+    // The getter to be dropped registers first (tokio wakes waiters in FIFO
+    // order), a second getter is waiting behind it.
+    let mut dropped = Box::pin(queue.get());
+    assert!(futures::poll!(dropped.as_mut()).is_pending());
+    let waiter = {
+        let queue = queue.clone();
+        tokio::spawn(async move { queue.get().await })
+    };
+    for _ in 0..5 {
+        tokio::task::yield_now().await;
+    }
+    assert!(!waiter.is_finished());
+    // The first registered getter is woken for this item...
+    queue.add("foo");
+    // ...and dropped before it runs: the item and the wake-up must survive.
+    drop(dropped);
+
+    let got = timeout(GUARD, waiter)
+        .await
+        .expect("waiter lost its wake-up")
+        .unwrap();
+    assert_eq!(got, Some("foo"));
+
+    // And with no other waiter, a dropped getter leaves the item queued.
+    let mut dropped = Box::pin(queue.get());
+    assert!(futures::poll!(dropped.as_mut()).is_pending());
+    queue.add("bar");
+    drop(dropped);
+    assert_eq!(queue.len(), 1);
+    assert_eq!(queue.get().await, Some("bar"));
+}
+
+#[tokio::test]
+async fn shut_down_wakes_waiting_getters() {
+    let queue: Queue<&str> = Queue::new();
+    let mut getters = JoinSet::new();
+    for _ in 0..3 {
+        let queue = queue.clone();
+        getters.spawn(async move { queue.get().await });
+    }
+    tokio::task::yield_now().await;
+    queue.shut_down();
+    while let Some(res) = timeout(GUARD, getters.join_next())
+        .await
+        .expect("getter hung")
+    {
+        assert_eq!(res.unwrap(), None);
+    }
+}

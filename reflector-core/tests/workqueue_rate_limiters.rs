@@ -1,0 +1,165 @@
+//! Ports of client-go's `util/workqueue/default_rate_limiters_test.go`.
+
+use std::time::Duration;
+
+use reflector_core::workqueue::{
+    BucketRateLimiter, ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter,
+    MaxOfRateLimiter, RateLimiter, WithMaxWaitRateLimiter, default_controller_rate_limiter,
+};
+
+const MS: Duration = Duration::from_millis(1);
+
+#[test]
+fn item_exponential_failure_rate_limiter() {
+    let limiter = ItemExponentialFailureRateLimiter::new(MS, Duration::from_secs(1));
+
+    for expected in [1, 2, 4, 8, 16] {
+        assert_eq!(limiter.when(&"one"), expected * MS);
+    }
+    assert_eq!(limiter.num_requeues(&"one"), 5);
+
+    assert_eq!(limiter.when(&"two"), MS);
+    assert_eq!(limiter.when(&"two"), 2 * MS);
+    assert_eq!(limiter.num_requeues(&"two"), 2);
+
+    limiter.forget(&"one");
+    assert_eq!(limiter.num_requeues(&"one"), 0);
+    assert_eq!(limiter.when(&"one"), MS);
+}
+
+#[test]
+fn item_exponential_failure_rate_limiter_over_flow() {
+    let limiter = ItemExponentialFailureRateLimiter::new(MS, Duration::from_secs(1000));
+    for _ in 0..5 {
+        limiter.when(&"one");
+    }
+    assert_eq!(limiter.when(&"one"), 32 * MS);
+
+    for _ in 0..1000 {
+        limiter.when(&"overflow1");
+    }
+    assert_eq!(limiter.when(&"overflow1"), Duration::from_secs(1000));
+
+    let minute = Duration::from_secs(60);
+    let hour = Duration::from_secs(3600);
+    let limiter = ItemExponentialFailureRateLimiter::new(minute, 1000 * hour);
+    for _ in 0..2 {
+        limiter.when(&"two");
+    }
+    assert_eq!(limiter.when(&"two"), 4 * minute);
+
+    for _ in 0..1000 {
+        limiter.when(&"overflow2");
+    }
+    assert_eq!(limiter.when(&"overflow2"), 1000 * hour);
+}
+
+#[test]
+fn item_fast_slow_rate_limiter() {
+    let limiter = ItemFastSlowRateLimiter::new(5 * MS, Duration::from_secs(10), 3);
+
+    for expected in [
+        5 * MS,
+        5 * MS,
+        5 * MS,
+        Duration::from_secs(10),
+        Duration::from_secs(10),
+    ] {
+        assert_eq!(limiter.when(&"one"), expected);
+    }
+    assert_eq!(limiter.num_requeues(&"one"), 5);
+
+    assert_eq!(limiter.when(&"two"), 5 * MS);
+    assert_eq!(limiter.when(&"two"), 5 * MS);
+    assert_eq!(limiter.num_requeues(&"two"), 2);
+
+    limiter.forget(&"one");
+    assert_eq!(limiter.num_requeues(&"one"), 0);
+    assert_eq!(limiter.when(&"one"), 5 * MS);
+}
+
+#[test]
+fn max_of_rate_limiter() {
+    let limiter: MaxOfRateLimiter<&str> = MaxOfRateLimiter::new(vec![
+        Box::new(ItemFastSlowRateLimiter::new(
+            5 * MS,
+            Duration::from_secs(3),
+            3,
+        )),
+        Box::new(ItemExponentialFailureRateLimiter::new(
+            MS,
+            Duration::from_secs(1),
+        )),
+    ]);
+
+    for expected in [
+        5 * MS,
+        5 * MS,
+        5 * MS,
+        Duration::from_secs(3),
+        Duration::from_secs(3),
+    ] {
+        assert_eq!(limiter.when(&"one"), expected);
+    }
+    assert_eq!(limiter.num_requeues(&"one"), 5);
+
+    assert_eq!(limiter.when(&"two"), 5 * MS);
+    assert_eq!(limiter.when(&"two"), 5 * MS);
+    assert_eq!(limiter.num_requeues(&"two"), 2);
+
+    limiter.forget(&"one");
+    assert_eq!(limiter.num_requeues(&"one"), 0);
+    assert_eq!(limiter.when(&"one"), 5 * MS);
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_max_wait_rate_limiter() {
+    let limiter = WithMaxWaitRateLimiter::new(
+        Box::new(default_controller_rate_limiter()),
+        Duration::from_secs(500),
+    );
+    // The burst of 100: only the per-item backoff (first failure, 5 ms) counts.
+    for i in 0..100 {
+        assert_eq!(limiter.when(&i), 5 * MS, "item {i}");
+    }
+    // Then the bucket makes each item wait 100 ms longer than the previous...
+    for i in 100..5100 {
+        let wait = limiter.when(&i);
+        assert!(wait <= Duration::from_secs(500), "item {i}: {wait:?}");
+        assert_eq!(wait, (i - 99) * 100 * MS, "item {i}");
+    }
+    // ...until the cap.
+    for i in 5100..5200 {
+        assert_eq!(limiter.when(&i), Duration::from_secs(500), "item {i}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn bucket_rate_limiter_refills_at_qps() {
+    let limiter = BucketRateLimiter::new(10.0, 2);
+    assert_eq!(RateLimiter::<()>::when(&limiter, &()), Duration::ZERO);
+    assert_eq!(RateLimiter::<()>::when(&limiter, &()), Duration::ZERO);
+    assert_eq!(RateLimiter::<()>::when(&limiter, &()), 100 * MS);
+    assert_eq!(RateLimiter::<()>::when(&limiter, &()), 200 * MS);
+    // Waiting 200 ms pays back the two reservations made ahead of time.
+    tokio::time::advance(200 * MS).await;
+    assert_eq!(RateLimiter::<()>::when(&limiter, &()), 100 * MS);
+    // A long idle period refills no more than the burst.
+    tokio::time::advance(Duration::from_secs(60)).await;
+    assert_eq!(RateLimiter::<()>::when(&limiter, &()), Duration::ZERO);
+    assert_eq!(RateLimiter::<()>::when(&limiter, &()), Duration::ZERO);
+    assert_eq!(RateLimiter::<()>::when(&limiter, &()), 100 * MS);
+    assert_eq!(RateLimiter::<()>::num_requeues(&limiter, &()), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn bucket_rate_limiter_edge_rates() {
+    let unlimited = BucketRateLimiter::new(f64::INFINITY, 0);
+    for _ in 0..1000 {
+        assert_eq!(RateLimiter::<()>::when(&unlimited, &()), Duration::ZERO);
+    }
+    let never_refills = BucketRateLimiter::new(0.0, 1);
+    assert_eq!(RateLimiter::<()>::when(&never_refills, &()), Duration::ZERO);
+    tokio::time::advance(Duration::from_secs(3600)).await;
+    assert_eq!(RateLimiter::<()>::when(&never_refills, &()), Duration::MAX);
+}
