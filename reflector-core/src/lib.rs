@@ -7,5 +7,6 @@
 //! - [`fifo`]: the `DeltaFIFO` between the reflector and the informer;
 //! - [`workqueue`]: the dedup, delaying and rate-limited queues that feed workers.
 
+pub mod fifo;
 pub mod object;
 pub mod store;
