@@ -252,9 +252,7 @@ impl<K> Deltas<K> {
 
     /// A list holding one delta; the common case, sized to avoid a regrowth.
     pub(crate) fn one(delta: Delta<K>) -> Self {
-        let mut v = Vec::with_capacity(1);
-        v.push(delta);
-        Deltas(v)
+        Deltas(vec![delta])
     }
 }
 
