@@ -322,7 +322,11 @@ async fn delta_fifo_transformer() {
     };
     assert_eq!(obj.metadata.name.as_deref(), Some("foo"));
     assert_eq!(data(obj, "val"), "15");
-    assert_eq!(data(obj, "xfrm"), "1", "foo transformed wrong number of times");
+    assert_eq!(
+        data(obj, "xfrm"),
+        "1",
+        "foo transformed wrong number of times"
+    );
 
     let bar = pop(&f).await.deltas;
     let newest = bar.newest().unwrap();
@@ -630,10 +634,7 @@ fn delta_fifo_key_of() {
     assert_eq!(f.key_of_deltas(&c).unwrap().as_str(), "C");
     let dd = deltas(vec![Delta::new(Deleted, t("D"))]);
     assert_eq!(f.key_of_deltas(&dd).unwrap().as_str(), "D");
-    assert_eq!(
-        f.key_of_deltas(&Deltas::new()),
-        Err(FifoError::EmptyDeltas)
-    );
+    assert_eq!(f.key_of_deltas(&Deltas::new()), Err(FifoError::EmptyDeltas));
     assert!(matches!(f.key_of(&nobody), Err(FifoError::Key(_))));
 }
 
