@@ -5,6 +5,7 @@ use std::fmt;
 use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use foldhash::fast::RandomState;
 use tokio::sync::Notify;
 
 use super::delta::{Delta, DeltaObject, DeltaType, Deltas};
@@ -133,8 +134,10 @@ pub struct PoppedItem<K> {
 /// The FIFO's state. Every field is guarded by [`DeltaFIFO::state`].
 struct State<K> {
     /// Key to its pending deltas. Guarded by `DeltaFIFO::state`. Every entry holds at
-    /// least one delta; a key is here if and only if it is in `queue`.
-    items: HashMap<ObjectKey, Deltas<K>>,
+    /// least one delta; a key is here if and only if it is in `queue`. Hashed with
+    /// foldhash (randomly seeded, as hashbrown's default): each add+pop hashes the
+    /// key twice, and SipHash was a tenth of that path.
+    items: HashMap<ObjectKey, Deltas<K>, RandomState>,
     /// Keys in first-enqueue order, each at most once. Guarded by `DeltaFIFO::state`.
     queue: VecDeque<ObjectKey>,
     /// Whether the first `replace` happened, or an `add`/`update`/`delete` came
@@ -228,7 +231,7 @@ impl<K> DeltaFIFO<K> {
     pub fn new(options: DeltaFifoOptions<K>) -> Self {
         DeltaFIFO {
             state: Mutex::new(State {
-                items: HashMap::new(),
+                items: HashMap::default(),
                 queue: VecDeque::new(),
                 populated: false,
                 initial_population_count: 0,
@@ -337,7 +340,7 @@ impl<K> DeltaFIFO<K> {
     /// the FIFO's lock**, as client-go's `Pop`: whatever `process` updates (the
     /// informer's indexer, the known objects) changes atomically with the queue, so
     /// `replace`, `resync` and [`has_synced`](DeltaFIFO::has_synced) never see the item
-    /// in neither place. Items come out in the order their keys were first queued.
+    /// missing from both the queue and the cache. Items come out in the order their keys were first queued.
     ///
     /// `process` must be quick and must not call this FIFO (the lock is not
     /// reentrant: that deadlocks). If it panics, the item is lost and the panic
@@ -494,7 +497,7 @@ impl<K: Object> DeltaFIFO<K> {
     /// key with the newest object it holds (a tombstone's inner object).
     fn missing_queued_locked(
         state: &State<K>,
-        listed: &HashSet<ObjectKey>,
+        listed: &HashSet<ObjectKey, RandomState>,
     ) -> Vec<(ObjectKey, Arc<K>)> {
         state
             .queue
@@ -608,7 +611,7 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
         if state.closed {
             return Err(StoreError::Closed);
         }
-        let mut listed = HashSet::with_capacity(keyed.len());
+        let mut listed = HashSet::with_capacity_and_hasher(keyed.len(), RandomState::default());
         for (key, obj) in keyed {
             listed.insert(key.clone());
             self.queue_action_locked(&mut state, key, action, DeltaObject::Object(obj), true);
