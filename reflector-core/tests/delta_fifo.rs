@@ -909,3 +909,27 @@ proptest::proptest! {
         proptest::prop_assert!(f.has_synced());
     }
 }
+
+/// `wait_synced` returns once the last initial item's callback returned.
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_wait_synced_wakes_after_last_initial_pop() {
+    let f = Arc::new(fifo());
+    let waiter = tokio::spawn({
+        let f = Arc::clone(&f);
+        async move { f.wait_synced().await }
+    });
+    f.replace(vec![mk("a", 1), mk("b", 2)], "1").unwrap();
+    tokio::task::yield_now().await;
+    assert!(!waiter.is_finished());
+    pop(&f).await;
+    tokio::task::yield_now().await;
+    assert!(!waiter.is_finished());
+    pop(&f).await;
+    tokio::time::timeout(Duration::from_secs(1), waiter)
+        .await
+        .expect("wait_synced returned")
+        .unwrap();
+    assert!(f.has_synced());
+    // Already synced: returns at once.
+    f.wait_synced().await;
+}

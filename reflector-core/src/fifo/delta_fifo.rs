@@ -145,6 +145,10 @@ struct State<K> {
     populated: bool,
     /// Items of the first `replace` not yet popped. Guarded by `DeltaFIFO::state`.
     initial_population_count: usize,
+    /// Latched `populated && initial_population_count == 0`: set once, by
+    /// `check_synced_locked`, whose caller then wakes `wait_synced`. Guarded by
+    /// `DeltaFIFO::state`.
+    synced: bool,
     /// Set by `close`; pops fail with `Closed` once the queue is drained, writes fail
     /// at once. Guarded by `DeltaFIFO::state`.
     closed: bool,
@@ -193,9 +197,11 @@ struct State<K> {
 pub struct DeltaFIFO<K> {
     /// The one lock. Never held across an `.await`.
     state: Mutex<State<K>>,
-    /// Wakes `pop`s: `notify_one` per newly queued key, `notify_waiters` on `replace`
-    /// and `close`.
+    /// Wakes `pop`s: `notify_one` per newly queued key, `notify_waiters` on `replace`,
+    /// `resync` and `close`.
     notify: Notify,
+    /// Wakes `wait_synced`s (`notify_waiters`) when `State::synced` is set.
+    synced_notify: Notify,
     /// Immutable after construction.
     key_func: KeyFunc<K>,
     /// Immutable after construction. Called under `state`'s lock (lock order: FIFO,
@@ -235,9 +241,11 @@ impl<K> DeltaFIFO<K> {
                 queue: VecDeque::new(),
                 populated: false,
                 initial_population_count: 0,
+                synced: false,
                 closed: false,
             }),
             notify: Notify::new(),
+            synced_notify: Notify::new(),
             key_func: options.key_func,
             known_objects: options.known_objects,
             emit_delta_type_replaced: options.emit_delta_type_replaced,
@@ -292,7 +300,54 @@ impl<K> DeltaFIFO<K> {
     }
 
     fn has_synced_locked(state: &State<K>) -> bool {
-        state.populated && state.initial_population_count == 0
+        state.synced
+    }
+
+    /// Latches `synced` once the initial population is popped; returns whether it
+    /// was set just now, so the caller wakes `wait_synced` after unlocking. Called
+    /// whenever `populated` or `initial_population_count` change.
+    fn check_synced_locked(state: &mut State<K>) -> bool {
+        let now = state.populated && state.initial_population_count == 0;
+        let flipped = now && !state.synced;
+        state.synced |= now;
+        flipped
+    }
+
+    /// Wakes `wait_synced`s if `flipped`; call after unlocking.
+    fn announce_synced(&self, flipped: bool) {
+        if flipped {
+            self.synced_notify.notify_waiters();
+        }
+    }
+
+    /// Waits until [`has_synced`](DeltaFIFO::has_synced) is true, as client-go's
+    /// `HasSyncedChecker().Done()`. Returns at once if it already is.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    ///
+    /// # Example
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_core::fifo::DeltaFIFO;
+    /// use reflector_core::store::Store;
+    /// let fifo = DeltaFIFO::<ConfigMap>::default();
+    /// fifo.replace(vec![], "1").unwrap(); // an empty first list: synced at once
+    /// fifo.wait_synced().await;
+    /// assert!(fifo.has_synced());
+    /// # }
+    /// ```
+    pub async fn wait_synced(&self) {
+        loop {
+            let mut notified = pin!(self.synced_notify.notified());
+            notified.as_mut().enable();
+            if self.has_synced() {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// Closes the FIFO: pending and future `pop`s return the queued items, then
@@ -385,8 +440,13 @@ impl<K> DeltaFIFO<K> {
             {
                 let mut state = self.lock();
                 if let Some(item) = Self::pop_front_locked(&mut state) {
-                    // `state` is still locked: `process` runs under the lock.
-                    return Ok(process(item));
+                    let flipped = Self::check_synced_locked(&mut state);
+                    // `state` is still locked: `process` runs under the lock, so
+                    // `has_synced` turns true only once it returned.
+                    let result = process(item);
+                    drop(state);
+                    self.announce_synced(flipped);
+                    return Ok(result);
                 }
                 if state.closed {
                     return Err(FifoError::Closed);
@@ -479,14 +539,23 @@ impl<K: Object> DeltaFIFO<K> {
     /// `add` and `update`: key outside the lock, then append under it.
     fn add_or_update(&self, delta_type: DeltaType, obj: Arc<K>) -> Result<(), StoreError> {
         let key = (self.key_func)(&obj)?;
-        let queued = {
+        let (queued, flipped) = {
             let mut state = self.lock();
             if state.closed {
                 return Err(StoreError::Closed);
             }
             state.populated = true;
-            self.queue_action_locked(&mut state, key, delta_type, DeltaObject::Object(obj), true)
+            let flipped = Self::check_synced_locked(&mut state);
+            let queued = self.queue_action_locked(
+                &mut state,
+                key,
+                delta_type,
+                DeltaObject::Object(obj),
+                true,
+            );
+            (queued, flipped)
         };
+        self.announce_synced(flipped);
         if queued {
             self.notify.notify_one();
         }
@@ -528,29 +597,29 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
     /// presumably) and is ignored.
     fn delete(&self, obj: Arc<K>) -> Result<(), StoreError> {
         let key = (self.key_func)(&obj)?;
-        let queued = {
+        let (queued, flipped) = {
             let mut state = self.lock();
             if state.closed {
                 return Err(StoreError::Closed);
             }
             state.populated = true;
-            if !state.items.contains_key(&key) {
-                let known = self
+            let flipped = Self::check_synced_locked(&mut state);
+            let exists = state.items.contains_key(&key)
+                || self
                     .known_objects
                     .as_ref()
                     .is_some_and(|known| known.get_by_key(&key).is_some());
-                if !known {
-                    return Ok(());
-                }
-            }
-            self.queue_action_locked(
-                &mut state,
-                key,
-                DeltaType::Deleted,
-                DeltaObject::Object(obj),
-                true,
-            )
+            let queued = exists
+                && self.queue_action_locked(
+                    &mut state,
+                    key,
+                    DeltaType::Deleted,
+                    DeltaObject::Object(obj),
+                    true,
+                );
+            (queued, flipped)
         };
+        self.announce_synced(flipped);
         if queued {
             self.notify.notify_one();
         }
@@ -655,8 +724,10 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
             state.populated = true;
             state.initial_population_count = listed.len() + queued_deletions;
         }
+        let flipped = Self::check_synced_locked(&mut state);
         let any_queued = !state.queue.is_empty();
         drop(state);
+        self.announce_synced(flipped);
         if any_queued {
             self.notify.notify_waiters();
         }

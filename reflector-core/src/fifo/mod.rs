@@ -17,7 +17,8 @@
 //! The semantics are client-go's `tools/cache/delta_fifo.go`: consecutive deletes
 //! collapse, `replace` tombstones what disappeared, `resync` only re-delivers
 //! objects with nothing pending, `pop` runs its callback under the lock, and
-//! [`has_synced`](DeltaFIFO::has_synced) turns true once the first relist is popped.
+//! [`has_synced`](DeltaFIFO::has_synced) (or [`wait_synced`](DeltaFIFO::wait_synced))
+//! turns true once the first relist is popped.
 
 mod delta;
 mod delta_fifo;
