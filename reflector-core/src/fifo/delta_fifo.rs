@@ -131,7 +131,7 @@ pub struct PoppedItem<K> {
     pub is_in_initial_list: bool,
 }
 
-/// The FIFO's state. Every field is guarded by [`DeltaFIFO::state`].
+/// The FIFO's state. Every field is guarded by `DeltaFIFO::state`.
 struct State<K> {
     /// Key to its pending deltas. Guarded by `DeltaFIFO::state`. Every entry holds at
     /// least one delta; a key is here if and only if it is in `queue`. Hashed with
@@ -166,6 +166,9 @@ struct State<K> {
 /// deleted while the watch was down — each gets a `Deleted` delta carrying a
 /// [`DeletedFinalStateUnknown`] tombstone — and let `resync` re-deliver every cached
 /// object that has no pending delta.
+///
+/// Several tasks may `pop` concurrently, but then (as in client-go) they may process
+/// different versions of the same object at once; an informer pops from one task.
 ///
 /// Differences from client-go: writes to a closed FIFO fail with
 /// [`StoreError::Closed`] (client-go accepts them and never pops them); the
