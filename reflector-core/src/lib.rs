@@ -10,6 +10,7 @@
 //! - [`workqueue`]: the dedup, delaying and rate-limited queues that feed workers.
 
 pub mod backoff;
+pub mod fifo;
 pub mod listwatch;
 pub mod object;
 pub mod reflector;

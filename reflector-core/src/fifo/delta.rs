@@ -1,0 +1,366 @@
+//! Deltas: what happened to one object while it waited in the FIFO.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::object::{DeletedFinalStateUnknown, DeletedObject};
+
+/// The kind of change a [`Delta`] records, as client-go's `DeltaType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeltaType {
+    /// The object was created (a watch `ADDED` event).
+    Added,
+    /// The object changed (a watch `MODIFIED` event).
+    Updated,
+    /// The object was deleted. The delta carries its final state, or a
+    /// [`DeletedFinalStateUnknown`] tombstone when the delete was inferred from a
+    /// relist.
+    Deleted,
+    /// The object was listed by a relist; whether it changed is unknown. Only
+    /// emitted when [`emit_delta_type_replaced`](super::DeltaFifoOptions::emit_delta_type_replaced)
+    /// is set; otherwise a relist emits [`DeltaType::Sync`].
+    Replaced,
+    /// A periodic resync re-delivered the object (or, by default, a relist listed it).
+    Sync,
+}
+
+impl DeltaType {
+    /// The name client-go gives this type (`"Added"`, `"Updated"`, ...).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeltaType::Added => "Added",
+            DeltaType::Updated => "Updated",
+            DeltaType::Deleted => "Deleted",
+            DeltaType::Replaced => "Replaced",
+            DeltaType::Sync => "Sync",
+        }
+    }
+}
+
+impl fmt::Display for DeltaType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The object a [`Delta`] carries: the object itself, or the tombstone left for a
+/// delete that was only discovered by a relist.
+pub enum DeltaObject<K> {
+    /// The object's state after the change (its final state for a delete).
+    Object(Arc<K>),
+    /// A delete inferred from a relist; the tombstone holds the last known state.
+    DeletedFinalStateUnknown(DeletedFinalStateUnknown<K>),
+}
+
+impl<K> DeltaObject<K> {
+    /// The object: the carried state, or the tombstone's last known state.
+    #[must_use]
+    pub fn object(&self) -> &Arc<K> {
+        match self {
+            DeltaObject::Object(o) => o,
+            DeltaObject::DeletedFinalStateUnknown(t) => &t.obj,
+        }
+    }
+
+    /// Whether this is a [`DeletedFinalStateUnknown`] tombstone.
+    #[must_use]
+    pub fn is_tombstone(&self) -> bool {
+        matches!(self, DeltaObject::DeletedFinalStateUnknown(_))
+    }
+}
+
+impl<K> Clone for DeltaObject<K> {
+    fn clone(&self) -> Self {
+        match self {
+            DeltaObject::Object(o) => DeltaObject::Object(Arc::clone(o)),
+            DeltaObject::DeletedFinalStateUnknown(t) => {
+                DeltaObject::DeletedFinalStateUnknown(t.clone())
+            }
+        }
+    }
+}
+
+impl<K: fmt::Debug> fmt::Debug for DeltaObject<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeltaObject::Object(o) => f.debug_tuple("Object").field(o).finish(),
+            DeltaObject::DeletedFinalStateUnknown(t) => {
+                f.debug_tuple("DeletedFinalStateUnknown").field(t).finish()
+            }
+        }
+    }
+}
+
+/// Compares the objects by value (and the tombstone keys), as client-go's tests
+/// compare deltas with `reflect.DeepEqual`.
+impl<K: PartialEq> PartialEq for DeltaObject<K> {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (DeltaObject::Object(a), DeltaObject::Object(b)) => a == b,
+            (
+                DeltaObject::DeletedFinalStateUnknown(a),
+                DeltaObject::DeletedFinalStateUnknown(b),
+            ) => a.key == b.key && a.obj == b.obj,
+            _ => false,
+        }
+    }
+}
+
+impl<K> From<Arc<K>> for DeltaObject<K> {
+    fn from(obj: Arc<K>) -> Self {
+        DeltaObject::Object(obj)
+    }
+}
+
+impl<K> From<DeletedFinalStateUnknown<K>> for DeltaObject<K> {
+    fn from(t: DeletedFinalStateUnknown<K>) -> Self {
+        DeltaObject::DeletedFinalStateUnknown(t)
+    }
+}
+
+/// What an informer hands to delete handlers: the object of a `Deleted` delta.
+impl<K> From<DeltaObject<K>> for DeletedObject<K> {
+    fn from(o: DeltaObject<K>) -> Self {
+        match o {
+            DeltaObject::Object(o) => DeletedObject::Known(o),
+            DeltaObject::DeletedFinalStateUnknown(t) => DeletedObject::FinalStateUnknown(t),
+        }
+    }
+}
+
+/// One change to an object, as client-go's `Delta`: what happened and the object's
+/// state after it (its final state before a delete).
+///
+/// # Example
+/// ```
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::fifo::{Delta, DeltaType};
+/// let d = Delta::new(DeltaType::Added, Arc::new(ConfigMap::default()));
+/// assert_eq!(d.delta_type, DeltaType::Added);
+/// assert!(!d.object.is_tombstone());
+/// ```
+pub struct Delta<K> {
+    /// What happened.
+    pub delta_type: DeltaType,
+    /// The object after the change.
+    pub object: DeltaObject<K>,
+}
+
+impl<K> Delta<K> {
+    /// A delta of `delta_type` carrying `object` (an `Arc<K>` or a tombstone).
+    #[must_use]
+    pub fn new(delta_type: DeltaType, object: impl Into<DeltaObject<K>>) -> Self {
+        Delta {
+            delta_type,
+            object: object.into(),
+        }
+    }
+}
+
+impl<K> Clone for Delta<K> {
+    fn clone(&self) -> Self {
+        Delta {
+            delta_type: self.delta_type,
+            object: self.object.clone(),
+        }
+    }
+}
+
+impl<K: fmt::Debug> fmt::Debug for Delta<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Delta")
+            .field("delta_type", &self.delta_type)
+            .field("object", &self.object)
+            .finish()
+    }
+}
+
+impl<K: PartialEq> PartialEq for Delta<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.delta_type == other.delta_type && self.object == other.object
+    }
+}
+
+/// Every change to one object since it was last popped, oldest first, as
+/// client-go's `Deltas`. A `Deltas` popped from a FIFO is never empty.
+///
+/// # Example
+/// ```
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::fifo::{Delta, DeltaType, Deltas};
+/// let obj = Arc::new(ConfigMap::default());
+/// let deltas = Deltas::from(vec![
+///     Delta::new(DeltaType::Added, obj.clone()),
+///     Delta::new(DeltaType::Updated, obj),
+/// ]);
+/// assert_eq!(deltas.oldest().unwrap().delta_type, DeltaType::Added);
+/// assert_eq!(deltas.newest().unwrap().delta_type, DeltaType::Updated);
+/// assert_eq!(deltas.len(), 2);
+/// ```
+pub struct Deltas<K>(Vec<Delta<K>>);
+
+impl<K> Deltas<K> {
+    /// An empty list.
+    #[must_use]
+    pub fn new() -> Self {
+        Deltas(Vec::new())
+    }
+
+    /// The oldest delta, or `None` when empty.
+    #[must_use]
+    pub fn oldest(&self) -> Option<&Delta<K>> {
+        self.0.first()
+    }
+
+    /// The newest delta, or `None` when empty.
+    #[must_use]
+    pub fn newest(&self) -> Option<&Delta<K>> {
+        self.0.last()
+    }
+
+    /// The deltas as a slice, oldest first.
+    #[must_use]
+    pub fn as_slice(&self) -> &[Delta<K>] {
+        &self.0
+    }
+
+    /// The deltas as a vector, oldest first.
+    #[must_use]
+    pub fn into_vec(self) -> Vec<Delta<K>> {
+        self.0
+    }
+
+    /// Appends `delta`, collapsing two consecutive deletions into one as client-go's
+    /// `dedupDeltas`: of the two `Deleted` deltas the one kept is the newer if the
+    /// older is a tombstone, else the older (the observed delete carries more
+    /// information than an inferred one).
+    pub(crate) fn push_dedup(&mut self, delta: Delta<K>) {
+        if delta.delta_type == DeltaType::Deleted
+            && let Some(last) = self.0.last_mut()
+            && last.delta_type == DeltaType::Deleted
+        {
+            if last.object.is_tombstone() {
+                *last = delta;
+            }
+            return;
+        }
+        self.0.push(delta);
+    }
+
+    /// A list holding one delta; the common case, sized to avoid a regrowth.
+    pub(crate) fn one(delta: Delta<K>) -> Self {
+        Deltas(vec![delta])
+    }
+}
+
+impl<K> Default for Deltas<K> {
+    fn default() -> Self {
+        Deltas::new()
+    }
+}
+
+impl<K> Clone for Deltas<K> {
+    fn clone(&self) -> Self {
+        Deltas(self.0.clone())
+    }
+}
+
+impl<K: fmt::Debug> fmt::Debug for Deltas<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(&self.0).finish()
+    }
+}
+
+impl<K: PartialEq> PartialEq for Deltas<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl<K> std::ops::Deref for Deltas<K> {
+    type Target = [Delta<K>];
+
+    fn deref(&self) -> &[Delta<K>] {
+        &self.0
+    }
+}
+
+impl<K> From<Vec<Delta<K>>> for Deltas<K> {
+    fn from(v: Vec<Delta<K>>) -> Self {
+        Deltas(v)
+    }
+}
+
+impl<K> IntoIterator for Deltas<K> {
+    type Item = Delta<K>;
+    type IntoIter = std::vec::IntoIter<Delta<K>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a, K> IntoIterator for &'a Deltas<K> {
+    type Item = &'a Delta<K>;
+    type IntoIter = std::slice::Iter<'a, Delta<K>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::object::ObjectKey;
+
+    fn tomb(obj: &Arc<u32>) -> DeltaObject<u32> {
+        DeltaObject::DeletedFinalStateUnknown(DeletedFinalStateUnknown {
+            key: ObjectKey::new(None, "a"),
+            obj: Arc::clone(obj),
+        })
+    }
+
+    #[test]
+    fn deletion_dup_keeps_the_observed_delete() {
+        let (old, new) = (Arc::new(1), Arc::new(2));
+        // Observed then inferred: keep the observed one.
+        let mut d = Deltas::one(Delta::new(DeltaType::Deleted, old.clone()));
+        d.push_dedup(Delta::new(DeltaType::Deleted, tomb(&new)));
+        assert_eq!(
+            d,
+            Deltas::from(vec![Delta::new(DeltaType::Deleted, old.clone())])
+        );
+        // Inferred then observed: keep the newer, observed one.
+        let mut d = Deltas::one(Delta::new(DeltaType::Deleted, tomb(&old)));
+        d.push_dedup(Delta::new(DeltaType::Deleted, new.clone()));
+        assert_eq!(
+            d,
+            Deltas::from(vec![Delta::new(DeltaType::Deleted, new.clone())])
+        );
+        // Two observed: keep the older.
+        let mut d = Deltas::one(Delta::new(DeltaType::Deleted, old.clone()));
+        d.push_dedup(Delta::new(DeltaType::Deleted, new.clone()));
+        assert_eq!(
+            d,
+            Deltas::from(vec![Delta::new(DeltaType::Deleted, old.clone())])
+        );
+        // Anything else appends.
+        let mut d = Deltas::one(Delta::new(DeltaType::Updated, old.clone()));
+        d.push_dedup(Delta::new(DeltaType::Deleted, new.clone()));
+        d.push_dedup(Delta::new(DeltaType::Added, new));
+        assert_eq!(d.len(), 3);
+    }
+
+    #[test]
+    fn delta_object_converts_to_deleted_object() {
+        let o = Arc::new(7);
+        assert!(!DeletedObject::from(DeltaObject::Object(o.clone())).is_tombstone());
+        let d: DeletedObject<u32> = tomb(&o).into();
+        assert!(d.is_tombstone());
+        assert_eq!(**d.object(), 7);
+    }
+}

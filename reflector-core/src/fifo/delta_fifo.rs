@@ -1,0 +1,780 @@
+//! The DeltaFIFO: per-key accumulated deltas, queued in first-enqueue order.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::pin::pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use foldhash::fast::RandomState;
+use tokio::sync::Notify;
+
+use super::delta::{Delta, DeltaObject, DeltaType, Deltas};
+use super::error::FifoError;
+use crate::object::{
+    DeletedFinalStateUnknown, KeyError, KeyFunc, Object, ObjectKey, meta_namespace_key,
+};
+use crate::store::{KeyListerGetter, Store, StoreError};
+
+/// A function applied to each object as it enters a [`DeltaFIFO`], as client-go's
+/// `TransformFunc`: typically strips fields the consumer never reads (such as
+/// `managedFields`) to save memory.
+///
+/// It runs exactly once per object entering through `add`, `update`, `delete` or
+/// `replace`, before anyone else sees the object, and never on tombstones nor on
+/// the `Sync` deltas of `resync` (those objects come from the known objects, which
+/// were transformed already). Keep it fast: it runs under the FIFO's lock.
+///
+/// # Example
+/// ```
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::fifo::TransformFunc;
+/// let strip: TransformFunc<ConfigMap> = Arc::new(|obj: Arc<ConfigMap>| {
+///     let mut obj = Arc::unwrap_or_clone(obj);
+///     obj.metadata.managed_fields = None;
+///     Arc::new(obj)
+/// });
+/// # let _ = strip;
+/// ```
+pub type TransformFunc<K> = Arc<dyn Fn(Arc<K>) -> Arc<K> + Send + Sync>;
+
+/// Configuration of a [`DeltaFIFO`], as client-go's `DeltaFIFOOptions`. Every field
+/// is optional.
+///
+/// # Example
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::fifo::{DeltaFIFO, DeltaFifoOptions};
+/// let fifo = DeltaFIFO::<ConfigMap>::new(DeltaFifoOptions::default().emit_delta_type_replaced(true));
+/// assert!(fifo.is_empty());
+/// ```
+#[non_exhaustive]
+pub struct DeltaFifoOptions<K> {
+    /// Computes each object's key. Default: [`meta_namespace_key`] (`ns/name`), as
+    /// client-go's `MetaNamespaceKeyFunc`.
+    pub key_func: KeyFunc<K>,
+    /// The keys the consumer already knows (the informer's indexer). Used by
+    /// `delete` (an object known there is deleted even if not queued), `replace`
+    /// (known keys missing from the list get a tombstone) and `resync`. Default:
+    /// `None`, as client-go; then deletions are detected only among queued keys and
+    /// `resync` does nothing.
+    pub known_objects: Option<Arc<dyn KeyListerGetter<K>>>,
+    /// Whether `replace` emits [`DeltaType::Replaced`] rather than
+    /// [`DeltaType::Sync`]. Default: `false`, as client-go (for backward
+    /// compatibility).
+    pub emit_delta_type_replaced: bool,
+    /// Applied to each object entering the FIFO. Default: `None`, as client-go.
+    pub transform: Option<TransformFunc<K>>,
+}
+
+impl<K: Object> Default for DeltaFifoOptions<K> {
+    fn default() -> Self {
+        DeltaFifoOptions {
+            key_func: Arc::new(meta_namespace_key::<K>),
+            known_objects: None,
+            emit_delta_type_replaced: false,
+            transform: None,
+        }
+    }
+}
+
+impl<K> DeltaFifoOptions<K> {
+    /// Sets the key function.
+    #[must_use]
+    pub fn key_func(mut self, key_func: KeyFunc<K>) -> Self {
+        self.key_func = key_func;
+        self
+    }
+
+    /// Sets the known objects (usually the informer's indexer).
+    #[must_use]
+    pub fn known_objects(mut self, known: Arc<dyn KeyListerGetter<K>>) -> Self {
+        self.known_objects = Some(known);
+        self
+    }
+
+    /// Sets whether `replace` emits `Replaced` instead of `Sync`.
+    #[must_use]
+    pub fn emit_delta_type_replaced(mut self, emit: bool) -> Self {
+        self.emit_delta_type_replaced = emit;
+        self
+    }
+
+    /// Sets the transform applied to each object entering the FIFO.
+    #[must_use]
+    pub fn transform(mut self, transform: TransformFunc<K>) -> Self {
+        self.transform = Some(transform);
+        self
+    }
+}
+
+impl<K> fmt::Debug for DeltaFifoOptions<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeltaFifoOptions")
+            .field("known_objects", &self.known_objects.is_some())
+            .field("emit_delta_type_replaced", &self.emit_delta_type_replaced)
+            .field("transform", &self.transform.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One item handed out by [`DeltaFIFO::pop`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoppedItem<K> {
+    /// The object's key.
+    pub key: ObjectKey,
+    /// Everything that happened to the object since it was queued, oldest first.
+    /// Never empty.
+    pub deltas: Deltas<K>,
+    /// Whether the item belongs to the first `replace`'s list (popped before the
+    /// FIFO has synced), as client-go's `isInInitialList`.
+    pub is_in_initial_list: bool,
+}
+
+/// The FIFO's state. Every field is guarded by `DeltaFIFO::state`.
+struct State<K> {
+    /// Key to its pending deltas. Guarded by `DeltaFIFO::state`. Every entry holds at
+    /// least one delta; a key is here if and only if it is in `queue`. Hashed with
+    /// foldhash (randomly seeded, as hashbrown's default): each add+pop hashes the
+    /// key twice, and SipHash was a tenth of that path.
+    items: HashMap<ObjectKey, Deltas<K>, RandomState>,
+    /// Keys in first-enqueue order, each at most once. Guarded by `DeltaFIFO::state`.
+    queue: VecDeque<ObjectKey>,
+    /// Whether the first `replace` happened, or an `add`/`update`/`delete` came
+    /// first. Guarded by `DeltaFIFO::state`.
+    populated: bool,
+    /// Items of the first `replace` not yet popped. Guarded by `DeltaFIFO::state`.
+    initial_population_count: usize,
+    /// Latched `populated && initial_population_count == 0`: set once, by
+    /// `check_synced_locked`, whose caller then wakes `wait_synced`. Guarded by
+    /// `DeltaFIFO::state`.
+    synced: bool,
+    /// Set by `close`; pops fail with `Closed` once the queue is drained, writes fail
+    /// at once. Guarded by `DeltaFIFO::state`.
+    closed: bool,
+}
+
+/// A producer-consumer queue of per-object changes, as client-go's `DeltaFIFO`.
+///
+/// A reflector produces (through [`Store`]: `add`, `update`, `delete`, `replace`,
+/// `resync`) and an informer consumes with [`pop`](DeltaFIFO::pop). Each key
+/// accumulates its [`Deltas`] while it waits, and is queued once, in the order it was
+/// first enqueued; popping hands out everything that happened to the object since it
+/// was last popped. Two consecutive `Deleted` deltas collapse into one.
+///
+/// The optional *known objects* (the consumer's cache) let `replace` detect objects
+/// deleted while the watch was down — each gets a `Deleted` delta carrying a
+/// [`DeletedFinalStateUnknown`] tombstone — and let `resync` re-deliver every cached
+/// object that has no pending delta.
+///
+/// Several tasks may `pop` concurrently, but then (as in client-go) they may process
+/// different versions of the same object at once; an informer pops from one task.
+///
+/// Differences from client-go: writes to a closed FIFO fail with
+/// [`StoreError::Closed`] (client-go accepts them and never pops them); the
+/// [`Store`] getters return the newest object (use
+/// [`get_deltas`](DeltaFIFO::get_deltas) for the whole `Deltas`).
+///
+/// # Example
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::fifo::{DeltaFIFO, DeltaFifoOptions, DeltaType};
+/// use reflector_core::store::Store;
+///
+/// let fifo = DeltaFIFO::<ConfigMap>::new(DeltaFifoOptions::default());
+/// let mut cm = ConfigMap::default();
+/// cm.metadata.name = Some("a".into());
+/// let cm = Arc::new(cm);
+/// fifo.add(cm.clone()).unwrap();
+/// fifo.update(cm).unwrap();
+///
+/// let item = fifo.pop_item().await.unwrap();
+/// assert_eq!(item.key.as_str(), "a");
+/// let types: Vec<_> = item.deltas.iter().map(|d| d.delta_type).collect();
+/// assert_eq!(types, [DeltaType::Added, DeltaType::Updated]);
+/// # }
+/// ```
+pub struct DeltaFIFO<K> {
+    /// The one lock. Never held across an `.await`.
+    state: Mutex<State<K>>,
+    /// Wakes `pop`s: `notify_one` per newly queued key, `notify_waiters` on `replace`,
+    /// `resync` and `close`.
+    notify: Notify,
+    /// Wakes `wait_synced`s (`notify_waiters`) when `State::synced` is set.
+    synced_notify: Notify,
+    /// Immutable after construction.
+    key_func: KeyFunc<K>,
+    /// Immutable after construction. Called under `state`'s lock (lock order: FIFO,
+    /// then the known objects' own lock).
+    known_objects: Option<Arc<dyn KeyListerGetter<K>>>,
+    /// Immutable after construction.
+    emit_delta_type_replaced: bool,
+    /// Immutable after construction. Called under `state`'s lock.
+    transform: Option<TransformFunc<K>>,
+}
+
+impl<K: Object> Default for DeltaFIFO<K> {
+    fn default() -> Self {
+        DeltaFIFO::new(DeltaFifoOptions::default())
+    }
+}
+
+impl<K> fmt::Debug for DeltaFIFO<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.lock();
+        f.debug_struct("DeltaFIFO")
+            .field("len", &state.queue.len())
+            .field("populated", &state.populated)
+            .field("initial_population_count", &state.initial_population_count)
+            .field("closed", &state.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K> DeltaFIFO<K> {
+    /// A FIFO configured by `options`, as client-go's `NewDeltaFIFOWithOptions`.
+    #[must_use]
+    pub fn new(options: DeltaFifoOptions<K>) -> Self {
+        DeltaFIFO {
+            state: Mutex::new(State {
+                items: HashMap::default(),
+                queue: VecDeque::new(),
+                populated: false,
+                initial_population_count: 0,
+                synced: false,
+                closed: false,
+            }),
+            notify: Notify::new(),
+            synced_notify: Notify::new(),
+            key_func: options.key_func,
+            known_objects: options.known_objects,
+            emit_delta_type_replaced: options.emit_delta_type_replaced,
+            transform: options.transform,
+        }
+    }
+
+    /// Takes the lock. A panic in a `pop` callback poisons it but leaves the state
+    /// consistent (the item was removed before the callback ran), so poisoning is
+    /// ignored.
+    fn lock(&self) -> MutexGuard<'_, State<K>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The key of `obj`, computed by the key function.
+    ///
+    /// # Errors
+    /// [`FifoError::Key`] when the key function fails.
+    pub fn key_of(&self, obj: &K) -> Result<ObjectKey, FifoError> {
+        Ok((self.key_func)(obj)?)
+    }
+
+    /// The key of a delta's object: a tombstone's own key, else the key function's,
+    /// as client-go's `KeyOf` on a `DeletedFinalStateUnknown`.
+    ///
+    /// # Errors
+    /// [`FifoError::Key`] when the key function fails.
+    pub fn key_of_object(&self, obj: &DeltaObject<K>) -> Result<ObjectKey, FifoError> {
+        match obj {
+            DeltaObject::Object(o) => self.key_of(o),
+            DeltaObject::DeletedFinalStateUnknown(t) => Ok(t.key.clone()),
+        }
+    }
+
+    /// The key of a `Deltas`: that of its newest object, as client-go's `KeyOf` on a
+    /// `Deltas`.
+    ///
+    /// # Errors
+    /// [`FifoError::EmptyDeltas`] when `deltas` is empty; [`FifoError::Key`] when
+    /// the key function fails.
+    pub fn key_of_deltas(&self, deltas: &Deltas<K>) -> Result<ObjectKey, FifoError> {
+        let newest = deltas.newest().ok_or(FifoError::EmptyDeltas)?;
+        self.key_of_object(&newest.object)
+    }
+
+    /// Whether the first `replace`'s items have all been popped — or an
+    /// `add`/`update`/`delete` came before any `replace`. As client-go's `HasSynced`:
+    /// it turns true only once the `pop` callback of the last initial item returned.
+    #[must_use]
+    pub fn has_synced(&self) -> bool {
+        Self::has_synced_locked(&self.lock())
+    }
+
+    fn has_synced_locked(state: &State<K>) -> bool {
+        state.synced
+    }
+
+    /// Latches `synced` once the initial population is popped; returns whether it
+    /// was set just now, so the caller wakes `wait_synced` after unlocking. Called
+    /// whenever `populated` or `initial_population_count` change.
+    fn check_synced_locked(state: &mut State<K>) -> bool {
+        let now = state.populated && state.initial_population_count == 0;
+        let flipped = now && !state.synced;
+        state.synced |= now;
+        flipped
+    }
+
+    /// Wakes `wait_synced`s if `flipped`; call after unlocking.
+    fn announce_synced(&self, flipped: bool) {
+        if flipped {
+            self.synced_notify.notify_waiters();
+        }
+    }
+
+    /// Waits until [`has_synced`](DeltaFIFO::has_synced) is true, as client-go's
+    /// `HasSyncedChecker().Done()`. Returns at once if it already is.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    ///
+    /// # Example
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_core::fifo::DeltaFIFO;
+    /// use reflector_core::store::Store;
+    /// let fifo = DeltaFIFO::<ConfigMap>::default();
+    /// fifo.replace(vec![], "1").unwrap(); // an empty first list: synced at once
+    /// fifo.wait_synced().await;
+    /// assert!(fifo.has_synced());
+    /// # }
+    /// ```
+    pub async fn wait_synced(&self) {
+        loop {
+            let mut notified = pin!(self.synced_notify.notified());
+            notified.as_mut().enable();
+            if self.has_synced() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Closes the FIFO: pending and future `pop`s return the queued items, then
+    /// [`FifoError::Closed`]; writes fail with [`StoreError::Closed`]. Idempotent.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.notify.notify_waiters();
+    }
+
+    /// Whether [`close`](DeltaFIFO::close) was called.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    /// The number of queued keys.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.lock().queue.len()
+    }
+
+    /// Whether no key is queued.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.lock().queue.is_empty()
+    }
+
+    /// A copy of the pending deltas of `obj`'s key, as client-go's `Get`.
+    ///
+    /// # Errors
+    /// [`FifoError::Key`] when the key function fails.
+    pub fn get_deltas(&self, obj: &K) -> Result<Option<Deltas<K>>, FifoError> {
+        let key = self.key_of(obj)?;
+        Ok(self.get_deltas_by_key(&key))
+    }
+
+    /// A copy of the pending deltas under `key`, as client-go's `GetByKey`. The copy
+    /// shares the objects (`Arc`s), not the list.
+    #[must_use]
+    pub fn get_deltas_by_key(&self, key: &ObjectKey) -> Option<Deltas<K>> {
+        self.lock().items.get(key).cloned()
+    }
+
+    /// Waits for a queued item, removes it and runs `process` on it **while holding
+    /// the FIFO's lock**, as client-go's `Pop`: whatever `process` updates (the
+    /// informer's indexer, the known objects) changes atomically with the queue, so
+    /// `replace`, `resync` and [`has_synced`](DeltaFIFO::has_synced) never see the item
+    /// missing from both the queue and the cache. Items come out in the order their keys were first queued.
+    ///
+    /// `process` must be quick and must not call this FIFO (the lock is not
+    /// reentrant: that deadlocks). If it panics, the item is lost and the panic
+    /// propagates; the FIFO stays usable.
+    ///
+    /// # Errors
+    /// [`FifoError::Closed`] once the FIFO is closed **and** drained: items queued
+    /// before `close` are still handed out.
+    ///
+    /// # Cancel safety
+    /// Cancel safe. The item is removed and `process` runs within a single
+    /// synchronous section, after the last `.await`; a `pop` dropped while waiting
+    /// takes nothing, and a wake-up it received passes to another waiting `pop`.
+    ///
+    /// # Example
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_core::fifo::{DeltaFIFO, FifoError};
+    /// use reflector_core::store::Store;
+    ///
+    /// let fifo = DeltaFIFO::<ConfigMap>::default();
+    /// let mut cm = ConfigMap::default();
+    /// cm.metadata.name = Some("a".into());
+    /// fifo.add(Arc::new(cm)).unwrap();
+    /// fifo.close();
+    /// let n = fifo.pop(|item| item.deltas.len()).await.unwrap();
+    /// assert_eq!(n, 1);
+    /// assert_eq!(fifo.pop(|_| ()).await, Err(FifoError::Closed));
+    /// # }
+    /// ```
+    pub async fn pop<R>(&self, process: impl FnOnce(PoppedItem<K>) -> R) -> Result<R, FifoError> {
+        let mut notified = pin!(self.notify.notified());
+        // Whether `notified` is registered with the `Notify` (so `notify_one` reaches
+        // it). Registration costs a lock inside the `Notify`, so the first check of
+        // each round is made without it, and the state is checked again after
+        // registering: a wake-up sent between the two checks is then not lost.
+        let mut registered = false;
+        loop {
+            {
+                let mut state = self.lock();
+                if let Some(item) = Self::pop_front_locked(&mut state) {
+                    let flipped = Self::check_synced_locked(&mut state);
+                    // `state` is still locked: `process` runs under the lock, so
+                    // `has_synced` turns true only once it returned.
+                    let result = process(item);
+                    drop(state);
+                    self.announce_synced(flipped);
+                    return Ok(result);
+                }
+                if state.closed {
+                    return Err(FifoError::Closed);
+                }
+            }
+            if registered {
+                notified.as_mut().await;
+                notified.set(self.notify.notified());
+                registered = false;
+            } else {
+                notified.as_mut().enable();
+                registered = true;
+            }
+        }
+    }
+
+    /// Removes the first queued key and its deltas, or returns `None` when the queue
+    /// is empty. Counts down the initial population, so `has_synced` turns true with
+    /// the last initial item (still under the lock its caller holds).
+    fn pop_front_locked(state: &mut State<K>) -> Option<PoppedItem<K>> {
+        while let Some(key) = state.queue.pop_front() {
+            let is_in_initial_list = !Self::has_synced_locked(state);
+            state.initial_population_count = state.initial_population_count.saturating_sub(1);
+            match state.items.remove(&key) {
+                Some(deltas) => {
+                    return Some(PoppedItem {
+                        key,
+                        deltas,
+                        is_in_initial_list,
+                    });
+                }
+                None => {
+                    tracing::error!(key = %key, "DeltaFIFO: key was queued without deltas; skipped")
+                }
+            }
+        }
+        None
+    }
+
+    /// As [`pop`](DeltaFIFO::pop) with a callback that returns the item itself.
+    ///
+    /// # Errors
+    /// As [`pop`](DeltaFIFO::pop).
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`pop`](DeltaFIFO::pop).
+    pub async fn pop_item(&self) -> Result<PoppedItem<K>, FifoError> {
+        self.pop(|item| item).await
+    }
+}
+
+impl<K: Object> DeltaFIFO<K> {
+    /// Applies the transform, if any.
+    fn transformed(&self, obj: Arc<K>) -> Arc<K> {
+        match &self.transform {
+            Some(t) => t(obj),
+            None => obj,
+        }
+    }
+
+    /// Appends a delta under `key`, queueing the key if it was not queued; returns
+    /// whether it was newly queued. `transform` says whether the object is new to the
+    /// FIFO (so the transform runs on it); tombstones are never transformed.
+    fn queue_action_locked(
+        &self,
+        state: &mut State<K>,
+        key: ObjectKey,
+        delta_type: DeltaType,
+        object: DeltaObject<K>,
+        transform: bool,
+    ) -> bool {
+        let object = match object {
+            DeltaObject::Object(o) if transform => DeltaObject::Object(self.transformed(o)),
+            other => other,
+        };
+        let delta = Delta { delta_type, object };
+        match state.items.entry(key) {
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                e.get_mut().push_dedup(delta);
+                false
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                state.queue.push_back(e.key().clone());
+                e.insert(Deltas::one(delta));
+                true
+            }
+        }
+    }
+
+    /// `add` and `update`: key outside the lock, then append under it.
+    fn add_or_update(&self, delta_type: DeltaType, obj: Arc<K>) -> Result<(), StoreError> {
+        let key = (self.key_func)(&obj)?;
+        let (queued, flipped) = {
+            let mut state = self.lock();
+            if state.closed {
+                return Err(StoreError::Closed);
+            }
+            state.populated = true;
+            let flipped = Self::check_synced_locked(&mut state);
+            let queued = self.queue_action_locked(
+                &mut state,
+                key,
+                delta_type,
+                DeltaObject::Object(obj),
+                true,
+            );
+            (queued, flipped)
+        };
+        self.announce_synced(flipped);
+        if queued {
+            self.notify.notify_one();
+        }
+        Ok(())
+    }
+
+    /// The deletions `replace` infers for queued keys missing from the list: each
+    /// key with the newest object it holds (a tombstone's inner object).
+    fn missing_queued_locked(
+        state: &State<K>,
+        listed: &HashSet<ObjectKey, RandomState>,
+    ) -> Vec<(ObjectKey, Arc<K>)> {
+        state
+            .queue
+            .iter()
+            .filter(|key| !listed.contains(*key))
+            .filter_map(|key| {
+                let newest = state.items.get(key)?.newest()?;
+                Some((key.clone(), Arc::clone(newest.object.object())))
+            })
+            .collect()
+    }
+}
+
+/// The producer side, as client-go's `DeltaFIFO` methods of the same names.
+impl<K: Object> Store<K> for DeltaFIFO<K> {
+    /// Appends an `Added` delta.
+    fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.add_or_update(DeltaType::Added, obj)
+    }
+
+    /// Appends an `Updated` delta.
+    fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.add_or_update(DeltaType::Updated, obj)
+    }
+
+    /// Appends a `Deleted` delta, unless the key is neither queued nor among the
+    /// known objects: then the deletion was already reported (by a relist,
+    /// presumably) and is ignored.
+    fn delete(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        let key = (self.key_func)(&obj)?;
+        let (queued, flipped) = {
+            let mut state = self.lock();
+            if state.closed {
+                return Err(StoreError::Closed);
+            }
+            state.populated = true;
+            let flipped = Self::check_synced_locked(&mut state);
+            let exists = state.items.contains_key(&key)
+                || self
+                    .known_objects
+                    .as_ref()
+                    .is_some_and(|known| known.get_by_key(&key).is_some());
+            let queued = exists
+                && self.queue_action_locked(
+                    &mut state,
+                    key,
+                    DeltaType::Deleted,
+                    DeltaObject::Object(obj),
+                    true,
+                );
+            (queued, flipped)
+        };
+        self.announce_synced(flipped);
+        if queued {
+            self.notify.notify_one();
+        }
+        Ok(())
+    }
+
+    /// The newest object of every queued key, in queue order (a tombstone's last
+    /// known object for an inferred deletion).
+    fn list(&self) -> Vec<Arc<K>> {
+        let state = self.lock();
+        state
+            .queue
+            .iter()
+            .filter_map(|key| state.items.get(key)?.newest())
+            .map(|d| Arc::clone(d.object.object()))
+            .collect()
+    }
+
+    /// The queued keys, in queue order.
+    fn list_keys(&self) -> Vec<ObjectKey> {
+        self.lock().queue.iter().cloned().collect()
+    }
+
+    /// The newest object queued under `obj`'s key.
+    fn get(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
+        let key = (self.key_func)(obj)?;
+        Ok(self.get_by_key(&key))
+    }
+
+    /// The newest object queued under `key`.
+    fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        let state = self.lock();
+        let newest = state.items.get(key)?.newest()?;
+        Some(Arc::clone(newest.object.object()))
+    }
+
+    /// Appends a `Sync` (or `Replaced`) delta for each item, then a `Deleted`
+    /// delta with a [`DeletedFinalStateUnknown`] tombstone for every key that is
+    /// queued, or known, but missing from `items`. The tombstone carries the newest
+    /// queued object of the key, or else the known object. A key already ending in
+    /// an observed `Deleted` keeps it (the tombstone collapses into it). Known keys
+    /// whose object vanished from the known objects meanwhile get no tombstone
+    /// (client-go queues one without an object).
+    ///
+    /// The first `replace` sets the initial population that
+    /// [`has_synced`](DeltaFIFO::has_synced) waits for: every key it queued.
+    fn replace(&self, items: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
+        let keyed = items
+            .into_iter()
+            .map(|obj| Ok(((self.key_func)(&obj)?, obj)))
+            .collect::<Result<Vec<_>, KeyError>>()?;
+        let action = if self.emit_delta_type_replaced {
+            DeltaType::Replaced
+        } else {
+            DeltaType::Sync
+        };
+        let mut state = self.lock();
+        if state.closed {
+            return Err(StoreError::Closed);
+        }
+        let mut listed = HashSet::with_capacity_and_hasher(keyed.len(), RandomState::default());
+        for (key, obj) in keyed {
+            listed.insert(key.clone());
+            self.queue_action_locked(&mut state, key, action, DeltaObject::Object(obj), true);
+        }
+
+        let mut queued_deletions = 0;
+        // Every listed key is queued now; when nothing else is, nothing is missing.
+        let missing = if state.queue.len() > listed.len() {
+            Self::missing_queued_locked(&state, &listed)
+        } else {
+            Vec::new()
+        };
+        for (key, obj) in missing {
+            queued_deletions += 1;
+            let tombstone = DeletedFinalStateUnknown {
+                key: key.clone(),
+                obj,
+            };
+            self.queue_action_locked(&mut state, key, DeltaType::Deleted, tombstone.into(), false);
+        }
+
+        if let Some(known) = &self.known_objects {
+            for key in known.list_keys() {
+                if listed.contains(&key) || state.items.contains_key(&key) {
+                    continue;
+                }
+                let Some(obj) = known.get_by_key(&key) else {
+                    tracing::info!(key = %key, "DeltaFIFO: known key vanished from the known objects during replace; no tombstone queued");
+                    continue;
+                };
+                queued_deletions += 1;
+                let tombstone = DeletedFinalStateUnknown {
+                    key: key.clone(),
+                    obj,
+                };
+                self.queue_action_locked(
+                    &mut state,
+                    key,
+                    DeltaType::Deleted,
+                    tombstone.into(),
+                    false,
+                );
+            }
+        }
+
+        if !state.populated {
+            state.populated = true;
+            state.initial_population_count = listed.len() + queued_deletions;
+        }
+        let flipped = Self::check_synced_locked(&mut state);
+        let any_queued = !state.queue.is_empty();
+        drop(state);
+        self.announce_synced(flipped);
+        if any_queued {
+            self.notify.notify_waiters();
+        }
+        Ok(())
+    }
+
+    /// Appends a `Sync` delta for every known object whose key has no pending
+    /// delta (a pending delta is newer than the known object, so re-delivering the
+    /// known one would go back in time). Does nothing without known objects.
+    fn resync(&self) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        if state.closed {
+            return Err(StoreError::Closed);
+        }
+        let Some(known) = &self.known_objects else {
+            return Ok(());
+        };
+        let mut queued = false;
+        for key in known.list_keys() {
+            if state.items.contains_key(&key) {
+                continue;
+            }
+            let Some(obj) = known.get_by_key(&key) else {
+                tracing::info!(key = %key, "DeltaFIFO: known key vanished from the known objects during resync; not synced");
+                continue;
+            };
+            queued |= self.queue_action_locked(
+                &mut state,
+                key,
+                DeltaType::Sync,
+                DeltaObject::Object(obj),
+                false,
+            );
+        }
+        drop(state);
+        if queued {
+            self.notify.notify_waiters();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,29 @@
+//! The DeltaFIFO: the queue between a reflector and an informer.
+//!
+//! A reflector writes every watch event and every relist into a [`DeltaFIFO`]
+//! through the [`Store`](crate::store::Store) methods; an informer
+//! [`pop`](DeltaFIFO::pop)s it. The FIFO keeps, per object key, the list of
+//! [`Deltas`] that happened since the key was last popped, and queues each key once,
+//! in the order it was first enqueued — so a burst of updates to one object is
+//! handled in one go, and no object starves another.
+//!
+//! - [`DeltaType`], [`Delta`], [`DeltaObject`], [`Deltas`]: what a popped item holds.
+//!   A `Deleted` delta inferred from a relist carries a
+//!   [`DeletedFinalStateUnknown`](crate::object::DeletedFinalStateUnknown) tombstone.
+//! - [`DeltaFIFO`], [`DeltaFifoOptions`], [`TransformFunc`], [`PoppedItem`]: the queue
+//!   and its configuration.
+//! - [`FifoError`]: what `pop` and the key helpers return.
+//!
+//! The semantics are client-go's `tools/cache/delta_fifo.go`: consecutive deletes
+//! collapse, `replace` tombstones what disappeared, `resync` only re-delivers
+//! objects with nothing pending, `pop` runs its callback under the lock, and
+//! [`has_synced`](DeltaFIFO::has_synced) (or [`wait_synced`](DeltaFIFO::wait_synced))
+//! turns true once the first relist is popped.
+
+mod delta;
+mod delta_fifo;
+mod error;
+
+pub use delta::{Delta, DeltaObject, DeltaType, Deltas};
+pub use delta_fifo::{DeltaFIFO, DeltaFifoOptions, PoppedItem, TransformFunc};
+pub use error::FifoError;
