@@ -690,7 +690,13 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
         }
 
         let mut queued_deletions = 0;
-        for (key, obj) in Self::missing_queued_locked(&state, &listed) {
+        // Every listed key is queued now; when nothing else is, nothing is missing.
+        let missing = if state.queue.len() > listed.len() {
+            Self::missing_queued_locked(&state, &listed)
+        } else {
+            Vec::new()
+        };
+        for (key, obj) in missing {
             queued_deletions += 1;
             let tombstone = DeletedFinalStateUnknown {
                 key: key.clone(),

@@ -210,7 +210,7 @@ mod tests {
         let (a, u, d) = (log.clone(), log.clone(), log.clone());
         let h = FilteringHandler::new(
             |c: &ConfigMap| c.metadata.labels.is_some(),
-            EventHandlerFns::new()
+            EventHandlerFns::<ConfigMap>::new()
                 .on_add(move |c, _| a.lock().unwrap().push(format!("add {}", c.metadata.name.clone().unwrap())))
                 .on_update(move |_, n| u.lock().unwrap().push(format!("update {}", n.metadata.name.clone().unwrap())))
                 .on_delete(move |o| d.lock().unwrap().push(format!("delete {}", o.object().metadata.name.clone().unwrap()))),

@@ -32,7 +32,7 @@ impl<K> Clone for Notification<K> {
     }
 }
 
-impl<K> Notification<K> {
+impl<K: 'static> Notification<K> {
     /// Whether this is an add from the initial list (tracked for the handler's
     /// `has_synced`).
     pub(crate) fn is_initial_add(&self) -> bool {

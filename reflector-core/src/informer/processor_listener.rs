@@ -94,6 +94,12 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
         r.next = now + r.period;
     }
 
+    /// The effective period.
+    #[cfg(test)]
+    pub(crate) fn resync_period(&self) -> Duration {
+        self.lock_resync().period
+    }
+
     /// Changes the effective period.
     pub(crate) fn set_resync_period(&self, period: Duration) {
         self.lock_resync().period = period;

@@ -33,7 +33,7 @@ fn next_id() -> u64 {
 }
 
 /// Guarded by `Inner::state`.
-struct InformerState<K> {
+struct InformerState<K: Object> {
     started: bool,
     stopped: bool,
     /// The reflector's resync period: the smallest handler period asked for before
@@ -45,7 +45,7 @@ struct InformerState<K> {
     reflector: Option<Arc<Reflector<K, BoxListerWatcher<K>>>>,
 }
 
-struct Inner<K> {
+struct Inner<K: Object> {
     id: u64,
     name: String,
     lister_watcher: BoxListerWatcher<K>,
@@ -96,11 +96,11 @@ struct Inner<K> {
 /// let on_node_a = informer.lister().by_index("by_node", "node-a").unwrap();
 /// # }
 /// ```
-pub struct SharedIndexInformer<K> {
+pub struct SharedIndexInformer<K: Object> {
     inner: Arc<Inner<K>>,
 }
 
-impl<K> Clone for SharedIndexInformer<K> {
+impl<K: Object> Clone for SharedIndexInformer<K> {
     fn clone(&self) -> Self {
         SharedIndexInformer {
             inner: Arc::clone(&self.inner),
@@ -108,7 +108,7 @@ impl<K> Clone for SharedIndexInformer<K> {
     }
 }
 
-impl<K> std::fmt::Debug for SharedIndexInformer<K> {
+impl<K: Object> std::fmt::Debug for SharedIndexInformer<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SharedIndexInformer")
             .field("name", &self.inner.name)
@@ -491,6 +491,22 @@ impl<K: Object> SharedIndexInformer<K> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+impl<K: Object> SharedIndexInformer<K> {
+    pub(crate) fn lock_state_for_tests(&self) -> (Duration, bool) {
+        let st = self.lock_state();
+        (st.resync_check_period, st.started)
+    }
+
+    pub(crate) fn listener_resync_period(&self, reg: &Registration) -> Option<Duration> {
+        self.inner.processor.listener_resync_period(reg.listener_id)
+    }
+
+    pub(crate) fn handler_count(&self) -> usize {
+        self.inner.processor.listener_count()
     }
 }
 

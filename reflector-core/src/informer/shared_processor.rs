@@ -118,6 +118,21 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
     }
 }
 
+#[cfg(test)]
+impl<K: Send + Sync + 'static> SharedProcessor<K> {
+    pub(crate) fn listener_resync_period(&self, id: u64) -> Option<Duration> {
+        self.lock()
+            .listeners
+            .iter()
+            .find(|(l, _)| l.id == id)
+            .map(|(l, _)| l.resync_period())
+    }
+
+    pub(crate) fn listener_count(&self) -> usize {
+        self.lock().listeners.len()
+    }
+}
+
 /// The effective resync period of a handler that asked for `desired` on an informer
 /// that checks every `check`, as client-go's `determineResyncPeriod`.
 pub(crate) fn determine_resync_period(desired: Duration, check: Duration) -> Duration {

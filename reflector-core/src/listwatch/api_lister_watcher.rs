@@ -66,7 +66,7 @@ impl<K: Resource> Debug for ApiListerWatcher<K> {
 impl<K> ApiListerWatcher<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug,
-    K::DynamicType: Default,
+    K::DynamicType: Default + Clone,
 {
     /// Lists and watches through `api` (built with `Api::all` or `Api::namespaced`).
     #[must_use]

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use super::{ListParams, ListWatchError, ListerWatcher, ObjectList, WatchParams, WatchStream};
 
 /// The object-safe face of a [`ListerWatcher`].
-trait DynListerWatcher<K>: Send + Sync {
+trait DynListerWatcher<K: Clone + 'static>: Send + Sync {
     fn list_boxed<'a>(
         &'a self,
         params: &'a ListParams,
@@ -19,7 +19,7 @@ trait DynListerWatcher<K>: Send + Sync {
     ) -> BoxFuture<'a, Result<WatchStream<K>, ListWatchError>>;
 }
 
-impl<K: Clone, L: ListerWatcher<K>> DynListerWatcher<K> for L {
+impl<K: Clone + 'static, L: ListerWatcher<K>> DynListerWatcher<K> for L {
     fn list_boxed<'a>(
         &'a self,
         params: &'a ListParams,
@@ -46,15 +46,15 @@ impl<K: Clone, L: ListerWatcher<K>> DynListerWatcher<K> for L {
 /// let lw: BoxListerWatcher<Pod> = BoxListerWatcher::new(ApiListerWatcher::new(kube::Api::all(client)));
 /// # }
 /// ```
-pub struct BoxListerWatcher<K>(Arc<dyn DynListerWatcher<K>>);
+pub struct BoxListerWatcher<K: Clone + 'static>(Arc<dyn DynListerWatcher<K>>);
 
-impl<K> Clone for BoxListerWatcher<K> {
+impl<K: Clone + 'static> Clone for BoxListerWatcher<K> {
     fn clone(&self) -> Self {
         BoxListerWatcher(Arc::clone(&self.0))
     }
 }
 
-impl<K> std::fmt::Debug for BoxListerWatcher<K> {
+impl<K: Clone + 'static> std::fmt::Debug for BoxListerWatcher<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("BoxListerWatcher")
     }
@@ -69,18 +69,15 @@ impl<K: Clone + 'static> BoxListerWatcher<K> {
 }
 
 impl<K: Clone + Send + 'static> ListerWatcher<K> for BoxListerWatcher<K> {
-    fn list(
-        &self,
-        params: &ListParams,
-    ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send {
-        self.0.list_boxed(params)
+    async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, ListWatchError> {
+        self.0.list_boxed(params).await
     }
 
-    fn watch(
+    async fn watch(
         &self,
         params: &WatchParams,
         resource_version: &str,
-    ) -> impl Future<Output = Result<WatchStream<K>, ListWatchError>> + Send {
-        self.0.watch_boxed(params, resource_version)
+    ) -> Result<WatchStream<K>, ListWatchError> {
+        self.0.watch_boxed(params, resource_version).await
     }
 }

@@ -21,6 +21,8 @@ struct FakeState<K> {
     resource_version: u64,
     /// Every change, with its resource version, for watches that resume.
     history: Vec<(u64, WatchEvent<K>)>,
+    /// Watches from a resource version below this get a 410 `ERROR` event.
+    compacted_to: u64,
     watchers: Vec<Sender<K>>,
 }
 
@@ -82,6 +84,7 @@ impl<K: Object> FakeSource<K> {
                 items: BTreeMap::new(),
                 resource_version: 0,
                 history: Vec::new(),
+                compacted_to: 0,
                 watchers: Vec::new(),
             })),
             lists: Arc::new(AtomicUsize::new(0)),
@@ -95,6 +98,16 @@ impl<K: Object> FakeSource<K> {
     }
 
     fn change(&self, obj: K, make: fn(K) -> WatchEvent<K>, delete: bool) -> K {
+        self.change_notifying(obj, make, delete, true)
+    }
+
+    fn change_notifying(
+        &self,
+        obj: K,
+        make: fn(K) -> WatchEvent<K>,
+        delete: bool,
+        notify: bool,
+    ) -> K {
         let mut st = self.lock();
         st.resource_version += 1;
         let rv = st.resource_version;
@@ -111,8 +124,10 @@ impl<K: Object> FakeSource<K> {
             Err(e) => tracing::error!(error = %e, "FakeSource: object has no key"),
         }
         st.history.push((rv, make(obj.clone())));
-        st.watchers
-            .retain(|w| w.unbounded_send(Ok(make(obj.clone()))).is_ok());
+        if notify {
+            st.watchers
+                .retain(|w| w.unbounded_send(Ok(make(obj.clone()))).is_ok());
+        }
         obj
     }
 
@@ -129,6 +144,30 @@ impl<K: Object> FakeSource<K> {
     /// Deletes an object; returns its final state with the delete's resource version.
     pub fn delete(&self, obj: K) -> K {
         self.change(obj, WatchEvent::Deleted, true)
+    }
+
+    /// Adds an object without telling open watches (a missed event); watches that
+    /// resume from an earlier resource version replay it.
+    pub fn add_drop_watch(&self, obj: K) -> K {
+        self.change_notifying(obj, WatchEvent::Added, false, false)
+    }
+
+    /// Modifies an object without telling open watches.
+    pub fn modify_drop_watch(&self, obj: K) -> K {
+        self.change_notifying(obj, WatchEvent::Modified, false, false)
+    }
+
+    /// Deletes an object without telling open watches.
+    pub fn delete_drop_watch(&self, obj: K) -> K {
+        self.change_notifying(obj, WatchEvent::Deleted, true, false)
+    }
+
+    /// Forgets the change history: watches resuming from an older resource version
+    /// get a `410 Expired` `ERROR` event, which makes a reflector relist.
+    pub fn compact_history(&self) {
+        let mut st = self.lock();
+        st.history.clear();
+        st.compacted_to = st.resource_version;
     }
 
     /// Ends every open watch cleanly (as a server dropping connections).
@@ -223,6 +262,15 @@ impl<K: Object> ListerWatcher<K> for FakeSource<K> {
             for obj in st.items.values() {
                 let _ = tx.unbounded_send(Ok(WatchEvent::Added(obj.clone())));
             }
+        } else if from < st.compacted_to {
+            let mut status = kube::core::Status::failure(
+                &format!("too old resource version: {from} ({})", st.compacted_to),
+                "Expired",
+            )
+            .with_code(410);
+            status.reason = "Expired".into();
+            let _ = tx.unbounded_send(Ok(WatchEvent::Error(Box::new(status))));
+            return Ok(rx.boxed());
         } else {
             for (rv, ev) in &st.history {
                 if *rv > from {
