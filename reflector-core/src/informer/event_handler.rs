@@ -135,7 +135,7 @@ impl<K: Send + Sync + 'static> EventHandler<K> for EventHandlerFns<K> {
 /// use reflector_core::informer::{EventHandlerFns, FilteringHandler};
 /// let only_labelled = FilteringHandler::new(
 ///     |cm: &ConfigMap| cm.metadata.labels.as_ref().is_some_and(|l| l.contains_key("app")),
-///     EventHandlerFns::new().on_add(|cm, _| println!("{:?}", cm.metadata.name)),
+///     EventHandlerFns::<ConfigMap>::new().on_add(|cm, _| println!("{:?}", cm.metadata.name)),
 /// );
 /// ```
 pub struct FilteringHandler<K, H> {
@@ -211,9 +211,22 @@ mod tests {
         let h = FilteringHandler::new(
             |c: &ConfigMap| c.metadata.labels.is_some(),
             EventHandlerFns::<ConfigMap>::new()
-                .on_add(move |c, _| a.lock().unwrap().push(format!("add {}", c.metadata.name.clone().unwrap())))
-                .on_update(move |_, n| u.lock().unwrap().push(format!("update {}", n.metadata.name.clone().unwrap())))
-                .on_delete(move |o| d.lock().unwrap().push(format!("delete {}", o.object().metadata.name.clone().unwrap()))),
+                .on_add(move |c, _| {
+                    a.lock()
+                        .unwrap()
+                        .push(format!("add {}", c.metadata.name.clone().unwrap()))
+                })
+                .on_update(move |_, n| {
+                    u.lock()
+                        .unwrap()
+                        .push(format!("update {}", n.metadata.name.clone().unwrap()))
+                })
+                .on_delete(move |o| {
+                    d.lock().unwrap().push(format!(
+                        "delete {}",
+                        o.object().metadata.name.clone().unwrap()
+                    ))
+                }),
         );
         h.on_add(&cm("out", false), true);
         h.on_add(&cm("in", true), true);

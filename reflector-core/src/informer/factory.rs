@@ -115,7 +115,10 @@ impl std::fmt::Debug for InformerFactory {
             .field("strip_managed_fields", &self.strip_managed_fields)
             .field(
                 "informers",
-                &st.informers.keys().map(InformerKey::describe).collect::<Vec<_>>(),
+                &st.informers
+                    .keys()
+                    .map(InformerKey::describe)
+                    .collect::<Vec<_>>(),
             )
             .finish()
     }

@@ -8,8 +8,14 @@ use super::EventHandler;
 
 /// One notification for a listener, as client-go's add/update/deleteNotification.
 pub(crate) enum Notification<K> {
-    Add { obj: Arc<K>, is_in_initial_list: bool },
-    Update { old: Arc<K>, new: Arc<K> },
+    Add {
+        obj: Arc<K>,
+        is_in_initial_list: bool,
+    },
+    Update {
+        old: Arc<K>,
+        new: Arc<K>,
+    },
     Delete(DeletedObject<K>),
 }
 

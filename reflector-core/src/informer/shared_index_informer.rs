@@ -6,11 +6,15 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::fifo::{DeltaFIFO, DeltaFifoOptions, DeltaObject, DeltaType, FifoError, PoppedItem, TransformFunc};
+use crate::fifo::{
+    DeltaFIFO, DeltaFifoOptions, DeltaObject, DeltaType, FifoError, PoppedItem, TransformFunc,
+};
 use crate::lister::Lister;
 use crate::listwatch::{BoxListerWatcher, ListerWatcher};
 use crate::object::{DeletedObject, Object};
-use crate::reflector::{Reflector, ReflectorError, ReflectorOptions, ReflectorStats, WatchErrorHandler};
+use crate::reflector::{
+    Reflector, ReflectorError, ReflectorOptions, ReflectorStats, WatchErrorHandler,
+};
 use crate::store::{Indexer, Indexers, Store};
 
 use super::notification::Notification;
@@ -89,7 +93,9 @@ struct Inner<K: Object> {
 ///         p.spec.as_ref().and_then(|s| s.node_name.clone()).into_iter().collect()
 ///     }),
 /// );
-/// informer.add_event_handler(EventHandlerFns::new().on_add(|p, _| println!("{:?}", p.metadata.name))).unwrap();
+/// informer
+///     .add_event_handler(EventHandlerFns::<Pod>::new().on_add(|p, _| println!("{:?}", p.metadata.name)))
+///     .unwrap();
 /// let cancel = CancellationToken::new();
 /// let run = tokio::spawn({ let i = informer.clone(); let c = cancel.clone(); async move { i.run(c).await } });
 /// informer.wait_for_cache_sync(&cancel).await;
@@ -160,7 +166,10 @@ impl<K: Object> SharedIndexInformer<K> {
     }
 
     fn lock_state(&self) -> std::sync::MutexGuard<'_, InformerState<K>> {
-        self.inner.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The cache.
@@ -190,7 +199,10 @@ impl<K: Object> SharedIndexInformer<K> {
     /// True once the initial list has been applied to the cache and distributed.
     #[must_use]
     pub fn has_synced(&self) -> bool {
-        self.lock_state().fifo.as_ref().is_some_and(|f| f.has_synced())
+        self.lock_state()
+            .fifo
+            .as_ref()
+            .is_some_and(|f| f.has_synced())
     }
 
     /// The resource version of the last list or watch event handled (`""` before
@@ -358,7 +370,9 @@ impl<K: Object> SharedIndexInformer<K> {
         if registration.informer_id != self.inner.id {
             return;
         }
-        self.inner.processor.remove_listener(registration.listener_id);
+        self.inner
+            .processor
+            .remove_listener(registration.listener_id);
     }
 
     /// Whether `registration` is a live handler of this informer.
@@ -459,7 +473,8 @@ impl<K: Object> SharedIndexInformer<K> {
                             }
                             // An update that did not change the resource version is a
                             // resync: only handlers due for one get it.
-                            let is_sync = old.meta().resource_version == obj.meta().resource_version;
+                            let is_sync =
+                                old.meta().resource_version == obj.meta().resource_version;
                             self.inner
                                 .processor
                                 .distribute(&Notification::Update { old, new: obj }, is_sync);

@@ -140,11 +140,18 @@ pub(crate) fn determine_resync_period(desired: Duration, check: Duration) -> Dur
         return desired;
     }
     if check.is_zero() {
-        tracing::warn!(?desired, "this informer does not resync; ignoring the handler's resync period");
+        tracing::warn!(
+            ?desired,
+            "this informer does not resync; ignoring the handler's resync period"
+        );
         return Duration::ZERO;
     }
     if desired < check {
-        tracing::warn!(?desired, ?check, "resync period raised to the informer's check period");
+        tracing::warn!(
+            ?desired,
+            ?check,
+            "resync period raised to the informer's check period"
+        );
         return check;
     }
     desired

@@ -128,7 +128,10 @@ async fn indexer() {
     let names = |v: Vec<Arc<Pod>>| -> BTreeSet<String> {
         v.iter().map(|p| p.metadata.name.clone().unwrap()).collect()
     };
-    assert_eq!(names(informer.lister().by_index("by_app", "web").unwrap()), set(&["a"]));
+    assert_eq!(
+        names(informer.lister().by_index("by_app", "web").unwrap()),
+        set(&["a"])
+    );
 
     source.add(labelled("c", "app", "web"));
     eventually(|| informer.lister().by_index("by_app", "web").unwrap().len() == 2).await;
@@ -159,7 +162,8 @@ async fn listener_resync_periods() {
     let source = FakeSource::<Pod>::new();
     source.add(pod("pod1"));
     source.add(pod("pod2"));
-    let informer = SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
+    let informer =
+        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
     let listeners: Vec<TestListener> = (0..3).map(|_| TestListener::default()).collect();
     for (l, period) in listeners.iter().zip([0, 2, 3]) {
         informer
@@ -174,15 +178,31 @@ async fn listener_resync_periods() {
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     settle().await;
-    assert_eq!(listeners[1].names(), set(&["pod1", "pod2"]), "2 s listener resynced");
-    assert_eq!(listeners[0].count(), 0, "listener1 should not have resynced");
-    assert_eq!(listeners[2].count(), 0, "listener3 should not have resynced yet");
+    assert_eq!(
+        listeners[1].names(),
+        set(&["pod1", "pod2"]),
+        "2 s listener resynced"
+    );
+    assert_eq!(
+        listeners[0].count(),
+        0,
+        "listener1 should not have resynced"
+    );
+    assert_eq!(
+        listeners[2].count(),
+        0,
+        "listener3 should not have resynced yet"
+    );
     for l in &listeners {
         l.reset();
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
     settle().await;
-    assert_eq!(listeners[2].names(), set(&["pod1", "pod2"]), "3 s listener resynced");
+    assert_eq!(
+        listeners[2].names(),
+        set(&["pod1", "pod2"]),
+        "3 s listener resynced"
+    );
     assert_eq!(listeners[0].count(), 0);
     assert_eq!(listeners[1].count(), 0);
     cancel.cancel();
@@ -206,26 +226,47 @@ async fn resync_check_period() {
         .add_event_handler_with_resync(TestListener::default(), Duration::from_secs(60))
         .unwrap();
     assert_eq!(check(&informer), Duration::from_secs(60));
-    assert_eq!(informer.listener_resync_period(&h2), Some(Duration::from_secs(60)));
+    assert_eq!(
+        informer.listener_resync_period(&h2),
+        Some(Duration::from_secs(60))
+    );
     let h3 = informer
         .add_event_handler_with_resync(TestListener::default(), Duration::from_secs(55))
         .unwrap();
     assert_eq!(check(&informer), Duration::from_secs(55));
-    assert_eq!(informer.listener_resync_period(&h2), Some(Duration::from_secs(60)));
-    assert_eq!(informer.listener_resync_period(&h3), Some(Duration::from_secs(55)));
+    assert_eq!(
+        informer.listener_resync_period(&h2),
+        Some(Duration::from_secs(60))
+    );
+    assert_eq!(
+        informer.listener_resync_period(&h3),
+        Some(Duration::from_secs(55))
+    );
     let h4 = informer
         .add_event_handler_with_resync(TestListener::default(), Duration::from_secs(5))
         .unwrap();
     assert_eq!(check(&informer), Duration::from_secs(5));
     assert_eq!(informer.listener_resync_period(&h1), Some(Duration::ZERO));
-    assert_eq!(informer.listener_resync_period(&h2), Some(Duration::from_secs(60)));
-    assert_eq!(informer.listener_resync_period(&h3), Some(Duration::from_secs(55)));
-    assert_eq!(informer.listener_resync_period(&h4), Some(Duration::from_secs(5)));
+    assert_eq!(
+        informer.listener_resync_period(&h2),
+        Some(Duration::from_secs(60))
+    );
+    assert_eq!(
+        informer.listener_resync_period(&h3),
+        Some(Duration::from_secs(55))
+    );
+    assert_eq!(
+        informer.listener_resync_period(&h4),
+        Some(Duration::from_secs(5))
+    );
     // Below the minimum: raised to 1 s.
     let h5 = informer
         .add_event_handler_with_resync(TestListener::default(), Duration::from_millis(10))
         .unwrap();
-    assert_eq!(informer.listener_resync_period(&h5), Some(Duration::from_secs(1)));
+    assert_eq!(
+        informer.listener_resync_period(&h5),
+        Some(Duration::from_secs(1))
+    );
 }
 
 /// TestSharedInformerWatchDisruption: after missed events and a dropped watch, the
@@ -236,7 +277,8 @@ async fn shared_informer_watch_disruption() {
     let source = FakeSource::<Pod>::new();
     source.add(pod("pod1"));
     source.add(pod("pod2"));
-    let informer = SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
+    let informer =
+        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
     let no_resync = TestListener::default();
     let resync = TestListener::default();
     informer
@@ -255,12 +297,19 @@ async fn shared_informer_watch_disruption() {
     p2.metadata.labels = Some([("changed".to_owned(), "yes".to_owned())].into());
     source.modify_drop_watch(p2);
     settle().await;
-    assert_eq!(no_resync.names(), set(&["pod1", "pod2"]), "missed events not seen");
+    assert_eq!(
+        no_resync.names(),
+        set(&["pod1", "pod2"]),
+        "missed events not seen"
+    );
     no_resync.reset();
     resync.reset();
 
+    // The dropped watch delivered nothing in under a second: a "very short watch",
+    // so the reflector backs off (0.8–1.6 s), relists and restarts its 1 s resync
+    // timer. Three seconds cover a resync round for the resync listener.
     source.break_watches();
-    tokio::time::sleep(Duration::from_millis(1601)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
     settle().await;
     assert_eq!(no_resync.names(), set(&["pod2", "pod3"]));
     assert_eq!(resync.names(), set(&["pod1", "pod2", "pod3"]));
@@ -276,7 +325,8 @@ async fn shared_informer_error_handling() {
     let mut denied = kube::core::Status::failure("Access Denied", "Forbidden").with_code(403);
     denied.reason = "Forbidden".into();
     source.fail_lists(ListWatchError::Api(Box::new(denied)));
-    let informer = SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
+    let informer =
+        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
     let errors = Arc::new(Mutex::new(Vec::<String>::new()));
     let e = errors.clone();
     informer
@@ -292,7 +342,11 @@ async fn shared_informer_error_handling() {
         .unwrap();
     let (cancel, task) = start(&informer);
     eventually(|| !errors.lock().unwrap().is_empty()).await;
-    assert!(errors.lock().unwrap()[0].contains("Access Denied"), "{:?}", errors.lock().unwrap());
+    assert!(
+        errors.lock().unwrap()[0].contains("Access Denied"),
+        "{:?}",
+        errors.lock().unwrap()
+    );
     assert!(!informer.has_synced());
     assert_eq!(
         informer.set_watch_error_handler(|_| {}),
@@ -309,7 +363,8 @@ async fn shared_informer_transformer() {
     let source = FakeSource::<Pod>::new();
     source.add(pod("pod1"));
     source.add(pod("pod2"));
-    let informer = SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
+    let informer =
+        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
     let calls = Arc::new(AtomicUsize::new(0));
     let c = calls.clone();
     informer
@@ -339,7 +394,8 @@ async fn shared_informer_transformer() {
 /// removing it again is harmless.
 #[tokio::test(start_paused = true)]
 async fn shared_informer_remove_handler() {
-    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let informer =
+        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
     let reg1 = informer.add_event_handler(EventHandlerFns::new()).unwrap();
     let reg2 = informer.add_event_handler(EventHandlerFns::new()).unwrap();
     assert_eq!(informer.handler_count(), 2);
@@ -371,7 +427,8 @@ async fn shared_informer_remove_foreign_handler() {
 /// two registrations, removable one at a time.
 #[tokio::test(start_paused = true)]
 async fn shared_informer_multiple_registration() {
-    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let informer =
+        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
     let shared = TestListener::default();
     let reg1 = informer.add_event_handler(shared.clone()).unwrap();
     let reg2 = informer.add_event_handler(shared).unwrap();
@@ -387,7 +444,8 @@ async fn shared_informer_multiple_registration() {
 /// TestRemovingRemovedSharedInformer: removing twice is fine.
 #[tokio::test(start_paused = true)]
 async fn removing_removed_shared_informer() {
-    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let informer =
+        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
     let reg = informer.add_event_handler(EventHandlerFns::new()).unwrap();
     informer.remove_event_handler(&reg);
     informer.remove_event_handler(&reg);
@@ -398,14 +456,17 @@ async fn removing_removed_shared_informer() {
 /// TestAddOnStoppedSharedInformer: adding to a stopped informer is an error.
 #[tokio::test(start_paused = true)]
 async fn add_on_stopped_shared_informer() {
-    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let informer =
+        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
     let (cancel, task) = start(&informer);
     settle().await;
     cancel.cancel();
     task.await.unwrap();
     assert!(informer.is_stopped());
     assert_eq!(
-        informer.add_event_handler(EventHandlerFns::new()).unwrap_err(),
+        informer
+            .add_event_handler(EventHandlerFns::new())
+            .unwrap_err(),
         InformerError::Stopped
     );
 }
@@ -464,10 +525,15 @@ async fn add_while_active() {
     let initial = Arc::new(Mutex::new(Vec::<(String, bool)>::new()));
     let i = initial.clone();
     let l2 = EventHandlerFns::new().on_add(move |p: &Arc<Pod>, init| {
-        i.lock().unwrap().push((p.metadata.name.clone().unwrap(), init));
+        i.lock()
+            .unwrap()
+            .push((p.metadata.name.clone().unwrap(), init));
     });
     let reg2 = informer.add_event_handler(l2).unwrap();
-    assert!(!reg2.has_synced(), "synced before handling the synthetic adds");
+    assert!(
+        !reg2.has_synced(),
+        "synced before handling the synthetic adds"
+    );
     source.add(pod("pod2"));
     eventually(|| initial.lock().unwrap().len() == 2).await;
     assert_eq!(
@@ -548,11 +614,13 @@ async fn deletes_and_tombstones_reach_handlers() {
     let deletes = Arc::new(Mutex::new(Vec::<(String, bool)>::new()));
     let d = deletes.clone();
     informer
-        .add_event_handler(EventHandlerFns::new().on_delete(move |o: &DeletedObject<Pod>| {
-            d.lock()
-                .unwrap()
-                .push((o.object().metadata.name.clone().unwrap(), o.is_tombstone()));
-        }))
+        .add_event_handler(
+            EventHandlerFns::new().on_delete(move |o: &DeletedObject<Pod>| {
+                d.lock()
+                    .unwrap()
+                    .push((o.object().metadata.name.clone().unwrap(), o.is_tombstone()));
+            }),
+        )
         .unwrap();
     let (cancel, task) = start(&informer);
     eventually(|| informer.has_synced()).await;
@@ -602,7 +670,11 @@ async fn slow_handler_does_not_delay_fast_handler() {
         }
     })
     .await;
-    assert!(done.is_ok(), "fast handler stalled at {}", fast.load(Ordering::SeqCst));
+    assert!(
+        done.is_ok(),
+        "fast handler stalled at {}",
+        fast.load(Ordering::SeqCst)
+    );
     let slow_seen = slow.load(Ordering::SeqCst);
     assert!(slow_seen < 100, "slow handler already handled {slow_seen}");
     cancel.cancel();
