@@ -2,15 +2,21 @@
 //!
 //! The modules follow the data path, in order:
 //!
-//! - [`listwatch`]: listing and watching through `kube::Api` (or any source);
 //! - [`object`]: keys (`ns/name`), key functions and the deletion tombstone;
+//! - [`listwatch`]: listing and watching through `kube::Api` (or any source);
 //! - [`reflector`]: the list-then-watch loop that keeps a store in step;
-//! - [`store`]: the `Store` contract, the thread-safe store and the `Indexer`;
 //! - [`fifo`]: the `DeltaFIFO` between the reflector and the informer;
+//! - [`store`]: the `Store` contract, the thread-safe store and the `Indexer`;
+//! - [`informer`]: the shared informer, its handlers and the informer factory;
+//! - [`lister`]: typed read-only views of an informer's cache;
 //! - [`workqueue`]: the dedup, delaying and rate-limited queues that feed workers.
+//!
+//! [`backoff`] holds the exponential backoff they share.
 
 pub mod backoff;
 pub mod fifo;
+pub mod informer;
+pub mod lister;
 pub mod listwatch;
 pub mod object;
 pub mod reflector;

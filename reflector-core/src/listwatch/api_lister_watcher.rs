@@ -27,19 +27,36 @@ use super::{ListWatchError, ListerWatcher, WatchDecoder, WatchStream};
 ///     .fields("metadata.name!=skip-me");
 /// # }
 /// ```
-#[derive(Clone)]
-pub struct ApiListerWatcher<K> {
-    api: Api<K>,
+pub struct ApiListerWatcher<K: Resource> {
     client: Client,
+    dyntype: K::DynamicType,
+    /// The collection URL: `/api/v1/namespaces/{ns}/configmaps` or cluster-wide.
+    url: String,
     label_selector: Option<String>,
     field_selector: Option<String>,
     decoder: WatchDecoder<K>,
 }
 
+impl<K: Resource> Clone for ApiListerWatcher<K>
+where
+    K::DynamicType: Clone,
+{
+    fn clone(&self) -> Self {
+        ApiListerWatcher {
+            client: self.client.clone(),
+            dyntype: self.dyntype.clone(),
+            url: self.url.clone(),
+            label_selector: self.label_selector.clone(),
+            field_selector: self.field_selector.clone(),
+            decoder: self.decoder.clone(),
+        }
+    }
+}
+
 impl<K: Resource> Debug for ApiListerWatcher<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ApiListerWatcher")
-            .field("url", &self.api.resource_url())
+            .field("url", &self.url)
             .field("label_selector", &self.label_selector)
             .field("field_selector", &self.field_selector)
             .finish()
@@ -49,7 +66,7 @@ impl<K: Resource> Debug for ApiListerWatcher<K> {
 impl<K> ApiListerWatcher<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug,
-    K::DynamicType: Default,
+    K::DynamicType: Default + Clone,
 {
     /// Lists and watches through `api` (built with `Api::all` or `Api::namespaced`).
     #[must_use]
@@ -61,6 +78,7 @@ where
 impl<K> ApiListerWatcher<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug,
+    K::DynamicType: Clone,
 {
     /// As [`ApiListerWatcher::new`], for types with a runtime type description
     /// (`DynamicObject`).
@@ -68,8 +86,9 @@ where
     pub fn new_with(api: Api<K>, dyntype: &K::DynamicType) -> Self {
         let decoder = WatchDecoder::new(K::api_version(dyntype), K::kind(dyntype));
         ApiListerWatcher {
-            client: api.clone().into_client(),
-            api,
+            url: api.resource_url().to_owned(),
+            client: api.into_client(),
+            dyntype: dyntype.clone(),
             label_selector: None,
             field_selector: None,
             decoder,
@@ -92,17 +111,26 @@ where
         self
     }
 
-    /// The `Api` this lists and watches through.
+    /// Lists and watches one namespace (`Some`) or all (`None`). Only meaningful for
+    /// namespaced kinds: a cluster-scoped kind has no namespaced URL and the server
+    /// answers 404.
     #[must_use]
-    pub fn api(&self) -> &Api<K> {
-        &self.api
+    pub fn in_namespace(mut self, namespace: Option<&str>) -> Self {
+        self.url = K::url_path(&self.dyntype, namespace);
+        self
+    }
+
+    /// The collection URL requests go to.
+    #[must_use]
+    pub fn url(&self) -> &str {
+        &self.url
     }
 }
 
 impl<K> ListerWatcher<K> for ApiListerWatcher<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Send + Sync,
+    K::DynamicType: Send + Sync + 'static,
 {
     async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, ListWatchError> {
         let mut lp = params.clone();
@@ -112,7 +140,11 @@ where
         if lp.field_selector.is_none() {
             lp.field_selector.clone_from(&self.field_selector);
         }
-        Ok(self.api.list(&lp).await?)
+        let mut req = Request::new(&self.url)
+            .list(&lp)
+            .map_err(|e| ListWatchError::Transport(kube::Error::BuildRequest(e)))?;
+        req.extensions_mut().insert("list");
+        Ok(self.client.request::<ObjectList<K>>(req).await?)
     }
 
     async fn watch(
@@ -127,7 +159,7 @@ where
         if wp.field_selector.is_none() {
             wp.field_selector.clone_from(&self.field_selector);
         }
-        let mut req = Request::new(self.api.resource_url())
+        let mut req = Request::new(&self.url)
             .watch(&wp, resource_version)
             .map_err(|e| ListWatchError::Transport(kube::Error::BuildRequest(e)))?;
         req.headers_mut().insert(

@@ -13,6 +13,8 @@
 //! connections each have a predicate on [`ListWatchError`].
 
 mod api_lister_watcher;
+mod boxed;
+mod fake_source;
 mod watch_decoder;
 
 use std::future::Future;
@@ -22,6 +24,8 @@ pub use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
 use kube::core::Status;
 
 pub use api_lister_watcher::ApiListerWatcher;
+pub use boxed::BoxListerWatcher;
+pub use fake_source::FakeSource;
 pub use watch_decoder::WatchDecoder;
 
 /// A watch: a stream of events, each decoded once. An `Err` item ends the watch

@@ -28,11 +28,21 @@ use super::{ListWatchError, WatchEvent, WatchStream};
 /// let wrong = d.decode_line(br#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}}"#);
 /// assert!(wrong.unwrap_err().is_unexpected_kind());
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct WatchDecoder<K> {
     api_version: String,
     kind: String,
     _k: PhantomData<fn() -> K>,
+}
+
+impl<K> Clone for WatchDecoder<K> {
+    fn clone(&self) -> Self {
+        WatchDecoder {
+            api_version: self.api_version.clone(),
+            kind: self.kind.clone(),
+            _k: PhantomData,
+        }
+    }
 }
 
 /// What a line must at least look like to be an event: used only to classify lines

@@ -54,10 +54,19 @@ impl From<KeyError> for StoreError {
 /// `replace` after each list, and `resync` on its resync timer.
 ///
 /// # Example
-/// ```ignore
-/// fn feed<S: reflector_core::store::Store<ConfigMap>>(store: &S, cm: Arc<ConfigMap>) {
-///     store.add(cm).unwrap();
+/// ```
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::store::{Indexer, Indexers, Store};
+///
+/// fn feed(store: &dyn Store<ConfigMap>, cm: ConfigMap) {
+///     store.add(Arc::new(cm)).unwrap();
 /// }
+/// let cache = Indexer::<ConfigMap>::new(Indexers::new());
+/// let mut cm = ConfigMap::default();
+/// cm.metadata.name = Some("a".into());
+/// feed(&cache, cm);
+/// assert_eq!(cache.len(), 1);
 /// ```
 pub trait Store<K: Object>: Send + Sync {
     /// Inserts or replaces the object under its key.

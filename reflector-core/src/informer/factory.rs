@@ -1,0 +1,307 @@
+//! [`InformerFactory`]: one shared informer per type, namespace and selectors.
+
+use std::any::{Any, TypeId};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use kube::core::NamespaceResourceScope;
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::listwatch::ApiListerWatcher;
+use crate::object::Object;
+use crate::store::Indexers;
+
+use super::{SharedIndexInformer, strip_managed_fields};
+
+/// Which informer: type, namespace (None: all), label and field selectors.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct InformerKey {
+    type_id: TypeId,
+    type_name: &'static str,
+    namespace: Option<String>,
+    label_selector: Option<String>,
+    field_selector: Option<String>,
+}
+
+impl InformerKey {
+    fn describe(&self) -> String {
+        let short = self.type_name.rsplit("::").next().unwrap_or(self.type_name);
+        let mut s = short.to_owned();
+        if let Some(ns) = &self.namespace {
+            s.push_str(&format!(" in {ns}"));
+        }
+        if let Some(l) = &self.label_selector {
+            s.push_str(&format!(" labels {l}"));
+        }
+        if let Some(f) = &self.field_selector {
+            s.push_str(&format!(" fields {f}"));
+        }
+        s
+    }
+}
+
+/// What the factory needs of an informer without knowing its type.
+trait AnyInformer: Send + Sync {
+    fn run_boxed(&self, cancel: CancellationToken) -> BoxFuture<'static, ()>;
+    fn has_synced(&self) -> bool;
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<K: Object> AnyInformer for SharedIndexInformer<K> {
+    fn run_boxed(&self, cancel: CancellationToken) -> BoxFuture<'static, ()> {
+        let this = self.clone();
+        Box::pin(async move { this.run(cancel).await })
+    }
+    fn has_synced(&self) -> bool {
+        SharedIndexInformer::has_synced(self)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Guarded by `InformerFactory::state`.
+#[derive(Default)]
+struct FactoryState {
+    informers: BTreeMap<InformerKey, Arc<dyn AnyInformer>>,
+    started: HashMap<InformerKey, JoinHandle<()>>,
+}
+
+/// Hands out shared informers, one per (type, namespace, selectors), and runs them,
+/// as client-go's `SharedInformerFactory`.
+///
+/// By default every informer it makes drops `metadata.managedFields` before caching
+/// (see [`strip_managed_fields`]); [`InformerFactory::keep_managed_fields`] keeps it.
+///
+/// # Example
+/// ```no_run
+/// use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+/// use reflector_core::informer::InformerFactory;
+/// use tokio_util::sync::CancellationToken;
+/// # async fn f(client: kube::Client) {
+/// let factory = InformerFactory::new(client);
+/// let pods = factory.informer::<Pod>();
+/// let same = factory.informer::<Pod>(); // the same informer
+/// let cms = factory.namespaced::<ConfigMap>("kube-system");
+/// let cancel = CancellationToken::new();
+/// factory.start(&cancel);
+/// let synced = factory.wait_for_cache_sync(&cancel).await;
+/// assert!(synced.values().all(|s| *s));
+/// factory.shutdown().await;
+/// # }
+/// ```
+pub struct InformerFactory {
+    client: Client,
+    default_resync: Duration,
+    strip_managed_fields: bool,
+    /// The factory's informers and the tasks running them; never held across an
+    /// await.
+    state: Mutex<FactoryState>,
+    /// Parent of every informer's run token; cancelled by `shutdown`.
+    cancel: CancellationToken,
+}
+
+impl std::fmt::Debug for InformerFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let st = self.lock();
+        f.debug_struct("InformerFactory")
+            .field("default_resync", &self.default_resync)
+            .field("strip_managed_fields", &self.strip_managed_fields)
+            .field(
+                "informers",
+                &st.informers
+                    .keys()
+                    .map(InformerKey::describe)
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl InformerFactory {
+    /// A factory whose informers use `client`.
+    #[must_use]
+    pub fn new(client: Client) -> Self {
+        InformerFactory {
+            client,
+            default_resync: Duration::ZERO,
+            strip_managed_fields: true,
+            state: Mutex::new(FactoryState::default()),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    /// The default handler resync period of informers made from now on (default
+    /// zero: no resync, as `NewSharedInformerFactory(client, 0)`).
+    #[must_use]
+    pub fn default_resync(mut self, period: Duration) -> Self {
+        self.default_resync = period;
+        self
+    }
+
+    /// Keep `metadata.managedFields` in cached objects (dropped by default).
+    #[must_use]
+    pub fn keep_managed_fields(mut self) -> Self {
+        self.strip_managed_fields = false;
+        self
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, FactoryState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The shared informer for every `K` in every namespace.
+    #[must_use]
+    pub fn informer<K>(&self) -> SharedIndexInformer<K>
+    where
+        K: Object + DeserializeOwned + Debug,
+        K::DynamicType: Default + Clone + Send + Sync + 'static,
+    {
+        self.informer_for::<K>(None, None, None)
+    }
+
+    /// The shared informer for `K` in one namespace.
+    #[must_use]
+    pub fn namespaced<K>(&self, namespace: &str) -> SharedIndexInformer<K>
+    where
+        K: Object + Resource<Scope = NamespaceResourceScope> + DeserializeOwned + Debug,
+        K::DynamicType: Default + Clone + Send + Sync + 'static,
+    {
+        self.informer_for::<K>(Some(namespace), None, None)
+    }
+
+    /// The shared informer for `K` restricted by namespace and selectors. Asking
+    /// twice with the same arguments returns the same informer.
+    ///
+    /// A namespace is honoured only for namespaced kinds, by listing the namespace's
+    /// URL; use [`InformerFactory::namespaced`] to have that checked at compile time.
+    #[must_use]
+    pub fn informer_for<K>(
+        &self,
+        namespace: Option<&str>,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+    ) -> SharedIndexInformer<K>
+    where
+        K: Object + DeserializeOwned + Debug,
+        K::DynamicType: Default + Clone + Send + Sync + 'static,
+    {
+        let key = InformerKey {
+            type_id: TypeId::of::<K>(),
+            type_name: std::any::type_name::<K>(),
+            namespace: namespace.map(str::to_owned),
+            label_selector: label_selector.map(str::to_owned),
+            field_selector: field_selector.map(str::to_owned),
+        };
+        let mut st = self.lock();
+        if let Some(existing) = st.informers.get(&key)
+            && let Some(informer) = existing.as_any().downcast_ref::<SharedIndexInformer<K>>()
+        {
+            return informer.clone();
+        }
+        let dt = K::DynamicType::default();
+        let api: Api<K> = Api::all_with(self.client.clone(), &dt);
+        let mut lw = ApiListerWatcher::new_with(api, &dt).in_namespace(namespace);
+        if let Some(l) = label_selector {
+            lw = lw.labels(l);
+        }
+        if let Some(f) = field_selector {
+            lw = lw.fields(f);
+        }
+        let informer = SharedIndexInformer::new(lw, self.default_resync, Indexers::new());
+        if self.strip_managed_fields
+            && let Err(e) = informer.set_transform(strip_managed_fields::<K>())
+        {
+            tracing::error!(error = %e, "cannot set the managedFields transform");
+        }
+        st.informers.insert(key, Arc::new(informer.clone()));
+        informer
+    }
+
+    /// Starts every informer not yet started, each on its own task owned by the
+    /// factory; `cancel` (or [`InformerFactory::shutdown`]) stops them.
+    pub fn start(&self, cancel: &CancellationToken) {
+        let mut st = self.lock();
+        let to_start: Vec<_> = st
+            .informers
+            .iter()
+            .filter(|(k, _)| !st.started.contains_key(*k))
+            .map(|(k, i)| (k.clone(), Arc::clone(i)))
+            .collect();
+        for (key, informer) in to_start {
+            let token = self.cancel.child_token();
+            let outer = cancel.clone();
+            let run = informer.run_boxed(token.clone());
+            // The informer stops when the caller's token or the factory's fires; its
+            // run future is always awaited to the end, so its tasks are joined.
+            let task = tokio::spawn(async move {
+                let forward = async {
+                    tokio::select! {
+                        () = outer.cancelled() => token.cancel(),
+                        () = token.cancelled() => {}
+                    }
+                };
+                tokio::join!(run, forward);
+            });
+            st.started.insert(key, task);
+        }
+    }
+
+    /// Waits until every started informer has synced, or `cancel` fires; returns
+    /// each informer's state, keyed by a description (`"Pod"`, `"ConfigMap in
+    /// kube-system"`).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: it only polls.
+    pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> BTreeMap<String, bool> {
+        let started: Vec<(String, Arc<dyn AnyInformer>)> = {
+            let st = self.lock();
+            st.informers
+                .iter()
+                .filter(|(k, _)| st.started.contains_key(*k))
+                .map(|(k, i)| (k.describe(), Arc::clone(i)))
+                .collect()
+        };
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            if started.iter().all(|(_, i)| i.has_synced()) {
+                break;
+            }
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+        }
+        started
+            .into_iter()
+            .map(|(name, i)| (name, i.has_synced()))
+            .collect()
+    }
+
+    /// Stops every informer and returns once all their tasks have ended.
+    ///
+    /// # Cancel safety
+    /// Not cancel-safe in the sense that a dropped `shutdown` leaves some tasks
+    /// un-awaited; they still stop, since the token is cancelled first.
+    pub async fn shutdown(&self) {
+        self.cancel.cancel();
+        let tasks: Vec<JoinHandle<()>> = {
+            let mut st = self.lock();
+            st.started.drain().map(|(_, t)| t).collect()
+        };
+        for t in tasks {
+            if let Err(e) = t.await
+                && e.is_panic()
+            {
+                tracing::error!("an informer task panicked");
+            }
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! Informers: one watch per resource type, shared by every handler and lister.
+//!
+//! A [`SharedIndexInformer`] owns a [`Reflector`](crate::reflector::Reflector)
+//! feeding a [`DeltaFIFO`](crate::fifo::DeltaFIFO); it pops each key's deltas,
+//! applies them to an [`Indexer`](crate::store::Indexer) and notifies every
+//! registered [`EventHandler`], as client-go's `sharedIndexInformer`:
+//!
+//! - `Sync`, `Replaced`, `Added` and `Updated` deltas update the cache and become
+//!   `on_update(old, new)` when the key was cached, else `on_add(obj, initial)`;
+//!   `Deleted` deltas remove it and become `on_delete` with the object or its
+//!   tombstone. An update that leaves the resource version unchanged is a resync and
+//!   goes only to handlers whose resync period is due.
+//! - Each handler has its own unbounded buffer and task ([`Registration`] is its
+//!   handle), so a slow handler never delays another; a panicking handler is logged
+//!   and its listener goes on after a second.
+//! - A handler added after start first receives an add for every cached object; its
+//!   own [`Registration::has_synced`] turns true once those are handled.
+//! - [`InformerFactory`] shares one informer per type, namespace and selectors.
+//!
+//! Handlers are plain synchronous callbacks: keep them short (enqueue a key into a
+//! [`workqueue`](crate::workqueue) and return).
+
+mod error;
+mod event_handler;
+mod factory;
+mod notification;
+mod processor_listener;
+mod registration;
+mod shared_index_informer;
+mod shared_processor;
+mod transform;
+
+#[cfg(test)]
+mod tests;
+
+pub use error::InformerError;
+pub use event_handler::{EventHandler, EventHandlerFns, FilteringHandler};
+pub use factory::InformerFactory;
+pub use registration::Registration;
+pub use shared_index_informer::{MINIMUM_RESYNC_PERIOD, SharedIndexInformer};
+pub use transform::strip_managed_fields;

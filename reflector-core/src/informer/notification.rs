@@ -1,0 +1,65 @@
+//! What travels from the informer to each listener.
+
+use std::sync::Arc;
+
+use crate::object::DeletedObject;
+
+use super::EventHandler;
+
+/// One notification for a listener, as client-go's add/update/deleteNotification.
+pub(crate) enum Notification<K> {
+    Add {
+        obj: Arc<K>,
+        is_in_initial_list: bool,
+    },
+    Update {
+        old: Arc<K>,
+        new: Arc<K>,
+    },
+    Delete(DeletedObject<K>),
+}
+
+impl<K> Clone for Notification<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Notification::Add {
+                obj,
+                is_in_initial_list,
+            } => Notification::Add {
+                obj: Arc::clone(obj),
+                is_in_initial_list: *is_in_initial_list,
+            },
+            Notification::Update { old, new } => Notification::Update {
+                old: Arc::clone(old),
+                new: Arc::clone(new),
+            },
+            Notification::Delete(d) => Notification::Delete(d.clone()),
+        }
+    }
+}
+
+impl<K: 'static> Notification<K> {
+    /// Whether this is an add from the initial list (tracked for the handler's
+    /// `has_synced`).
+    pub(crate) fn is_initial_add(&self) -> bool {
+        matches!(
+            self,
+            Notification::Add {
+                is_in_initial_list: true,
+                ..
+            }
+        )
+    }
+
+    /// Calls the matching method of `handler`.
+    pub(crate) fn dispatch(&self, handler: &dyn EventHandler<K>) {
+        match self {
+            Notification::Add {
+                obj,
+                is_in_initial_list,
+            } => handler.on_add(obj, *is_in_initial_list),
+            Notification::Update { old, new } => handler.on_update(old, new),
+            Notification::Delete(d) => handler.on_delete(d),
+        }
+    }
+}

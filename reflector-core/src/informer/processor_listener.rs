@@ -1,0 +1,167 @@
+//! One handler's listener: its own unbounded buffer and its own task, so a slow
+//! handler never delays another (client-go's `processorListener`).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::EventHandler;
+use super::notification::Notification;
+
+/// How long a listener pauses after its handler panicked, as client-go's
+/// `processorListener.run` (one second).
+pub(crate) const SLEEP_AFTER_PANIC: Duration = Duration::from_secs(1);
+
+/// The resync schedule of one listener. Guarded by `ProcessorListener::resync`.
+#[derive(Debug)]
+struct ResyncSchedule {
+    /// The effective period (0: never resync).
+    period: Duration,
+    next: Instant,
+}
+
+pub(crate) struct ProcessorListener<K> {
+    pub(crate) id: u64,
+    handler: Arc<dyn EventHandler<K>>,
+    /// The buffer's sending side; the receiving side is owned by the listener's task.
+    tx: mpsc::UnboundedSender<Notification<K>>,
+    /// Taken once, when the listener's task starts. Guarded by its own mutex.
+    rx: Mutex<Option<mpsc::UnboundedReceiver<Notification<K>>>>,
+    /// The period the handler asked for.
+    pub(crate) requested_resync_period: Duration,
+    /// Guarded by its own mutex; read by the reflector's resync check.
+    resync: Mutex<ResyncSchedule>,
+    /// Initial-list adds queued but not yet handled.
+    pub(crate) pending_initial: Arc<AtomicUsize>,
+    /// Stops the listener's task (on removal or informer stop).
+    pub(crate) stop: CancellationToken,
+}
+
+impl<K: Send + Sync + 'static> ProcessorListener<K> {
+    pub(crate) fn new(
+        id: u64,
+        handler: Arc<dyn EventHandler<K>>,
+        requested_resync_period: Duration,
+        resync_period: Duration,
+    ) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        ProcessorListener {
+            id,
+            handler,
+            tx,
+            rx: Mutex::new(Some(rx)),
+            requested_resync_period,
+            resync: Mutex::new(ResyncSchedule {
+                period: resync_period,
+                next: Instant::now() + resync_period,
+            }),
+            pending_initial: Arc::new(AtomicUsize::new(0)),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    /// Queues a notification; never blocks.
+    pub(crate) fn add(&self, n: Notification<K>) {
+        if n.is_initial_add() {
+            self.pending_initial.fetch_add(1, Ordering::SeqCst);
+        }
+        if let Err(mpsc::error::SendError(n)) = self.tx.send(n)
+            && n.is_initial_add()
+        {
+            // The task is gone (listener removed or informer stopped).
+            self.pending_initial.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    fn lock_resync(&self) -> std::sync::MutexGuard<'_, ResyncSchedule> {
+        self.resync.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the listener is due for a resync at `now`.
+    pub(crate) fn should_resync(&self, now: Instant) -> bool {
+        let r = self.lock_resync();
+        !r.period.is_zero() && now >= r.next
+    }
+
+    /// Schedules the next resync one period after `now`.
+    pub(crate) fn determine_next_resync(&self, now: Instant) {
+        let mut r = self.lock_resync();
+        r.next = now + r.period;
+    }
+
+    /// The effective period.
+    #[cfg(test)]
+    pub(crate) fn resync_period(&self) -> Duration {
+        self.lock_resync().period
+    }
+
+    /// Changes the effective period.
+    pub(crate) fn set_resync_period(&self, period: Duration) {
+        self.lock_resync().period = period;
+    }
+
+    /// Starts the listener's task. Returns `None` if it was started before.
+    pub(crate) fn spawn(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
+        let rx = self
+            .rx
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()?;
+        let this = Arc::clone(self);
+        Some(tokio::spawn(async move { this.run(rx).await }))
+    }
+
+    /// Delivers notifications in order until stopped. A panicking handler is caught
+    /// and logged; the listener pauses for [`SLEEP_AFTER_PANIC`] and goes on.
+    async fn run(&self, mut rx: mpsc::UnboundedReceiver<Notification<K>>) {
+        let mut sleep_after_panic = false;
+        loop {
+            let n = tokio::select! {
+                biased;
+                () = self.stop.cancelled() => break,
+                n = rx.recv() => match n {
+                    Some(n) => n,
+                    None => break,
+                },
+            };
+            if sleep_after_panic {
+                tokio::select! {
+                    biased;
+                    () = self.stop.cancelled() => break,
+                    () = tokio::time::sleep(SLEEP_AFTER_PANIC) => {}
+                }
+            }
+            let handler = self.handler.as_ref();
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| n.dispatch(handler)));
+            if n.is_initial_add() {
+                self.pending_initial.fetch_sub(1, Ordering::SeqCst);
+            }
+            sleep_after_panic = match outcome {
+                Ok(()) => false,
+                Err(payload) => {
+                    let msg = payload
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| payload.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "non-string panic".to_owned());
+                    tracing::error!(listener = self.id, panic = %msg,
+                        "event handler panicked; the notification is dropped");
+                    true
+                }
+            };
+        }
+        // Drop whatever is still buffered; initial adds that will never be handled
+        // no longer count.
+        rx.close();
+        while let Ok(n) = rx.try_recv() {
+            if n.is_initial_add() {
+                self.pending_initial.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+    }
+}

@@ -1,0 +1,547 @@
+//! [`SharedIndexInformer`]: one watch, one cache, many handlers.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::fifo::{
+    DeltaFIFO, DeltaFifoOptions, DeltaObject, DeltaType, FifoError, PoppedItem, TransformFunc,
+};
+use crate::lister::Lister;
+use crate::listwatch::{BoxListerWatcher, ListerWatcher};
+use crate::object::{DeletedObject, Object};
+use crate::reflector::{
+    Reflector, ReflectorError, ReflectorOptions, ReflectorStats, WatchErrorHandler,
+};
+use crate::store::{Indexer, Indexers, Store};
+
+use super::notification::Notification;
+use super::processor_listener::ProcessorListener;
+use super::registration::Registration;
+use super::shared_processor::{SharedProcessor, determine_resync_period};
+use super::{EventHandler, InformerError};
+
+/// The smallest resync period a handler may ask for, as client-go's
+/// `minimumResyncPeriod` (1 s).
+pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
+
+/// How often `wait_for_cache_sync` polls, as client-go's `syncedPollPeriod`.
+const SYNCED_POLL_PERIOD: Duration = Duration::from_millis(100);
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Guarded by `Inner::state`.
+struct InformerState<K: Object> {
+    started: bool,
+    stopped: bool,
+    /// The reflector's resync period: the smallest handler period asked for before
+    /// start (client-go's `resyncCheckPeriod`).
+    resync_check_period: Duration,
+    transform: Option<TransformFunc<K>>,
+    watch_error_handler: Option<WatchErrorHandler>,
+    fifo: Option<Arc<DeltaFIFO<K>>>,
+    reflector: Option<Arc<Reflector<K, BoxListerWatcher<K>>>>,
+}
+
+struct Inner<K: Object> {
+    id: u64,
+    name: String,
+    lister_watcher: BoxListerWatcher<K>,
+    indexer: Indexer<K>,
+    processor: SharedProcessor<K>,
+    default_event_handler_resync_period: Duration,
+    /// Lifecycle and settings; never held across an await.
+    state: Mutex<InformerState<K>>,
+    /// Held while a popped item is applied to the cache and distributed, and while a
+    /// late handler receives its synthetic adds, so neither interleaves with the
+    /// other (client-go's `blockDeltas`). Taken after the FIFO's lock.
+    block_deltas: Mutex<()>,
+}
+
+/// One list-watch, one indexed cache, and any number of event handlers, as
+/// client-go's `SharedIndexInformer`.
+///
+/// Contract (as client-go's): the cache is *eventually consistent* with the API
+/// server — for each object, handlers see its changes in order and the cache ends up
+/// at its latest state, but intermediate states may be skipped. Every handler gets
+/// every notification (a resync only to handlers due for one); each handler has its
+/// own unbounded buffer and task, so a slow handler never delays another. A handler
+/// added after start first receives an add for every cached object (with
+/// `is_in_initial_list = true`).
+///
+/// Cloning gives another handle to the same informer.
+///
+/// # Example
+/// ```no_run
+/// use std::time::Duration;
+/// use k8s_openapi::api::core::v1::Pod;
+/// use reflector_core::informer::{EventHandlerFns, SharedIndexInformer};
+/// use reflector_core::listwatch::ApiListerWatcher;
+/// use reflector_core::store::Indexers;
+/// use tokio_util::sync::CancellationToken;
+/// # async fn f(client: kube::Client) {
+/// let informer = SharedIndexInformer::new(
+///     ApiListerWatcher::new(kube::Api::<Pod>::all(client)),
+///     Duration::ZERO,
+///     Indexers::new().with("by_node", |p: &Pod| {
+///         p.spec.as_ref().and_then(|s| s.node_name.clone()).into_iter().collect()
+///     }),
+/// );
+/// informer
+///     .add_event_handler(EventHandlerFns::<Pod>::new().on_add(|p, _| println!("{:?}", p.metadata.name)))
+///     .unwrap();
+/// let cancel = CancellationToken::new();
+/// let run = tokio::spawn({ let i = informer.clone(); let c = cancel.clone(); async move { i.run(c).await } });
+/// informer.wait_for_cache_sync(&cancel).await;
+/// let on_node_a = informer.lister().by_index("by_node", "node-a").unwrap();
+/// # }
+/// ```
+pub struct SharedIndexInformer<K: Object> {
+    inner: Arc<Inner<K>>,
+}
+
+impl<K: Object> Clone for SharedIndexInformer<K> {
+    fn clone(&self) -> Self {
+        SharedIndexInformer {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<K: Object> std::fmt::Debug for SharedIndexInformer<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedIndexInformer")
+            .field("name", &self.inner.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Object> SharedIndexInformer<K> {
+    /// An informer over `lister_watcher`, with a default handler resync period (zero:
+    /// none) and indexers. The namespace index is always added.
+    #[must_use]
+    pub fn new(
+        lister_watcher: impl ListerWatcher<K>,
+        default_event_handler_resync_period: Duration,
+        indexers: Indexers<K>,
+    ) -> Self {
+        let mut indexers = indexers;
+        if !indexers.contains(crate::store::NAMESPACE_INDEX) {
+            indexers = indexers.with(
+                crate::store::NAMESPACE_INDEX,
+                crate::store::namespace_index_func::<K>,
+            );
+        }
+        let name = std::any::type_name::<K>()
+            .rsplit("::")
+            .next()
+            .unwrap_or("informer")
+            .to_owned();
+        SharedIndexInformer {
+            inner: Arc::new(Inner {
+                id: next_id(),
+                name,
+                lister_watcher: BoxListerWatcher::new(lister_watcher),
+                indexer: Indexer::new(indexers),
+                processor: SharedProcessor::new(),
+                default_event_handler_resync_period,
+                state: Mutex::new(InformerState {
+                    started: false,
+                    stopped: false,
+                    resync_check_period: default_event_handler_resync_period,
+                    transform: None,
+                    watch_error_handler: None,
+                    fifo: None,
+                    reflector: None,
+                }),
+                block_deltas: Mutex::new(()),
+            }),
+        }
+    }
+
+    fn lock_state(&self) -> std::sync::MutexGuard<'_, InformerState<K>> {
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The cache.
+    #[must_use]
+    pub fn indexer(&self) -> &Indexer<K> {
+        &self.inner.indexer
+    }
+
+    /// A lister over the cache.
+    #[must_use]
+    pub fn lister(&self) -> Lister<K> {
+        Lister::new(self.inner.indexer.clone())
+    }
+
+    /// Whether the informer has started.
+    #[must_use]
+    pub fn has_started(&self) -> bool {
+        self.lock_state().started
+    }
+
+    /// Whether the informer has stopped (its `run` returned).
+    #[must_use]
+    pub fn is_stopped(&self) -> bool {
+        self.lock_state().stopped
+    }
+
+    /// True once the initial list has been applied to the cache and distributed.
+    #[must_use]
+    pub fn has_synced(&self) -> bool {
+        self.lock_state()
+            .fifo
+            .as_ref()
+            .is_some_and(|f| f.has_synced())
+    }
+
+    /// The resource version of the last list or watch event handled (`""` before
+    /// start).
+    #[must_use]
+    pub fn last_sync_resource_version(&self) -> String {
+        self.lock_state()
+            .reflector
+            .as_ref()
+            .map(|r| r.last_sync_resource_version())
+            .unwrap_or_default()
+    }
+
+    /// The reflector's counters (all zero before start).
+    #[must_use]
+    pub fn reflector_stats(&self) -> ReflectorStats {
+        self.lock_state()
+            .reflector
+            .as_ref()
+            .map(|r| r.stats())
+            .unwrap_or_default()
+    }
+
+    /// Waits until the informer has synced; false if `cancel` fired first.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: it only polls.
+    pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> bool {
+        let mut tick = tokio::time::interval(SYNCED_POLL_PERIOD);
+        loop {
+            if self.has_synced() {
+                return true;
+            }
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return false,
+                _ = tick.tick() => {}
+            }
+        }
+    }
+
+    /// Runs `transform` once on every object before it is cached (e.g.
+    /// [`strip_managed_fields`](super::strip_managed_fields)).
+    ///
+    /// # Errors
+    /// [`InformerError::AlreadyStarted`] after start.
+    pub fn set_transform(&self, transform: TransformFunc<K>) -> Result<(), InformerError> {
+        let mut st = self.lock_state();
+        if st.started {
+            return Err(InformerError::AlreadyStarted);
+        }
+        st.transform = Some(transform);
+        Ok(())
+    }
+
+    /// Called with each error that ends a list-and-watch round.
+    ///
+    /// # Errors
+    /// [`InformerError::AlreadyStarted`] after start.
+    pub fn set_watch_error_handler(
+        &self,
+        handler: impl Fn(&ReflectorError) + Send + Sync + 'static,
+    ) -> Result<(), InformerError> {
+        let mut st = self.lock_state();
+        if st.started {
+            return Err(InformerError::AlreadyStarted);
+        }
+        st.watch_error_handler = Some(Arc::new(handler));
+        Ok(())
+    }
+
+    /// Adds indexers, before or after start; cached objects are indexed at once.
+    ///
+    /// # Errors
+    /// [`InformerError::Store`] on a name conflict (nothing is added then).
+    pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), InformerError> {
+        self.inner
+            .indexer
+            .add_indexers(indexers)
+            .map_err(InformerError::Store)
+    }
+
+    /// Adds a handler with the informer's default resync period.
+    ///
+    /// # Errors
+    /// [`InformerError::Stopped`] if the informer has stopped.
+    pub fn add_event_handler(
+        &self,
+        handler: impl EventHandler<K>,
+    ) -> Result<Registration, InformerError> {
+        self.add_event_handler_with_resync(handler, self.inner.default_event_handler_resync_period)
+    }
+
+    /// Adds a handler that also receives a resync (updates with unchanged objects)
+    /// every `resync_period` (zero: never; at least [`MINIMUM_RESYNC_PERIOD`]; the
+    /// informer checks at the smallest period asked for before start, and periods
+    /// asked for after start are raised to that).
+    ///
+    /// # Errors
+    /// [`InformerError::Stopped`] if the informer has stopped.
+    pub fn add_event_handler_with_resync(
+        &self,
+        handler: impl EventHandler<K>,
+        resync_period: Duration,
+    ) -> Result<Registration, InformerError> {
+        let mut st = self.lock_state();
+        if st.stopped {
+            return Err(InformerError::Stopped);
+        }
+        let mut period = resync_period;
+        if !period.is_zero() {
+            if period < MINIMUM_RESYNC_PERIOD {
+                tracing::warn!(?period, "resync period too small; using the minimum of 1 s");
+                period = MINIMUM_RESYNC_PERIOD;
+            }
+            if period < st.resync_check_period {
+                if st.started {
+                    tracing::warn!(?period, check = ?st.resync_check_period,
+                        "informer already started; resync period raised to its check period");
+                    period = st.resync_check_period;
+                } else {
+                    st.resync_check_period = period;
+                    self.inner.processor.resync_check_period_changed(period);
+                }
+            }
+        }
+        let listener = Arc::new(ProcessorListener::new(
+            next_id(),
+            Arc::new(handler),
+            period,
+            determine_resync_period(period, st.resync_check_period),
+        ));
+        let registration = Registration::new(
+            self.inner.id,
+            listener.id,
+            Arc::clone(&listener.pending_initial),
+            {
+                let this = self.clone();
+                Arc::new(move || this.has_synced())
+            },
+        );
+        if !st.started {
+            self.inner.processor.add_listener(listener);
+            return Ok(registration);
+        }
+        drop(st);
+        let _block = self
+            .inner
+            .block_deltas
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for obj in self.inner.indexer.list() {
+            listener.add(Notification::Add {
+                obj,
+                is_in_initial_list: true,
+            });
+        }
+        self.inner.processor.add_listener(listener);
+        Ok(registration)
+    }
+
+    /// Removes a handler: it gets no notification after this returns. Idempotent; a
+    /// registration of another informer is ignored.
+    pub fn remove_event_handler(&self, registration: &Registration) {
+        if registration.informer_id != self.inner.id {
+            return;
+        }
+        self.inner
+            .processor
+            .remove_listener(registration.listener_id);
+    }
+
+    /// Whether `registration` is a live handler of this informer.
+    #[must_use]
+    pub fn is_registered(&self, registration: &Registration) -> bool {
+        registration.informer_id == self.inner.id
+            && self.inner.processor.has_listener(registration.listener_id)
+    }
+
+    /// Lists, watches and notifies until `cancel` fires, then stops every handler's
+    /// task and returns. An informer runs once; a second `run` returns at once.
+    ///
+    /// # Cancel safety
+    /// Cancelling the token is the clean way to stop: `run` returns after every task
+    /// it started has ended. Dropping the future also stops every task, without
+    /// waiting for them.
+    pub async fn run(&self, cancel: CancellationToken) {
+        let (fifo, reflector) = {
+            let mut st = self.lock_state();
+            if st.started || st.stopped {
+                tracing::warn!(informer = %self.inner.name, "informer has already been started");
+                return;
+            }
+            st.started = true;
+            let mut fifo_opts = DeltaFifoOptions::default()
+                .known_objects(Arc::new(self.inner.indexer.clone()))
+                .emit_delta_type_replaced(true);
+            if let Some(t) = &st.transform {
+                fifo_opts = fifo_opts.transform(Arc::clone(t));
+            }
+            let fifo = Arc::new(DeltaFIFO::new(fifo_opts));
+            let mut opts = ReflectorOptions::default()
+                .name(self.inner.name.clone())
+                .resync_period(st.resync_check_period);
+            let this = self.clone();
+            opts = opts.should_resync(move || this.inner.processor.should_resync());
+            if let Some(h) = &st.watch_error_handler {
+                let h = Arc::clone(h);
+                opts = opts.watch_error_handler(move |e| h(e));
+            }
+            let store: Arc<dyn Store<K>> = fifo.clone();
+            let reflector = Arc::new(Reflector::new(
+                self.inner.lister_watcher.clone(),
+                store,
+                opts,
+            ));
+            st.fifo = Some(Arc::clone(&fifo));
+            st.reflector = Some(Arc::clone(&reflector));
+            (fifo, reflector)
+        };
+        let guard = StopGuard { informer: self };
+        self.inner.processor.run();
+
+        let process = async {
+            loop {
+                match fifo.pop(|item| self.handle_deltas(item)).await {
+                    Ok(()) => {}
+                    Err(FifoError::Closed) => break,
+                    Err(e) => tracing::error!(error = %e, "cannot pop from the DeltaFIFO"),
+                }
+            }
+        };
+        let close_on_cancel = async {
+            cancel.cancelled().await;
+            fifo.close();
+        };
+        tokio::join!(reflector.run(cancel.clone()), process, close_on_cancel);
+
+        let tasks = self.inner.processor.stop();
+        for task in tasks {
+            if let Err(e) = task.await
+                && e.is_panic()
+            {
+                tracing::error!("a listener task panicked");
+            }
+        }
+        drop(guard);
+    }
+
+    /// Applies one key's deltas to the cache and notifies, as client-go's
+    /// `processDeltas`. Runs inside the FIFO's pop, under its lock.
+    fn handle_deltas(&self, item: PoppedItem<K>) {
+        let _block = self
+            .inner
+            .block_deltas
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let indexer = &self.inner.indexer;
+        for delta in item.deltas.into_vec() {
+            match delta.delta_type {
+                DeltaType::Sync | DeltaType::Replaced | DeltaType::Added | DeltaType::Updated => {
+                    let obj = Arc::clone(delta.object.object());
+                    match indexer.get_by_key(&item.key) {
+                        Some(old) => {
+                            if let Err(e) = indexer.update(Arc::clone(&obj)) {
+                                tracing::error!(key = %item.key, error = %e, "cannot update the cache");
+                                continue;
+                            }
+                            // An update that did not change the resource version is a
+                            // resync: only handlers due for one get it.
+                            let is_sync =
+                                old.meta().resource_version == obj.meta().resource_version;
+                            self.inner
+                                .processor
+                                .distribute(&Notification::Update { old, new: obj }, is_sync);
+                        }
+                        None => {
+                            if let Err(e) = indexer.add(Arc::clone(&obj)) {
+                                tracing::error!(key = %item.key, error = %e, "cannot add to the cache");
+                                continue;
+                            }
+                            self.inner.processor.distribute(
+                                &Notification::Add {
+                                    obj,
+                                    is_in_initial_list: item.is_in_initial_list,
+                                },
+                                false,
+                            );
+                        }
+                    }
+                }
+                DeltaType::Deleted => {
+                    let deleted: DeletedObject<K> = match delta.object {
+                        DeltaObject::Object(o) => DeletedObject::Known(o),
+                        tombstone @ DeltaObject::DeletedFinalStateUnknown(_) => tombstone.into(),
+                    };
+                    indexer.delete_by_key(&item.key);
+                    self.inner
+                        .processor
+                        .distribute(&Notification::Delete(deleted), false);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+impl<K: Object> SharedIndexInformer<K> {
+    pub(crate) fn lock_state_for_tests(&self) -> (Duration, bool) {
+        let st = self.lock_state();
+        (st.resync_check_period, st.started)
+    }
+
+    pub(crate) fn listener_resync_period(&self, reg: &Registration) -> Option<Duration> {
+        self.inner.processor.listener_resync_period(reg.listener_id)
+    }
+
+    pub(crate) fn handler_count(&self) -> usize {
+        self.inner.processor.listener_count()
+    }
+}
+
+/// Stops every listener task and marks the informer stopped when `run` ends, even
+/// if its future is dropped.
+struct StopGuard<'a, K: Object> {
+    informer: &'a SharedIndexInformer<K>,
+}
+
+impl<K: Object> Drop for StopGuard<'_, K> {
+    fn drop(&mut self) {
+        let mut st = self.informer.lock_state();
+        st.stopped = true;
+        if let Some(fifo) = &st.fifo {
+            fifo.close();
+        }
+        drop(st);
+        // Tasks not awaited (the future was dropped) still stop: their tokens fire.
+        for task in self.informer.inner.processor.stop() {
+            drop(task);
+        }
+    }
+}

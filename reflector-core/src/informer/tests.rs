@@ -1,0 +1,682 @@
+//! Ports of client-go's shared_informer_test.go behaviours, by name, against the
+//! in-memory [`FakeSource`]. Time is tokio's paused clock unless a test needs real
+//! threads.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::listwatch::{FakeSource, ListWatchError};
+use crate::object::DeletedObject;
+use crate::store::Indexers;
+
+fn pod(name: &str) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("ns".into()),
+            ..ObjectMeta::default()
+        },
+        ..Pod::default()
+    }
+}
+
+fn labelled(name: &str, key: &str, value: &str) -> Pod {
+    let mut p = pod(name);
+    p.metadata.labels = Some([(key.to_owned(), value.to_owned())].into());
+    p
+}
+
+/// Records the names of everything it is told, as client-go's `testListener`.
+#[derive(Clone, Default)]
+struct TestListener {
+    received: Arc<Mutex<Vec<String>>>,
+}
+
+impl TestListener {
+    fn names(&self) -> BTreeSet<String> {
+        self.received.lock().unwrap().iter().cloned().collect()
+    }
+    fn count(&self) -> usize {
+        self.received.lock().unwrap().len()
+    }
+    fn reset(&self) {
+        self.received.lock().unwrap().clear();
+    }
+    fn push(&self, p: &Pod) {
+        self.received
+            .lock()
+            .unwrap()
+            .push(p.metadata.name.clone().unwrap_or_default());
+    }
+}
+
+impl EventHandler<Pod> for TestListener {
+    fn on_add(&self, obj: &Arc<Pod>, _: bool) {
+        self.push(obj);
+    }
+    fn on_update(&self, _: &Arc<Pod>, new: &Arc<Pod>) {
+        self.push(new);
+    }
+    fn on_delete(&self, obj: &DeletedObject<Pod>) {
+        self.push(obj.object());
+    }
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn start(informer: &SharedIndexInformer<Pod>) -> (CancellationToken, JoinHandle<()>) {
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (i, c) = (informer.clone(), cancel.clone());
+        async move { i.run(c).await }
+    });
+    (cancel, task)
+}
+
+/// Lets spawned tasks run without moving the paused clock much.
+async fn settle() {
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+}
+
+async fn eventually(mut cond: impl FnMut() -> bool) {
+    for _ in 0..10_000 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("condition not reached");
+}
+
+/// TestIndexer: by_index works after sync, after later adds, and for an indexer
+/// added while the informer runs (existing objects are indexed).
+#[tokio::test(start_paused = true)]
+async fn indexer() {
+    let source = FakeSource::<Pod>::new();
+    source.add(labelled("a", "app", "web"));
+    source.add(labelled("b", "app", "db"));
+    let informer = SharedIndexInformer::new(
+        source.clone(),
+        Duration::ZERO,
+        Indexers::new().with("by_app", |p: &Pod| {
+            p.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("app").cloned())
+                .into_iter()
+                .collect()
+        }),
+    );
+    let (cancel, task) = start(&informer);
+    assert!(informer.wait_for_cache_sync(&cancel).await);
+    let names = |v: Vec<Arc<Pod>>| -> BTreeSet<String> {
+        v.iter().map(|p| p.metadata.name.clone().unwrap()).collect()
+    };
+    assert_eq!(
+        names(informer.lister().by_index("by_app", "web").unwrap()),
+        set(&["a"])
+    );
+
+    source.add(labelled("c", "app", "web"));
+    eventually(|| informer.lister().by_index("by_app", "web").unwrap().len() == 2).await;
+
+    informer
+        .add_indexers(Indexers::new().with("by_name_len", |p: &Pod| {
+            vec![p.metadata.name.as_deref().unwrap_or("").len().to_string()]
+        }))
+        .unwrap();
+    assert_eq!(
+        names(informer.lister().by_index("by_name_len", "1").unwrap()),
+        set(&["a", "b", "c"])
+    );
+    assert!(matches!(
+        informer.add_indexers(Indexers::new().with("by_app", |_: &Pod| vec![])),
+        Err(InformerError::Store(_))
+    ));
+    assert_eq!(informer.lister().namespaced("ns").list().len(), 3);
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+/// TestListenerResyncPeriods: handlers with resync 0, 2 s and 3 s on an informer
+/// whose default is 1 s: all get the initial list; at 2 s only the 2 s handler
+/// resyncs; at 3 s only the 3 s handler.
+#[tokio::test(start_paused = true)]
+async fn listener_resync_periods() {
+    let source = FakeSource::<Pod>::new();
+    source.add(pod("pod1"));
+    source.add(pod("pod2"));
+    let informer =
+        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
+    let listeners: Vec<TestListener> = (0..3).map(|_| TestListener::default()).collect();
+    for (l, period) in listeners.iter().zip([0, 2, 3]) {
+        informer
+            .add_event_handler_with_resync(l.clone(), Duration::from_secs(period))
+            .unwrap();
+    }
+    let (cancel, task) = start(&informer);
+    settle().await;
+    for l in &listeners {
+        assert_eq!(l.names(), set(&["pod1", "pod2"]));
+        l.reset();
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    settle().await;
+    assert_eq!(
+        listeners[1].names(),
+        set(&["pod1", "pod2"]),
+        "2 s listener resynced"
+    );
+    assert_eq!(
+        listeners[0].count(),
+        0,
+        "listener1 should not have resynced"
+    );
+    assert_eq!(
+        listeners[2].count(),
+        0,
+        "listener3 should not have resynced yet"
+    );
+    for l in &listeners {
+        l.reset();
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    settle().await;
+    assert_eq!(
+        listeners[2].names(),
+        set(&["pod1", "pod2"]),
+        "3 s listener resynced"
+    );
+    assert_eq!(listeners[0].count(), 0);
+    assert_eq!(listeners[1].count(), 0);
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+/// TestResyncCheckPeriod: the informer checks at the smallest period asked for
+/// before start, and each handler keeps its own period.
+#[tokio::test(start_paused = true)]
+async fn resync_check_period() {
+    let source = FakeSource::<Pod>::new();
+    let informer =
+        SharedIndexInformer::new(source, Duration::from_secs(12 * 3600), Indexers::new());
+    let check = |i: &SharedIndexInformer<Pod>| i.lock_state_for_tests().0;
+    let h1 = informer
+        .add_event_handler_with_resync(TestListener::default(), Duration::ZERO)
+        .unwrap();
+    assert_eq!(check(&informer), Duration::from_secs(12 * 3600));
+    assert_eq!(informer.listener_resync_period(&h1), Some(Duration::ZERO));
+    let h2 = informer
+        .add_event_handler_with_resync(TestListener::default(), Duration::from_secs(60))
+        .unwrap();
+    assert_eq!(check(&informer), Duration::from_secs(60));
+    assert_eq!(
+        informer.listener_resync_period(&h2),
+        Some(Duration::from_secs(60))
+    );
+    let h3 = informer
+        .add_event_handler_with_resync(TestListener::default(), Duration::from_secs(55))
+        .unwrap();
+    assert_eq!(check(&informer), Duration::from_secs(55));
+    assert_eq!(
+        informer.listener_resync_period(&h2),
+        Some(Duration::from_secs(60))
+    );
+    assert_eq!(
+        informer.listener_resync_period(&h3),
+        Some(Duration::from_secs(55))
+    );
+    let h4 = informer
+        .add_event_handler_with_resync(TestListener::default(), Duration::from_secs(5))
+        .unwrap();
+    assert_eq!(check(&informer), Duration::from_secs(5));
+    assert_eq!(informer.listener_resync_period(&h1), Some(Duration::ZERO));
+    assert_eq!(
+        informer.listener_resync_period(&h2),
+        Some(Duration::from_secs(60))
+    );
+    assert_eq!(
+        informer.listener_resync_period(&h3),
+        Some(Duration::from_secs(55))
+    );
+    assert_eq!(
+        informer.listener_resync_period(&h4),
+        Some(Duration::from_secs(5))
+    );
+    // Below the minimum: raised to 1 s.
+    let h5 = informer
+        .add_event_handler_with_resync(TestListener::default(), Duration::from_millis(10))
+        .unwrap();
+    assert_eq!(
+        informer.listener_resync_period(&h5),
+        Some(Duration::from_secs(1))
+    );
+}
+
+/// TestSharedInformerWatchDisruption: after missed events and a dropped watch, the
+/// resumed watch delivers the changes; the non-resync listener gets only changed and
+/// new objects, the resync listener also the unchanged one.
+#[tokio::test(start_paused = true)]
+async fn shared_informer_watch_disruption() {
+    let source = FakeSource::<Pod>::new();
+    source.add(pod("pod1"));
+    source.add(pod("pod2"));
+    let informer =
+        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
+    let no_resync = TestListener::default();
+    let resync = TestListener::default();
+    informer
+        .add_event_handler_with_resync(no_resync.clone(), Duration::ZERO)
+        .unwrap();
+    informer
+        .add_event_handler_with_resync(resync.clone(), Duration::from_secs(1))
+        .unwrap();
+    let (cancel, task) = start(&informer);
+    settle().await;
+    assert_eq!(no_resync.names(), set(&["pod1", "pod2"]));
+    assert_eq!(resync.names(), set(&["pod1", "pod2"]));
+
+    source.add_drop_watch(pod("pod3"));
+    let mut p2 = pod("pod2");
+    p2.metadata.labels = Some([("changed".to_owned(), "yes".to_owned())].into());
+    source.modify_drop_watch(p2);
+    settle().await;
+    assert_eq!(
+        no_resync.names(),
+        set(&["pod1", "pod2"]),
+        "missed events not seen"
+    );
+    no_resync.reset();
+    resync.reset();
+
+    // The dropped watch delivered nothing in under a second: a "very short watch",
+    // so the reflector backs off (0.8–1.6 s), relists and restarts its 1 s resync
+    // timer. Three seconds cover a resync round for the resync listener.
+    source.break_watches();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    settle().await;
+    assert_eq!(no_resync.names(), set(&["pod2", "pod3"]));
+    assert_eq!(resync.names(), set(&["pod1", "pod2", "pod3"]));
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+/// TestSharedInformerErrorHandling: a list error reaches the watch-error handler.
+#[tokio::test(start_paused = true)]
+async fn shared_informer_error_handling() {
+    let source = FakeSource::<Pod>::new();
+    source.add(pod("pod1"));
+    let mut denied = kube::core::Status::failure("Access Denied", "Forbidden").with_code(403);
+    denied.reason = "Forbidden".into();
+    source.fail_lists(ListWatchError::Api(Box::new(denied)));
+    let informer =
+        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
+    let errors = Arc::new(Mutex::new(Vec::<String>::new()));
+    let e = errors.clone();
+    informer
+        .set_watch_error_handler(move |err| {
+            let mut msg = err.to_string();
+            let mut src = std::error::Error::source(err);
+            while let Some(s) = src {
+                msg.push_str(&format!(": {s}"));
+                src = s.source();
+            }
+            e.lock().unwrap().push(msg);
+        })
+        .unwrap();
+    let (cancel, task) = start(&informer);
+    eventually(|| !errors.lock().unwrap().is_empty()).await;
+    assert!(
+        errors.lock().unwrap()[0].contains("Access Denied"),
+        "{:?}",
+        errors.lock().unwrap()
+    );
+    assert!(!informer.has_synced());
+    assert_eq!(
+        informer.set_watch_error_handler(|_| {}),
+        Err(InformerError::AlreadyStarted)
+    );
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+/// TestSharedInformerTransformer: the transform runs before objects are cached and
+/// handlers see the transformed objects; it cannot be set after start.
+#[tokio::test(start_paused = true)]
+async fn shared_informer_transformer() {
+    let source = FakeSource::<Pod>::new();
+    source.add(pod("pod1"));
+    source.add(pod("pod2"));
+    let informer =
+        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    informer
+        .set_transform(Arc::new(move |p: Arc<Pod>| {
+            c.fetch_add(1, Ordering::SeqCst);
+            let mut p = Arc::unwrap_or_clone(p);
+            p.metadata.name = p.metadata.name.map(|n| n.to_uppercase());
+            Arc::new(p)
+        }))
+        .unwrap();
+    let l = TestListener::default();
+    informer.add_event_handler(l.clone()).unwrap();
+    let (cancel, task) = start(&informer);
+    settle().await;
+    assert_eq!(l.names(), set(&["POD1", "POD2"]));
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "once per object");
+    assert!(informer.lister().get(Some("ns"), "POD1").is_some());
+    assert_eq!(
+        informer.set_transform(Arc::new(|p| p)),
+        Err(InformerError::AlreadyStarted)
+    );
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+/// TestSharedInformerRemoveHandler: a removed handler is no longer registered;
+/// removing it again is harmless.
+#[tokio::test(start_paused = true)]
+async fn shared_informer_remove_handler() {
+    let informer =
+        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let reg1 = informer.add_event_handler(EventHandlerFns::new()).unwrap();
+    let reg2 = informer.add_event_handler(EventHandlerFns::new()).unwrap();
+    assert_eq!(informer.handler_count(), 2);
+    informer.remove_event_handler(&reg2);
+    assert!(!informer.is_registered(&reg2));
+    assert!(informer.is_registered(&reg1));
+    assert_eq!(informer.handler_count(), 1);
+    informer.remove_event_handler(&reg1);
+    assert_eq!(informer.handler_count(), 0);
+}
+
+/// TestSharedInformerRemoveForeignHandler: removing another informer's registration
+/// is a no-op.
+#[tokio::test(start_paused = true)]
+async fn shared_informer_remove_foreign_handler() {
+    let a = SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let b = SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let reg_a = a.add_event_handler(EventHandlerFns::new()).unwrap();
+    let reg_b = b.add_event_handler(EventHandlerFns::new()).unwrap();
+    a.remove_event_handler(&reg_b);
+    b.remove_event_handler(&reg_a);
+    assert!(a.is_registered(&reg_a));
+    assert!(b.is_registered(&reg_b));
+    assert!(!a.is_registered(&reg_b));
+    assert_eq!((a.handler_count(), b.handler_count()), (1, 1));
+}
+
+/// TestSharedInformerMultipleRegistration: the same handler registered twice gets
+/// two registrations, removable one at a time.
+#[tokio::test(start_paused = true)]
+async fn shared_informer_multiple_registration() {
+    let informer =
+        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let shared = TestListener::default();
+    let reg1 = informer.add_event_handler(shared.clone()).unwrap();
+    let reg2 = informer.add_event_handler(shared).unwrap();
+    assert_eq!(informer.handler_count(), 2);
+    informer.remove_event_handler(&reg1);
+    assert!(!informer.is_registered(&reg1));
+    assert!(informer.is_registered(&reg2));
+    assert_eq!(informer.handler_count(), 1);
+    informer.remove_event_handler(&reg2);
+    assert_eq!(informer.handler_count(), 0);
+}
+
+/// TestRemovingRemovedSharedInformer: removing twice is fine.
+#[tokio::test(start_paused = true)]
+async fn removing_removed_shared_informer() {
+    let informer =
+        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let reg = informer.add_event_handler(EventHandlerFns::new()).unwrap();
+    informer.remove_event_handler(&reg);
+    informer.remove_event_handler(&reg);
+    assert!(!informer.is_registered(&reg));
+    assert_eq!(informer.handler_count(), 0);
+}
+
+/// TestAddOnStoppedSharedInformer: adding to a stopped informer is an error.
+#[tokio::test(start_paused = true)]
+async fn add_on_stopped_shared_informer() {
+    let informer =
+        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let (cancel, task) = start(&informer);
+    settle().await;
+    cancel.cancel();
+    task.await.unwrap();
+    assert!(informer.is_stopped());
+    assert_eq!(
+        informer
+            .add_event_handler(EventHandlerFns::new())
+            .unwrap_err(),
+        InformerError::Stopped
+    );
+}
+
+/// TestRemoveOnStoppedSharedInformer: removing from a stopped informer works.
+#[tokio::test(start_paused = true)]
+async fn remove_on_stopped_shared_informer() {
+    let source = FakeSource::<Pod>::new();
+    source.add(pod("pod1"));
+    let informer = SharedIndexInformer::new(source, Duration::from_secs(1), Indexers::new());
+    let reg = informer.add_event_handler(TestListener::default()).unwrap();
+    let (cancel, task) = start(&informer);
+    settle().await;
+    cancel.cancel();
+    task.await.unwrap();
+    assert!(informer.is_stopped());
+    informer.remove_event_handler(&reg);
+    assert!(!informer.is_registered(&reg));
+}
+
+/// TestRemoveWhileActive: after removal the handler gets no more events.
+#[tokio::test(start_paused = true)]
+async fn remove_while_active() {
+    let source = FakeSource::<Pod>::new();
+    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::new());
+    let l = TestListener::default();
+    let reg = informer.add_event_handler(l.clone()).unwrap();
+    let (cancel, task) = start(&informer);
+    settle().await;
+    source.add(pod("pod1"));
+    eventually(|| l.names() == set(&["pod1"])).await;
+    informer.remove_event_handler(&reg);
+    assert!(!informer.is_registered(&reg));
+    source.add(pod("pod2"));
+    eventually(|| informer.indexer().len() == 2).await;
+    settle().await;
+    assert_eq!(l.names(), set(&["pod1"]), "no event after removal");
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+/// TestAddWhileActive: a handler added after start first gets the cached objects as
+/// initial adds; its `has_synced` turns true only once it has handled them.
+#[tokio::test(start_paused = true)]
+async fn add_while_active() {
+    let source = FakeSource::<Pod>::new();
+    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::new());
+    let l1 = TestListener::default();
+    let reg1 = informer.add_event_handler(l1.clone()).unwrap();
+    assert!(!reg1.has_synced(), "synced before run");
+    let (cancel, task) = start(&informer);
+    source.add(pod("pod1"));
+    eventually(|| l1.names() == set(&["pod1"])).await;
+    eventually(|| reg1.has_synced()).await;
+
+    let initial = Arc::new(Mutex::new(Vec::<(String, bool)>::new()));
+    let i = initial.clone();
+    let l2 = EventHandlerFns::new().on_add(move |p: &Arc<Pod>, init| {
+        i.lock()
+            .unwrap()
+            .push((p.metadata.name.clone().unwrap(), init));
+    });
+    let reg2 = informer.add_event_handler(l2).unwrap();
+    assert!(
+        !reg2.has_synced(),
+        "synced before handling the synthetic adds"
+    );
+    source.add(pod("pod2"));
+    eventually(|| initial.lock().unwrap().len() == 2).await;
+    assert_eq!(
+        *initial.lock().unwrap(),
+        [("pod1".to_owned(), true), ("pod2".to_owned(), false)]
+    );
+    assert!(reg2.has_synced());
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+/// TestEventPanics: a panicking handler is caught; its listener goes on after a
+/// pause, and other handlers and the informer are unaffected.
+#[tokio::test(start_paused = true)]
+async fn event_panics() {
+    let source = FakeSource::<Pod>::new();
+    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::new());
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let s = seen.clone();
+    informer
+        .add_event_handler(EventHandlerFns::new().on_add(move |p: &Arc<Pod>, _| {
+            let name = p.metadata.name.clone().unwrap();
+            if name == "boom" {
+                panic!("handler exploded on {name}");
+            }
+            s.lock().unwrap().push(name);
+        }))
+        .unwrap();
+    let calm = TestListener::default();
+    informer.add_event_handler(calm.clone()).unwrap();
+    let (cancel, task) = start(&informer);
+    settle().await;
+    source.add(pod("boom"));
+    source.add(pod("after"));
+    eventually(|| calm.count() == 2).await;
+    let before = tokio::time::Instant::now();
+    eventually(|| seen.lock().unwrap().len() == 1).await;
+    assert!(
+        before.elapsed() >= Duration::from_millis(900),
+        "the listener paused after the panic"
+    );
+    assert_eq!(*seen.lock().unwrap(), ["after"]);
+    assert!(informer.has_synced());
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+/// TestShutdown: `run` returns only after every listener task has ended, and the
+/// informer holds no task afterwards.
+#[tokio::test(start_paused = true)]
+async fn shutdown() {
+    let source = FakeSource::<Pod>::new();
+    source.add(pod("pod1"));
+    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::new());
+    let handler = TestListener::default();
+    informer.add_event_handler(handler.clone()).unwrap();
+    let (cancel, task) = start(&informer);
+    eventually(|| informer.has_synced()).await;
+    cancel.cancel();
+    task.await.unwrap();
+    assert!(informer.is_stopped());
+    assert_eq!(source.open_watches(), 0, "the watch was dropped");
+    assert_eq!(
+        Arc::strong_count(&handler.received),
+        2,
+        "the listener task released its handler"
+    );
+}
+
+/// Deletes reach handlers, including tombstones for deletes seen only by a relist.
+#[tokio::test(start_paused = true)]
+async fn deletes_and_tombstones_reach_handlers() {
+    let source = FakeSource::<Pod>::new();
+    source.add(pod("kept"));
+    let gone = source.add(pod("gone"));
+    let missed = source.add(pod("missed"));
+    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::new());
+    let deletes = Arc::new(Mutex::new(Vec::<(String, bool)>::new()));
+    let d = deletes.clone();
+    informer
+        .add_event_handler(
+            EventHandlerFns::new().on_delete(move |o: &DeletedObject<Pod>| {
+                d.lock()
+                    .unwrap()
+                    .push((o.object().metadata.name.clone().unwrap(), o.is_tombstone()));
+            }),
+        )
+        .unwrap();
+    let (cancel, task) = start(&informer);
+    eventually(|| informer.has_synced()).await;
+    source.delete(gone);
+    eventually(|| deletes.lock().unwrap().len() == 1).await;
+    // A delete the watch never reports, then a forced relist.
+    source.delete_drop_watch(missed);
+    source.compact_history();
+    source.break_watches();
+    eventually(|| deletes.lock().unwrap().len() == 2).await;
+    assert_eq!(
+        *deletes.lock().unwrap(),
+        [("gone".to_owned(), false), ("missed".to_owned(), true)]
+    );
+    assert_eq!(informer.indexer().len(), 1);
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+/// A slow handler never delays a fast one: while a handler sleeping 100 ms per event
+/// has handled fewer than 100, a fast handler has handled all 10,000.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn slow_handler_does_not_delay_fast_handler() {
+    let source = FakeSource::<Pod>::new();
+    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::new());
+    let fast = Arc::new(AtomicUsize::new(0));
+    let slow = Arc::new(AtomicUsize::new(0));
+    let (f, s) = (fast.clone(), slow.clone());
+    informer
+        .add_event_handler(EventHandlerFns::new().on_add(move |_: &Arc<Pod>, _| {
+            f.fetch_add(1, Ordering::SeqCst);
+        }))
+        .unwrap();
+    informer
+        .add_event_handler(EventHandlerFns::new().on_add(move |_: &Arc<Pod>, _| {
+            std::thread::sleep(Duration::from_millis(100));
+            s.fetch_add(1, Ordering::SeqCst);
+        }))
+        .unwrap();
+    let (cancel, task) = start(&informer);
+    for i in 0..10_000 {
+        source.add(pod(&format!("p{i}")));
+    }
+    let done = tokio::time::timeout(Duration::from_secs(60), async {
+        while fast.load(Ordering::SeqCst) < 10_000 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert!(
+        done.is_ok(),
+        "fast handler stalled at {}",
+        fast.load(Ordering::SeqCst)
+    );
+    let slow_seen = slow.load(Ordering::SeqCst);
+    assert!(slow_seen < 100, "slow handler already handled {slow_seen}");
+    cancel.cancel();
+    task.await.unwrap();
+}

@@ -1,0 +1,170 @@
+//! Listers: typed, read-only views of an informer's cache.
+//!
+//! A [`Lister`] reads the [`Indexer`] an informer fills: every read returns shared
+//! [`Arc<K>`]s, never copies. Reads are eventually consistent with the API server:
+//! they see what the informer has processed so far.
+
+use std::sync::Arc;
+
+use crate::object::{Object, ObjectKey};
+use crate::store::{Indexer, NAMESPACE_INDEX, StoreError};
+
+/// A read-only view of an informer's cache, as client-go's generated listers.
+///
+/// # Example
+/// ```
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::lister::Lister;
+/// use reflector_core::store::{Indexer, Indexers, Store, NAMESPACE_INDEX, namespace_index_func};
+///
+/// let indexer = Indexer::new(Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<ConfigMap>));
+/// let mut cm = ConfigMap::default();
+/// cm.metadata.name = Some("a".into());
+/// cm.metadata.namespace = Some("prod".into());
+/// indexer.add(Arc::new(cm)).unwrap();
+///
+/// let lister = Lister::new(indexer);
+/// assert!(lister.get(Some("prod"), "a").is_some());
+/// assert_eq!(lister.namespaced("prod").list().len(), 1);
+/// assert!(lister.namespaced("dev").list().is_empty());
+/// ```
+#[derive(Clone)]
+pub struct Lister<K> {
+    indexer: Indexer<K>,
+}
+
+impl<K> std::fmt::Debug for Lister<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lister").finish_non_exhaustive()
+    }
+}
+
+impl<K: Object> Lister<K> {
+    /// A lister over `indexer`.
+    #[must_use]
+    pub fn new(indexer: Indexer<K>) -> Self {
+        Lister { indexer }
+    }
+
+    /// Every cached object.
+    #[must_use]
+    pub fn list(&self) -> Vec<Arc<K>> {
+        self.indexer.list()
+    }
+
+    /// The object `namespace/name` (or `name` when cluster-scoped).
+    #[must_use]
+    pub fn get(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
+        self.indexer.get_by_key(&ObjectKey::new(namespace, name))
+    }
+
+    /// The object under `key`.
+    #[must_use]
+    pub fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.indexer.get_by_key(key)
+    }
+
+    /// The objects whose index `index` has value `value`.
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownIndex`] if no such index is registered.
+    pub fn by_index(&self, index: &str, value: &str) -> Result<Vec<Arc<K>>, StoreError> {
+        self.indexer.by_index(index, value)
+    }
+
+    /// The keys of the objects whose index `index` has value `value`, sorted.
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownIndex`] if no such index is registered.
+    pub fn index_keys(&self, index: &str, value: &str) -> Result<Vec<ObjectKey>, StoreError> {
+        self.indexer.index_keys(index, value)
+    }
+
+    /// A view of one namespace.
+    #[must_use]
+    pub fn namespaced(&self, namespace: &str) -> NamespacedLister<K> {
+        NamespacedLister {
+            indexer: self.indexer.clone(),
+            namespace: namespace.to_owned(),
+        }
+    }
+
+    /// The indexer underneath.
+    #[must_use]
+    pub fn indexer(&self) -> &Indexer<K> {
+        &self.indexer
+    }
+}
+
+/// A [`Lister`] limited to one namespace.
+///
+/// # Example
+/// See [`Lister`].
+#[derive(Clone)]
+pub struct NamespacedLister<K> {
+    indexer: Indexer<K>,
+    namespace: String,
+}
+
+impl<K> std::fmt::Debug for NamespacedLister<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NamespacedLister")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Object> NamespacedLister<K> {
+    /// Every cached object in the namespace: through the namespace index when the
+    /// indexer has one, else by a scan (as client-go's `ListAllByNamespace`).
+    #[must_use]
+    pub fn list(&self) -> Vec<Arc<K>> {
+        match self.indexer.by_index(NAMESPACE_INDEX, &self.namespace) {
+            Ok(items) => items,
+            Err(_) => self
+                .indexer
+                .list()
+                .into_iter()
+                .filter(|o| o.meta().namespace.as_deref() == Some(self.namespace.as_str()))
+                .collect(),
+        }
+    }
+
+    /// The object `name` in the namespace.
+    #[must_use]
+    pub fn get(&self, name: &str) -> Option<Arc<K>> {
+        self.indexer
+            .get_by_key(&ObjectKey::new(Some(&self.namespace), name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Indexers, Store};
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn cm(ns: &str, name: &str) -> Arc<ConfigMap> {
+        let mut c = ConfigMap::default();
+        c.metadata.name = Some(name.into());
+        c.metadata.namespace = Some(ns.into());
+        Arc::new(c)
+    }
+
+    #[test]
+    fn namespaced_list_scans_when_there_is_no_namespace_index() {
+        let indexer = Indexer::new(Indexers::new());
+        for (ns, n) in [("a", "1"), ("a", "2"), ("b", "3")] {
+            indexer.add(cm(ns, n)).unwrap();
+        }
+        let lister = Lister::new(indexer);
+        assert_eq!(lister.namespaced("a").list().len(), 2);
+        assert!(lister.namespaced("a").get("3").is_none());
+        assert!(lister.namespaced("b").get("3").is_some());
+        assert!(matches!(
+            lister.by_index("missing", "x"),
+            Err(StoreError::UnknownIndex(_))
+        ));
+    }
+}
