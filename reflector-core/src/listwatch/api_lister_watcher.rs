@@ -120,6 +120,15 @@ where
         self
     }
 
+    /// Lists and watches one namespace of a namespaced kind.
+    #[must_use]
+    pub fn namespace(self, namespace: &str) -> Self
+    where
+        K: Resource<Scope = kube::core::NamespaceResourceScope>,
+    {
+        self.in_namespace(Some(namespace))
+    }
+
     /// The collection URL requests go to.
     #[must_use]
     pub fn url(&self) -> &str {
