@@ -255,7 +255,7 @@ async fn label_selector_on_watch_turns_changes_into_added_and_deleted() {
     let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
     api.create(&PostParams::default(), &cm("a", &[("app", "web")])).await.unwrap();
     let rv = server.current_resource_version().to_string();
-    let mut stream = api.watch(&WatchParams::default().labels("app=web"), &rv).await.unwrap().boxed();
+    let mut stream = api.watch(&WatchParams::default().disable_bookmarks().labels("app=web"), &rv).await.unwrap().boxed();
 
     api.create(&PostParams::default(), &cm("b", &[("app", "db")])).await.unwrap();
     api.patch("a", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"app": "db"}}})))
