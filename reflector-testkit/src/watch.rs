@@ -291,6 +291,12 @@ impl Watch {
         if self.faults.abort_after == Some(self.sent) {
             let half = line.slice(..line.len() / 2);
             self.write(half).await?;
+            // Let the HTTP layer take and flush what was written before the connection
+            // is cut, so the client really sees a chunk that stops mid-line.
+            while self.tx.capacity() < self.tx.max_capacity() && !self.tx.is_closed() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
             let _ = self.tx.send(Err(io::Error::new(io::ErrorKind::ConnectionAborted, "injected watch abort"))).await;
             return Err(Stop);
         }
