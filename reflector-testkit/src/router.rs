@@ -243,6 +243,9 @@ async fn dispatch(
 /// Largest request body accepted (the real server's limit is 3 MiB for most bodies).
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
+/// Bytes drained from an oversized body before giving up on it.
+const DRAIN_CAP: usize = 64 * 1024 * 1024;
+
 async fn read_body(request: Request) -> Result<(bytes::Bytes, String), ApiError> {
     let content_type = request
         .headers()
@@ -250,9 +253,24 @@ async fn read_body(request: Request) -> Result<(bytes::Bytes, String), ApiError>
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    let body = axum::body::to_bytes(request.into_body(), MAX_BODY)
-        .await
-        .map_err(|_| ApiError::new(413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728"))?;
+    // Read up to the limit; past it, keep draining (up to a hard cap) so the client gets
+    // the 413 instead of a connection reset while it is still sending.
+    let mut stream = request.into_body().into_data_stream();
+    let mut body = bytes::BytesMut::new();
+    let mut total = 0usize;
+    while let Some(chunk) = futures::StreamExt::next(&mut stream).await {
+        let chunk = chunk.map_err(|e| ApiError::bad_request(format!("error reading request body: {e}")))?;
+        total += chunk.len();
+        if total <= MAX_BODY {
+            body.extend_from_slice(&chunk);
+        } else if total > DRAIN_CAP {
+            break;
+        }
+    }
+    if total > MAX_BODY {
+        return Err(ApiError::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {MAX_BODY}")));
+    }
+    let body = body.freeze();
     Ok((body, content_type))
 }
 
