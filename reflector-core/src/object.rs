@@ -334,7 +334,10 @@ mod tests {
                 .as_str(),
             "ns/a"
         );
-        assert_eq!(meta_namespace_key(&cm(None, Some("a"))).unwrap().as_str(), "a");
+        assert_eq!(
+            meta_namespace_key(&cm(None, Some("a"))).unwrap().as_str(),
+            "a"
+        );
         assert_eq!(
             meta_namespace_key(&cm(Some(""), Some("a")))
                 .unwrap()
@@ -358,7 +361,10 @@ mod tests {
         }
         let k: ObjectKey = "ns/a".parse().unwrap();
         assert_eq!((k.namespace(), k.name()), (Some("ns"), "a"));
-        assert!(matches!("".parse::<ObjectKey>(), Err(KeyError::EmptyName(_))));
+        assert!(matches!(
+            "".parse::<ObjectKey>(),
+            Err(KeyError::EmptyName(_))
+        ));
         assert!(matches!(
             "ns/".parse::<ObjectKey>(),
             Err(KeyError::EmptyName(_))

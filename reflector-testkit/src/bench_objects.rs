@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    FieldsV1, ManagedFieldsEntry, ObjectMeta, Time,
+};
 use serde_json::json;
 
 /// Namespace of the benchmark objects.
@@ -33,7 +35,9 @@ impl SplitMix64 {
     /// `len` characters from `[A-Za-z0-9_-]`.
     pub fn alphanumeric(&mut self, len: usize) -> String {
         const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-        (0..len).map(|_| CHARS[(self.next_u64() % 64) as usize] as char).collect()
+        (0..len)
+            .map(|_| CHARS[(self.next_u64() % 64) as usize] as char)
+            .collect()
     }
 }
 
@@ -60,12 +64,21 @@ pub fn config_map(i: usize, rv: u64) -> ConfigMap {
     let time = Time(k8s_openapi::jiff::Timestamp::from_second(1_748_779_200).unwrap_or_default());
     let labels = BTreeMap::from([
         ("app.kubernetes.io/name".to_owned(), "bench".to_owned()),
-        ("app.kubernetes.io/instance".to_owned(), format!("bench-{}", i % 1000)),
+        (
+            "app.kubernetes.io/instance".to_owned(),
+            format!("bench-{}", i % 1000),
+        ),
         ("tier".to_owned(), "backend".to_owned()),
     ]);
     let annotations = BTreeMap::from([
-        ("bench.example.com/owner".to_owned(), format!("team-{}", i % 7)),
-        ("bench.example.com/checksum".to_owned(), format!("sha256:{}", rng.alphanumeric(40))),
+        (
+            "bench.example.com/owner".to_owned(),
+            format!("team-{}", i % 7),
+        ),
+        (
+            "bench.example.com/checksum".to_owned(),
+            format!("sha256:{}", rng.alphanumeric(40)),
+        ),
     ]);
     let fields = json!({
         "f:data": {".": {}, "f:config.yaml": {}, "f:rev": {}, "f:settings.json": {}},

@@ -16,21 +16,34 @@ struct Token {
 
 /// Encodes a token continuing after `last_key` in the snapshot at `rv`.
 pub(crate) fn encode(rv: u64, last_key: &str) -> String {
-    let token = Token { v: "meta.k8s.io/v1".to_owned(), rv, start: format!("{last_key}\u{0}") };
+    let token = Token {
+        v: "meta.k8s.io/v1".to_owned(),
+        rv,
+        start: format!("{last_key}\u{0}"),
+    };
     STANDARD.encode(serde_json::to_vec(&token).unwrap_or_default())
 }
 
 /// Decodes a token into (snapshot RV, last key already returned).
 pub(crate) fn decode(token: &str) -> Result<(u64, String), ApiError> {
     let invalid = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
-    let bytes = STANDARD.decode(token).map_err(|_| invalid("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
-    let token: Token = serde_json::from_slice(&bytes).map_err(|_| invalid("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
+    let bytes = STANDARD
+        .decode(token)
+        .map_err(|_| invalid("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
+    let token: Token = serde_json::from_slice(&bytes)
+        .map_err(|_| invalid("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
     if token.v != "meta.k8s.io/v1" {
         return Err(invalid("server does not recognize this encoded version"));
     }
     if token.rv == 0 {
-        return Err(invalid("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"));
+        return Err(invalid(
+            "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        ));
     }
-    let start = token.start.strip_suffix('\u{0}').map(str::to_owned).unwrap_or(token.start);
+    let start = token
+        .start
+        .strip_suffix('\u{0}')
+        .map(str::to_owned)
+        .unwrap_or(token.start);
     Ok((token.rv, start))
 }

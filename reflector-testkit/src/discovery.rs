@@ -19,7 +19,9 @@ pub(crate) fn respond(shared: &Shared, target: &Target) -> Result<Response, ApiE
             let mut groups: Vec<(String, Vec<String>)> = Vec::new();
             for r in state.resources.iter().filter(|r| !r.group.is_empty()) {
                 match groups.iter_mut().find(|(g, _)| *g == r.group) {
-                    Some((_, versions)) if !versions.contains(&r.version) => versions.push(r.version.clone()),
+                    Some((_, versions)) if !versions.contains(&r.version) => {
+                        versions.push(r.version.clone())
+                    }
                     Some(_) => {}
                     None => groups.push((r.group.clone(), vec![r.version.clone()])),
                 }
@@ -49,7 +51,11 @@ pub(crate) fn respond(shared: &Shared, target: &Target) -> Result<Response, ApiE
         }),
         Target::ResourceList { group, version } => {
             let mut resources = Vec::new();
-            for r in state.resources.iter().filter(|r| r.group == *group && r.version == *version) {
+            for r in state
+                .resources
+                .iter()
+                .filter(|r| r.group == *group && r.version == *version)
+            {
                 resources.push(json!({
                     "name": r.plural,
                     "singularName": r.singular(),
@@ -67,10 +73,17 @@ pub(crate) fn respond(shared: &Shared, target: &Target) -> Result<Response, ApiE
                     }));
                 }
             }
-            let group_version = if group.is_empty() { version.clone() } else { format!("{group}/{version}") };
+            let group_version = if group.is_empty() {
+                version.clone()
+            } else {
+                format!("{group}/{version}")
+            };
             json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources})
         }
         _ => return Err(ApiError::path_not_found()),
     };
-    Ok(json_response(200, serde_json::to_vec(&doc).unwrap_or_default()))
+    Ok(json_response(
+        200,
+        serde_json::to_vec(&doc).unwrap_or_default(),
+    ))
 }

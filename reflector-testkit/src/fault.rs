@@ -34,7 +34,9 @@ impl BadLine {
     pub(crate) fn bytes(self) -> &'static [u8] {
         match self {
             Self::Malformed => b"this is not json\n",
-            Self::Truncated => b"{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"ConfigMap\",\"apiVer\n",
+            Self::Truncated => {
+                b"{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"ConfigMap\",\"apiVer\n"
+            }
             Self::NonEvent => b"{\"kind\":\"Unexpected\",\"apiVersion\":\"v1\",\"value\":42}\n",
         }
     }
@@ -130,7 +132,12 @@ pub struct Matcher {
 
 impl Default for Matcher {
     fn default() -> Self {
-        Self { verb: None, resource: None, skip: 0, times: Some(1) }
+        Self {
+            verb: None,
+            resource: None,
+            skip: 0,
+            times: Some(1),
+        }
     }
 }
 
@@ -142,7 +149,10 @@ impl Matcher {
 
     /// Requests with this verb.
     pub fn verb(verb: Verb) -> Self {
-        Self { verb: Some(verb), ..Self::default() }
+        Self {
+            verb: Some(verb),
+            ..Self::default()
+        }
     }
 
     /// Only requests for this resource plural (`"configmaps"`).
@@ -225,19 +235,31 @@ pub(crate) struct FaultTable {
 
 impl FaultTable {
     fn lock(&self) -> std::sync::MutexGuard<'_, (Vec<Entry>, u64)> {
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub(crate) fn add(&self, matcher: Matcher, fault: Fault) -> FaultId {
         let mut guard = self.lock();
         guard.1 += 1;
         let id = FaultId(guard.1);
-        guard.0.push(Entry { id, matcher, fault, seen: 0, hits: 0 });
+        guard.0.push(Entry {
+            id,
+            matcher,
+            fault,
+            seen: 0,
+            hits: 0,
+        });
         id
     }
 
     pub(crate) fn hits(&self, id: FaultId) -> usize {
-        self.lock().0.iter().find(|e| e.id == id).map_or(0, |e| e.hits)
+        self.lock()
+            .0
+            .iter()
+            .find(|e| e.id == id)
+            .map_or(0, |e| e.hits)
     }
 
     pub(crate) fn remove(&self, id: FaultId) -> bool {
@@ -257,13 +279,19 @@ impl FaultTable {
         let mut guard = self.lock();
         for entry in &mut guard.0 {
             let m = &entry.matcher;
-            if m.verb.is_some_and(|v| v != req.verb) || m.resource.as_deref().is_some_and(|r| Some(r) != req.resource) {
+            if m.verb.is_some_and(|v| v != req.verb)
+                || m.resource
+                    .as_deref()
+                    .is_some_and(|r| Some(r) != req.resource)
+            {
                 continue;
             }
             if entry.fault.watch_only() && req.verb != Verb::Watch {
                 continue;
             }
-            if matches!(entry.fault, Fault::ContinueExpired) && !(req.verb == Verb::List && req.has_continue) {
+            if matches!(entry.fault, Fault::ContinueExpired)
+                && !(req.verb == Verb::List && req.has_continue)
+            {
                 continue;
             }
             if entry.fault.is_response() && fired.response.is_some() {
@@ -334,12 +362,18 @@ impl Faults {
     /// Ends every open watch stream cleanly (final chunk sent), now. Returns how many
     /// watches were open.
     pub fn drop_watches(&self) -> usize {
-        self.shared.watch_control.send(WatchControl::Drop).unwrap_or(0)
+        self.shared
+            .watch_control
+            .send(WatchControl::Drop)
+            .unwrap_or(0)
     }
 
     /// Writes `line` into every open watch stream, now. Returns how many watches were open.
     pub fn inject_line(&self, line: BadLine) -> usize {
-        self.shared.watch_control.send(WatchControl::Line(line)).unwrap_or(0)
+        self.shared
+            .watch_control
+            .send(WatchControl::Line(line))
+            .unwrap_or(0)
     }
 }
 

@@ -18,10 +18,17 @@ fn parse_json(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     if !media.is_empty() && media != "application/json" && media != "*/*" {
         return Err(ApiError::unsupported_media_type(media));
     }
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+    })
 }
 
-pub(crate) fn get(shared: &Shared, rid: ResourceId, namespace: Option<&str>, name: &str) -> Result<Response, ApiError> {
+pub(crate) fn get(
+    shared: &Shared,
+    rid: ResourceId,
+    namespace: Option<&str>,
+    name: &str,
+) -> Result<Response, ApiError> {
     let state = shared.state();
     let info = &state.resources[rid];
     state
@@ -66,12 +73,16 @@ pub(crate) fn patch(
     content_type: &str,
 ) -> Result<Response, ApiError> {
     let media = content_type.split(';').next().unwrap_or_default().trim();
-    if media != "application/merge-patch+json" && media != "application/strategic-merge-patch+json" {
+    if media != "application/merge-patch+json" && media != "application/strategic-merge-patch+json"
+    {
         return Err(ApiError::unsupported_media_type(media));
     }
-    let patch: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    let patch: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
     if !patch.is_object() {
-        return Err(ApiError::bad_request("error decoding patch: the patch must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "error decoding patch: the patch must be a JSON object",
+        ));
     }
     let mut state = shared.state();
     let info = state.resources[rid].clone();
@@ -92,7 +103,9 @@ pub(crate) fn delete(
     body: &[u8],
 ) -> Result<Response, ApiError> {
     let preconditions = delete_preconditions(body)?;
-    let deleted = shared.state().delete(rid, namespace, name, &preconditions)?;
+    let deleted = shared
+        .state()
+        .delete(rid, namespace, name, &preconditions)?;
     Ok(json_response(200, deleted.json.clone()))
 }
 
@@ -100,10 +113,18 @@ fn delete_preconditions(body: &[u8]) -> Result<Preconditions, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Preconditions::default());
     }
-    let options: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+    let options: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
     let pre = options.get("preconditions");
-    let field = |f: &str| pre.and_then(|p| p.get(f)).and_then(Value::as_str).map(str::to_owned);
-    Ok(Preconditions { resource_version: field("resourceVersion"), uid: field("uid") })
+    let field = |f: &str| {
+        pre.and_then(|p| p.get(f))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    Ok(Preconditions {
+        resource_version: field("resourceVersion"),
+        uid: field("uid"),
+    })
 }
 
 pub(crate) fn delete_collection(
@@ -132,5 +153,8 @@ pub(crate) fn delete_collection(
         "metadata": {"resourceVersion": state.rv.to_string()},
         "items": items,
     });
-    Ok(json_response(200, serde_json::to_vec(&list).unwrap_or_default()))
+    Ok(json_response(
+        200,
+        serde_json::to_vec(&list).unwrap_or_default(),
+    ))
 }

@@ -32,15 +32,24 @@ pub(crate) fn list_or_watch(
     list(shared, rid, namespace, &options)
 }
 
-fn list(shared: &Shared, rid: ResourceId, namespace: Option<&str>, options: &ListOptions) -> Result<Response, ApiError> {
+fn list(
+    shared: &Shared,
+    rid: ResourceId,
+    namespace: Option<&str>,
+    options: &ListOptions,
+) -> Result<Response, ApiError> {
     let state = shared.state();
     let (snapshot, after, limit) = if let Some(token) = &options.continue_token {
         if matches!(options.rv, Rv::At(_)) {
-            return Err(ApiError::bad_request("specifying resource version is not allowed when using continue"));
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
         }
         let (snapshot, after) = continue_token::decode(token)?;
         if snapshot > state.rv {
-            return Err(ApiError::bad_request("continue key is not valid: resource version is in the future"));
+            return Err(ApiError::bad_request(
+                "continue key is not valid: resource version is in the future",
+            ));
         }
         if snapshot < state.floor {
             let mut error = ApiError::expired(CONTINUE_EXPIRED_MESSAGE);
@@ -51,7 +60,11 @@ fn list(shared: &Shared, rid: ResourceId, namespace: Option<&str>, options: &Lis
     } else {
         match options.rv {
             Rv::Unset => (state.rv, None, options.limit),
-            Rv::Any => (state.rv, None, options.limit.filter(|_| shared.config.paginate_rv0)),
+            Rv::Any => (
+                state.rv,
+                None,
+                options.limit.filter(|_| shared.config.paginate_rv0),
+            ),
             Rv::At(n) => {
                 if n > state.rv {
                     return Err(ApiError::too_large_rv(n, state.rv));
@@ -60,7 +73,9 @@ fn list(shared: &Shared, rid: ResourceId, namespace: Option<&str>, options: &Lis
                     || (options.rv_match == RvMatch::Unset && options.limit.is_some());
                 if exact {
                     if n < state.floor {
-                        return Err(ApiError::expired("The resourceVersion for the provided list is too old."));
+                        return Err(ApiError::expired(
+                            "The resourceVersion for the provided list is too old.",
+                        ));
                     }
                     (n, None, options.limit)
                 } else {
@@ -69,14 +84,24 @@ fn list(shared: &Shared, rid: ResourceId, namespace: Option<&str>, options: &Lis
             }
         }
     };
-    let page = state.list_page(rid, namespace, snapshot, after.as_deref(), limit, &options.filter);
+    let page = state.list_page(
+        rid,
+        namespace,
+        snapshot,
+        after.as_deref(),
+        limit,
+        &options.filter,
+    );
     let info = state.resources[rid].clone();
     drop(state);
 
     let mut metadata = serde_json::Map::new();
     metadata.insert("resourceVersion".to_owned(), json!(snapshot.to_string()));
     if let Some(last) = &page.continue_after {
-        metadata.insert("continue".to_owned(), json!(continue_token::encode(snapshot, last)));
+        metadata.insert(
+            "continue".to_owned(),
+            json!(continue_token::encode(snapshot, last)),
+        );
     }
     if let Some(remaining) = page.remaining {
         metadata.insert("remainingItemCount".to_owned(), json!(remaining));

@@ -16,13 +16,18 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { port: 0, demo: false };
+    let mut args = Args {
+        port: 0,
+        demo: false,
+    };
     let mut iter = std::env::args().skip(1);
     while let Some(arg) = iter.next() {
         match arg.as_str() {
             "--port" => {
                 let value = iter.next().ok_or("--port needs a value")?;
-                args.port = value.parse().map_err(|_| format!("invalid port {value:?}"))?;
+                args.port = value
+                    .parse()
+                    .map_err(|_| format!("invalid port {value:?}"))?;
             }
             "--demo" => args.demo = true,
             "-h" | "--help" => return Err(String::new()),
@@ -53,7 +58,9 @@ fn demo_objects(server: &ApiServer) -> Result<(), Box<dyn std::error::Error>> {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .init();
     let args = match parse_args() {
         Ok(args) => args,

@@ -70,8 +70,12 @@ pub(crate) fn metadata_mut(value: &mut Value) -> &mut Map<String, Value> {
     if !value.is_object() {
         *value = Value::Object(Map::new());
     }
-    let Value::Object(root) = value else { unreachable!("made an object above") };
-    let meta = root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(root) = value else {
+        unreachable!("made an object above")
+    };
+    let meta = root
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
     if !meta.is_object() {
         *meta = Value::Object(Map::new());
     }
@@ -83,12 +87,16 @@ pub(crate) fn metadata_mut(value: &mut Value) -> &mut Map<String, Value> {
 
 /// A string field of `metadata`, if present and non-empty.
 pub(crate) fn meta_str<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
-    metadata(value).and_then(|m| m.get(field)).and_then(Value::as_str).filter(|s| !s.is_empty())
+    metadata(value)
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
 }
 
 /// The current time as the API's RFC 3339 second-precision timestamp.
 pub(crate) fn now_timestamp() -> Value {
-    let time = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    let time =
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
     serde_json::to_value(time).unwrap_or(Value::Null)
 }
 
@@ -97,7 +105,14 @@ pub(crate) fn new_uid() -> String {
     let n: u128 = rand::random();
     let n = (n & !(0xf << 76) | (0x4 << 76)) & !(0x3 << 62) | (0x2 << 62);
     let hex = format!("{n:032x}");
-    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
 }
 
 /// The object without `metadata` and `status`: what `metadata.generation` tracks.
@@ -114,7 +129,9 @@ pub(crate) fn spec_part(value: &Value) -> Value {
 pub(crate) fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 253
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
         && name.starts_with(|c: char| c.is_ascii_alphanumeric())
         && name.ends_with(|c: char| c.is_ascii_alphanumeric())
 }

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use crate::state::ObjectFilter;
 use crate::selector::{FieldSelector, LabelSelector};
+use crate::state::ObjectFilter;
 use crate::status::ApiError;
 
 /// Decodes a query string into pairs (percent-decoding, `+` as space, empty pairs dropped).
@@ -27,7 +27,9 @@ fn decode(s: &str) -> String {
         match bytes[i] {
             b'+' => out.push(b' '),
             b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3])
+                    .ok()
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
                 match hex {
                     Some(b) => {
                         out.push(b);
@@ -45,7 +47,10 @@ fn decode(s: &str) -> String {
 
 /// The last value of a parameter (the real server takes the first; duplicates are rare).
 pub(crate) fn param<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    pairs
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
 }
 
 fn parse_bool(pairs: &[(String, String)], name: &str) -> Result<Option<bool>, ApiError> {
@@ -64,7 +69,9 @@ fn parse_int(pairs: &[(String, String)], name: &str) -> Result<Option<i64>, ApiE
         .filter(|v| !v.is_empty())
         .map(|v| {
             v.parse::<i64>().map_err(|_| {
-                ApiError::bad_request(format!("invalid value for {name}: strconv.ParseInt: parsing {v:?}: invalid syntax"))
+                ApiError::bad_request(format!(
+                    "invalid value for {name}: strconv.ParseInt: parsing {v:?}: invalid syntax"
+                ))
             })
         })
         .transpose()
@@ -108,11 +115,14 @@ impl ListOptions {
     pub(crate) fn parse(pairs: &[(String, String)]) -> Result<Self, ApiError> {
         let watch = parse_bool(pairs, "watch")?.unwrap_or(false);
         let rv_raw = param(pairs, "resourceVersion").unwrap_or_default();
-        let rv = match rv_raw {
-            "" => Rv::Unset,
-            "0" => Rv::Any,
-            n => Rv::At(n.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {n:?}")))?),
-        };
+        let rv =
+            match rv_raw {
+                "" => Rv::Unset,
+                "0" => Rv::Any,
+                n => Rv::At(n.parse().map_err(|_| {
+                    ApiError::bad_request(format!("invalid resource version: {n:?}"))
+                })?),
+            };
         let rv_match = match param(pairs, "resourceVersionMatch").unwrap_or_default() {
             "" => RvMatch::Unset,
             "NotOlderThan" => RvMatch::NotOlderThan,
@@ -120,14 +130,21 @@ impl ListOptions {
             other => {
                 return Err(ApiError::invalid_list_options(
                     "resourceVersionMatch",
-                    &format!("Unsupported value: {other:?}: supported values: \"Exact\", \"NotOlderThan\", \"\""),
+                    &format!(
+                        "Unsupported value: {other:?}: supported values: \"Exact\", \"NotOlderThan\", \"\""
+                    ),
                     "FieldValueNotSupported",
                 ));
             }
         };
-        let limit = parse_int(pairs, "limit")?.map(|l| usize::try_from(l).unwrap_or(0)).filter(|l| *l > 0);
-        let continue_token = param(pairs, "continue").filter(|c| !c.is_empty()).map(str::to_owned);
-        let timeout = parse_int(pairs, "timeoutSeconds")?.map(|s| Duration::from_secs(u64::try_from(s).unwrap_or(0)));
+        let limit = parse_int(pairs, "limit")?
+            .map(|l| usize::try_from(l).unwrap_or(0))
+            .filter(|l| *l > 0);
+        let continue_token = param(pairs, "continue")
+            .filter(|c| !c.is_empty())
+            .map(str::to_owned);
+        let timeout = parse_int(pairs, "timeoutSeconds")?
+            .map(|s| Duration::from_secs(u64::try_from(s).unwrap_or(0)));
         let allow_bookmarks = parse_bool(pairs, "allowWatchBookmarks")?.unwrap_or(false);
         let send_initial_events = parse_bool(pairs, "sendInitialEvents")?;
         let labels = LabelSelector::parse(param(pairs, "labelSelector").unwrap_or_default())?;
@@ -205,7 +222,9 @@ mod tests {
 
     #[test]
     fn decodes_percent_and_plus() {
-        let pairs = parse_pairs(Some("&labelSelector=app%3Dweb%2Ctier+in+%28a%29&watch&x=%zz"));
+        let pairs = parse_pairs(Some(
+            "&labelSelector=app%3Dweb%2Ctier+in+%28a%29&watch&x=%zz",
+        ));
         assert_eq!(
             pairs,
             vec![

@@ -51,6 +51,9 @@ impl RequestLogEntry {
     /// The value of a query parameter, if present.
     #[must_use]
     pub fn param(&self, name: &str) -> Option<&str> {
-        self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 }

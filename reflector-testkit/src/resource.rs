@@ -37,7 +37,8 @@ impl ResourceInfo {
             version: K::version(&()).into_owned(),
             kind: K::kind(&()).into_owned(),
             plural: K::plural(&()).into_owned(),
-            namespaced: TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::NamespaceResourceScope>(),
+            namespaced: TypeId::of::<K::Scope>()
+                == TypeId::of::<k8s_openapi::NamespaceResourceScope>(),
             status_subresource,
         }
     }

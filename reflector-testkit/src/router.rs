@@ -27,9 +27,19 @@ pub(crate) enum Target {
     /// `/api/v1`, `/apis/{group}/{version}`
     ResourceList { group: String, version: String },
     /// A collection, optionally in a namespace.
-    Collection { rid: ResourceId, plural: String, namespace: Option<String> },
+    Collection {
+        rid: ResourceId,
+        plural: String,
+        namespace: Option<String>,
+    },
     /// One object, optionally its status subresource.
-    Object { rid: ResourceId, plural: String, namespace: Option<String>, name: String, status: bool },
+    Object {
+        rid: ResourceId,
+        plural: String,
+        namespace: Option<String>,
+        name: String,
+        status: bool,
+    },
     /// Nothing we serve.
     NotFound,
 }
@@ -61,7 +71,11 @@ fn parse_target(shared: &Shared, path: &str) -> Target {
         _ => return Target::NotFound,
     };
     let state = shared.state();
-    let lookup = |plural: &str| state.find(group, version, plural).map(|rid| (rid, state.resources[rid].namespaced));
+    let lookup = |plural: &str| {
+        state
+            .find(group, version, plural)
+            .map(|rid| (rid, state.resources[rid].namespaced))
+    };
     let collection = |plural: &str, namespace: Option<&str>| match lookup(plural) {
         Some((rid, namespaced)) if namespaced || namespace.is_none() => Target::Collection {
             rid,
@@ -70,33 +84,47 @@ fn parse_target(shared: &Shared, path: &str) -> Target {
         },
         _ => Target::NotFound,
     };
-    let object = |plural: &str, namespace: Option<&str>, name: &str, sub: Option<&str>| match lookup(plural) {
-        Some((rid, namespaced))
-            if namespaced == namespace.is_some()
-                && !name.is_empty()
-                && (sub.is_none() || (sub == Some("status") && state.resources[rid].status_subresource)) =>
+    let object =
+        |plural: &str, namespace: Option<&str>, name: &str, sub: Option<&str>| match lookup(plural)
         {
-            Target::Object {
-                rid,
-                plural: plural.to_owned(),
-                namespace: namespace.map(str::to_owned),
-                name: name.to_owned(),
-                status: sub.is_some(),
+            Some((rid, namespaced))
+                if namespaced == namespace.is_some()
+                    && !name.is_empty()
+                    && (sub.is_none()
+                        || (sub == Some("status") && state.resources[rid].status_subresource)) =>
+            {
+                Target::Object {
+                    rid,
+                    plural: plural.to_owned(),
+                    namespace: namespace.map(str::to_owned),
+                    name: name.to_owned(),
+                    status: sub.is_some(),
+                }
             }
-        }
-        _ => Target::NotFound,
-    };
+            _ => Target::NotFound,
+        };
     match rest {
         [] => {
-            if state.resources.iter().any(|r| r.group == group && r.version == version) {
-                Target::ResourceList { group: group.to_owned(), version: version.to_owned() }
+            if state
+                .resources
+                .iter()
+                .any(|r| r.group == group && r.version == version)
+            {
+                Target::ResourceList {
+                    group: group.to_owned(),
+                    version: version.to_owned(),
+                }
             } else {
                 Target::NotFound
             }
         }
         ["namespaces", ns, plural] if lookup(plural).is_some() => collection(plural, Some(ns)),
-        ["namespaces", ns, plural, name] if lookup(plural).is_some() => object(plural, Some(ns), name, None),
-        ["namespaces", ns, plural, name, sub] if lookup(plural).is_some() => object(plural, Some(ns), name, Some(sub)),
+        ["namespaces", ns, plural, name] if lookup(plural).is_some() => {
+            object(plural, Some(ns), name, None)
+        }
+        ["namespaces", ns, plural, name, sub] if lookup(plural).is_some() => {
+            object(plural, Some(ns), name, Some(sub))
+        }
         [plural] => collection(plural, None),
         [plural, name] => object(plural, None, name, None),
         [plural, name, sub] => object(plural, None, name, Some(sub)),
@@ -128,7 +156,10 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
     let path = request.uri().path().to_owned();
     let pairs = query::parse_pairs(request.uri().query());
     let target = parse_target(&shared, &path);
-    let watch = matches!(param(&pairs, "watch"), Some("true" | "1" | "" | "True" | "t"));
+    let watch = matches!(
+        param(&pairs, "watch"),
+        Some("true" | "1" | "" | "True" | "t")
+    );
     let verb = verb_of(&method, &target, watch);
     let fired = shared.faults.on_request(&RequestInfo {
         verb,
@@ -166,18 +197,27 @@ fn fault_response(fired: &Fired) -> Option<ApiError> {
     Some(match fault {
         Fault::Gone => ApiError::expired("The resourceVersion for the provided list is too old."),
         Fault::ContinueExpired => ApiError::expired(crate::list::CONTINUE_EXPIRED_MESSAGE),
-        Fault::TooManyRequests { retry_after_secs, plain_text } => {
-            let mut e = ApiError::new(429, "TooManyRequests", "Too many requests, please try again later.")
-                .with_details(json!({"retryAfterSeconds": retry_after_secs}));
+        Fault::TooManyRequests {
+            retry_after_secs,
+            plain_text,
+        } => {
+            let mut e = ApiError::new(
+                429,
+                "TooManyRequests",
+                "Too many requests, please try again later.",
+            )
+            .with_details(json!({"retryAfterSeconds": retry_after_secs}));
             e.retry_after = Some(*retry_after_secs);
             e.plain = *plain_text;
             e
         }
         Fault::InternalError => ApiError::internal("injected fault"),
-        Fault::ServiceUnavailable => {
-            ApiError::new(503, "ServiceUnavailable", "the server is currently unable to handle the request")
-                .with_details(json!({}))
-        }
+        Fault::ServiceUnavailable => ApiError::new(
+            503,
+            "ServiceUnavailable",
+            "the server is currently unable to handle the request",
+        )
+        .with_details(json!({})),
         Fault::GatewayTimeout => {
             let mut e = ApiError::new(
                 504,
@@ -212,22 +252,50 @@ async fn dispatch(
         Target::Collection { rid, namespace, .. } => match method.as_str() {
             "GET" => crate::list::list_or_watch(shared, *rid, namespace.as_deref(), pairs, fired),
             "POST" => match read_body(request).await {
-                Ok((body, content_type)) => {
-                    crate::handlers::create(shared, *rid, namespace.as_deref(), &body, &content_type)
-                }
+                Ok((body, content_type)) => crate::handlers::create(
+                    shared,
+                    *rid,
+                    namespace.as_deref(),
+                    &body,
+                    &content_type,
+                ),
                 Err(e) => Err(e),
             },
-            "DELETE" => crate::handlers::delete_collection(shared, *rid, namespace.as_deref(), pairs),
+            "DELETE" => {
+                crate::handlers::delete_collection(shared, *rid, namespace.as_deref(), pairs)
+            }
             other => Err(ApiError::method_not_allowed(other)),
         },
-        Target::Object { rid, namespace, name, status, .. } => {
+        Target::Object {
+            rid,
+            namespace,
+            name,
+            status,
+            ..
+        } => {
             let ns = namespace.as_deref();
             match method.as_str() {
                 "GET" => crate::handlers::get(shared, *rid, ns, name),
                 "PUT" | "PATCH" | "DELETE" => match read_body(request).await {
                     Ok((body, content_type)) => match method.as_str() {
-                        "PUT" => crate::handlers::update(shared, *rid, ns, name, *status, &body, &content_type),
-                        "PATCH" => crate::handlers::patch(shared, *rid, ns, name, *status, &body, &content_type),
+                        "PUT" => crate::handlers::update(
+                            shared,
+                            *rid,
+                            ns,
+                            name,
+                            *status,
+                            &body,
+                            &content_type,
+                        ),
+                        "PATCH" => crate::handlers::patch(
+                            shared,
+                            *rid,
+                            ns,
+                            name,
+                            *status,
+                            &body,
+                            &content_type,
+                        ),
                         _ if *status => Err(ApiError::method_not_allowed("DELETE")),
                         _ => crate::handlers::delete(shared, *rid, ns, name, &body),
                     },
@@ -259,7 +327,8 @@ async fn read_body(request: Request) -> Result<(bytes::Bytes, String), ApiError>
     let mut body = bytes::BytesMut::new();
     let mut total = 0usize;
     while let Some(chunk) = futures::StreamExt::next(&mut stream).await {
-        let chunk = chunk.map_err(|e| ApiError::bad_request(format!("error reading request body: {e}")))?;
+        let chunk =
+            chunk.map_err(|e| ApiError::bad_request(format!("error reading request body: {e}")))?;
         total += chunk.len();
         if total <= MAX_BODY {
             body.extend_from_slice(&chunk);
@@ -268,7 +337,11 @@ async fn read_body(request: Request) -> Result<(bytes::Bytes, String), ApiError>
         }
     }
     if total > MAX_BODY {
-        return Err(ApiError::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {MAX_BODY}")));
+        return Err(ApiError::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {MAX_BODY}"),
+        ));
     }
     let body = body.freeze();
     Ok((body, content_type))
@@ -278,8 +351,9 @@ async fn read_body(request: Request) -> Result<(bytes::Bytes, String), ApiError>
 pub(crate) fn json_response(code: u16, body: impl Into<Body>) -> Response {
     let mut response = Response::new(body.into());
     *response.status_mut() = http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::OK);
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
     response
 }

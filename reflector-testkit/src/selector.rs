@@ -34,7 +34,10 @@ impl LabelSelector {
                 if input.trim().is_empty() {
                     continue;
                 }
-                return Err(label_error(input, "found ',', expected: !, identifier, or 'end of string'"));
+                return Err(label_error(
+                    input,
+                    "found ',', expected: !, identifier, or 'end of string'",
+                ));
             }
             requirements.push(parse_requirement(part).map_err(|why| label_error(part, &why))?);
         }
@@ -57,8 +60,12 @@ impl LabelSelector {
                 LabelOp::NotIn(vs) => value.is_none_or(|x| !vs.contains(x)),
                 LabelOp::Exists => value.is_some(),
                 LabelOp::DoesNotExist => value.is_none(),
-                LabelOp::Gt(n) => value.and_then(|x| x.parse::<i64>().ok()).is_some_and(|x| x > *n),
-                LabelOp::Lt(n) => value.and_then(|x| x.parse::<i64>().ok()).is_some_and(|x| x < *n),
+                LabelOp::Gt(n) => value
+                    .and_then(|x| x.parse::<i64>().ok())
+                    .is_some_and(|x| x > *n),
+                LabelOp::Lt(n) => value
+                    .and_then(|x| x.parse::<i64>().ok())
+                    .is_some_and(|x| x < *n),
             }
         })
     }
@@ -100,10 +107,23 @@ fn parse_requirement(part: &str) -> Result<(String, LabelOp), String> {
             let value = value.trim();
             validate_key(key)?;
             return match ctor {
-                0 => validate_value(value).map(|()| (key.to_owned(), LabelOp::NotEq(value.to_owned()))),
-                1 => validate_value(value).map(|()| (key.to_owned(), LabelOp::Eq(value.to_owned()))),
-                2 => value.parse().map(|n| (key.to_owned(), LabelOp::Gt(n))).map_err(|_| format!("for 'Gt', 'Lt' operators, the value must be an integer: {value}")),
-                _ => value.parse().map(|n| (key.to_owned(), LabelOp::Lt(n))).map_err(|_| format!("for 'Gt', 'Lt' operators, the value must be an integer: {value}")),
+                0 => validate_value(value)
+                    .map(|()| (key.to_owned(), LabelOp::NotEq(value.to_owned()))),
+                1 => {
+                    validate_value(value).map(|()| (key.to_owned(), LabelOp::Eq(value.to_owned())))
+                }
+                2 => value
+                    .parse()
+                    .map(|n| (key.to_owned(), LabelOp::Gt(n)))
+                    .map_err(|_| {
+                        format!("for 'Gt', 'Lt' operators, the value must be an integer: {value}")
+                    }),
+                _ => value
+                    .parse()
+                    .map(|n| (key.to_owned(), LabelOp::Lt(n)))
+                    .map_err(|_| {
+                        format!("for 'Gt', 'Lt' operators, the value must be an integer: {value}")
+                    }),
             };
         }
     }
@@ -119,7 +139,9 @@ fn parse_requirement(part: &str) -> Result<(String, LabelOp), String> {
     } else if let Some(list) = rest.strip_prefix("in") {
         (true, list)
     } else {
-        return Err(format!("found '{rest}', expected: in, notin, =, ==, !=, gt, lt"));
+        return Err(format!(
+            "found '{rest}', expected: in, notin, =, ==, !=, gt, lt"
+        ));
     };
     let list = list.trim();
     let inner = list
@@ -133,7 +155,14 @@ fn parse_requirement(part: &str) -> Result<(String, LabelOp), String> {
     if values.iter().all(String::is_empty) {
         return Err("for 'in', 'notin' operators, values set can't be empty".to_owned());
     }
-    Ok((key.to_owned(), if is_in { LabelOp::In(values) } else { LabelOp::NotIn(values) }))
+    Ok((
+        key.to_owned(),
+        if is_in {
+            LabelOp::In(values)
+        } else {
+            LabelOp::NotIn(values)
+        },
+    ))
 }
 
 fn validate_key(key: &str) -> Result<(), String> {
@@ -143,29 +172,40 @@ fn validate_key(key: &str) -> Result<(), String> {
     };
     let name_ok = !name.is_empty()
         && name.len() <= 63
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         && name.starts_with(|c: char| c.is_ascii_alphanumeric())
         && name.ends_with(|c: char| c.is_ascii_alphanumeric());
     let prefix_ok = prefix.is_none_or(|p| {
-        !p.is_empty() && p.len() <= 253 && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'))
+        !p.is_empty()
+            && p.len() <= 253
+            && p.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'))
     });
     if name_ok && prefix_ok {
         Ok(())
     } else {
-        Err(format!("invalid label key {key:?}: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"))
+        Err(format!(
+            "invalid label key {key:?}: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+        ))
     }
 }
 
 fn validate_value(value: &str) -> Result<(), String> {
     let ok = value.is_empty()
         || (value.len() <= 63
-            && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
             && value.starts_with(|c: char| c.is_ascii_alphanumeric())
             && value.ends_with(|c: char| c.is_ascii_alphanumeric()));
     if ok {
         Ok(())
     } else {
-        Err(format!("invalid label value: {value:?}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"))
+        Err(format!(
+            "invalid label value: {value:?}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+        ))
     }
 }
 
@@ -198,12 +238,18 @@ impl FieldSelector {
             } else if let Some((f, v)) = part.split_once('=') {
                 (f, v, true)
             } else {
-                return Err(ApiError::bad_request(format!("invalid selector: '{input}'; can't understand '{part}'")));
+                return Err(ApiError::bad_request(format!(
+                    "invalid selector: '{input}'; can't understand '{part}'"
+                )));
             };
             let field = match field.trim() {
                 "metadata.name" => Field::Name,
                 "metadata.namespace" => Field::Namespace,
-                other => return Err(ApiError::bad_request(format!("field label not supported: {other}"))),
+                other => {
+                    return Err(ApiError::bad_request(format!(
+                        "field label not supported: {other}"
+                    )));
+                }
             };
             requirements.push((field, value.trim().to_owned(), equal));
         }
@@ -232,32 +278,71 @@ mod tests {
     use super::*;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
     }
 
     #[test]
     fn label_selector_operators() {
         let l = labels(&[("app", "web"), ("tier", "backend"), ("n", "5")]);
-        let yes = ["app=web", "app==web", "app!=db", "app in (web,db)", "app notin (db)", "app", "!missing", "app=web,tier=backend", "n>3", "n<6", ""];
-        let no = ["app=db", "app!=web", "app in (db)", "app notin (web, db)", "missing", "!app", "app=web,tier=frontend", "n>5"];
+        let yes = [
+            "app=web",
+            "app==web",
+            "app!=db",
+            "app in (web,db)",
+            "app notin (db)",
+            "app",
+            "!missing",
+            "app=web,tier=backend",
+            "n>3",
+            "n<6",
+            "",
+        ];
+        let no = [
+            "app=db",
+            "app!=web",
+            "app in (db)",
+            "app notin (web, db)",
+            "missing",
+            "!app",
+            "app=web,tier=frontend",
+            "n>5",
+        ];
         for s in yes {
-            assert!(LabelSelector::parse(s).expect(s).matches(&l), "{s} should match");
+            assert!(
+                LabelSelector::parse(s).expect(s).matches(&l),
+                "{s} should match"
+            );
         }
         for s in no {
-            assert!(!LabelSelector::parse(s).expect(s).matches(&l), "{s} should not match");
+            assert!(
+                !LabelSelector::parse(s).expect(s).matches(&l),
+                "{s} should not match"
+            );
         }
     }
 
     #[test]
     fn label_selector_rejects_garbage() {
-        for s in ["app in web", "=web", "app=we b", "a b c", "app in ()", "n>x", "app,,tier"] {
+        for s in [
+            "app in web",
+            "=web",
+            "app=we b",
+            "a b c",
+            "app in ()",
+            "n>x",
+            "app,,tier",
+        ] {
             assert!(LabelSelector::parse(s).is_err(), "{s} should be rejected");
         }
     }
 
     #[test]
     fn field_selector_name_and_namespace() {
-        let s = FieldSelector::parse("metadata.name=a,metadata.namespace!=kube-system").expect("valid");
+        let s =
+            FieldSelector::parse("metadata.name=a,metadata.namespace!=kube-system").expect("valid");
         assert!(s.matches("a", Some("default")));
         assert!(!s.matches("a", Some("kube-system")));
         assert!(!s.matches("b", Some("default")));

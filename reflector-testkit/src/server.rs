@@ -30,7 +30,12 @@ pub(crate) struct ServerConfig {
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        Self { bookmark_interval: Duration::from_secs(1), paginate_rv0: true, history_len: 10_000, port: 0 }
+        Self {
+            bookmark_interval: Duration::from_secs(1),
+            paginate_rv0: true,
+            history_len: 10_000,
+            port: 0,
+        }
     }
 }
 
@@ -62,7 +67,10 @@ impl Shared {
     }
 
     pub(crate) fn log_request(&self, entry: RequestLogEntry) {
-        self.requests.lock().unwrap_or_else(PoisonError::into_inner).push(entry);
+        self.requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(entry);
     }
 }
 
@@ -125,7 +133,9 @@ impl ApiServerBuilder {
             config: self.config,
             addr,
         });
-        let app = axum::Router::new().fallback(crate::router::handle).with_state(shared.clone());
+        let app = axum::Router::new()
+            .fallback(crate::router::handle)
+            .with_state(shared.clone());
         let token = shared.token.clone();
         let serve = tokio::spawn(async move {
             let result = axum::serve(listener, app)
@@ -136,7 +146,10 @@ impl ApiServerBuilder {
             }
         });
         tracing::debug!(%addr, "testkit API server listening");
-        Ok(ApiServer { shared, serve: Some(serve) })
+        Ok(ApiServer {
+            shared,
+            serve: Some(serve),
+        })
     }
 }
 
@@ -165,7 +178,9 @@ pub struct ApiServer {
 
 impl std::fmt::Debug for ApiServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ApiServer").field("url", &self.url()).finish_non_exhaustive()
+        f.debug_struct("ApiServer")
+            .field("url", &self.url())
+            .finish_non_exhaustive()
     }
 }
 
@@ -227,7 +242,8 @@ impl ApiServer {
     /// features); use [`ApiServer::try_client`] to get the error instead.
     #[must_use]
     pub fn client(&self) -> kube::Client {
-        self.try_client().expect("kube builds a plain-HTTP client for a loopback URL")
+        self.try_client()
+            .expect("kube builds a plain-HTTP client for a loopback URL")
     }
 
     /// Like [`ApiServer::client`] but returning the error.
@@ -279,7 +295,9 @@ impl ApiServer {
         self.shared.state().register(info);
     }
 
-    fn resource_id<K: kube::Resource<DynamicType = ()>>(state: &State) -> Result<ResourceId, TestkitError> {
+    fn resource_id<K: kube::Resource<DynamicType = ()>>(
+        state: &State,
+    ) -> Result<ResourceId, TestkitError> {
         let api_version = K::api_version(&());
         let kind = K::kind(&());
         state
@@ -325,14 +343,20 @@ impl ApiServer {
     }
 
     /// The stored JSON of one object, if it exists.
-    pub fn object_json<K>(&self, namespace: Option<&str>, name: &str) -> Result<Option<serde_json::Value>, TestkitError>
+    pub fn object_json<K>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<serde_json::Value>, TestkitError>
     where
         K: kube::Resource<DynamicType = ()>,
     {
         let state = self.shared.state();
         let rid = Self::resource_id::<K>(&state)?;
         let namespaced = state.resources[rid].namespaced;
-        Ok(state.get(rid, &key_of(namespace.filter(|_| namespaced), name)).map(|o| o.value()))
+        Ok(state
+            .get(rid, &key_of(namespace.filter(|_| namespaced), name))
+            .map(|o| o.value()))
     }
 
     /// One object decoded as `K`, if it exists.
@@ -347,7 +371,10 @@ impl ApiServer {
 
     /// `(namespace/name or name, resourceVersion)` of every stored object of `K`
     /// (optionally in one namespace), in key order. Handy for "store equals server" checks.
-    pub fn versions<K>(&self, namespace: Option<&str>) -> Result<Vec<(String, String)>, TestkitError>
+    pub fn versions<K>(
+        &self,
+        namespace: Option<&str>,
+    ) -> Result<Vec<(String, String)>, TestkitError>
     where
         K: kube::Resource<DynamicType = ()>,
     {
@@ -399,7 +426,9 @@ impl ApiServer {
     /// The fault-injection handle.
     #[must_use]
     pub fn faults(&self) -> Faults {
-        Faults { shared: self.shared.clone() }
+        Faults {
+            shared: self.shared.clone(),
+        }
     }
 
     /// Shortcut for `self.faults().inject(matcher, fault)`.
@@ -416,12 +445,20 @@ impl ApiServer {
     /// Every request answered so far, in order.
     #[must_use]
     pub fn request_log(&self) -> Vec<RequestLogEntry> {
-        self.shared.requests.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.shared
+            .requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Empties the request log.
     pub fn clear_request_log(&self) {
-        self.shared.requests.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        self.shared
+            .requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 
     /// Number of watch streams currently open.

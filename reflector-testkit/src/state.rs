@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::object::{
-    StoredObject, key_of, meta_str, metadata, metadata_mut, new_uid, now_timestamp, spec_part, valid_name,
+    StoredObject, key_of, meta_str, metadata, metadata_mut, new_uid, now_timestamp, spec_part,
+    valid_name,
 };
 use crate::resource::ResourceInfo;
 use crate::selector::{FieldSelector, LabelSelector};
@@ -130,7 +131,9 @@ impl State {
     }
 
     pub(crate) fn find_kind(&self, api_version: &str, kind: &str) -> Option<ResourceId> {
-        self.resources.iter().position(|r| r.kind == kind && r.api_version() == api_version)
+        self.resources
+            .iter()
+            .position(|r| r.kind == kind && r.api_version() == api_version)
     }
 
     pub(crate) fn get(&self, rid: ResourceId, key: &str) -> Option<Arc<StoredObject>> {
@@ -138,8 +141,14 @@ impl State {
     }
 
     /// Every object of a resource (optionally in one namespace), in key order.
-    pub(crate) fn snapshot(&self, rid: ResourceId, namespace: Option<&str>) -> Vec<Arc<StoredObject>> {
-        let Some(objects) = self.objects.get(rid) else { return Vec::new() };
+    pub(crate) fn snapshot(
+        &self,
+        rid: ResourceId,
+        namespace: Option<&str>,
+    ) -> Vec<Arc<StoredObject>> {
+        let Some(objects) = self.objects.get(rid) else {
+            return Vec::new();
+        };
         match namespace {
             None => objects.values().cloned().collect(),
             Some(ns) => {
@@ -159,17 +168,30 @@ impl State {
     }
 
     /// Applies a write: assigns the next RV, stores, logs and notifies watchers.
-    fn commit(&mut self, rid: ResourceId, key: Arc<str>, mut value: Value, event_type: EventType) -> Arc<StoredObject> {
+    fn commit(
+        &mut self,
+        rid: ResourceId,
+        key: Arc<str>,
+        mut value: Value,
+        event_type: EventType,
+    ) -> Arc<StoredObject> {
         self.rv += 1;
         let rv = self.rv;
-        metadata_mut(&mut value).insert("resourceVersion".to_owned(), Value::String(rv.to_string()));
+        metadata_mut(&mut value)
+            .insert("resourceVersion".to_owned(), Value::String(rv.to_string()));
         let object = Arc::new(StoredObject::from_value(key.clone(), rv, &value));
         let prev = if event_type == EventType::Deleted {
             self.objects[rid].remove(&key)
         } else {
             self.objects[rid].insert(key, object.clone())
         };
-        self.log.push_back(LogEvent { rv, resource: rid, event_type, object: object.clone(), prev });
+        self.log.push_back(LogEvent {
+            rv,
+            resource: rid,
+            event_type,
+            object: object.clone(),
+            prev,
+        });
         while self.log.len() > self.history_len {
             if let Some(old) = self.log.pop_front() {
                 self.floor = old.rv;
@@ -216,7 +238,11 @@ impl State {
     }
 
     /// Sets kind/apiVersion and the namespace (checked against the URL's).
-    fn normalize(info: &ResourceInfo, body: &mut Value, namespace: Option<&str>) -> Result<(), ApiError> {
+    fn normalize(
+        info: &ResourceInfo,
+        body: &mut Value,
+        namespace: Option<&str>,
+    ) -> Result<(), ApiError> {
         if let Value::Object(m) = body {
             m.insert("kind".to_owned(), Value::String(info.kind.clone()));
             m.insert("apiVersion".to_owned(), Value::String(info.api_version()));
@@ -239,12 +265,19 @@ impl State {
 
     /// POST: creates an object. Errors: 400 wrong type, 409 AlreadyExists, 422 bad name,
     /// 500 when `resourceVersion` is set (as the real server's storage layer).
-    pub(crate) fn create(&mut self, rid: ResourceId, namespace: Option<&str>, mut body: Value) -> Result<Arc<StoredObject>, ApiError> {
+    pub(crate) fn create(
+        &mut self,
+        rid: ResourceId,
+        namespace: Option<&str>,
+        mut body: Value,
+    ) -> Result<Arc<StoredObject>, ApiError> {
         let info = self.resources[rid].clone();
         Self::check_type(&info, &body)?;
         Self::normalize(&info, &mut body, namespace)?;
         if meta_str(&body, "resourceVersion").is_some() {
-            return Err(ApiError::internal("resourceVersion should not be set on objects to be created"));
+            return Err(ApiError::internal(
+                "resourceVersion should not be set on objects to be created",
+            ));
         }
         let name = match (meta_str(&body, "name"), meta_str(&body, "generateName")) {
             (Some(name), _) => name.to_owned(),
@@ -258,7 +291,14 @@ impl State {
                 format!("{prefix}{suffix}")
             }
             (None, None) => {
-                return Err(ApiError::invalid(&info.kind, &info.group, "", "metadata.name", "FieldValueRequired", "Required value: name or generateName is required"));
+                return Err(ApiError::invalid(
+                    &info.kind,
+                    &info.group,
+                    "",
+                    "metadata.name",
+                    "FieldValueRequired",
+                    "Required value: name or generateName is required",
+                ));
             }
         };
         if !valid_name(&name) {
@@ -268,7 +308,9 @@ impl State {
                 &name,
                 "metadata.name",
                 "FieldValueInvalid",
-                &format!("Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"),
+                &format!(
+                    "Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+                ),
             ));
         }
         let key = key_of(namespace.filter(|_| info.namespaced), &name);
@@ -334,7 +376,10 @@ impl State {
                     None => m.remove("status"),
                 };
             }
-            if let Some(mf) = metadata(&body).and_then(|m| m.get("managedFields")).cloned() {
+            if let Some(mf) = metadata(&body)
+                .and_then(|m| m.get("managedFields"))
+                .cloned()
+            {
                 metadata_mut(&mut merged).insert("managedFields".to_owned(), mf);
             }
             merged
@@ -350,18 +395,33 @@ impl State {
             body
         };
         let old_meta = metadata(&old_value).cloned().unwrap_or_default();
-        let old_generation = old_meta.get("generation").and_then(Value::as_i64).unwrap_or(1);
-        let generation = if spec_part(&new) == spec_part(&old_value) { old_generation } else { old_generation + 1 };
+        let old_generation = old_meta
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        let generation = if spec_part(&new) == spec_part(&old_value) {
+            old_generation
+        } else {
+            old_generation + 1
+        };
         {
             let meta = metadata_mut(&mut new);
-            for field in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"] {
+            for field in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+            ] {
                 match old_meta.get(field) {
                     Some(v) => meta.insert(field.to_owned(), v.clone()),
                     None => meta.remove(field),
                 };
             }
             meta.insert("generation".to_owned(), json!(generation));
-            meta.insert("resourceVersion".to_owned(), Value::String(old.rv.to_string()));
+            meta.insert(
+                "resourceVersion".to_owned(),
+                Value::String(old.rv.to_string()),
+            );
         }
         if new == old_value {
             return Ok(old);
@@ -371,7 +431,11 @@ impl State {
             .and_then(|m| m.get("finalizers"))
             .and_then(Value::as_array)
             .is_none_or(Vec::is_empty);
-        let event_type = if deleting && finalizers_empty { EventType::Deleted } else { EventType::Modified };
+        let event_type = if deleting && finalizers_empty {
+            EventType::Deleted
+        } else {
+            EventType::Modified
+        };
         Ok(self.commit(rid, key, new, event_type))
     }
 
@@ -390,7 +454,10 @@ impl State {
             .get(rid, &key)
             .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
         let mut value = old.value();
-        if let Some(rv) = preconditions.resource_version.as_deref().filter(|rv| !rv.is_empty())
+        if let Some(rv) = preconditions
+            .resource_version
+            .as_deref()
+            .filter(|rv| !rv.is_empty())
             && rv != old.rv.to_string()
         {
             return Err(ApiError::new(
@@ -433,17 +500,26 @@ impl State {
     }
 
     /// Direct create-or-replace, bypassing preconditions and subresource rules.
-    pub(crate) fn upsert(&mut self, rid: ResourceId, mut value: Value) -> Result<Arc<StoredObject>, String> {
+    pub(crate) fn upsert(
+        &mut self,
+        rid: ResourceId,
+        mut value: Value,
+    ) -> Result<Arc<StoredObject>, String> {
         let info = self.resources[rid].clone();
         if !value.is_object() {
             return Err("object is not a JSON object".to_owned());
         }
-        let name = meta_str(&value, "name").ok_or("metadata.name is required")?.to_owned();
+        let name = meta_str(&value, "name")
+            .ok_or("metadata.name is required")?
+            .to_owned();
         let namespace = meta_str(&value, "namespace").map(str::to_owned);
         if info.namespaced && namespace.is_none() {
-            return Err(format!("{} is namespaced: metadata.namespace is required", info.kind));
+            return Err(format!(
+                "{} is namespaced: metadata.namespace is required",
+                info.kind
+            ));
         }
-        Self::normalize(&info, &mut value, namespace.as_deref()).map_err(|e| e.message)?;
+        Self::normalize(&info, &mut value, namespace.as_deref()).map_err(|e| e.message.clone())?;
         let key = key_of(namespace.as_deref().filter(|_| info.namespaced), &name);
         let old = self.get(rid, &key).map(|o| o.value());
         let meta = metadata_mut(&mut value);
@@ -452,21 +528,37 @@ impl State {
             if !meta.contains_key(field) {
                 let v = old_meta
                     .and_then(|m| m.get(field).cloned())
-                    .unwrap_or_else(|| if field == "uid" { Value::String(new_uid()) } else { now_timestamp() });
+                    .unwrap_or_else(|| {
+                        if field == "uid" {
+                            Value::String(new_uid())
+                        } else {
+                            now_timestamp()
+                        }
+                    });
                 meta.insert(field.to_owned(), v);
             }
         }
         if !meta.contains_key("generation") {
-            let old_generation = old_meta.and_then(|m| m.get("generation")).and_then(Value::as_i64);
+            let old_generation = old_meta
+                .and_then(|m| m.get("generation"))
+                .and_then(Value::as_i64);
             let generation = match (&old, old_generation) {
                 (Some(o), Some(g)) => {
-                    if spec_part(o) == spec_part(&value) { g } else { g + 1 }
+                    if spec_part(o) == spec_part(&value) {
+                        g
+                    } else {
+                        g + 1
+                    }
                 }
                 _ => 1,
             };
             metadata_mut(&mut value).insert("generation".to_owned(), json!(generation));
         }
-        let event_type = if old.is_some() { EventType::Modified } else { EventType::Added };
+        let event_type = if old.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
         Ok(self.commit(rid, key, value, event_type))
     }
 
@@ -510,28 +602,42 @@ impl State {
         }
         let current = self.objects[rid]
             .range::<str, _>((lower, Bound::Unbounded))
-            .filter(|(k, _)| !undo.contains_key(*k))
-            .map(|(k, v)| (k, v));
+            .filter(|(k, _)| !undo.contains_key(*k));
         let restored = undo
             .range::<str, _>((lower, Bound::Unbounded))
             .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)));
-        let merged = MergeByKey { a: current.peekable(), b: restored.peekable() };
+        let merged = MergeByKey {
+            a: current.peekable(),
+            b: restored.peekable(),
+        };
         let mut matching = merged
             .take_while(|(k, _)| prefix.as_deref().is_none_or(|p| k.starts_with(p)))
             .filter(|(_, v)| filter.matches(v));
         let limit = limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
-        let items: Vec<Arc<StoredObject>> = matching.by_ref().take(limit).map(|(_, v)| v.clone()).collect();
+        let items: Vec<Arc<StoredObject>> = matching
+            .by_ref()
+            .take(limit)
+            .map(|(_, v)| v.clone())
+            .collect();
         let (continue_after, remaining) = if items.len() < limit {
             (None, None)
         } else if filter.is_empty() {
             let rest = matching.count() as u64;
-            if rest == 0 { (None, None) } else { (items.last().map(|o| o.key.clone()), Some(rest)) }
+            if rest == 0 {
+                (None, None)
+            } else {
+                (items.last().map(|o| o.key.clone()), Some(rest))
+            }
         } else if matching.next().is_some() {
             (items.last().map(|o| o.key.clone()), None)
         } else {
             (None, None)
         };
-        Page { items, continue_after, remaining }
+        Page {
+            items,
+            continue_after,
+            remaining,
+        }
     }
 }
 

@@ -6,8 +6,13 @@ use http::{HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 
 /// An HTTP error, rendered as a `kind: Status` JSON object (or plain text when `plain`).
+/// Boxed so `Result<_, ApiError>` stays small.
 #[derive(Debug, Clone)]
-pub(crate) struct ApiError {
+pub(crate) struct ApiError(Box<ApiErrorData>);
+
+/// The parts of an [`ApiError`].
+#[derive(Debug, Clone)]
+pub(crate) struct ApiErrorData {
     /// HTTP status code, also written to `code`.
     pub code: u16,
     /// `reason` (`NotFound`, `Conflict`, `Expired`, ...).
@@ -25,9 +30,23 @@ pub(crate) struct ApiError {
     pub plain: bool,
 }
 
+impl std::ops::Deref for ApiError {
+    type Target = ApiErrorData;
+
+    fn deref(&self) -> &ApiErrorData {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ApiError {
+    fn deref_mut(&mut self) -> &mut ApiErrorData {
+        &mut self.0
+    }
+}
+
 impl ApiError {
     pub(crate) fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        Self {
+        Self(Box::new(ApiErrorData {
             code,
             reason,
             message: message.into(),
@@ -35,7 +54,7 @@ impl ApiError {
             retry_after: None,
             metadata: None,
             plain: false,
-        }
+        }))
     }
 
     pub(crate) fn with_details(mut self, details: Value) -> Self {
@@ -48,17 +67,30 @@ impl ApiError {
     }
 
     pub(crate) fn path_not_found() -> Self {
-        Self::new(404, "NotFound", "the server could not find the requested resource").with_details(json!({}))
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+        .with_details(json!({}))
     }
 
     pub(crate) fn not_found(plural: &str, group: &str, name: &str) -> Self {
-        Self::new(404, "NotFound", format!("{} \"{name}\" not found", qualified(plural, group)))
-            .with_details(json!({"name": name, "group": group, "kind": plural}))
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", qualified(plural, group)),
+        )
+        .with_details(json!({"name": name, "group": group, "kind": plural}))
     }
 
     pub(crate) fn already_exists(plural: &str, group: &str, name: &str) -> Self {
-        Self::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", qualified(plural, group)))
-            .with_details(json!({"name": name, "group": group, "kind": plural}))
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", qualified(plural, group)),
+        )
+        .with_details(json!({"name": name, "group": group, "kind": plural}))
     }
 
     pub(crate) fn conflict(plural: &str, group: &str, name: &str) -> Self {
@@ -73,11 +105,21 @@ impl ApiError {
         .with_details(json!({"name": name, "group": group, "kind": plural}))
     }
 
-    pub(crate) fn invalid(kind: &str, group: &str, name: &str, field: &str, cause_type: &str, detail: &str) -> Self {
+    pub(crate) fn invalid(
+        kind: &str,
+        group: &str,
+        name: &str,
+        field: &str,
+        cause_type: &str,
+        detail: &str,
+    ) -> Self {
         Self::new(
             422,
             "Invalid",
-            format!("{kind}{} \"{name}\" is invalid: {field}: {detail}", group_suffix(group)),
+            format!(
+                "{kind}{} \"{name}\" is invalid: {field}: {detail}",
+                group_suffix(group)
+            ),
         )
         .with_details(json!({
             "name": name,
@@ -88,7 +130,12 @@ impl ApiError {
     }
 
     pub(crate) fn invalid_list_options(field: &str, detail: &str, cause_reason: &str) -> Self {
-        Self::new(422, "Invalid", format!("ListOptions.meta.k8s.io \"\" is invalid: {field}: {detail}")).with_details(json!({
+        Self::new(
+            422,
+            "Invalid",
+            format!("ListOptions.meta.k8s.io \"\" is invalid: {field}: {detail}"),
+        )
+        .with_details(json!({
             "group": "meta.k8s.io",
             "kind": "ListOptions",
             "causes": [{"reason": cause_reason, "message": detail, "field": field}],
@@ -114,13 +161,21 @@ impl ApiError {
     }
 
     pub(crate) fn internal(message: &str) -> Self {
-        Self::new(500, "InternalError", format!("Internal error occurred: {message}"))
-            .with_details(json!({"causes": [{"message": message}]}))
+        Self::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {message}"),
+        )
+        .with_details(json!({"causes": [{"message": message}]}))
     }
 
     pub(crate) fn method_not_allowed(method: &str) -> Self {
-        Self::new(405, "MethodNotAllowed", format!("the server does not allow this method on the requested resource ({method})"))
-            .with_details(json!({}))
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            format!("the server does not allow this method on the requested resource ({method})"),
+        )
+        .with_details(json!({}))
     }
 
     pub(crate) fn unsupported_media_type(content_type: &str) -> Self {
@@ -148,9 +203,15 @@ impl ApiError {
     pub(crate) fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let (content_type, body) = if self.plain {
-            ("text/plain; charset=utf-8", format!("{}\n", self.message).into_bytes())
+            (
+                "text/plain; charset=utf-8",
+                format!("{}\n", self.message).into_bytes(),
+            )
         } else {
-            ("application/json", serde_json::to_vec(&self.to_status()).unwrap_or_default())
+            (
+                "application/json",
+                serde_json::to_vec(&self.to_status()).unwrap_or_default(),
+            )
         };
         let mut response = Response::new(Body::from(body));
         *response.status_mut() = code;
@@ -158,16 +219,26 @@ impl ApiError {
             .headers_mut()
             .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
         if let Some(secs) = self.retry_after {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
     }
 }
 
 fn qualified(plural: &str, group: &str) -> String {
-    if group.is_empty() { plural.to_owned() } else { format!("{plural}.{group}") }
+    if group.is_empty() {
+        plural.to_owned()
+    } else {
+        format!("{plural}.{group}")
+    }
 }
 
 fn group_suffix(group: &str) -> String {
-    if group.is_empty() { String::new() } else { format!(".{group}") }
+    if group.is_empty() {
+        String::new()
+    } else {
+        format!(".{group}")
+    }
 }

@@ -76,7 +76,9 @@ pub(crate) fn start(
 ) -> Result<Response, ApiError> {
     let start = match (options.send_initial_events, options.rv) {
         (Some(true), _) => Start::Initial { end_bookmark: true },
-        (_, Rv::Unset | Rv::Any) => Start::Initial { end_bookmark: false },
+        (_, Rv::Unset | Rv::Any) => Start::Initial {
+            end_bookmark: false,
+        },
         (_, Rv::At(n)) => Start::After(n),
     };
     let mut faults = WatchFaults::default();
@@ -84,9 +86,15 @@ pub(crate) fn start(
         match fault {
             Fault::WatchGone => faults.gone = true,
             Fault::SilentWatch => faults.silent = true,
-            Fault::LatencyBetweenEvents(d) => faults.latency = Some(faults.latency.unwrap_or_default() + d),
+            Fault::LatencyBetweenEvents(d) => {
+                faults.latency = Some(faults.latency.unwrap_or_default() + d)
+            }
             Fault::AbortWatch { after_events } => {
-                faults.abort_after = Some(faults.abort_after.map_or(after_events, |a| a.min(after_events)));
+                faults.abort_after = Some(
+                    faults
+                        .abort_after
+                        .map_or(after_events, |a| a.min(after_events)),
+                );
             }
             Fault::BadLine { after_events, line } => faults.lines.push((after_events, line)),
             _ => {}
@@ -121,9 +129,10 @@ pub(crate) fn start(
     });
     let stream = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
     let mut response = Response::new(Body::from_stream(stream));
-    response
-        .headers_mut()
-        .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
     Ok(response)
 }
 
@@ -138,14 +147,19 @@ fn event_line(event_type: &str, object: &[u8]) -> Bytes {
 }
 
 fn expired_line(requested: u64, floor: u64) -> Bytes {
-    let status = ApiError::expired(format!("too old resource version: {requested} ({floor})")).to_status();
+    let status =
+        ApiError::expired(format!("too old resource version: {requested} ({floor})")).to_status();
     event_line("ERROR", &serde_json::to_vec(&status).unwrap_or_default())
 }
 
 impl Watch {
     /// # Cancel safety
     /// Not meant to be cancelled except by dropping the whole task.
-    async fn run(mut self, start: Start, mut control: broadcast::Receiver<WatchControl>) -> Result<(), Stop> {
+    async fn run(
+        mut self,
+        start: Start,
+        mut control: broadcast::Receiver<WatchControl>,
+    ) -> Result<(), Stop> {
         let deadline = self.timeout.map(|t| tokio::time::Instant::now() + t);
         if self.faults.gone {
             let (rv, floor) = {
@@ -177,7 +191,10 @@ impl Watch {
         let begun = {
             let state = self.shared.state();
             match start {
-                Start::Initial { .. } => Ok((state.rv, Some(state.snapshot(self.rid, self.namespace.as_deref())))),
+                Start::Initial { .. } => Ok((
+                    state.rv,
+                    Some(state.snapshot(self.rid, self.namespace.as_deref())),
+                )),
                 Start::After(n) if n < state.floor => Err(expired_line(n, state.floor)),
                 Start::After(n) => Ok((n, None)),
             }
@@ -197,7 +214,11 @@ impl Watch {
                 self.write(self.bookmark(cursor, true)).await?;
             }
         }
-        let interval = self.shared.config.bookmark_interval.max(Duration::from_millis(1));
+        let interval = self
+            .shared
+            .config
+            .bookmark_interval
+            .max(Duration::from_millis(1));
         let mut next_bookmark = tokio::time::Instant::now() + interval;
         loop {
             rv_rx.borrow_and_update();
@@ -208,7 +229,8 @@ impl Watch {
                         Err(state.floor)
                     } else {
                         let from = state.log.partition_point(|e| e.rv <= cursor);
-                        let events: Vec<LogEvent> = state.log.range(from..).take(BATCH).cloned().collect();
+                        let events: Vec<LogEvent> =
+                            state.log.range(from..).take(BATCH).cloned().collect();
                         Ok(events)
                     }
                 };
@@ -216,12 +238,15 @@ impl Watch {
                     Ok(events) => events,
                     Err(floor) => return self.write(expired_line(cursor, floor)).await,
                 };
-                let Some(last) = events.last().map(|e| e.rv) else { break };
+                let Some(last) = events.last().map(|e| e.rv) else {
+                    break;
+                };
                 for event in &events {
                     if event.resource == self.rid
                         && let Some((event_type, object)) = self.translate(event)
                     {
-                        self.send_event(event_line(event_type, &object.json)).await?;
+                        self.send_event(event_line(event_type, &object.json))
+                            .await?;
                     }
                 }
                 cursor = last;
@@ -245,7 +270,10 @@ impl Watch {
     }
 
     fn in_scope(&self, object: &StoredObject) -> bool {
-        self.namespace.as_deref().is_none_or(|ns| object.namespace.as_deref() == Some(ns)) && self.filter.matches(object)
+        self.namespace
+            .as_deref()
+            .is_none_or(|ns| object.namespace.as_deref() == Some(ns))
+            && self.filter.matches(object)
     }
 
     /// What this watcher sees of a write: selectors turn modifications into ADDED/DELETED
@@ -268,7 +296,8 @@ impl Watch {
         if initial_events_end {
             metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        let object = json!({"kind": self.kind, "apiVersion": self.api_version, "metadata": metadata});
+        let object =
+            json!({"kind": self.kind, "apiVersion": self.api_version, "metadata": metadata});
         event_line("BOOKMARK", &serde_json::to_vec(&object).unwrap_or_default())
     }
 
@@ -297,7 +326,13 @@ impl Watch {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
-            let _ = self.tx.send(Err(io::Error::new(io::ErrorKind::ConnectionAborted, "injected watch abort"))).await;
+            let _ = self
+                .tx
+                .send(Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "injected watch abort",
+                )))
+                .await;
             return Err(Stop);
         }
         self.write(line).await?;
@@ -307,7 +342,13 @@ impl Watch {
 
     async fn write_due_lines(&mut self) -> Result<(), Stop> {
         let sent = self.sent;
-        let due: Vec<BadLine> = self.faults.lines.iter().filter(|(after, _)| *after == sent).map(|(_, l)| *l).collect();
+        let due: Vec<BadLine> = self
+            .faults
+            .lines
+            .iter()
+            .filter(|(after, _)| *after == sent)
+            .map(|(_, l)| *l)
+            .collect();
         self.faults.lines.retain(|(after, _)| *after != sent);
         for line in due {
             self.write(Bytes::from_static(line.bytes())).await?;

@@ -28,7 +28,10 @@ fn seed(server: &ApiServer, n: usize) {
 }
 
 /// Runs a reflector over `config`; the returned task is aborted by the caller.
-fn run_reflector(server: &ApiServer, config: watcher::Config) -> (Store<ConfigMap>, JoinHandle<()>) {
+fn run_reflector(
+    server: &ApiServer,
+    config: watcher::Config,
+) -> (Store<ConfigMap>, JoinHandle<()>) {
     let api: Api<ConfigMap> = Api::namespaced(server.client(), NS);
     let (reader, writer) = reflector::store();
     let stream = reflector::reflector(writer, watcher(api, config)).default_backoff();
@@ -42,7 +45,11 @@ fn store_versions(store: &Store<ConfigMap>) -> Vec<(String, String)> {
         .iter()
         .map(|o| {
             (
-                format!("{}/{}", o.metadata.namespace.as_deref().unwrap_or_default(), o.metadata.name.as_deref().unwrap_or_default()),
+                format!(
+                    "{}/{}",
+                    o.metadata.namespace.as_deref().unwrap_or_default(),
+                    o.metadata.name.as_deref().unwrap_or_default()
+                ),
                 o.metadata.resource_version.clone().unwrap_or_default(),
             )
         })
@@ -74,15 +81,23 @@ async fn converge(server: &ApiServer, store: &Store<ConfigMap>) {
 async fn write_churn(server: &ApiServer, tag: &str) {
     let api: Api<ConfigMap> = Api::namespaced(server.client(), NS);
     for i in 0..10 {
-        api.create(&PostParams::default(), &cm(&format!("{tag}-{i}"))).await.unwrap();
-    }
-    for i in 0..10 {
-        api.patch(&format!("{tag}-{i}"), &PatchParams::default(), &Patch::Merge(json!({"data": {"i": i.to_string()}})))
+        api.create(&PostParams::default(), &cm(&format!("{tag}-{i}")))
             .await
             .unwrap();
     }
+    for i in 0..10 {
+        api.patch(
+            &format!("{tag}-{i}"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"i": i.to_string()}})),
+        )
+        .await
+        .unwrap();
+    }
     for i in (0..10).step_by(3) {
-        api.delete(&format!("{tag}-{i}"), &DeleteParams::default()).await.unwrap();
+        api.delete(&format!("{tag}-{i}"), &DeleteParams::default())
+            .await
+            .unwrap();
     }
 }
 
@@ -104,11 +119,26 @@ async fn paginated_initial_list_converges() {
         seed(&server, 50);
         let (store, task) = run_reflector(&server, watcher::Config::default().page_size(page_size));
         converge(&server, &store).await;
-        let lists = server.request_log().into_iter().filter(|e| e.verb == Verb::List).collect::<Vec<_>>();
+        let lists = server
+            .request_log()
+            .into_iter()
+            .filter(|e| e.verb == Verb::List)
+            .collect::<Vec<_>>();
         let pages = 50usize.div_ceil(page_size as usize);
-        assert_eq!(lists.len(), pages, "page size {page_size}: one request per page");
-        assert!(lists[1..].iter().all(|e| e.param("continue").is_some()), "later pages continue the first");
-        assert!(lists.iter().all(|e| e.param("limit") == Some(&page_size.to_string()[..])));
+        assert_eq!(
+            lists.len(),
+            pages,
+            "page size {page_size}: one request per page"
+        );
+        assert!(
+            lists[1..].iter().all(|e| e.param("continue").is_some()),
+            "later pages continue the first"
+        );
+        assert!(
+            lists
+                .iter()
+                .all(|e| e.param("limit") == Some(&page_size.to_string()[..]))
+        );
         write_churn(&server, "p").await;
         converge(&server, &store).await;
         task.abort();
@@ -123,8 +153,14 @@ async fn streaming_list_converges() {
     let (store, task) = run_reflector(&server, config);
     converge(&server, &store).await;
     let log = server.request_log();
-    assert!(log.iter().all(|e| e.verb != Verb::List), "no LIST with streaming lists");
-    assert!(log.iter().any(|e| e.verb == Verb::Watch && e.param("sendInitialEvents") == Some("true")));
+    assert!(
+        log.iter().all(|e| e.verb != Verb::List),
+        "no LIST with streaming lists"
+    );
+    assert!(
+        log.iter()
+            .any(|e| e.verb == Verb::Watch && e.param("sendInitialEvents") == Some("true"))
+    );
     write_churn(&server, "s").await;
     converge(&server, &store).await;
     task.abort();
@@ -136,11 +172,18 @@ async fn compaction_during_watch_forces_relist() {
     seed(&server, 10);
     let (store, task) = run_reflector(&server, watcher::Config::default());
     converge(&server, &store).await;
-    let lists_before = server.request_log().iter().filter(|e| e.verb == Verb::List).count();
+    let lists_before = server
+        .request_log()
+        .iter()
+        .filter(|e| e.verb == Verb::List)
+        .count();
 
     // Hold the re-watch back long enough for writes and a compaction to land first, so
     // the watcher resumes from a compacted RV and gets a 410.
-    let delay = server.inject(Matcher::verb(Verb::Watch), Fault::LatencyBeforeHeaders(Duration::from_millis(300)));
+    let delay = server.inject(
+        Matcher::verb(Verb::Watch),
+        Fault::LatencyBeforeHeaders(Duration::from_millis(300)),
+    );
     assert_eq!(server.faults().drop_watches(), 1);
     let objects: Vec<ConfigMap> = (0..5).map(|i| cm(&format!("after-{i}"))).collect();
     server.insert_many(&objects).unwrap();
@@ -149,8 +192,15 @@ async fn compaction_during_watch_forces_relist() {
 
     converge(&server, &store).await;
     assert_eq!(server.fault_hits(delay), 1);
-    let lists_after = server.request_log().iter().filter(|e| e.verb == Verb::List).count();
-    assert!(lists_after > lists_before, "the watcher relisted after the 410");
+    let lists_after = server
+        .request_log()
+        .iter()
+        .filter(|e| e.verb == Verb::List)
+        .count();
+    assert!(
+        lists_after > lists_before,
+        "the watcher relisted after the 410"
+    );
     task.abort();
 }
 
@@ -165,7 +215,14 @@ async fn dropped_watches_converge() {
         write_churn(&server, &format!("d{round}")).await;
     }
     converge(&server, &store).await;
-    let watches = server.request_log().iter().filter(|e| e.verb == Verb::Watch).count();
-    assert!(watches >= 2, "the watcher re-watched after drops ({watches} watches)");
+    let watches = server
+        .request_log()
+        .iter()
+        .filter(|e| e.verb == Verb::Watch)
+        .count();
+    assert!(
+        watches >= 2,
+        "the watcher re-watched after drops ({watches} watches)"
+    );
     task.abort();
 }

@@ -20,14 +20,22 @@ async fn next<S>(stream: &mut S) -> Option<WatchEvent<ConfigMap>>
 where
     S: Stream<Item = kube::Result<WatchEvent<ConfigMap>>> + Unpin,
 {
-    tokio::time::timeout(GUARD, stream.try_next()).await.expect("hang guard").unwrap()
+    tokio::time::timeout(GUARD, stream.try_next())
+        .await
+        .expect("hang guard")
+        .unwrap()
 }
 
 fn describe(event: &WatchEvent<ConfigMap>) -> String {
     match event {
         WatchEvent::Added(o) => format!("ADDED {}", o.metadata.name.as_deref().unwrap_or_default()),
-        WatchEvent::Modified(o) => format!("MODIFIED {}", o.metadata.name.as_deref().unwrap_or_default()),
-        WatchEvent::Deleted(o) => format!("DELETED {}", o.metadata.name.as_deref().unwrap_or_default()),
+        WatchEvent::Modified(o) => format!(
+            "MODIFIED {}",
+            o.metadata.name.as_deref().unwrap_or_default()
+        ),
+        WatchEvent::Deleted(o) => {
+            format!("DELETED {}", o.metadata.name.as_deref().unwrap_or_default())
+        }
         WatchEvent::Bookmark(b) => format!("BOOKMARK {}", b.metadata.resource_version),
         WatchEvent::Error(e) => format!("ERROR {} {}", e.code, e.reason),
     }
@@ -41,7 +49,11 @@ async fn watch_from_rv_replays_events_after_it() {
     let rv = server.current_resource_version();
     api.create(&PostParams::default(), &cm("b")).await.unwrap();
     api.create(&PostParams::default(), &cm("c")).await.unwrap();
-    let mut stream = api.watch(&WatchParams::default().disable_bookmarks(), &rv.to_string()).await.unwrap().boxed();
+    let mut stream = api
+        .watch(&WatchParams::default().disable_bookmarks(), &rv.to_string())
+        .await
+        .unwrap()
+        .boxed();
     assert_eq!(describe(&next(&mut stream).await.unwrap()), "ADDED b");
     assert_eq!(describe(&next(&mut stream).await.unwrap()), "ADDED c");
     api.create(&PostParams::default(), &cm("d")).await.unwrap();
@@ -54,7 +66,11 @@ async fn watch_from_zero_sends_synthetic_added_then_live_events() {
     let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
     api.create(&PostParams::default(), &cm("a")).await.unwrap();
     api.create(&PostParams::default(), &cm("b")).await.unwrap();
-    let mut stream = api.watch(&WatchParams::default().disable_bookmarks(), "0").await.unwrap().boxed();
+    let mut stream = api
+        .watch(&WatchParams::default().disable_bookmarks(), "0")
+        .await
+        .unwrap()
+        .boxed();
     assert_eq!(describe(&next(&mut stream).await.unwrap()), "ADDED a");
     assert_eq!(describe(&next(&mut stream).await.unwrap()), "ADDED b");
     api.delete("a", &Default::default()).await.unwrap();
@@ -69,12 +85,30 @@ async fn watch_from_compacted_rv_gets_410_error_event() {
     let old = server.current_resource_version();
     api.create(&PostParams::default(), &cm("b")).await.unwrap();
     server.compact();
-    let mut stream = api.watch(&WatchParams::default().disable_bookmarks(), &(old - 1).to_string()).await.unwrap().boxed();
+    let mut stream = api
+        .watch(
+            &WatchParams::default().disable_bookmarks(),
+            &(old - 1).to_string(),
+        )
+        .await
+        .unwrap()
+        .boxed();
     let event = next(&mut stream).await.unwrap();
-    let WatchEvent::Error(status) = event else { panic!("expected ERROR, got {}", describe(&event)) };
+    let WatchEvent::Error(status) = event else {
+        panic!("expected ERROR, got {}", describe(&event))
+    };
     assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
-    assert!(status.message.starts_with(&format!("too old resource version: {}", old - 1)), "{}", status.message);
-    assert!(next(&mut stream).await.is_none(), "stream ends after the ERROR event");
+    assert!(
+        status
+            .message
+            .starts_with(&format!("too old resource version: {}", old - 1)),
+        "{}",
+        status.message
+    );
+    assert!(
+        next(&mut stream).await.is_none(),
+        "stream ends after the ERROR event"
+    );
 }
 
 #[tokio::test]
@@ -84,26 +118,43 @@ async fn watcher_falling_behind_bounded_history_gets_410() {
     let rv = server.current_resource_version();
     // Ten writes with a history of five: RV `rv` is gone from the log.
     server.insert_many(&bench_objects::config_maps(10)).unwrap();
-    let mut stream = api.watch(&WatchParams::default().disable_bookmarks(), &rv.to_string()).await.unwrap().boxed();
+    let mut stream = api
+        .watch(&WatchParams::default().disable_bookmarks(), &rv.to_string())
+        .await
+        .unwrap()
+        .boxed();
     let event = next(&mut stream).await.unwrap();
     assert_eq!(describe(&event), "ERROR 410 Expired");
 }
 
 #[tokio::test]
 async fn bookmarks_carry_current_resource_version() {
-    let server = ApiServer::builder().bookmark_interval(Duration::from_millis(50)).start().await.unwrap();
+    let server = ApiServer::builder()
+        .bookmark_interval(Duration::from_millis(50))
+        .start()
+        .await
+        .unwrap();
     let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
     api.create(&PostParams::default(), &cm("a")).await.unwrap();
     let rv = server.current_resource_version();
-    let mut stream = api.watch(&WatchParams::default(), &rv.to_string()).await.unwrap().boxed();
+    let mut stream = api
+        .watch(&WatchParams::default(), &rv.to_string())
+        .await
+        .unwrap()
+        .boxed();
     // Writes elsewhere advance the global RV; the bookmark reports it.
     let other: Api<ConfigMap> = Api::namespaced(server.client(), "other");
-    other.create(&PostParams::default(), &cm("x")).await.unwrap();
+    other
+        .create(&PostParams::default(), &cm("x"))
+        .await
+        .unwrap();
     let current = server.current_resource_version();
     loop {
         match next(&mut stream).await.unwrap() {
             WatchEvent::Bookmark(b) if b.metadata.resource_version == current.to_string() => break,
-            WatchEvent::Bookmark(b) => assert!(b.metadata.resource_version.parse::<u64>().unwrap() <= current),
+            WatchEvent::Bookmark(b) => {
+                assert!(b.metadata.resource_version.parse::<u64>().unwrap() <= current)
+            }
             other => panic!("unexpected {}", describe(&other)),
         }
     }
@@ -114,7 +165,11 @@ async fn timeout_seconds_ends_stream_cleanly() {
     let server = ApiServer::start().await.unwrap();
     let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
     let rv = server.current_resource_version().to_string();
-    let mut stream = api.watch(&WatchParams::default().disable_bookmarks().timeout(1), &rv).await.unwrap().boxed();
+    let mut stream = api
+        .watch(&WatchParams::default().disable_bookmarks().timeout(1), &rv)
+        .await
+        .unwrap()
+        .boxed();
     assert!(next(&mut stream).await.is_none());
 }
 
@@ -125,12 +180,24 @@ async fn send_initial_events_ends_with_annotated_bookmark() {
     api.create(&PostParams::default(), &cm("a")).await.unwrap();
     api.create(&PostParams::default(), &cm("b")).await.unwrap();
     let rv = server.current_resource_version();
-    let mut stream = api.watch(&WatchParams::default().initial_events(), "").await.unwrap().boxed();
+    let mut stream = api
+        .watch(&WatchParams::default().initial_events(), "")
+        .await
+        .unwrap()
+        .boxed();
     assert_eq!(describe(&next(&mut stream).await.unwrap()), "ADDED a");
     assert_eq!(describe(&next(&mut stream).await.unwrap()), "ADDED b");
-    let WatchEvent::Bookmark(b) = next(&mut stream).await.unwrap() else { panic!("expected bookmark") };
+    let WatchEvent::Bookmark(b) = next(&mut stream).await.unwrap() else {
+        panic!("expected bookmark")
+    };
     assert_eq!(b.metadata.resource_version, rv.to_string());
-    assert_eq!(b.metadata.annotations.get("k8s.io/initial-events-end").map(String::as_str), Some("true"));
+    assert_eq!(
+        b.metadata
+            .annotations
+            .get("k8s.io/initial-events-end")
+            .map(String::as_str),
+        Some("true")
+    );
     api.create(&PostParams::default(), &cm("c")).await.unwrap();
     assert_eq!(describe(&next(&mut stream).await.unwrap()), "ADDED c");
 }
