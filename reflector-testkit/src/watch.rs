@@ -251,7 +251,10 @@ impl Watch {
                 }
                 cursor = last;
             }
+            // Biased: stop signals and immediate actions win over new events, so
+            // `drop_watches()` followed by writes ends the watch before it sees them.
             tokio::select! {
+                biased;
                 () = self.token.cancelled() => return Ok(()),
                 () = self.tx.closed() => return Ok(()),
                 () = sleep_until(deadline) => return Ok(()),
