@@ -44,6 +44,11 @@
 //!   writes keep the stored `status`, status writes keep everything but `status` (and
 //!   `managedFields`). Creating an object of such a resource drops its `status`.
 //! * Namespaces need not exist before objects are created in them.
+//! * Not supported: `dryRun` (answers 400 rather than silently writing), server-side apply
+//!   and JSON patch (415), aggregated discovery (`Discovery::run_aggregated`), Table and
+//!   protobuf encodings (every response is JSON), field selectors other than
+//!   `metadata.name`/`metadata.namespace`, and namespace lifecycle (deleting a namespace
+//!   does not delete its objects).
 //!
 //! ## Patch types
 //!
@@ -75,7 +80,8 @@
 //!
 //! `watch=true` streams newline-delimited `{"type","object"}` JSON with chunked encoding.
 //! RV unset/`"0"`: synthetic `ADDED` for the current state, then live events. RV=N: events
-//! after N from the event log; N below the compaction floor: HTTP 200, one `ERROR` event
+//! after N from the event log (N above the current RV: 504 `ResourceVersionTooLarge` at once,
+//! where the real watch cache first waits up to 3 s); N below the compaction floor: HTTP 200, one `ERROR` event
 //! with a 410 `Expired` Status (`too old resource version: N (floor)`), end of stream. A
 //! watcher that falls behind the bounded log gets the same. `allowWatchBookmarks=true`:
 //! `BOOKMARK`s every [`ApiServerBuilder::bookmark_interval`] carrying the RV the watcher

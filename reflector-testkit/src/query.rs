@@ -144,7 +144,8 @@ impl ListOptions {
             .filter(|c| !c.is_empty())
             .map(str::to_owned);
         let timeout = parse_int(pairs, "timeoutSeconds")?
-            .map(|s| Duration::from_secs(u64::try_from(s).unwrap_or(0)));
+            .map(|s| Duration::from_secs(u64::try_from(s).unwrap_or(0)))
+            .filter(|t| !t.is_zero());
         let allow_bookmarks = parse_bool(pairs, "allowWatchBookmarks")?.unwrap_or(false);
         let send_initial_events = parse_bool(pairs, "sendInitialEvents")?;
         let labels = LabelSelector::parse(param(pairs, "labelSelector").unwrap_or_default())?;

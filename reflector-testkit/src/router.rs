@@ -232,6 +232,11 @@ fn fault_response(fired: &Fired) -> Option<ApiError> {
     })
 }
 
+/// Runs the verb for a parsed target.
+///
+/// # Cancel safety
+/// Cancel safe: the only await is reading the body; state writes happen after it, under
+/// one lock, with no await.
 async fn dispatch(
     shared: &Arc<Shared>,
     method: &Method,
@@ -240,6 +245,14 @@ async fn dispatch(
     request: Request,
     fired: Fired,
 ) -> Response {
+    let mutating = matches!(method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE");
+    if mutating
+        && param(pairs, "dryRun").is_some_and(|d| !d.is_empty())
+        && !matches!(target, Target::NotFound)
+    {
+        return ApiError::bad_request("dryRun is not supported by reflector-testkit")
+            .into_response();
+    }
     let result = match target {
         Target::NotFound => Err(ApiError::path_not_found()),
         Target::CoreVersions | Target::Groups | Target::Version | Target::ResourceList { .. } => {
@@ -314,6 +327,10 @@ const MAX_BODY: usize = 3 * 1024 * 1024;
 /// Bytes drained from an oversized body before giving up on it.
 const DRAIN_CAP: usize = 64 * 1024 * 1024;
 
+/// Reads the body (up to [`MAX_BODY`]) and the `Content-Type`.
+///
+/// # Cancel safety
+/// Cancel safe: dropping it only drops the partially read body.
 async fn read_body(request: Request) -> Result<(bytes::Bytes, String), ApiError> {
     let content_type = request
         .headers()

@@ -74,6 +74,13 @@ pub(crate) fn start(
     options: ListOptions,
     fired: Fired,
 ) -> Result<Response, ApiError> {
+    if let Rv::At(n) = options.rv {
+        // The real watch cache waits up to 3 s for a future RV before answering this.
+        let current = shared.state().rv;
+        if n > current {
+            return Err(ApiError::too_large_rv(n, current));
+        }
+    }
     let start = match (options.send_initial_events, options.rv) {
         (Some(true), _) => Start::Initial { end_bookmark: true },
         (_, Rv::Unset | Rv::Any) => Start::Initial {
@@ -305,6 +312,9 @@ impl Watch {
     }
 
     /// Writes one chunk, giving up when the client is gone or the server stops.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a chunk not yet accepted by the channel is dropped, never half-sent.
     async fn write(&mut self, bytes: Bytes) -> Result<(), Stop> {
         tokio::select! {
             sent = self.tx.send(Ok(bytes)) => sent.map_err(|_| Stop),
@@ -313,6 +323,9 @@ impl Watch {
     }
 
     /// Writes one event, applying latency / abort / bad-line faults.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe (the event may be lost); only ever cancelled with the whole task.
     async fn send_event(&mut self, line: Bytes) -> Result<(), Stop> {
         if let Some(delay) = self.faults.latency {
             tokio::select! {
@@ -343,6 +356,10 @@ impl Watch {
         self.write_due_lines().await
     }
 
+    /// Writes the `BadLine` faults due after `self.sent` events.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe (lines are taken before written); only cancelled with the task.
     async fn write_due_lines(&mut self) -> Result<(), Stop> {
         let sent = self.sent;
         let due: Vec<BadLine> = self
@@ -360,6 +377,10 @@ impl Watch {
     }
 }
 
+/// Sleeps until `deadline`, or forever without one.
+///
+/// # Cancel safety
+/// Cancel safe.
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,

@@ -329,6 +329,14 @@ async fn bad_bodies() {
             vec![b' '; 4 * 1024 * 1024],
             413,
         ),
+        (
+            "dryRun",
+            "POST",
+            format!("{CMS}?dryRun=All"),
+            json,
+            br#"{"metadata":{"name":"dry"}}"#.to_vec(),
+            400,
+        ),
     ];
     for (case, method, path, content_type, body, want) in cases {
         let (code, text) = send(&server, method, &path, content_type, &body).await;

@@ -127,6 +127,8 @@ async fn watcher_falling_behind_bounded_history_gets_410() {
     assert_eq!(describe(&event), "ERROR 410 Expired");
 }
 
+// Real time: the bookmark timer runs in the server and arrives over a real socket; paused
+// time would auto-advance the hang guard past in-flight IO.
 #[tokio::test]
 async fn bookmarks_carry_current_resource_version() {
     let server = ApiServer::builder()
@@ -200,4 +202,22 @@ async fn send_initial_events_ends_with_annotated_bookmark() {
     );
     api.create(&PostParams::default(), &cm("c")).await.unwrap();
     assert_eq!(describe(&next(&mut stream).await.unwrap()), "ADDED c");
+}
+
+#[tokio::test]
+async fn watch_from_future_rv_is_too_large() {
+    let server = ApiServer::start().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(server.client_without_retries(), "default");
+    let future = (server.current_resource_version() + 10).to_string();
+    match api.watch(&WatchParams::default(), &future).await {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 504);
+            assert_eq!(
+                status.details.unwrap().causes[0].reason,
+                "ResourceVersionTooLarge"
+            );
+        }
+        Err(other) => panic!("expected 504, got {other:?}"),
+        Ok(_) => panic!("expected 504, got a stream"),
+    }
 }
