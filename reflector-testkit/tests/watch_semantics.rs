@@ -221,3 +221,37 @@ async fn watch_from_future_rv_is_too_large() {
         Ok(_) => panic!("expected 504, got a stream"),
     }
 }
+
+#[tokio::test]
+async fn dropping_the_server_ends_watches_and_stops_listening() {
+    let server = ApiServer::start().await.unwrap();
+    let addr = server.addr();
+    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    api.create(&PostParams::default(), &cm("a")).await.unwrap();
+    let mut stream = api
+        .watch(&WatchParams::default().disable_bookmarks(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    assert_eq!(describe(&next(&mut stream).await.unwrap()), "ADDED a");
+    drop(server);
+    // The watch task is stopped by the server's cancellation token: the stream ends.
+    loop {
+        match tokio::time::timeout(GUARD, stream.next())
+            .await
+            .expect("hang guard")
+        {
+            None => break,
+            Some(Ok(event)) => panic!("unexpected event {}", describe(&event)),
+            Some(Err(_)) => {}
+        }
+    }
+    // And the listener is gone.
+    tokio::time::timeout(GUARD, async {
+        while tokio::net::TcpStream::connect(addr).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("listener still accepting after drop");
+}
