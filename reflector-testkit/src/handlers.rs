@@ -5,10 +5,10 @@ use std::sync::Arc;
 use axum::response::Response;
 use serde_json::Value;
 
-use crate::object::key_of;
+use crate::object::{Repr, key_of};
 use crate::patch::merge_patch;
 use crate::query::ListOptions;
-use crate::router::json_response;
+use crate::router::{RequestBody, json_response};
 use crate::server::Shared;
 use crate::state::{Preconditions, ResourceId};
 use crate::status::ApiError;
@@ -25,6 +25,7 @@ fn parse_json(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
 
 pub(crate) fn get(
     shared: &Shared,
+    repr: Repr,
     rid: ResourceId,
     namespace: Option<&str>,
     name: &str,
@@ -33,51 +34,56 @@ pub(crate) fn get(
     let info = &state.resources[rid];
     state
         .get(rid, &key_of(namespace, name))
-        .map(|o| json_response(200, o.json.clone()))
+        .map(|o| json_response(200, repr.render(&o)))
         .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))
 }
 
 pub(crate) fn create(
     shared: &Shared,
+    repr: Repr,
     rid: ResourceId,
     namespace: Option<&str>,
-    body: &[u8],
-    content_type: &str,
+    body: &RequestBody,
 ) -> Result<Response, ApiError> {
-    let value = parse_json(body, content_type)?;
+    let value = parse_json(&body.bytes, &body.content_type)?;
     let created = shared.state().create(rid, namespace, value)?;
-    Ok(json_response(201, created.json.clone()))
+    Ok(json_response(201, repr.render(&created)))
 }
 
 pub(crate) fn update(
     shared: &Shared,
+    repr: Repr,
     rid: ResourceId,
     namespace: Option<&str>,
     name: &str,
     status: bool,
-    body: &[u8],
-    content_type: &str,
+    body: &RequestBody,
 ) -> Result<Response, ApiError> {
-    let value = parse_json(body, content_type)?;
+    let value = parse_json(&body.bytes, &body.content_type)?;
     let updated = shared.state().update(rid, namespace, name, value, status)?;
-    Ok(json_response(200, updated.json.clone()))
+    Ok(json_response(200, repr.render(&updated)))
 }
 
 pub(crate) fn patch(
     shared: &Shared,
+    repr: Repr,
     rid: ResourceId,
     namespace: Option<&str>,
     name: &str,
     status: bool,
-    body: &[u8],
-    content_type: &str,
+    body: &RequestBody,
 ) -> Result<Response, ApiError> {
-    let media = content_type.split(';').next().unwrap_or_default().trim();
+    let media = body
+        .content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim();
     if media != "application/merge-patch+json" && media != "application/strategic-merge-patch+json"
     {
         return Err(ApiError::unsupported_media_type(media));
     }
-    let patch: Value = serde_json::from_slice(body)
+    let patch: Value = serde_json::from_slice(&body.bytes)
         .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
     if !patch.is_object() {
         return Err(ApiError::bad_request(
@@ -92,11 +98,12 @@ pub(crate) fn patch(
     let mut value = current.value();
     merge_patch(&mut value, &patch);
     let updated = state.update(rid, namespace, name, value, status)?;
-    Ok(json_response(200, updated.json.clone()))
+    Ok(json_response(200, repr.render(&updated)))
 }
 
 pub(crate) fn delete(
     shared: &Shared,
+    repr: Repr,
     rid: ResourceId,
     namespace: Option<&str>,
     name: &str,
@@ -106,7 +113,7 @@ pub(crate) fn delete(
     let deleted = shared
         .state()
         .delete(rid, namespace, name, &preconditions)?;
-    Ok(json_response(200, deleted.json.clone()))
+    Ok(json_response(200, repr.render(&deleted)))
 }
 
 fn delete_preconditions(body: &[u8]) -> Result<Preconditions, ApiError> {

@@ -9,6 +9,7 @@ use serde_json::json;
 
 use crate::continue_token;
 use crate::fault::Fired;
+use crate::object::Repr;
 use crate::query::{ListOptions, Rv, RvMatch};
 use crate::router::json_response;
 use crate::server::Shared;
@@ -20,6 +21,7 @@ pub(crate) const CONTINUE_EXPIRED_MESSAGE: &str = "The provided continue paramet
 
 pub(crate) fn list_or_watch(
     shared: &Arc<Shared>,
+    repr: Repr,
     rid: ResourceId,
     namespace: Option<&str>,
     pairs: &[(String, String)],
@@ -27,13 +29,14 @@ pub(crate) fn list_or_watch(
 ) -> Result<Response, ApiError> {
     let options = ListOptions::parse(pairs)?;
     if options.watch {
-        return crate::watch::start(shared, rid, namespace, options, fired);
+        return crate::watch::start(shared, repr, rid, namespace, options, fired);
     }
-    list(shared, rid, namespace, &options)
+    list(shared, repr, rid, namespace, &options)
 }
 
 fn list(
     shared: &Shared,
+    repr: Repr,
     rid: ResourceId,
     namespace: Option<&str>,
     options: &ListOptions,
@@ -106,21 +109,23 @@ fn list(
     if let Some(remaining) = page.remaining {
         metadata.insert("remainingItemCount".to_owned(), json!(remaining));
     }
+    let (list_kind, list_api_version) = repr.list_type(&info.kind, &info.api_version());
+    let items: Vec<bytes::Bytes> = page.items.iter().map(|o| repr.render(o)).collect();
     let head = json!({
-        "kind": format!("{}List", info.kind),
-        "apiVersion": info.api_version(),
+        "kind": list_kind,
+        "apiVersion": list_api_version,
         "metadata": metadata,
     });
     let head = serde_json::to_vec(&head).unwrap_or_default();
-    let size = head.len() + 16 + page.items.iter().map(|o| o.json.len() + 1).sum::<usize>();
+    let size = head.len() + 16 + items.iter().map(|o| o.len() + 1).sum::<usize>();
     let mut body = BytesMut::with_capacity(size);
     body.put_slice(&head[..head.len() - 1]);
     body.put_slice(b",\"items\":[");
-    for (i, item) in page.items.iter().enumerate() {
+    for (i, item) in items.iter().enumerate() {
         if i > 0 {
             body.put_u8(b',');
         }
-        body.put_slice(&item.json);
+        body.put_slice(item);
     }
     body.put_slice(b"]}");
     Ok(json_response(200, body.freeze()))

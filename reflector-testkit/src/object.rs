@@ -135,3 +135,65 @@ pub(crate) fn valid_name(name: &str) -> bool {
         && name.starts_with(|c: char| c.is_ascii_alphanumeric())
         && name.ends_with(|c: char| c.is_ascii_alphanumeric())
 }
+
+/// How objects are rendered in a response, chosen by the `Accept` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Repr {
+    /// The whole object.
+    Full,
+    /// `meta.k8s.io/v1` `PartialObjectMetadata` (kind, apiVersion and metadata only), as
+    /// the real server sends for `Accept: application/json;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1`.
+    Metadata,
+}
+
+impl Repr {
+    /// Picks the representation from an `Accept` header.
+    pub(crate) fn from_accept(accept: &str) -> Self {
+        let wants_metadata = accept.split(',').next().is_some_and(|first| {
+            first.contains("as=PartialObjectMetadata") && first.contains("g=meta.k8s.io")
+        });
+        if wants_metadata {
+            Self::Metadata
+        } else {
+            Self::Full
+        }
+    }
+
+    /// The object's bytes in this representation.
+    pub(crate) fn render(self, object: &StoredObject) -> Bytes {
+        match self {
+            Self::Full => object.json.clone(),
+            Self::Metadata => {
+                let value = object.value();
+                let partial = serde_json::json!({
+                    "kind": "PartialObjectMetadata",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": value.get("metadata").cloned().unwrap_or(Value::Null),
+                });
+                Bytes::from(serde_json::to_vec(&partial).unwrap_or_default())
+            }
+        }
+    }
+
+    /// `(kind, apiVersion)` for a single object of `kind`/`api_version`.
+    pub(crate) fn object_type(self, kind: &str, api_version: &str) -> (String, String) {
+        match self {
+            Self::Full => (kind.to_owned(), api_version.to_owned()),
+            Self::Metadata => (
+                "PartialObjectMetadata".to_owned(),
+                "meta.k8s.io/v1".to_owned(),
+            ),
+        }
+    }
+
+    /// `(kind, apiVersion)` for a list of `kind`/`api_version`.
+    pub(crate) fn list_type(self, kind: &str, api_version: &str) -> (String, String) {
+        match self {
+            Self::Full => (format!("{kind}List"), api_version.to_owned()),
+            Self::Metadata => (
+                "PartialObjectMetadataList".to_owned(),
+                "meta.k8s.io/v1".to_owned(),
+            ),
+        }
+    }
+}

@@ -9,6 +9,7 @@ use http::{Method, header};
 use serde_json::json;
 
 use crate::fault::{Fault, Fired, RequestInfo};
+use crate::object::Repr;
 use crate::query::{self, param};
 use crate::request_log::{RequestLogEntry, Verb};
 use crate::server::Shared;
@@ -245,6 +246,13 @@ async fn dispatch(
     request: Request,
     fired: Fired,
 ) -> Response {
+    let repr = Repr::from_accept(
+        request
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default(),
+    );
     let mutating = matches!(method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE");
     if mutating
         && param(pairs, "dryRun").is_some_and(|d| !d.is_empty())
@@ -263,15 +271,13 @@ async fn dispatch(
             }
         }
         Target::Collection { rid, namespace, .. } => match method.as_str() {
-            "GET" => crate::list::list_or_watch(shared, *rid, namespace.as_deref(), pairs, fired),
+            "GET" => {
+                crate::list::list_or_watch(shared, repr, *rid, namespace.as_deref(), pairs, fired)
+            }
             "POST" => match read_body(request).await {
-                Ok((body, content_type)) => crate::handlers::create(
-                    shared,
-                    *rid,
-                    namespace.as_deref(),
-                    &body,
-                    &content_type,
-                ),
+                Ok(body) => {
+                    crate::handlers::create(shared, repr, *rid, namespace.as_deref(), &body)
+                }
                 Err(e) => Err(e),
             },
             "DELETE" => {
@@ -288,29 +294,17 @@ async fn dispatch(
         } => {
             let ns = namespace.as_deref();
             match method.as_str() {
-                "GET" => crate::handlers::get(shared, *rid, ns, name),
+                "GET" => crate::handlers::get(shared, repr, *rid, ns, name),
                 "PUT" | "PATCH" | "DELETE" => match read_body(request).await {
-                    Ok((body, content_type)) => match method.as_str() {
-                        "PUT" => crate::handlers::update(
-                            shared,
-                            *rid,
-                            ns,
-                            name,
-                            *status,
-                            &body,
-                            &content_type,
-                        ),
-                        "PATCH" => crate::handlers::patch(
-                            shared,
-                            *rid,
-                            ns,
-                            name,
-                            *status,
-                            &body,
-                            &content_type,
-                        ),
+                    Ok(body) => match method.as_str() {
+                        "PUT" => {
+                            crate::handlers::update(shared, repr, *rid, ns, name, *status, &body)
+                        }
+                        "PATCH" => {
+                            crate::handlers::patch(shared, repr, *rid, ns, name, *status, &body)
+                        }
                         _ if *status => Err(ApiError::method_not_allowed("DELETE")),
-                        _ => crate::handlers::delete(shared, *rid, ns, name, &body),
+                        _ => crate::handlers::delete(shared, repr, *rid, ns, name, &body.bytes),
                     },
                     Err(e) => Err(e),
                 },
@@ -319,6 +313,12 @@ async fn dispatch(
         }
     };
     result.unwrap_or_else(ApiError::into_response)
+}
+
+/// A request body and its `Content-Type`.
+pub(crate) struct RequestBody {
+    pub bytes: bytes::Bytes,
+    pub content_type: String,
 }
 
 /// Largest request body accepted (the real server's limit is 3 MiB for most bodies).
@@ -331,7 +331,7 @@ const DRAIN_CAP: usize = 64 * 1024 * 1024;
 ///
 /// # Cancel safety
 /// Cancel safe: dropping it only drops the partially read body.
-async fn read_body(request: Request) -> Result<(bytes::Bytes, String), ApiError> {
+async fn read_body(request: Request) -> Result<RequestBody, ApiError> {
     let content_type = request
         .headers()
         .get(header::CONTENT_TYPE)
@@ -361,7 +361,10 @@ async fn read_body(request: Request) -> Result<(bytes::Bytes, String), ApiError>
         ));
     }
     let body = body.freeze();
-    Ok((body, content_type))
+    Ok(RequestBody {
+        bytes: body,
+        content_type,
+    })
 }
 
 /// A 200/201 JSON response from pre-serialized bytes.

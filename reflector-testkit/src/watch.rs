@@ -20,7 +20,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::fault::{BadLine, Fault, Fired, WatchControl};
-use crate::object::StoredObject;
+use crate::object::{Repr, StoredObject};
 use crate::query::{ListOptions, Rv};
 use crate::server::Shared;
 use crate::state::{EventType, LogEvent, ObjectFilter, ResourceId};
@@ -53,6 +53,7 @@ struct Watch {
     rid: ResourceId,
     namespace: Option<String>,
     filter: ObjectFilter,
+    repr: Repr,
     kind: String,
     api_version: String,
     bookmarks: bool,
@@ -69,6 +70,7 @@ struct Stop;
 
 pub(crate) fn start(
     shared: &Arc<Shared>,
+    repr: Repr,
     rid: ResourceId,
     namespace: Option<&str>,
     options: ListOptions,
@@ -110,7 +112,7 @@ pub(crate) fn start(
     let (kind, api_version) = {
         let state = shared.state();
         let info = &state.resources[rid];
-        (info.kind.clone(), info.api_version())
+        repr.object_type(&info.kind, &info.api_version())
     };
     let (tx, mut rx) = mpsc::channel::<Result<Bytes, io::Error>>(16);
     let control = shared.watch_control.subscribe();
@@ -119,6 +121,7 @@ pub(crate) fn start(
         rid,
         namespace: namespace.map(str::to_owned),
         filter: options.filter,
+        repr,
         kind,
         api_version,
         bookmarks: options.allow_bookmarks,
@@ -215,7 +218,8 @@ impl Watch {
                 if !self.filter.matches(object) {
                     continue;
                 }
-                self.send_event(event_line("ADDED", &object.json)).await?;
+                let line = event_line("ADDED", &self.repr.render(object));
+                self.send_event(line).await?;
             }
             if let Start::Initial { end_bookmark: true } = start {
                 self.write(self.bookmark(cursor, true)).await?;
@@ -252,7 +256,7 @@ impl Watch {
                     if event.resource == self.rid
                         && let Some((event_type, object)) = self.translate(event)
                     {
-                        self.send_event(event_line(event_type, &object.json))
+                        self.send_event(event_line(event_type, &self.repr.render(object)))
                             .await?;
                     }
                 }

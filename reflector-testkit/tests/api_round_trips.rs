@@ -672,3 +672,64 @@ async fn discovery_finds_configmaps_and_the_crd() {
         "{found:?}"
     );
 }
+
+#[tokio::test]
+async fn partial_object_metadata_for_metadata_requests() {
+    let server = ApiServer::start().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    api.create(&PostParams::default(), &cm("a", &[("app", "web")]))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &cm("b", &[]))
+        .await
+        .unwrap();
+
+    let meta = api.get_metadata("a").await.unwrap();
+    let types = meta.types.clone().unwrap();
+    assert_eq!(
+        (types.kind.as_str(), types.api_version.as_str()),
+        ("PartialObjectMetadata", "meta.k8s.io/v1")
+    );
+    assert_eq!(meta.metadata.labels.unwrap()["app"], "web");
+
+    let list = api
+        .list_metadata(&ListParams::default().limit(1))
+        .await
+        .unwrap();
+    assert_eq!(list.items.len(), 1);
+    assert_eq!(list.items[0].metadata.name.as_deref(), Some("a"));
+    assert_eq!(list.metadata.remaining_item_count, Some(1));
+
+    // On the wire: no `data`, list kind PartialObjectMetadataList.
+    let request = http::Request::get("/api/v1/namespaces/default/configmaps")
+        .header(
+            "Accept",
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+        )
+        .body(Vec::new())
+        .unwrap();
+    let text = server.client().request_text(request).await.unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(value["kind"], "PartialObjectMetadataList");
+    assert_eq!(value["items"][0]["kind"], "PartialObjectMetadata");
+    assert!(value["items"][0].get("data").is_none());
+
+    let rv = server.current_resource_version().to_string();
+    let mut stream = api
+        .watch_metadata(&WatchParams::default().disable_bookmarks(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    api.delete("b", &DeleteParams::default()).await.unwrap();
+    match tokio::time::timeout(std::time::Duration::from_secs(10), stream.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+    {
+        Some(WatchEvent::Deleted(o)) => {
+            assert_eq!(o.metadata.name.as_deref(), Some("b"));
+            assert_eq!(o.types.unwrap().kind, "PartialObjectMetadata");
+        }
+        other => panic!("expected DELETED, got {other:?}"),
+    }
+}

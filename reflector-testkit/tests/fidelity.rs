@@ -257,3 +257,41 @@ async fn dropped_watches_converge() {
     );
     task.abort();
 }
+
+#[tokio::test]
+async fn metadata_watcher_converges() {
+    let server = ApiServer::start().await.unwrap();
+    seed(&server, 15);
+    // `Api<PartialObjectMeta<K>>` makes kube send metadata-only (PartialObjectMetadata) requests.
+    let api: Api<kube::core::PartialObjectMeta<ConfigMap>> = Api::namespaced(server.client(), NS);
+    let (store, writer) = reflector::store::<kube::core::PartialObjectMeta<ConfigMap>>();
+    let stream = reflector::reflector(
+        writer,
+        watcher(api, watcher::Config::default().page_size(4)),
+    )
+    .default_backoff();
+    let task = tokio::spawn(stream.for_each(|_| async {}));
+    let versions = |store: &Store<kube::core::PartialObjectMeta<ConfigMap>>| {
+        let mut v: Vec<(String, String)> = store
+            .state()
+            .iter()
+            .map(|o| {
+                (
+                    format!("{NS}/{}", o.metadata.name.as_deref().unwrap_or_default()),
+                    o.metadata.resource_version.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    write_churn(&server, "m").await;
+    tokio::time::timeout(GUARD, async {
+        while versions(&store) != server.versions::<ConfigMap>(Some(NS)).unwrap() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("metadata store never converged");
+    task.abort();
+}
