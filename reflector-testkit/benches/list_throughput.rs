@@ -2,6 +2,8 @@
 //! benchmark ConfigMaps (~1.4 KiB, the shared `bench/` object set) listed in pages of 500.
 //!
 //! `cargo bench -p reflector-testkit --bench list_throughput -- --sample-size 10`
+//!
+//! Also measures `ApiServer::insert_many` of the same 10,000 objects (`insert_many/`).
 
 use criterion::{Criterion, Throughput, criterion_main};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -49,11 +51,34 @@ fn list_throughput(c: &mut Criterion) {
     runtime.block_on(server.shutdown());
 }
 
+/// Direct `insert_many` of 10,000 benchmark ConfigMaps into a fresh server (the objects
+/// are generated outside the measurement).
+fn insert_many(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let objects = bench_objects::config_maps(OBJECTS);
+    let mut group = c.benchmark_group("insert_many");
+    group.throughput(Throughput::Elements(OBJECTS as u64));
+    group.bench_function("configmaps_10k", |b| {
+        b.iter_batched(
+            || runtime.block_on(ApiServer::start()).expect("server"),
+            |server| {
+                server.insert_many(&objects).expect("insert");
+                server
+            },
+            criterion::BatchSize::PerIteration,
+        );
+    });
+    group.finish();
+}
+
 mod harness {
     //! `criterion_group!` generates an undocumented public function.
     #![allow(missing_docs)]
-    use super::list_throughput;
-    criterion::criterion_group!(benches, list_throughput);
+    use super::{insert_many, list_throughput};
+    criterion::criterion_group!(benches, list_throughput, insert_many);
 }
 
 criterion_main!(harness::benches);

@@ -558,6 +558,13 @@ async fn list_resource_version_semantics() {
     api.create(&PostParams::default(), &cm("b", &[]))
         .await
         .unwrap();
+    api.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "changed"}})),
+    )
+    .await
+    .unwrap();
 
     // Exact at an old RV is served from history.
     let exact = api
@@ -570,6 +577,12 @@ async fn list_resource_version_semantics() {
         .unwrap();
     assert_eq!(exact.items.len(), 1);
     assert_eq!(exact.metadata.resource_version, Some(old_rv.to_string()));
+    assert_eq!(
+        exact.items[0].metadata.resource_version,
+        Some(old_rv.to_string()),
+        "the object as it was at old_rv"
+    );
+    assert_eq!(exact.items[0].data.as_ref().unwrap()["k"], "v");
     let not_older = api
         .list(
             &ListParams::default()
