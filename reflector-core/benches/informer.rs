@@ -37,7 +37,10 @@ fn config_map(i: usize) -> ConfigMap {
             name: Some(format!("cm-{i:06}")),
             namespace: Some(format!("ns-{}", i % 10)),
             resource_version: Some((i + 2).to_string()),
-            labels: Some(BTreeMap::from([("group".to_owned(), (i % 100).to_string())])),
+            labels: Some(BTreeMap::from([(
+                "group".to_owned(),
+                (i % 100).to_string(),
+            )])),
             ..ObjectMeta::default()
         },
         data: Some(BTreeMap::from([("payload".to_owned(), "x".repeat(900))])),
@@ -65,7 +68,11 @@ impl ListerWatcher<ConfigMap> for OneShot {
         })
     }
 
-    async fn watch(&self, _: &WatchParams, _: &str) -> Result<WatchStream<ConfigMap>, ListWatchError> {
+    async fn watch(
+        &self,
+        _: &WatchParams,
+        _: &str,
+    ) -> Result<WatchStream<ConfigMap>, ListWatchError> {
         let events = self.events.lock().unwrap().take().unwrap_or_default();
         Ok(futures::stream::iter(events.into_iter().map(Ok))
             .chain(futures::stream::pending())
@@ -108,11 +115,13 @@ fn pipeline(c: &mut Criterion) {
                 b.iter_custom(|iters| {
                     let mut total = Duration::ZERO;
                     for _ in 0..iters {
-                        let events: Vec<_> = objects.iter().cloned().map(WatchEvent::Added).collect();
+                        let events: Vec<_> =
+                            objects.iter().cloned().map(WatchEvent::Added).collect();
                         let lw = OneShot {
                             events: Mutex::new(Some(events)),
                         };
-                        let informer = SharedIndexInformer::new(lw, Duration::ZERO, Indexers::new());
+                        let informer =
+                            SharedIndexInformer::new(lw, Duration::ZERO, Indexers::new());
                         let remaining = Arc::new(AtomicUsize::new(handlers));
                         let done = Arc::new(Notify::new());
                         for _ in 0..handlers {
