@@ -20,6 +20,8 @@ mod api_lister_watcher;
 mod boxed;
 mod fake_source;
 mod field_filter;
+#[cfg(test)]
+pub(crate) mod mock_api;
 mod watch_decoder;
 
 use std::future::Future;
