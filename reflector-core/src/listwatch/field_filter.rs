@@ -96,6 +96,19 @@ impl Node {
         child.insert(rest);
     }
 
+    fn merge(&mut self, other: &Node) {
+        self.skip |= other.skip;
+        for (key, theirs) in &other.fields {
+            match self.fields.iter_mut().find(|(k, _)| k == key) {
+                Some((_, ours)) => ours.merge(theirs),
+                None => self.fields.push((key.clone(), theirs.clone())),
+            }
+        }
+        if let Some(theirs) = &other.items {
+            self.items.get_or_insert_with(Box::default).merge(theirs);
+        }
+    }
+
     /// Nothing at or under this node is filtered.
     fn is_empty(&self) -> bool {
         !self.skip && self.fields.is_empty() && self.items.is_none()
@@ -184,6 +197,16 @@ impl FieldFilter {
         let segments = parse_path(path)?;
         self.insert_segments(&segments, path);
         Ok(())
+    }
+
+    /// Also skips every path of `other`.
+    pub fn merge(&mut self, other: &FieldFilter) {
+        self.root.merge(&other.root);
+        for p in &other.paths {
+            if !self.paths.contains(p) {
+                self.paths.push(p.clone());
+            }
+        }
     }
 
     fn insert_segments(&mut self, segments: &[Segment], path: &str) {

@@ -336,3 +336,15 @@ fn skipped_subtree_is_never_handed_to_its_type() {
     assert!(lean.metadata.managed_fields.is_none());
     assert_eq!(SPY_VISITS.with(Cell::get), 0, "filtered decode never visits it");
 }
+
+#[test]
+fn merge_is_the_union_of_paths() {
+    let mut a = filter(&["data", "status.conditions[*].message"]);
+    a.merge(&filter(&["metadata.managedFields", "status.conditions[*].reason", "data"]));
+    let got = filtered_value(
+        r#"{"data":1,"metadata":{"managedFields":2,"name":"n"},"status":{"conditions":[{"message":"m","reason":"r","type":"t"}]}}"#,
+        &a,
+    );
+    assert_eq!(got, json!({"metadata":{"name":"n"},"status":{"conditions":[{"type":"t"}]}}));
+    assert_eq!(a.paths().len(), 4);
+}
