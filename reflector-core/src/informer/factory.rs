@@ -434,9 +434,11 @@ mod tests {
     async fn transform_runs_on_top_of_lean_decode() {
         let objs = cached(InformerFactory::new(api().client()), true).await;
         assert!(objs.iter().all(|o| o.metadata.managed_fields.is_none()));
-        assert!(
-            objs.iter()
-                .all(|o| o.metadata.labels.as_ref().is_some_and(|l| l["seen"] == "yes"))
-        );
+        assert!(objs.iter().all(|o| {
+            o.metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l["seen"] == "yes")
+        }));
     }
 }

@@ -307,13 +307,29 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(list.metadata.resource_version.as_deref(), Some("10"));
-        let names: Vec<_> = list.items.iter().map(|c| c.metadata.name.clone().unwrap()).collect();
+        let names: Vec<_> = list
+            .items
+            .iter()
+            .map(|c| c.metadata.name.clone().unwrap())
+            .collect();
         assert_eq!(names, ["a", "b"]);
-        assert!(list.items.iter().all(|c| c.metadata.managed_fields.is_none()));
-        assert!(list.items.iter().all(|c| c.data.as_ref().is_some_and(|d| d["k"] == "v")));
+        assert!(
+            list.items
+                .iter()
+                .all(|c| c.metadata.managed_fields.is_none())
+        );
+        assert!(
+            list.items
+                .iter()
+                .all(|c| c.data.as_ref().is_some_and(|d| d["k"] == "v"))
+        );
         let reqs = api.requests();
         assert_eq!(reqs.len(), 1);
-        assert!(reqs[0].starts_with("/api/v1/namespaces/ns/configmaps?"), "{}", reqs[0]);
+        assert!(
+            reqs[0].starts_with("/api/v1/namespaces/ns/configmaps?"),
+            "{}",
+            reqs[0]
+        );
         assert!(reqs[0].contains("limit=500"));
     }
 
@@ -322,14 +338,23 @@ mod tests {
         let api = MockApi::new(&list_json(), "");
         let list = lw(&api).list(&ListParams::default()).await.unwrap();
         assert_eq!(list.items.len(), 2);
-        assert!(list.items.iter().all(|c| c.metadata.managed_fields.is_some()));
+        assert!(
+            list.items
+                .iter()
+                .all(|c| c.metadata.managed_fields.is_some())
+        );
         let cleared = lw(&api)
             .field_filter(FieldFilter::managed_fields())
             .field_filter(FieldFilter::new())
             .list(&ListParams::default())
             .await
             .unwrap();
-        assert!(cleared.items.iter().all(|c| c.metadata.managed_fields.is_some()));
+        assert!(
+            cleared
+                .items
+                .iter()
+                .all(|c| c.metadata.managed_fields.is_some())
+        );
     }
 
     #[tokio::test]
@@ -358,7 +383,10 @@ mod tests {
             .list(&ListParams::default())
             .await
             .unwrap_err();
-        assert!(matches!(err, ListWatchError::Decode { what: "list", .. }), "{err:?}");
+        assert!(
+            matches!(err, ListWatchError::Decode { what: "list", .. }),
+            "{err:?}"
+        );
     }
 
     #[tokio::test]
@@ -378,7 +406,11 @@ mod tests {
             matches!(&second, WatchEvent::Modified(c) if c.metadata.resource_version.as_deref() == Some("12") && c.metadata.managed_fields.is_none())
         );
         let reqs = api.requests();
-        assert!(reqs[0].contains("watch=true") && reqs[0].contains("resourceVersion=10"), "{}", reqs[0]);
+        assert!(
+            reqs[0].contains("watch=true") && reqs[0].contains("resourceVersion=10"),
+            "{}",
+            reqs[0]
+        );
     }
 
     #[tokio::test]

@@ -5,7 +5,8 @@
 //! any serde deserializer. When the adapter meets a map key whose path is in the set,
 //! it consumes the value with [`IgnoredAny`] and hides the key from the type being
 //! decoded: the skipped subtree is parsed (it must still be valid JSON) but never
-//! allocated. Keys are compared after unescaping, so `"man\u0061gedFields"` is
+//! allocated (as with serde_json's own skipping of unknown fields, strings inside a
+//! skipped subtree are not checked for valid UTF-8). Keys are compared after unescaping, so `"man\u0061gedFields"` is
 //! `managedFields`. Only exact paths match: a `managedFields` key anywhere but under
 //! `metadata` is left alone.
 //!
@@ -344,8 +345,9 @@ fn parse_path(path: &str) -> Result<Vec<Segment>, FieldFilterError> {
                 if rest.starts_with("[*]") {
                     segments.push(Segment::Items);
                     i += 3;
-                } else if rest.starts_with("[\"") {
-                    let (key, used) = parse_quoted(&rest[2..]).map_err(|(off, p)| err(i + 2 + off, p))?;
+                } else if let Some(quoted) = rest.strip_prefix("[\"") {
+                    let (key, used) =
+                        parse_quoted(quoted).map_err(|(off, p)| err(i + 2 + off, p))?;
                     segments.push(Segment::Key(key));
                     i += 2 + used;
                     if bytes.get(i) != Some(&b']') {
@@ -736,7 +738,13 @@ impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for WrapVariant<'_, A> {
 
     fn tuple_variant<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, A::Error> {
         match self.node {
-            Some(node) => self.variant.tuple_variant(len, Wrap { inner: visitor, node }),
+            Some(node) => self.variant.tuple_variant(
+                len,
+                Wrap {
+                    inner: visitor,
+                    node,
+                },
+            ),
             None => self.variant.tuple_variant(len, visitor),
         }
     }
@@ -747,9 +755,13 @@ impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for WrapVariant<'_, A> {
         visitor: V,
     ) -> Result<V::Value, A::Error> {
         match self.node {
-            Some(node) => self
-                .variant
-                .struct_variant(fields, Wrap { inner: visitor, node }),
+            Some(node) => self.variant.struct_variant(
+                fields,
+                Wrap {
+                    inner: visitor,
+                    node,
+                },
+            ),
             None => self.variant.struct_variant(fields, visitor),
         }
     }
@@ -917,7 +929,9 @@ impl<'de, E: de::Error> Deserializer<'de> for KeyDeserializer<'de, E> {
             Key::Borrowed(s) => {
                 BorrowedStrDeserializer::<E>::new(s).deserialize_enum(name, variants, visitor)
             }
-            Key::Owned(s) => StringDeserializer::<E>::new(s).deserialize_enum(name, variants, visitor),
+            Key::Owned(s) => {
+                StringDeserializer::<E>::new(s).deserialize_enum(name, variants, visitor)
+            }
             _ => self.deserialize_any(visitor),
         }
     }

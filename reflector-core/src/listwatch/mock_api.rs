@@ -62,7 +62,9 @@ impl MockApi {
                 let res = http::Response::builder()
                     .status(*code)
                     .body(StreamBody::new(stream))
-                    .unwrap_or_else(|_| http::Response::new(TestBody::new(futures::stream::empty().boxed())));
+                    .unwrap_or_else(|_| {
+                        http::Response::new(TestBody::new(futures::stream::empty().boxed()))
+                    });
                 Ok::<_, Infallible>(res)
             }
         });

@@ -314,7 +314,9 @@ mod tests {
         decoder().field_filter(&FieldFilter::managed_fields())
     }
 
-    async fn collect_lean(chunks: Vec<String>) -> Vec<Result<WatchEvent<ConfigMap>, ListWatchError>> {
+    async fn collect_lean(
+        chunks: Vec<String>,
+    ) -> Vec<Result<WatchEvent<ConfigMap>, ListWatchError>> {
         let body = futures::stream::iter(
             chunks
                 .into_iter()
@@ -326,7 +328,9 @@ mod tests {
     #[test]
     fn filtered_decoder_drops_managed_fields_and_keeps_the_rest() {
         let ev = lean_decoder().decode_line(ADDED_MF.as_bytes()).unwrap();
-        let WatchEvent::Added(cm) = ev else { panic!("expected ADDED") };
+        let WatchEvent::Added(cm) = ev else {
+            panic!("expected ADDED")
+        };
         assert!(cm.metadata.managed_fields.is_none());
         assert_eq!(cm.metadata.resource_version.as_deref(), Some("6"));
         assert_eq!(cm.data.unwrap()["k"], "v");
@@ -341,7 +345,9 @@ mod tests {
         let got = collect_lean(vec![format!("{pod}\n{ADDED_MF}\n{status}\n{{\"type\":\"ADDED\",\"object\":{{\"metadata\":{{\"managedFields\":[1,]}}}}}}\n{ADDED_MF}\n")]).await;
         assert_eq!(got.len(), 4);
         assert!(matches!(&got[0], Err(e) if e.is_unexpected_kind()));
-        assert!(matches!(&got[1], Ok(WatchEvent::Added(cm)) if cm.metadata.managed_fields.is_none()));
+        assert!(
+            matches!(&got[1], Ok(WatchEvent::Added(cm)) if cm.metadata.managed_fields.is_none())
+        );
         assert!(matches!(&got[2], Ok(WatchEvent::Error(s)) if s.code == 410));
         assert!(matches!(&got[3], Err(ListWatchError::Decode { .. })));
     }

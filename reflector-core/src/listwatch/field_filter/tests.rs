@@ -21,7 +21,10 @@ fn filtered_value(json: &str, f: &FieldFilter) -> Value {
 #[test]
 fn configmap_through_filter_equals_plain_decode_without_managed_fields() {
     let mut plain: ConfigMap = serde_json::from_slice(SAMPLE).unwrap();
-    assert!(plain.metadata.managed_fields.is_some(), "fixture has managedFields");
+    assert!(
+        plain.metadata.managed_fields.is_some(),
+        "fixture has managedFields"
+    );
     plain.metadata.managed_fields = None;
     let lean: ConfigMap = from_slice(SAMPLE, &FieldFilter::managed_fields()).unwrap();
     assert_eq!(lean, plain);
@@ -122,8 +125,11 @@ fn data_is_filtered_entirely() {
 
 #[test]
 fn quoted_key_path_removes_only_that_key() {
-    let cm: ConfigMap =
-        from_slice(SAMPLE, &filter(&[r#"metadata.labels["app.kubernetes.io/name"]"#])).unwrap();
+    let cm: ConfigMap = from_slice(
+        SAMPLE,
+        &filter(&[r#"metadata.labels["app.kubernetes.io/name"]"#]),
+    )
+    .unwrap();
     let labels = cm.metadata.labels.unwrap();
     assert_eq!(labels.len(), 2);
     assert!(!labels.contains_key("app.kubernetes.io/name"));
@@ -149,7 +155,9 @@ fn invalid_paths_are_typed_errors() {
     ];
     for (path, at) in cases {
         match FieldFilter::new().skip(path) {
-            Err(FieldFilterError::InvalidPath { path: p, at: got, .. }) => {
+            Err(FieldFilterError::InvalidPath {
+                path: p, at: got, ..
+            }) => {
                 assert_eq!(&p, path);
                 assert_eq!(got, *at, "offset for {path:?}");
             }
@@ -158,7 +166,11 @@ fn invalid_paths_are_typed_errors() {
     }
     let mut f = FieldFilter::managed_fields();
     assert!(f.add("bad..path").is_err());
-    assert_eq!(f, FieldFilter::managed_fields(), "a failed add leaves the filter as it was");
+    assert_eq!(
+        f,
+        FieldFilter::managed_fields(),
+        "a failed add leaves the filter as it was"
+    );
 }
 
 #[test]
@@ -192,10 +204,18 @@ fn malformed_input_is_a_typed_error_never_a_panic() {
     ];
     for input in inputs {
         let res = from_slice::<ConfigMap>(input, &f);
-        assert!(res.is_err(), "{:?} should not decode", String::from_utf8_lossy(input));
+        assert!(
+            res.is_err(),
+            "{:?} should not decode",
+            String::from_utf8_lossy(input)
+        );
     }
-    let err = from_slice::<ConfigMap>(b"{\"metadata\":{\"managedFields\":[{\"a\":", &f).unwrap_err();
-    assert!(err.is_eof(), "a cut-short skipped subtree is an EOF error: {err}");
+    let err =
+        from_slice::<ConfigMap>(b"{\"metadata\":{\"managedFields\":[{\"a\":", &f).unwrap_err();
+    assert!(
+        err.is_eof(),
+        "a cut-short skipped subtree is an EOF error: {err}"
+    );
     let err = from_slice::<ConfigMap>(b"{\"metadata\":{\"managedFields\":[1,}}", &f).unwrap_err();
     assert!(err.is_syntax());
 }
@@ -210,7 +230,11 @@ fn list_and_watch_prefixes_filter_each_object() {
     let got: ObjectList<ConfigMap> = from_slice(list.as_bytes(), &f.for_list_items()).unwrap();
     assert_eq!(got.metadata.resource_version.as_deref(), Some("9"));
     assert_eq!(got.items.len(), 2);
-    assert!(got.items.iter().all(|cm| cm.metadata.managed_fields.is_none()));
+    assert!(
+        got.items
+            .iter()
+            .all(|cm| cm.metadata.managed_fields.is_none())
+    );
     assert_eq!(f.within("items[*]").unwrap(), f.for_list_items());
 
     let line = format!(r#"{{"type":"MODIFIED","object":{item}}}"#);
@@ -224,7 +248,10 @@ fn list_and_watch_prefixes_filter_each_object() {
     let line = format!(r#"{{"object":{item},"type":"ADDED"}}"#);
     let ev: WatchEvent<ConfigMap> = from_slice(line.as_bytes(), &f.for_watch_object()).unwrap();
     assert!(matches!(ev, WatchEvent::Added(cm) if cm.metadata.managed_fields.is_none()));
-    assert_eq!(f.within("object").unwrap().paths(), ["object.metadata.managedFields"]);
+    assert_eq!(
+        f.within("object").unwrap().paths(),
+        ["object.metadata.managedFields"]
+    );
 }
 
 #[test]
@@ -250,8 +277,11 @@ struct Numbered {
 
 #[test]
 fn numeric_map_keys_still_parse_on_a_filtered_map() {
-    let got: Numbered =
-        from_slice(br#"{"m":{"1":"a","7":"drop","2":"b"}}"#, &filter(&[r#"m["7"]"#])).unwrap();
+    let got: Numbered = from_slice(
+        br#"{"m":{"1":"a","7":"drop","2":"b"}}"#,
+        &filter(&[r#"m["7"]"#]),
+    )
+    .unwrap();
     assert_eq!(got.m, BTreeMap::from([(1, "a".into()), (2, "b".into())]));
 }
 
@@ -288,9 +318,18 @@ fn paths_go_through_options_newtypes_and_enum_variants() {
     assert_eq!(
         got,
         Holder {
-            o: Some(Wrapper(Secret { keep: 1, secret: None })),
-            e: Choice::V { keep: 2, secret: None },
-            w: Choice::W(Secret { keep: 3, secret: None }),
+            o: Some(Wrapper(Secret {
+                keep: 1,
+                secret: None
+            })),
+            e: Choice::V {
+                keep: 2,
+                secret: None
+            },
+            w: Choice::W(Secret {
+                keep: 3,
+                secret: None
+            }),
         }
     );
 }
@@ -328,23 +367,38 @@ fn skipped_subtree_is_never_handed_to_its_type() {
     SPY_VISITS.with(|c| c.set(0));
     let plain: SpyObject = serde_json::from_slice(SAMPLE).unwrap();
     assert!(plain.metadata.managed_fields.is_some());
-    assert_eq!(SPY_VISITS.with(Cell::get), 1, "plain decode visits managedFields");
+    assert_eq!(
+        SPY_VISITS.with(Cell::get),
+        1,
+        "plain decode visits managedFields"
+    );
 
     SPY_VISITS.with(|c| c.set(0));
     let lean: SpyObject = from_slice(SAMPLE, &FieldFilter::managed_fields()).unwrap();
     assert_eq!(lean.metadata.name, "cm-000000");
     assert!(lean.metadata.managed_fields.is_none());
-    assert_eq!(SPY_VISITS.with(Cell::get), 0, "filtered decode never visits it");
+    assert_eq!(
+        SPY_VISITS.with(Cell::get),
+        0,
+        "filtered decode never visits it"
+    );
 }
 
 #[test]
 fn merge_is_the_union_of_paths() {
     let mut a = filter(&["data", "status.conditions[*].message"]);
-    a.merge(&filter(&["metadata.managedFields", "status.conditions[*].reason", "data"]));
+    a.merge(&filter(&[
+        "metadata.managedFields",
+        "status.conditions[*].reason",
+        "data",
+    ]));
     let got = filtered_value(
         r#"{"data":1,"metadata":{"managedFields":2,"name":"n"},"status":{"conditions":[{"message":"m","reason":"r","type":"t"}]}}"#,
         &a,
     );
-    assert_eq!(got, json!({"metadata":{"name":"n"},"status":{"conditions":[{"type":"t"}]}}));
+    assert_eq!(
+        got,
+        json!({"metadata":{"name":"n"},"status":{"conditions":[{"type":"t"}]}})
+    );
     assert_eq!(a.paths().len(), 4);
 }
