@@ -6,21 +6,15 @@
 //! it consumes the value with [`IgnoredAny`] and hides the key from the type being
 //! decoded: the skipped subtree is parsed (it must still be valid JSON) but never
 //! allocated (as with serde_json's own skipping of unknown fields, strings inside a
-//! skipped subtree are not checked for valid UTF-8). Keys are compared after unescaping, so `"man\u0061gedFields"` is
-//! `managedFields`. Only exact paths match: a `managedFields` key anywhere but under
-//! `metadata` is left alone.
+//! skipped subtree are not checked for valid UTF-8). Keys are compared after
+//! unescaping, so `"man\u0061gedFields"` is `managedFields`. Only exact paths match:
+//! a `managedFields` key anywhere but under `metadata` is left alone.
 //!
 //! Off the filtered paths the adapter steps aside: a value none of whose descendants is
 //! filtered is handed to the type with the inner deserializer itself, so decoding it
 //! costs what plain serde_json costs.
 //!
-//! # Path syntax
-//! Segments joined by `.`: a bare key (`metadata`), `[*]` for every element of a
-//! sequence (`conditions[*]`), or a quoted key for keys holding `.`, `[` or `]`
-//! (`metadata.labels["app.kubernetes.io/name"]`, with `\"` and `\\` escapes).
-//!
-//! A filtered field the type requires (one without a default) makes decoding fail with
-//! the type's "missing field" error; Kubernetes types default every field.
+//! The path syntax is described on [`FieldFilter`].
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -116,8 +110,24 @@ impl Node {
     }
 }
 
-/// A set of JSON paths skipped while decoding. See the [module docs](self) for the
-/// path syntax.
+/// A set of JSON paths skipped while decoding, and the [`Deserializer`] adapter that
+/// skips them ([`FieldFilter::wrap`], [`FieldFilter::deserialize`],
+/// [`FieldFilter::seed`], [`from_slice_filtered`](super::from_slice_filtered)).
+///
+/// A skipped value is consumed with [`IgnoredAny`]: it must be valid JSON but is
+/// never allocated. Keys are compared after unescaping (`"man\u0061gedFields"` is
+/// `managedFields`) and only exact paths match: `managedFields` anywhere but under
+/// `metadata` is left alone. Off the filtered paths the adapter steps aside and
+/// values decode at plain serde_json cost.
+///
+/// # Path syntax
+/// Segments joined by `.`: a bare key (`metadata`), `[*]` for every element of a
+/// sequence (`status.conditions[*].message`), or a quoted key for keys holding `.`,
+/// `[`, `]` or `"` (`metadata.labels["app.kubernetes.io/name"]`, with `\"` and `\\`
+/// escapes). A path ending in `[*]` drops every element of that sequence.
+///
+/// Skipping a field the type requires (one without a default) makes decoding fail
+/// with the type's "missing field" error; Kubernetes types default every field.
 ///
 /// # Example
 /// ```
