@@ -192,7 +192,8 @@ where
 pub mod __private {
     use std::fmt::Display;
 
-    pub use kube::Client;
+    pub use kube::{Client, Resource};
+    pub use serde::de::DeserializeOwned;
 
     /// The static assertion the derive emits for a struct with no `#[kube]`
     /// attribute: the struct itself must be the resource.
