@@ -38,6 +38,9 @@ pub struct IndexAttr {
     pub sources: Vec<(Span, Source)>,
     /// Whether it was written with parentheses.
     pub has_args: bool,
+    /// Whether a key in it was already reported (unknown or misplaced): then a
+    /// missing name or source is that key's fault and not reported again.
+    pub reported: bool,
 }
 
 /// A struct's `#[reflect(..)]` attributes.
@@ -62,7 +65,7 @@ pub struct KubeAttrs {
     pub span: Span,
     /// `kind = ".."`.
     pub kind: Option<LitStr>,
-    /// `struct = ".."`: kube's rename of the root type.
+    /// `root = ".."`: kube's rename of the root type.
     pub root: Option<LitStr>,
 }
 
@@ -99,8 +102,9 @@ fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
     if meta.input.peek(syn::Token![=]) {
         meta.value()?.parse::<syn::Expr>()?;
     } else if meta.input.peek(syn::token::Paren) {
-        let _content;
-        syn::parenthesized!(_content in meta.input);
+        let content;
+        syn::parenthesized!(content in meta.input);
+        content.parse::<proc_macro2::TokenStream>()?;
     }
     Ok(())
 }
@@ -120,6 +124,7 @@ fn parse_index(cx: &Ctxt, meta: &ParseNestedMeta<'_>, struct_level: bool) -> syn
         name: None,
         sources: Vec::new(),
         has_args: false,
+        reported: false,
     };
     if meta.input.peek(syn::Token![=]) {
         cx.error_spanned_by(
@@ -147,6 +152,7 @@ fn parse_index(cx: &Ctxt, meta: &ParseNestedMeta<'_>, struct_level: bool) -> syn
                         key_string(p)
                     ),
                 );
+                index.reported = true;
                 return skip_value(&inner);
             }
             let src = if p.is_ident("with") {
@@ -163,6 +169,7 @@ fn parse_index(cx: &Ctxt, meta: &ParseNestedMeta<'_>, struct_level: bool) -> syn
         } else {
             let keys = if struct_level { STRUCT_INDEX_KEYS } else { FIELD_INDEX_KEYS };
             unknown_key(cx, p, "`index`", keys);
+            index.reported = true;
             skip_value(&inner)?;
         }
         Ok(())
@@ -221,7 +228,7 @@ pub fn field_attrs(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
     out
 }
 
-/// Reads `kind` and `struct` from `#[kube(..)]` attributes; `None` when there is none.
+/// Reads `kind` and `root` from `#[kube(..)]` attributes; `None` when there is none.
 /// Anything else kube accepts is skipped, and syntax errors are left to kube.
 pub fn kube_attrs(attrs: &[Attribute]) -> Option<KubeAttrs> {
     let mut out: Option<KubeAttrs> = None;
@@ -234,7 +241,7 @@ pub fn kube_attrs(attrs: &[Attribute]) -> Option<KubeAttrs> {
         let _ = attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("kind") {
                 k.kind = Some(meta.value()?.parse()?);
-            } else if meta.path.is_ident("struct") {
+            } else if meta.path.is_ident("root") {
                 k.root = Some(meta.value()?.parse()?);
             } else {
                 skip_value(&meta)?;

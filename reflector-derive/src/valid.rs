@@ -113,9 +113,17 @@ fn target(cx: &Ctxt, input: &Input<'_>) -> Option<(Ident, bool)> {
     }
 }
 
-fn struct_index_read(cx: &Ctxt, sources: Vec<(Span, Source)>, at: Span) -> Read<'static> {
+fn struct_index_read(
+    cx: &Ctxt,
+    sources: Vec<(Span, Source)>,
+    at: Span,
+    reported: bool,
+) -> Read<'static> {
     let mut it = sources.into_iter();
     let Some((_, first)) = it.next() else {
+        if reported {
+            return Read::Stub;
+        }
         cx.error_at(
             at,
             "a struct-level index needs one of `label = \"..\"`, `annotation = \"..\"` or `with = path::to::fn`",
@@ -157,12 +165,14 @@ pub fn check<'a>(cx: &Ctxt, input: Input<'a>) -> Option<Model<'a>> {
             continue;
         }
         let Some(name) = idx.name else {
-            cx.error_at(idx.span, "a struct-level index needs `name = \"by_..\"`");
+            if !idx.reported {
+                cx.error_at(idx.span, "a struct-level index needs `name = \"by_..\"`");
+            }
             // Still check its source, to report every error at once.
-            let _ = struct_index_read(cx, idx.sources, idx.span);
+            let _ = struct_index_read(cx, idx.sources, idx.span, idx.reported);
             continue;
         };
-        let read = struct_index_read(cx, idx.sources, idx.span);
+        let read = struct_index_read(cx, idx.sources, idx.span, idx.reported);
         indexes.push(Index {
             name: name.value(),
             span: name.span(),
@@ -216,19 +226,22 @@ pub fn check<'a>(cx: &Ctxt, input: Input<'a>) -> Option<Model<'a>> {
         }
         true
     });
-    for idx in &indexes {
-        if let Some(base) = idx.name.strip_suffix("_keys")
-            && seen.contains_key(base)
-        {
-            cx.error_at(
-                idx.span,
-                format!(
-                    "index name `{}` collides with `{base}_keys`, the key-only query of index `{base}`",
-                    idx.name
-                ),
-            );
+    indexes.retain(|idx| {
+        let Some(base) = idx.name.strip_suffix("_keys") else {
+            return true;
+        };
+        if !seen.contains_key(base) {
+            return true;
         }
-    }
+        cx.error_at(
+            idx.span,
+            format!(
+                "index name `{}` is also the name of the key-only query of index `{base}`; rename one of them",
+                idx.name
+            ),
+        );
+        false
+    });
 
     let (target, is_spec) = target?;
     Some(Model {
