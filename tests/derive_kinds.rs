@@ -133,7 +133,9 @@ fn manual_resource_gadget_is_indexed_on_its_own_fields() {
     assert_eq!(names(indexer.by_port(80)), ["a", "b"]);
     assert_eq!(names(indexer.by_port(8080)), ["b"]);
     assert_eq!(names(indexer.by_app("db")), ["b"]);
-    indexer.delete(gadget("b", "blue", [80, 8080], "db")).unwrap();
+    indexer
+        .delete(gadget("b", "blue", [80, 8080], "db"))
+        .unwrap();
     assert_eq!(names(indexer.by_port(80)), ["a"]);
     assert!(indexer.by_app("db").is_empty());
 }
@@ -152,17 +154,34 @@ fn crate_path_reflector_core_works() {
 #[tokio::test]
 async fn lister_watcher_lists_every_namespace_and_narrows() {
     let c = client();
-    assert_eq!(Widget::lister_watcher(c.clone()).url(), "/apis/example.com/v1/widgets");
     assert_eq!(
-        Widget::lister_watcher(c.clone()).namespace("ns").labels("app=web").url(),
+        Widget::lister_watcher(c.clone()).url(),
+        "/apis/example.com/v1/widgets"
+    );
+    assert_eq!(
+        Widget::lister_watcher(c.clone())
+            .namespace("ns")
+            .labels("app=web")
+            .url(),
         "/apis/example.com/v1/namespaces/ns/widgets"
     );
-    assert_eq!(Rack::lister_watcher(c.clone()).url(), "/apis/example.com/v1/racks");
-    assert_eq!(Gadget::lister_watcher(c).url(), "/apis/example.com/v1/gadgets");
+    assert_eq!(
+        Rack::lister_watcher(c.clone()).url(),
+        "/apis/example.com/v1/racks"
+    );
+    assert_eq!(
+        Gadget::lister_watcher(c).url(),
+        "/apis/example.com/v1/gadgets"
+    );
 }
 
 fn sorted_index_names<K: reflector::object::Object>(i: &SharedIndexInformer<K>) -> Vec<String> {
-    let mut n: Vec<String> = i.indexer().get_indexers().names().map(str::to_owned).collect();
+    let mut n: Vec<String> = i
+        .indexer()
+        .get_indexers()
+        .names()
+        .map(str::to_owned)
+        .collect();
     n.sort();
     n
 }
@@ -185,7 +204,10 @@ async fn factory_reflected_adds_indexes_once_and_keeps_existing_ones() {
         .unwrap();
     let reflected = factory.reflected::<Rack>();
     let again = factory.reflected::<Rack>();
-    assert_eq!(sorted_index_names(&again), ["by_region", "by_slots", "namespace"]);
+    assert_eq!(
+        sorted_index_names(&again),
+        ["by_region", "by_slots", "namespace"]
+    );
     // Same informer, and the pre-existing `by_region` was kept, not replaced.
     reflected.indexer().add(rack("r1", "eu", &[])).unwrap();
     assert_eq!(names(plain.by_region("mine")), ["r1"]);
@@ -213,7 +235,10 @@ async fn on_event_delivers_typed_events_and_queries_follow_the_informer() {
         let seen = Arc::clone(&seen);
         move |ev: GadgetEvent| {
             let s = match ev {
-                Event::Added { obj, is_in_initial_list } => {
+                Event::Added {
+                    obj,
+                    is_in_initial_list,
+                } => {
                     format!("added {} {is_in_initial_list}", obj.color)
                 }
                 Event::Updated { old, new } => format!("updated {} -> {}", old.color, new.color),

@@ -84,7 +84,9 @@ impl W<'_> {
                 tags: self.tags.iter().map(|t| (*t).to_owned()).collect(),
                 parent: self.parent.map(str::to_owned),
                 replicas: self.replicas,
-                zones: self.zones.map(|z| z.iter().map(|t| (*t).to_owned()).collect()),
+                zones: self
+                    .zones
+                    .map(|z| z.iter().map(|t| (*t).to_owned()).collect()),
                 size: self.size,
             },
         );
@@ -148,15 +150,34 @@ fn by_owner_returns_exactly_the_owners_widgets() {
     assert!(lister.by_owner("carol").is_empty());
     assert_eq!(
         lister.by_owner_keys("alice"),
-        vec![ObjectKey::new(Some("default"), "a"), ObjectKey::new(Some("default"), "c")]
+        vec![
+            ObjectKey::new(Some("default"), "a"),
+            ObjectKey::new(Some("default"), "c")
+        ]
     );
 }
 
 #[test]
 fn by_tags_indexes_each_element() {
     let (indexer, lister) = cache();
-    indexer.add(W { tags: &["blue", "red"], ..w("a", "x") }.build()).unwrap();
-    indexer.add(W { tags: &["red"], ..w("b", "x") }.build()).unwrap();
+    indexer
+        .add(
+            W {
+                tags: &["blue", "red"],
+                ..w("a", "x")
+            }
+            .build(),
+        )
+        .unwrap();
+    indexer
+        .add(
+            W {
+                tags: &["red"],
+                ..w("b", "x")
+            }
+            .build(),
+        )
+        .unwrap();
     indexer.add(w("c", "x").build()).unwrap();
     assert_eq!(names(lister.by_tags("red")), ["a", "b"]);
     assert_eq!(names(lister.by_tags("blue")), ["a"]);
@@ -166,7 +187,15 @@ fn by_tags_indexes_each_element() {
 #[test]
 fn by_parent_has_no_value_when_none() {
     let (indexer, lister) = cache();
-    indexer.add(W { parent: Some("p"), ..w("a", "x") }.build()).unwrap();
+    indexer
+        .add(
+            W {
+                parent: Some("p"),
+                ..w("a", "x")
+            }
+            .build(),
+        )
+        .unwrap();
     indexer.add(w("b", "x").build()).unwrap();
     assert_eq!(names(lister.by_parent("p")), ["a"]);
     assert!(lister.by_parent("").is_empty());
@@ -177,8 +206,24 @@ fn by_parent_has_no_value_when_none() {
 #[test]
 fn by_zones_reads_an_optional_set() {
     let (indexer, lister) = cache();
-    indexer.add(W { zones: Some(&["z1", "z2"]), ..w("a", "x") }.build()).unwrap();
-    indexer.add(W { zones: Some(&[]), ..w("b", "x") }.build()).unwrap();
+    indexer
+        .add(
+            W {
+                zones: Some(&["z1", "z2"]),
+                ..w("a", "x")
+            }
+            .build(),
+        )
+        .unwrap();
+    indexer
+        .add(
+            W {
+                zones: Some(&[]),
+                ..w("b", "x")
+            }
+            .build(),
+        )
+        .unwrap();
     indexer.add(w("c", "x").build()).unwrap();
     assert_eq!(names(lister.by_zones("z2")), ["a"]);
     let mut values = indexer.list_index_func_values("by_zones");
@@ -189,8 +234,24 @@ fn by_zones_reads_an_optional_set() {
 #[test]
 fn by_replicas_takes_integers() {
     let (indexer, lister) = cache();
-    indexer.add(W { replicas: 3, ..w("a", "x") }.build()).unwrap();
-    indexer.add(W { replicas: 30, ..w("b", "x") }.build()).unwrap();
+    indexer
+        .add(
+            W {
+                replicas: 3,
+                ..w("a", "x")
+            }
+            .build(),
+        )
+        .unwrap();
+    indexer
+        .add(
+            W {
+                replicas: 30,
+                ..w("b", "x")
+            }
+            .build(),
+        )
+        .unwrap();
     assert_eq!(names(lister.by_replicas(3)), ["a"]);
     assert_eq!(names(lister.by_replicas(30u64)), ["b"]);
     assert_eq!(names(lister.by_replicas("3")), ["a"]);
@@ -199,8 +260,25 @@ fn by_replicas_takes_integers() {
 #[test]
 fn by_app_reads_the_label_and_by_team_the_annotation() {
     let (indexer, lister) = cache();
-    indexer.add(W { app: Some("web"), team: Some("core"), ..w("a", "x") }.build()).unwrap();
-    indexer.add(W { app: Some("db"), ..w("b", "x") }.build()).unwrap();
+    indexer
+        .add(
+            W {
+                app: Some("web"),
+                team: Some("core"),
+                ..w("a", "x")
+            }
+            .build(),
+        )
+        .unwrap();
+    indexer
+        .add(
+            W {
+                app: Some("db"),
+                ..w("b", "x")
+            }
+            .build(),
+        )
+        .unwrap();
     indexer.add(w("c", "x").build()).unwrap();
     assert_eq!(names(lister.by_app("web")), ["a"]);
     assert_eq!(names(lister.by_app("db")), ["b"]);
@@ -211,8 +289,24 @@ fn by_app_reads_the_label_and_by_team_the_annotation() {
 #[test]
 fn by_size_class_calls_the_with_function() {
     let (indexer, lister) = cache();
-    indexer.add(W { size: 12, ..w("a", "x") }.build()).unwrap();
-    indexer.add(W { size: 2, ..w("b", "x") }.build()).unwrap();
+    indexer
+        .add(
+            W {
+                size: 12,
+                ..w("a", "x")
+            }
+            .build(),
+        )
+        .unwrap();
+    indexer
+        .add(
+            W {
+                size: 2,
+                ..w("b", "x")
+            }
+            .build(),
+        )
+        .unwrap();
     assert_eq!(names(lister.by_size_class("big")), ["a"]);
     assert_eq!(names(lister.by_size_class("small")), ["b"]);
 }
@@ -220,10 +314,32 @@ fn by_size_class_calls_the_with_function() {
 #[test]
 fn updates_move_widgets_between_owners_and_tags() {
     let (indexer, lister) = cache();
-    indexer.add(W { tags: &["blue"], ..w("a", "alice") }.build()).unwrap();
-    indexer.add(W { tags: &["blue"], ..w("b", "alice") }.build()).unwrap();
     indexer
-        .update(W { tags: &["red", "green"], ..w("a", "bob") }.build())
+        .add(
+            W {
+                tags: &["blue"],
+                ..w("a", "alice")
+            }
+            .build(),
+        )
+        .unwrap();
+    indexer
+        .add(
+            W {
+                tags: &["blue"],
+                ..w("b", "alice")
+            }
+            .build(),
+        )
+        .unwrap();
+    indexer
+        .update(
+            W {
+                tags: &["red", "green"],
+                ..w("a", "bob")
+            }
+            .build(),
+        )
         .unwrap();
     assert_eq!(names(lister.by_owner("alice")), ["b"]);
     assert_eq!(names(lister.by_owner("bob")), ["a"]);
@@ -235,7 +351,13 @@ fn updates_move_widgets_between_owners_and_tags() {
 #[test]
 fn deletes_leave_every_index() {
     let (indexer, lister) = cache();
-    let a = W { tags: &["blue"], parent: Some("p"), app: Some("web"), ..w("a", "alice") }.build();
+    let a = W {
+        tags: &["blue"],
+        parent: Some("p"),
+        app: Some("web"),
+        ..w("a", "alice")
+    }
+    .build();
     indexer.add(Arc::clone(&a)).unwrap();
     indexer.add(w("b", "alice").build()).unwrap();
     indexer.delete(a).unwrap();

@@ -42,19 +42,18 @@ use crate::store::{Indexer, Indexers, StoreError};
 ///
 /// # Example
 /// ```
-/// use k8s_openapi::api::core::v1::ConfigMap;
 /// use reflector_core::reflect::Reflect;
-/// use reflector_core::store::{Indexer, Indexers};
+/// use reflector_core::store::Indexer;
 ///
-/// // What the derive writes, by hand for a built-in kind.
-/// struct Cm(ConfigMap);
-/// fn by_app(cm: &ConfigMap) -> Vec<String> {
-///     cm.metadata.labels.iter().flat_map(|l| l.get("app").cloned()).collect()
+/// /// A cache with every index `K` declares.
+/// fn cache<K: Reflect>() -> Indexer<K> {
+///     Indexer::new(K::indexers())
 /// }
-/// let indexers: Indexers<ConfigMap> = Indexers::new().with("by_app", by_app);
-/// let cache = Indexer::new(indexers);
-/// # let _ = cache;
-/// fn needs_reflect<K: Reflect>() -> Vec<&'static str> { K::INDEX_NAMES.to_vec() }
+///
+/// /// Whether `K` declares the index `name`.
+/// fn declares<K: Reflect>(name: &str) -> bool {
+///     K::INDEX_NAMES.contains(&name)
+/// }
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no declared indexes: it does not derive `Reflect`",
@@ -226,7 +225,9 @@ pub mod __private {
     }
 
     /// One value per element.
-    pub fn each<'a, T: IndexValue + ?Sized + 'a>(it: impl IntoIterator<Item = &'a T>) -> Vec<String> {
+    pub fn each<'a, T: IndexValue + ?Sized + 'a>(
+        it: impl IntoIterator<Item = &'a T>,
+    ) -> Vec<String> {
         it.into_iter().map(ToString::to_string).collect()
     }
 

@@ -91,7 +91,9 @@ fn unknown_key(cx: &Ctxt, path: &Path, what: &str, expected: &[&str]) {
         .collect::<Vec<_>>()
         .join(", ");
     let msg = match best {
-        Some((_, e)) => format!("unknown {what} key `{key}`; did you mean `{e}`? (expected one of {list})"),
+        Some((_, e)) => {
+            format!("unknown {what} key `{key}`; did you mean `{e}`? (expected one of {list})")
+        }
         None => format!("unknown {what} key `{key}` (expected one of {list})"),
     };
     cx.error_spanned_by(path, msg);
@@ -118,7 +120,11 @@ fn set_once<T>(cx: &Ctxt, slot: &mut Option<T>, value: T, path: &Path) {
 }
 
 /// Parses `index` / `index(..)` at `meta`.
-fn parse_index(cx: &Ctxt, meta: &ParseNestedMeta<'_>, struct_level: bool) -> syn::Result<IndexAttr> {
+fn parse_index(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta<'_>,
+    struct_level: bool,
+) -> syn::Result<IndexAttr> {
     let mut index = IndexAttr {
         span: meta.path.span(),
         name: None,
@@ -186,7 +192,10 @@ pub fn struct_attrs(cx: &Ctxt, attrs: &[Attribute]) -> StructAttrs {
                 let lit: LitStr = meta.value()?.parse()?;
                 match lit.parse::<Path>() {
                     Ok(path) => set_once(cx, &mut out.krate, path, &meta.path),
-                    Err(_) => cx.error_spanned_by(&lit, "`crate` must be a path, e.g. `crate = \"reflector\"`"),
+                    Err(_) => cx.error_spanned_by(
+                        &lit,
+                        "`crate` must be a path, e.g. `crate = \"reflector\"`",
+                    ),
                 }
             } else if meta.path.is_ident("index") {
                 out.indexes.push(parse_index(cx, &meta, true)?);

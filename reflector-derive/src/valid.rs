@@ -65,7 +65,9 @@ fn check_name(cx: &Ctxt, name: &str, span: Span) -> bool {
     if syn::parse_str::<Ident>(name).is_err() {
         cx.error_at(
             span,
-            format!("index name `{name}` is not a Rust identifier: it becomes the query method's name"),
+            format!(
+                "index name `{name}` is not a Rust identifier: it becomes the query method's name"
+            ),
         );
         return false;
     }
@@ -220,7 +222,10 @@ pub fn check<'a>(cx: &Ctxt, input: Input<'a>) -> Option<Model<'a>> {
         if seen.insert(idx.name.clone(), ()).is_some() {
             cx.error_at(
                 idx.span,
-                format!("duplicate index name `{}`: every index needs its own name", idx.name),
+                format!(
+                    "duplicate index name `{}`: every index needs its own name",
+                    idx.name
+                ),
             );
             return false;
         }
