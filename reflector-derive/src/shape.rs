@@ -87,3 +87,53 @@ pub fn classify(ty: &Type) -> Shape<'_> {
         _ => Shape::Unsupported("this kind of type"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape_of(src: &str) -> String {
+        let ty: Type = syn::parse_str(src).expect("a type");
+        let name = |t: &Type| quote::quote!(#t).to_string().replace(' ', "");
+        match classify(&ty) {
+            Shape::One(t) => format!("one {}", name(t)),
+            Shape::Optional(t) => format!("optional {}", name(t)),
+            Shape::Many(t) => format!("many {}", name(t)),
+            Shape::OptionalMany(t) => format!("optional many {}", name(t)),
+            Shape::Unsupported(what) => format!("unsupported: {what}"),
+        }
+    }
+
+    #[test]
+    fn classify_scalars_options_and_collections() {
+        assert_eq!(shape_of("String"), "one String");
+        assert_eq!(shape_of("u32"), "one u32");
+        assert_eq!(shape_of("my::Id"), "one my::Id");
+        assert_eq!(shape_of("Option<String>"), "optional String");
+        assert_eq!(shape_of("std::option::Option<i64>"), "optional i64");
+        assert_eq!(shape_of("Vec<String>"), "many String");
+        assert_eq!(shape_of("BTreeSet<u8>"), "many u8");
+        assert_eq!(shape_of("std::collections::HashSet<String>"), "many String");
+        assert_eq!(shape_of("VecDeque<char>"), "many char");
+        assert_eq!(shape_of("[u16; 4]"), "many u16");
+        assert_eq!(shape_of("Option<Vec<String>>"), "optional many String");
+    }
+
+    #[test]
+    fn classify_rejects_what_has_no_index_value() {
+        assert_eq!(shape_of("HashMap<String, String>"), "unsupported: a map");
+        assert_eq!(shape_of("BTreeMap<String, u8>"), "unsupported: a map");
+        assert_eq!(shape_of("(String, u32)"), "unsupported: a tuple");
+        assert_eq!(shape_of("()"), "unsupported: the unit type `()`");
+        assert_eq!(shape_of("&'static str"), "unsupported: a reference");
+        assert_eq!(
+            shape_of("Vec<Vec<String>>"),
+            "unsupported: a collection of collections or options"
+        );
+        assert_eq!(
+            shape_of("Option<Option<String>>"),
+            "unsupported: an `Option` of an `Option`"
+        );
+        assert_eq!(shape_of("Option<HashMap<String, String>>"), "unsupported: a map");
+    }
+}
