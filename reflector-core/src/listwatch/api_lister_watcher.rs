@@ -149,9 +149,8 @@ where
         if lp.field_selector.is_none() {
             lp.field_selector.clone_from(&self.field_selector);
         }
-        let mut req = Request::new(&self.url)
-            .list(&lp)
-            .map_err(|e| ListWatchError::Transport(kube::Error::BuildRequest(e)))?;
+        let mut req = super::list_request::list_request(&self.url, &lp)
+            .map_err(|e| ListWatchError::Transport(kube::Error::HttpError(e)))?;
         req.extensions_mut().insert("list");
         Ok(self.client.request::<ObjectList<K>>(req).await?)
     }

@@ -15,6 +15,7 @@
 mod api_lister_watcher;
 mod boxed;
 mod fake_source;
+mod list_request;
 mod watch_decoder;
 
 use std::future::Future;
