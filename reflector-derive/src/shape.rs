@@ -134,6 +134,9 @@ mod tests {
             shape_of("Option<Option<String>>"),
             "unsupported: an `Option` of an `Option`"
         );
-        assert_eq!(shape_of("Option<HashMap<String, String>>"), "unsupported: a map");
+        assert_eq!(
+            shape_of("Option<HashMap<String, String>>"),
+            "unsupported: a map"
+        );
     }
 }
