@@ -54,7 +54,7 @@ fn initial(i: usize) -> (String, String, String, Vec<String>, Option<String>, St
         format!("w-{i:03}"),
         format!("owner-{}", i % 10),
         vec![format!("tag-{}", i % 10), format!("tag-{}", (i + 1) % 10)],
-        (i % 2 == 0).then(|| format!("p-{}", i % 5)),
+        i.is_multiple_of(2).then(|| format!("p-{}", i % 5)),
         format!("app-{}", i % 10),
     )
 }
