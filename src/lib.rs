@@ -7,15 +7,97 @@
 //! This facade re-exports [`reflector_core`]; see its modules, which follow the data
 //! path: [`listwatch`] → [`reflector`] → [`store`].
 //!
+//! # `#[derive(Reflect)]`: typed plumbing for a kind
+//!
+//! Put `#[derive(Reflect)]` on a CRD spec struct next to kube's
+//! `#[derive(CustomResource)]` (it reads `#[kube(kind = "..")]`, or `root = ".."`, to
+//! name the root type), or on a struct that implements `kube::Resource` itself (then
+//! the struct is the root type and its own fields are indexed). Mark indexes:
+//!
+//! - `#[reflect(index)]` on a field: index `by_<field>`, one value per object for
+//!   strings, integers and any `Display` type, zero or one for `Option<T>`, one per
+//!   element for `Vec<T>`, `VecDeque<T>`, `BTreeSet<T>`, `HashSet<T>`, arrays (and an
+//!   `Option` of those); `#[reflect(index(name = "by_custom"))]` renames it;
+//! - on the struct, `#[reflect(index(name = "by_app", label = "app"))]`,
+//!   `annotation = ".."`, or `with = path::to::fn` (a `fn(&Kind) -> Vec<String>`);
+//! - `#[reflect(crate = "reflector_core")]` when the runtime is used without this
+//!   facade.
+//!
+//! Index names start with `by_`. For a kind `Widget` the derive generates:
+//!
+//! - `impl reflect::Reflect for Widget` ([`reflect::Reflect`]): `Widget::indexers()`
+//!   and `Widget::INDEX_NAMES`;
+//! - `Widget::lister_watcher(client) -> ApiListerWatcher<Widget>` (every namespace;
+//!   `.namespace(..)`, `.labels(..)`, `.fields(..)` narrow it);
+//! - `Widget::informer(client) -> SharedIndexInformer<Widget>` with every index
+//!   registered (or `factory.reflected::<Widget>()` for a shared one);
+//! - `pub type WidgetEvent = informer::Event<Widget>;` and
+//!   `Widget::on_event(&informer, |ev| ..) -> Result<Registration, InformerError>`;
+//! - `pub trait WidgetIndexes`, implemented for every [`reflect::IndexQuery<Widget>`]
+//!   (`Lister`, `Indexer`, `SharedIndexInformer`): `by_owner(value) -> Vec<Arc<Widget>>`
+//!   and `by_owner_keys(value) -> Vec<ObjectKey>` per index, `value` being anything
+//!   `Display`. **Import the trait** where you query (it is in scope in the module
+//!   that defines the kind). A query on a cache built without `Widget::indexers()`
+//!   answers nothing rather than failing.
+//!
+//! Generated items have the struct's visibility and need no `use` at the call site.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use kube::CustomResource;
+//! use reflector::Reflect;
+//! use reflector::informer::Event;
+//! use reflector::store::{Indexer, Store};
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(CustomResource, Reflect, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+//! #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced)]
+//! #[reflect(index(name = "by_app", label = "app"))]
+//! pub struct WidgetSpec {
+//!     #[reflect(index)] // by_owner
+//!     owner: String,
+//!     #[reflect(index)] // by_tags: one value per element
+//!     tags: Vec<String>,
+//!     #[reflect(index)] // by_parent: no value when None
+//!     parent: Option<String>,
+//!     size: u32,
+//! }
+//!
+//! let cache = Indexer::new(Widget::indexers());
+//! let spec = WidgetSpec { owner: "alice".into(), tags: vec!["blue".into()], parent: None, size: 1 };
+//! let mut w = Widget::new("w1", spec);
+//! w.metadata.namespace = Some("default".into());
+//! cache.add(Arc::new(w)).unwrap();
+//! assert_eq!(cache.by_owner("alice").len(), 1);
+//! assert_eq!(cache.by_tags("blue").len(), 1);
+//! assert!(cache.by_parent("p").is_empty());
+//!
+//! # async fn run(client: kube::Client) {
+//! let informer = Widget::informer(client);
+//! let reg = Widget::on_event(&informer, |ev: WidgetEvent| match ev {
+//!     Event::Added { obj, .. } => println!("new widget of {}", obj.spec.owner),
+//!     Event::Updated { new, .. } => println!("widget of {} changed", new.spec.owner),
+//!     Event::Deleted(d) => println!("widget of {} gone", d.object().spec.owner),
+//! });
+//! let alices = informer.lister().by_owner("alice");
+//! # let _ = (reg, alices);
+//! # }
+//! ```
+//!
 //! [`kube`]: https://docs.rs/kube
 //! [`k8s_openapi`]: https://docs.rs/k8s-openapi
 
+pub use reflector_core::reflect::Reflect;
 pub use reflector_core::*;
+pub use reflector_derive::Reflect;
 
 /// The names most programs need, in one `use reflector::prelude::*;`.
 pub mod prelude {
     pub use reflector_core::listwatch::{ApiListerWatcher, ListerWatcher};
     pub use reflector_core::object::{DeletedObject, ObjectKey};
+    pub use reflector_core::reflect::{IndexQuery, Reflect};
     pub use reflector_core::reflector::{Reflector, ReflectorOptions};
     pub use reflector_core::store::Store;
+    pub use reflector_derive::Reflect;
 }

@@ -11,6 +11,9 @@
 //! - [`lister`]: typed read-only views of an informer's cache;
 //! - [`workqueue`]: the dedup, delaying and rate-limited queues that feed workers.
 //!
+//! [`reflect`] holds what `#[derive(Reflect)]` builds on: the [`reflect::Reflect`]
+//! trait and typed index queries ([`reflect::IndexQuery`]).
+//!
 //! [`backoff`] holds the exponential backoff they share.
 
 pub mod backoff;
@@ -19,6 +22,7 @@ pub mod informer;
 pub mod lister;
 pub mod listwatch;
 pub mod object;
+pub mod reflect;
 pub mod reflector;
 pub mod store;
 pub mod workqueue;

@@ -21,6 +21,7 @@
 //! [`workqueue`](crate::workqueue) and return).
 
 mod error;
+mod event;
 mod event_handler;
 mod factory;
 mod notification;
@@ -34,6 +35,7 @@ mod transform;
 mod tests;
 
 pub use error::InformerError;
+pub use event::Event;
 pub use event_handler::{EventHandler, EventHandlerFns, FilteringHandler};
 pub use factory::InformerFactory;
 pub use registration::Registration;

@@ -1,0 +1,255 @@
+//! What `#[derive(Reflect)]` builds on: the [`Reflect`] trait and typed index queries.
+//!
+//! `#[derive(Reflect)]` (from the `reflector` facade) sits on a CRD spec struct next
+//! to kube's `#[derive(CustomResource)]`, or on any struct that implements
+//! `kube::Resource` itself. For the root type — say `Widget` — it generates:
+//!
+//! - `impl Reflect for Widget`: [`Reflect::indexers`] holds one index function per
+//!   `#[reflect(index ..)]`, and [`Reflect::INDEX_NAMES`] their names;
+//! - `Widget::lister_watcher(client)` ([`lister_watcher`]), `Widget::informer(client)`
+//!   ([`informer`], every declared index registered) and `Widget::on_event(&informer,
+//!   |ev| ..)` (a closure over [`Event`](crate::informer::Event)s);
+//! - `pub type WidgetEvent = Event<Widget>;`
+//! - `pub trait WidgetIndexes: IndexQuery<Widget>`, implemented for every
+//!   [`IndexQuery<Widget>`] (a [`Lister`], an [`Indexer`], a [`SharedIndexInformer`]):
+//!   `by_owner(value)` returns the matching objects and `by_owner_keys(value)` their
+//!   keys. Import the trait where you query.
+//!
+//! [`InformerFactory::reflected`](crate::informer::InformerFactory::reflected) returns
+//! the factory's shared informer with the kind's indexes added.
+//!
+//! A typed query never fails: the derive registers every index it queries, and should
+//! one be missing anyway (an indexer built with other [`Indexers`]) the query returns
+//! nothing and logs at `debug`.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+
+use crate::informer::SharedIndexInformer;
+use crate::lister::Lister;
+use crate::listwatch::ApiListerWatcher;
+use crate::object::{Object, ObjectKey};
+use crate::store::{Indexer, Indexers, StoreError};
+
+/// A Kubernetes kind whose indexes are declared with `#[derive(Reflect)]`.
+///
+/// Implemented by the derive; implementing it by hand is allowed (an [`Indexers`]
+/// builder and the names it holds).
+///
+/// # Example
+/// ```
+/// use reflector_core::reflect::Reflect;
+/// use reflector_core::store::Indexer;
+///
+/// /// A cache with every index `K` declares.
+/// fn cache<K: Reflect>() -> Indexer<K> {
+///     Indexer::new(K::indexers())
+/// }
+///
+/// /// Whether `K` declares the index `name`.
+/// fn declares<K: Reflect>(name: &str) -> bool {
+///     K::INDEX_NAMES.contains(&name)
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no declared indexes: it does not derive `Reflect`",
+    note = "put `#[derive(Reflect)]` on `{Self}`'s spec struct (next to `#[derive(CustomResource)]`) or on `{Self}` itself"
+)]
+pub trait Reflect: Object {
+    /// The names of the declared indexes, in declaration order (struct-level
+    /// indexes first, then fields).
+    const INDEX_NAMES: &'static [&'static str];
+
+    /// One index function per declared index, under its name.
+    fn indexers() -> Indexers<Self>;
+}
+
+/// Something that answers index queries about `K`s: a [`Lister`], an [`Indexer`]
+/// or a [`SharedIndexInformer`]. The generated `<Kind>Indexes` traits are
+/// implemented for every `IndexQuery<Kind>`.
+///
+/// Queries never fail: an index that is not registered answers nothing (and logs at
+/// `debug`), which is what an index with no matching object answers too.
+///
+/// # Example
+/// ```
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::reflect::IndexQuery;
+/// use reflector_core::store::{Indexer, Indexers, Store};
+///
+/// let cache = Indexer::new(Indexers::new().with("by_name", |c: &ConfigMap| {
+///     c.metadata.name.clone().into_iter().collect()
+/// }));
+/// let mut cm = ConfigMap::default();
+/// cm.metadata.name = Some("a".into());
+/// cache.add(Arc::new(cm)).unwrap();
+/// assert_eq!(cache.query_index("by_name", "a").len(), 1);
+/// assert!(cache.query_index("no_such_index", "a").is_empty());
+/// ```
+pub trait IndexQuery<K> {
+    /// The objects whose index `index` has value `value`; empty when none has, or
+    /// when the index is not registered.
+    fn query_index(&self, index: &str, value: &str) -> Vec<Arc<K>>;
+
+    /// The keys of those objects, sorted.
+    fn query_index_keys(&self, index: &str, value: &str) -> Vec<ObjectKey>;
+}
+
+fn or_empty<T>(index: &str, r: Result<Vec<T>, StoreError>) -> Vec<T> {
+    r.unwrap_or_else(|e| {
+        tracing::debug!(index, error = %e, "index query on a missing index answers nothing");
+        Vec::new()
+    })
+}
+
+impl<K: Object> IndexQuery<K> for Indexer<K> {
+    fn query_index(&self, index: &str, value: &str) -> Vec<Arc<K>> {
+        or_empty(index, self.by_index(index, value))
+    }
+
+    fn query_index_keys(&self, index: &str, value: &str) -> Vec<ObjectKey> {
+        or_empty(index, self.index_keys(index, value))
+    }
+}
+
+impl<K: Object> IndexQuery<K> for Lister<K> {
+    fn query_index(&self, index: &str, value: &str) -> Vec<Arc<K>> {
+        self.indexer().query_index(index, value)
+    }
+
+    fn query_index_keys(&self, index: &str, value: &str) -> Vec<ObjectKey> {
+        self.indexer().query_index_keys(index, value)
+    }
+}
+
+impl<K: Object> IndexQuery<K> for SharedIndexInformer<K> {
+    fn query_index(&self, index: &str, value: &str) -> Vec<Arc<K>> {
+        self.indexer().query_index(index, value)
+    }
+
+    fn query_index_keys(&self, index: &str, value: &str) -> Vec<ObjectKey> {
+        self.indexer().query_index_keys(index, value)
+    }
+}
+
+/// Lists and watches every `K` in every namespace (what the generated
+/// `Widget::lister_watcher(client)` returns); narrow it with
+/// [`ApiListerWatcher::namespace`], [`ApiListerWatcher::labels`] and
+/// [`ApiListerWatcher::fields`].
+///
+/// # Example
+/// ```no_run
+/// use k8s_openapi::api::core::v1::Pod;
+/// # fn f(client: kube::Client) {
+/// let lw = reflector_core::reflect::lister_watcher::<Pod>(client)
+///     .namespace("default")
+///     .labels("app=web");
+/// # let _ = lw;
+/// # }
+/// ```
+#[must_use]
+pub fn lister_watcher<K>(client: Client) -> ApiListerWatcher<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+    K::DynamicType: Default + Clone,
+{
+    ApiListerWatcher::new(Api::all(client))
+}
+
+/// A new (unshared, not started) informer over every `K` in every namespace, with
+/// every index `K` declares and no handler resync (what the generated
+/// `Widget::informer(client)` returns). For an informer shared with other
+/// controllers use [`InformerFactory::reflected`](crate::informer::InformerFactory::reflected).
+///
+/// # Example
+/// ```no_run
+/// # use k8s_openapi::api::core::v1::Pod;
+/// # use reflector_core::reflect::Reflect;
+/// # fn f<K: Reflect + serde::de::DeserializeOwned + std::fmt::Debug>(client: kube::Client)
+/// # where K::DynamicType: Default + Clone + Send + Sync + 'static {
+/// let informer = reflector_core::reflect::informer::<K>(client);
+/// # let _ = informer;
+/// # }
+/// ```
+#[must_use]
+pub fn informer<K>(client: Client) -> SharedIndexInformer<K>
+where
+    K: Reflect + DeserializeOwned + Debug,
+    K::DynamicType: Default + Clone + Send + Sync + 'static,
+{
+    SharedIndexInformer::new(lister_watcher::<K>(client), Duration::ZERO, K::indexers())
+}
+
+/// Support for the code `#[derive(Reflect)]` generates. Not a public API: it changes
+/// with the derive.
+#[doc(hidden)]
+pub mod __private {
+    use std::fmt::Display;
+
+    pub use kube::{Client, Resource};
+    pub use serde::de::DeserializeOwned;
+
+    /// The static assertion the derive emits for a struct with no `#[kube]`
+    /// attribute: the struct itself must be the resource.
+    #[diagnostic::on_unimplemented(
+        message = "`#[derive(Reflect)]` has no Kubernetes resource to attach to: `{Self}` does not implement `kube::Resource`",
+        label = "neither a `#[kube(kind = \"..\")]` attribute nor a `kube::Resource` impl",
+        note = "on a CRD spec struct, derive `CustomResource` with `#[kube(group = \"..\", version = \"..\", kind = \"..\")]`; otherwise implement `kube::Resource` for `{Self}`"
+    )]
+    pub trait ReflectTarget: crate::object::Object {}
+
+    impl<T: crate::object::Object> ReflectTarget for T {}
+
+    /// Asserts `T` is a resource (compiles to nothing).
+    pub const fn assert_target<T: ReflectTarget>() {}
+
+    /// What a `#[reflect(index)]` field (or its elements) must be.
+    #[diagnostic::on_unimplemented(
+        message = "`#[reflect(index)]` cannot index a field of type `{Self}`: it does not implement `Display`",
+        label = "not an index value",
+        note = "index values are strings, integers, `bool`, `char` or any `Display` type; `Option<T>` gives zero or one value, `Vec<T>`, `BTreeSet<T>` and `HashSet<T>` one per element",
+        note = "for anything else, write `#[reflect(index(name = \"by_..\", with = path::to::fn))]` on the struct with `fn(&Kind) -> Vec<String>`"
+    )]
+    pub trait IndexValue: Display {}
+
+    impl<T: Display + ?Sized> IndexValue for T {}
+
+    /// One value.
+    pub fn one<T: IndexValue + ?Sized>(v: &T) -> Vec<String> {
+        vec![v.to_string()]
+    }
+
+    /// One value per element.
+    pub fn each<'a, T: IndexValue + ?Sized + 'a>(
+        it: impl IntoIterator<Item = &'a T>,
+    ) -> Vec<String> {
+        it.into_iter().map(ToString::to_string).collect()
+    }
+
+    /// The value of label `key`, if set.
+    pub fn label<K: kube::Resource>(obj: &K, key: &str) -> Vec<String> {
+        obj.meta()
+            .labels
+            .as_ref()
+            .and_then(|m| m.get(key))
+            .cloned()
+            .into_iter()
+            .collect()
+    }
+
+    /// The value of annotation `key`, if set.
+    pub fn annotation<K: kube::Resource>(obj: &K, key: &str) -> Vec<String> {
+        obj.meta()
+            .annotations
+            .as_ref()
+            .and_then(|m| m.get(key))
+            .cloned()
+            .into_iter()
+            .collect()
+    }
+}

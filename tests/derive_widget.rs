@@ -1,0 +1,389 @@
+//! `#[derive(Reflect)]` on a CRD spec: the generated indexers, typed queries and
+//! event plumbing, exercised on an `Indexer`/`Lister` without any HTTP.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use kube::CustomResource;
+use reflector::Reflect;
+use reflector::lister::Lister;
+use reflector::object::ObjectKey;
+use reflector::store::{Indexer, Store};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Status of a widget.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+pub struct WidgetStatus {
+    /// Whether it is ready.
+    pub ready: bool,
+}
+
+/// The user story's spec, plus an annotation, a `with` index and an integer field.
+#[derive(CustomResource, Reflect, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+#[kube(
+    group = "example.com",
+    version = "v1",
+    kind = "Widget",
+    namespaced,
+    status = "WidgetStatus"
+)]
+#[reflect(index(name = "by_app", label = "app"))]
+#[reflect(index(name = "by_team", annotation = "example.com/team"))]
+#[reflect(index(name = "by_size_class", with = size_class))]
+pub struct WidgetSpec {
+    #[reflect(index)]
+    owner: String,
+    #[reflect(index)]
+    tags: Vec<String>,
+    #[reflect(index)]
+    parent: Option<String>,
+    #[reflect(index(name = "by_replicas"))]
+    replicas: u32,
+    #[reflect(index)]
+    zones: Option<BTreeSet<String>>,
+    size: u32,
+}
+
+fn size_class(w: &Widget) -> Vec<String> {
+    vec![if w.spec.size >= 10 { "big" } else { "small" }.to_owned()]
+}
+
+struct W<'a> {
+    name: &'a str,
+    owner: &'a str,
+    tags: &'a [&'a str],
+    parent: Option<&'a str>,
+    replicas: u32,
+    zones: Option<&'a [&'a str]>,
+    size: u32,
+    app: Option<&'a str>,
+    team: Option<&'a str>,
+}
+
+fn w<'a>(name: &'a str, owner: &'a str) -> W<'a> {
+    W {
+        name,
+        owner,
+        tags: &[],
+        parent: None,
+        replicas: 1,
+        zones: None,
+        size: 1,
+        app: None,
+        team: None,
+    }
+}
+
+impl W<'_> {
+    fn build(self) -> Arc<Widget> {
+        let mut widget = Widget::new(
+            self.name,
+            WidgetSpec {
+                owner: self.owner.to_owned(),
+                tags: self.tags.iter().map(|t| (*t).to_owned()).collect(),
+                parent: self.parent.map(str::to_owned),
+                replicas: self.replicas,
+                zones: self
+                    .zones
+                    .map(|z| z.iter().map(|t| (*t).to_owned()).collect()),
+                size: self.size,
+            },
+        );
+        widget.metadata.namespace = Some("default".into());
+        if let Some(app) = self.app {
+            widget.metadata.labels = Some(BTreeMap::from([("app".to_owned(), app.to_owned())]));
+        }
+        if let Some(team) = self.team {
+            widget.metadata.annotations = Some(BTreeMap::from([(
+                "example.com/team".to_owned(),
+                team.to_owned(),
+            )]));
+        }
+        Arc::new(widget)
+    }
+}
+
+fn names(v: Vec<Arc<Widget>>) -> Vec<String> {
+    let mut n: Vec<String> = v.iter().filter_map(|w| w.metadata.name.clone()).collect();
+    n.sort();
+    n
+}
+
+fn cache() -> (Indexer<Widget>, Lister<Widget>) {
+    let indexer = Indexer::new(Widget::indexers());
+    let lister = Lister::new(indexer.clone());
+    (indexer, lister)
+}
+
+#[test]
+fn index_names_are_declared_in_order() {
+    assert_eq!(
+        Widget::INDEX_NAMES,
+        &[
+            "by_app",
+            "by_team",
+            "by_size_class",
+            "by_owner",
+            "by_tags",
+            "by_parent",
+            "by_replicas",
+            "by_zones"
+        ]
+    );
+    let indexers = Widget::indexers();
+    let mut registered: Vec<&str> = indexers.names().collect();
+    registered.sort_unstable();
+    let mut declared = Widget::INDEX_NAMES.to_vec();
+    declared.sort_unstable();
+    assert_eq!(registered, declared);
+}
+
+#[test]
+fn by_owner_returns_exactly_the_owners_widgets() {
+    let (indexer, lister) = cache();
+    indexer.add(w("a", "alice").build()).unwrap();
+    indexer.add(w("b", "bob").build()).unwrap();
+    indexer.add(w("c", "alice").build()).unwrap();
+    assert_eq!(names(lister.by_owner("alice")), ["a", "c"]);
+    assert_eq!(names(lister.by_owner(String::from("bob"))), ["b"]);
+    assert!(lister.by_owner("carol").is_empty());
+    assert_eq!(
+        lister.by_owner_keys("alice"),
+        vec![
+            ObjectKey::new(Some("default"), "a"),
+            ObjectKey::new(Some("default"), "c")
+        ]
+    );
+}
+
+#[test]
+fn by_tags_indexes_each_element() {
+    let (indexer, lister) = cache();
+    indexer
+        .add(
+            W {
+                tags: &["blue", "red"],
+                ..w("a", "x")
+            }
+            .build(),
+        )
+        .unwrap();
+    indexer
+        .add(
+            W {
+                tags: &["red"],
+                ..w("b", "x")
+            }
+            .build(),
+        )
+        .unwrap();
+    indexer.add(w("c", "x").build()).unwrap();
+    assert_eq!(names(lister.by_tags("red")), ["a", "b"]);
+    assert_eq!(names(lister.by_tags("blue")), ["a"]);
+    assert!(lister.by_tags("green").is_empty());
+}
+
+#[test]
+fn by_parent_has_no_value_when_none() {
+    let (indexer, lister) = cache();
+    indexer
+        .add(
+            W {
+                parent: Some("p"),
+                ..w("a", "x")
+            }
+            .build(),
+        )
+        .unwrap();
+    indexer.add(w("b", "x").build()).unwrap();
+    assert_eq!(names(lister.by_parent("p")), ["a"]);
+    assert!(lister.by_parent("").is_empty());
+    assert!(lister.by_parent("None").is_empty());
+    assert_eq!(indexer.list_index_func_values("by_parent"), ["p"]);
+}
+
+#[test]
+fn by_zones_reads_an_optional_set() {
+    let (indexer, lister) = cache();
+    indexer
+        .add(
+            W {
+                zones: Some(&["z1", "z2"]),
+                ..w("a", "x")
+            }
+            .build(),
+        )
+        .unwrap();
+    indexer
+        .add(
+            W {
+                zones: Some(&[]),
+                ..w("b", "x")
+            }
+            .build(),
+        )
+        .unwrap();
+    indexer.add(w("c", "x").build()).unwrap();
+    assert_eq!(names(lister.by_zones("z2")), ["a"]);
+    let mut values = indexer.list_index_func_values("by_zones");
+    values.sort();
+    assert_eq!(values, ["z1", "z2"]);
+}
+
+#[test]
+fn by_replicas_takes_integers() {
+    let (indexer, lister) = cache();
+    indexer
+        .add(
+            W {
+                replicas: 3,
+                ..w("a", "x")
+            }
+            .build(),
+        )
+        .unwrap();
+    indexer
+        .add(
+            W {
+                replicas: 30,
+                ..w("b", "x")
+            }
+            .build(),
+        )
+        .unwrap();
+    assert_eq!(names(lister.by_replicas(3)), ["a"]);
+    assert_eq!(names(lister.by_replicas(30u64)), ["b"]);
+    assert_eq!(names(lister.by_replicas("3")), ["a"]);
+}
+
+#[test]
+fn by_app_reads_the_label_and_by_team_the_annotation() {
+    let (indexer, lister) = cache();
+    indexer
+        .add(
+            W {
+                app: Some("web"),
+                team: Some("core"),
+                ..w("a", "x")
+            }
+            .build(),
+        )
+        .unwrap();
+    indexer
+        .add(
+            W {
+                app: Some("db"),
+                ..w("b", "x")
+            }
+            .build(),
+        )
+        .unwrap();
+    indexer.add(w("c", "x").build()).unwrap();
+    assert_eq!(names(lister.by_app("web")), ["a"]);
+    assert_eq!(names(lister.by_app("db")), ["b"]);
+    assert_eq!(names(lister.by_team("core")), ["a"]);
+    assert!(lister.by_team("x").is_empty());
+}
+
+#[test]
+fn by_size_class_calls_the_with_function() {
+    let (indexer, lister) = cache();
+    indexer
+        .add(
+            W {
+                size: 12,
+                ..w("a", "x")
+            }
+            .build(),
+        )
+        .unwrap();
+    indexer
+        .add(
+            W {
+                size: 2,
+                ..w("b", "x")
+            }
+            .build(),
+        )
+        .unwrap();
+    assert_eq!(names(lister.by_size_class("big")), ["a"]);
+    assert_eq!(names(lister.by_size_class("small")), ["b"]);
+}
+
+#[test]
+fn updates_move_widgets_between_owners_and_tags() {
+    let (indexer, lister) = cache();
+    indexer
+        .add(
+            W {
+                tags: &["blue"],
+                ..w("a", "alice")
+            }
+            .build(),
+        )
+        .unwrap();
+    indexer
+        .add(
+            W {
+                tags: &["blue"],
+                ..w("b", "alice")
+            }
+            .build(),
+        )
+        .unwrap();
+    indexer
+        .update(
+            W {
+                tags: &["red", "green"],
+                ..w("a", "bob")
+            }
+            .build(),
+        )
+        .unwrap();
+    assert_eq!(names(lister.by_owner("alice")), ["b"]);
+    assert_eq!(names(lister.by_owner("bob")), ["a"]);
+    assert_eq!(names(lister.by_tags("blue")), ["b"]);
+    assert_eq!(names(lister.by_tags("red")), ["a"]);
+    assert_eq!(names(lister.by_tags("green")), ["a"]);
+}
+
+#[test]
+fn deletes_leave_every_index() {
+    let (indexer, lister) = cache();
+    let a = W {
+        tags: &["blue"],
+        parent: Some("p"),
+        app: Some("web"),
+        ..w("a", "alice")
+    }
+    .build();
+    indexer.add(Arc::clone(&a)).unwrap();
+    indexer.add(w("b", "alice").build()).unwrap();
+    indexer.delete(a).unwrap();
+    assert_eq!(names(lister.by_owner("alice")), ["b"]);
+    assert!(lister.by_tags("blue").is_empty());
+    assert!(lister.by_parent("p").is_empty());
+    assert!(lister.by_app("web").is_empty());
+}
+
+#[test]
+fn queries_work_on_indexer_lister_and_answer_nothing_without_the_index() {
+    let (indexer, lister) = cache();
+    indexer.add(w("a", "alice").build()).unwrap();
+    assert_eq!(names(indexer.by_owner("alice")), ["a"]);
+    assert_eq!(names(lister.by_owner("alice")), ["a"]);
+    let bare = Indexer::<Widget>::new(reflector::store::Indexers::new());
+    bare.add(w("a", "alice").build()).unwrap();
+    assert!(bare.by_owner("alice").is_empty());
+    assert!(bare.by_owner_keys("alice").is_empty());
+}
+
+#[test]
+fn widget_event_alias_is_the_generic_event() {
+    let ev: WidgetEvent = reflector::informer::Event::Added {
+        obj: w("a", "alice").build(),
+        is_in_initial_list: true,
+    };
+    assert_eq!(ev.object().spec.owner, "alice");
+}

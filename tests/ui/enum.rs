@@ -1,0 +1,9 @@
+use reflector::Reflect;
+
+#[derive(Reflect)]
+pub enum Widget {
+    A,
+    B,
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use reflector::Reflect;
+
+#[derive(Reflect)]
+pub struct Widget<T> {
+    #[reflect(index)]
+    owner: T,
+}
+
+fn main() {}

@@ -1,0 +1,13 @@
+use kube::CustomResource;
+use reflector::Reflect;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(CustomResource, Reflect, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+#[kube(group = "example.com", version = "v1", kind = "Widget", namespaced)]
+pub struct WidgetSpec {
+    #[reflect(index = "by_owner")]
+    owner: String,
+}
+
+fn main() {}

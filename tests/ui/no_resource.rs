@@ -1,0 +1,9 @@
+use reflector::Reflect;
+
+#[derive(Reflect, Clone)]
+pub struct Widget {
+    #[reflect(index)]
+    owner: String,
+}
+
+fn main() {}

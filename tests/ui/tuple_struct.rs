@@ -1,0 +1,6 @@
+use reflector::Reflect;
+
+#[derive(Reflect)]
+pub struct Widget(String);
+
+fn main() {}
