@@ -377,6 +377,8 @@ impl InformerFactory {
             }
         }
         informer
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -120,10 +120,13 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
     /// and logged; the listener pauses for [`SLEEP_AFTER_PANIC`] and goes on.
     async fn run(&self, mut rx: mpsc::UnboundedReceiver<Notification<K>>) {
         let mut sleep_after_panic = false;
+        // Created once, not per notification.
+        let stopped = self.stop.cancelled();
+        tokio::pin!(stopped);
         loop {
             let n = tokio::select! {
                 biased;
-                () = self.stop.cancelled() => break,
+                () = &mut stopped => break,
                 n = rx.recv() => match n {
                     Some(n) => n,
                     None => break,
@@ -132,7 +135,7 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
             if sleep_after_panic {
                 tokio::select! {
                     biased;
-                    () = self.stop.cancelled() => break,
+                    () = &mut stopped => break,
                     () = tokio::time::sleep(SLEEP_AFTER_PANIC) => {}
                 }
             }

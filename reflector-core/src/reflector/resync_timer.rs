@@ -1,22 +1,26 @@
 //! The reflector's resync timer.
 
+use std::pin::Pin;
 use std::time::Duration;
 
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 /// Fires every `period` (never when the period is zero). Rearmed after each firing,
-/// whether or not the resync happened, as client-go's `startResync`.
+/// whether or not the resync happened, as client-go's `startResync`. One timer entry
+/// is kept and reset, so waiting on it in a loop costs no timer registration per
+/// iteration.
 #[derive(Debug)]
 pub(crate) struct ResyncTimer {
     period: Duration,
-    next: Option<Instant>,
+    sleep: Option<Pin<Box<Sleep>>>,
 }
 
 impl ResyncTimer {
     pub(crate) fn new(period: Duration) -> Self {
         ResyncTimer {
             period,
-            next: (!period.is_zero()).then(|| Instant::now() + period),
+            sleep: (!period.is_zero())
+                .then(|| Box::pin(tokio::time::sleep_until(Instant::now() + period))),
         }
     }
 
@@ -25,10 +29,11 @@ impl ResyncTimer {
     /// # Cancel safety
     /// Cancel-safe: a cancelled wait leaves the deadline unchanged.
     pub(crate) async fn fired(&mut self) {
-        match self.next {
-            Some(at) => {
-                tokio::time::sleep_until(at).await;
-                self.next = Some(Instant::now() + self.period);
+        match &mut self.sleep {
+            Some(sleep) => {
+                sleep.as_mut().await;
+                let next = Instant::now() + self.period;
+                sleep.as_mut().reset(next);
             }
             None => std::future::pending().await,
         }

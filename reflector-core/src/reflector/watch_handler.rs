@@ -69,10 +69,14 @@ pub(crate) async fn handle_watch<K: Object>(
     let mut initial_events_end = false;
     let mut past_initial_adds = false;
     let mut event_count: u64 = 0;
+    // Created once: a fresh `cancelled()` per event would register and remove a
+    // waiter on every iteration.
+    let cancelled = cancel.cancelled();
+    tokio::pin!(cancelled);
     loop {
         let next = tokio::select! {
             biased;
-            () = cancel.cancelled() => return Ok(WatchEnd::Stopped),
+            () = &mut cancelled => return Ok(WatchEnd::Stopped),
             () = resync_fired(&mut resync) => {
                 if let Some((_, should_resync)) = &resync
                     && should_resync()
