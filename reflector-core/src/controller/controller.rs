@@ -117,7 +117,7 @@ impl<K: Object> std::fmt::Debug for Controller<K> {
             .field("name", &self.name)
             .field(
                 "sources",
-                &self.sources.iter().map(|s| s.label()).collect::<Vec<_>>(),
+                &self.sources.iter().map(|s| s.kind()).collect::<Vec<_>>(),
             )
             .field("concurrency", &self.concurrency)
             .field("graceful_shutdown_timeout", &self.graceful_shutdown_timeout)
@@ -183,7 +183,6 @@ where
         mapper: impl Fn(&O) -> Vec<ObjectKey> + Send + Sync + 'static,
     ) -> Self {
         self.sources.push(Box::new(InformerSource::new(
-            &self.name,
             informer,
             KeyMapping::Mapped(Arc::new(mapper)),
         )));
@@ -308,10 +307,11 @@ impl<K: Object> Controller<K> {
             cache_sync_timeout,
             start_informers,
         } = self;
-        sources.insert(
-            0,
-            Box::new(InformerSource::new(&name, primary, KeyMapping::Own)),
-        );
+        sources.insert(0, Box::new(InformerSource::new(primary, KeyMapping::Own)));
+        let labels: Vec<String> = sources
+            .iter()
+            .map(|s| format!("{name}/{}", s.kind()))
+            .collect();
 
         let mut queue_config = QueueConfig::default().name(name.clone());
         if let Some(m) = &metrics {
@@ -322,21 +322,21 @@ impl<K: Object> Controller<K> {
             .as_ref()
             .map(|m| m.reconcile().init_controller(&name, concurrency));
         if let Some(m) = &metrics {
-            for s in &sources {
-                s.export_stats(m.reflectors());
+            for (s, label) in sources.iter().zip(&labels) {
+                s.export_stats(m.reflectors(), label);
             }
         }
 
         // Handlers first, so no event between sync and workers is lost.
         let mut registrations: Vec<(String, ActiveRegistration)> = Vec::new();
-        for s in &sources {
+        for (s, label) in sources.iter().zip(&labels) {
             let r = s
                 .register(&queue)
                 .map_err(|source| ControllerError::Informer {
-                    informer: s.label().to_owned(),
+                    informer: label.clone(),
                     source,
                 })?;
-            registrations.push((s.label().to_owned(), r));
+            registrations.push((label.clone(), r));
         }
 
         // Informers this run started: stopped by `informer_cancel` (a child of
@@ -345,8 +345,12 @@ impl<K: Object> Controller<K> {
         let _stop_informers = informer_cancel.clone().drop_guard();
         let mut informer_tasks = JoinSet::new();
         if start_informers {
-            for s in sources.iter().filter(|s| !s.has_started()) {
-                tracing::debug!(controller = %name, informer = s.label(), "starting informer");
+            for (s, label) in sources
+                .iter()
+                .zip(&labels)
+                .filter(|(s, _)| !s.has_started())
+            {
+                tracing::debug!(controller = %name, informer = %label, "starting informer");
                 informer_tasks.spawn(s.run(informer_cancel.clone()));
             }
         }

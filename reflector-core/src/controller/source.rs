@@ -99,8 +99,9 @@ impl Drop for ActiveRegistration {
 
 /// One informer a controller watches, its element type erased.
 pub(crate) trait WatchSource: Send + Sync {
-    /// `<controller>/<Kind>`: names the informer in logs and metrics.
-    fn label(&self) -> &str;
+    /// The watched type's short name (`ConfigMap`); `<controller>/<Kind>` names the
+    /// informer in logs and metrics.
+    fn kind(&self) -> &'static str;
     /// Registers the enqueueing handler.
     fn register(
         &self,
@@ -109,32 +110,23 @@ pub(crate) trait WatchSource: Send + Sync {
     fn has_started(&self) -> bool;
     /// The informer's `run`.
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'static, ()>;
-    fn export_stats(&self, collector: &ReflectorCollector);
+    fn export_stats(&self, collector: &ReflectorCollector, label: &str);
 }
 
 pub(crate) struct InformerSource<O: Object> {
-    label: String,
     informer: SharedIndexInformer<O>,
     mapping: KeyMapping<O>,
 }
 
 impl<O: Object> InformerSource<O> {
-    pub(crate) fn new(
-        controller: &str,
-        informer: SharedIndexInformer<O>,
-        mapping: KeyMapping<O>,
-    ) -> Self {
-        InformerSource {
-            label: format!("{controller}/{}", short_type_name::<O>()),
-            informer,
-            mapping,
-        }
+    pub(crate) fn new(informer: SharedIndexInformer<O>, mapping: KeyMapping<O>) -> Self {
+        InformerSource { informer, mapping }
     }
 }
 
 impl<O: Object> WatchSource for InformerSource<O> {
-    fn label(&self) -> &str {
-        &self.label
+    fn kind(&self) -> &'static str {
+        short_type_name::<O>()
     }
 
     fn register(
@@ -161,8 +153,8 @@ impl<O: Object> WatchSource for InformerSource<O> {
         Box::pin(async move { informer.run(cancel).await })
     }
 
-    fn export_stats(&self, collector: &ReflectorCollector) {
-        collector.add(&self.label, &self.informer);
+    fn export_stats(&self, collector: &ReflectorCollector, label: &str) {
+        collector.add(label, &self.informer);
     }
 }
 
