@@ -4,7 +4,7 @@
 //! and gives a clone to each [`Controller`](crate::controller::Controller). Each
 //! controller then reports, labelled with its name:
 //!
-//! - [`ReconcileMetrics`]: `controller_runtime_reconcile_total{controller,result}`,
+//! - [`ReconcileMetrics`] — `controller_runtime_reconcile_total{controller,result}`,
 //!   `controller_runtime_reconcile_errors_total`,
 //!   `controller_runtime_reconcile_time_seconds`, `controller_runtime_active_workers`
 //!   and the rest of controller-runtime's controller metrics, so its dashboards work;

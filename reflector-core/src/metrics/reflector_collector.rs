@@ -18,7 +18,7 @@ type StatsFn = Arc<dyn Fn() -> ReflectorStats + Send + Sync>;
 
 /// One counter of the `name`-labelled families: metric name (without `_total`),
 /// help, and how to read it.
-type Simple = (&'static str, &'static str, fn(&ReflectorStats) -> u64);
+type Simple = (&'static str, &'static str, Read);
 
 const SIMPLE: [Simple; 9] = [
     (
@@ -69,7 +69,10 @@ const SIMPLE: [Simple; 9] = [
 ];
 
 /// The `reason` label values of `reflector_errors_total`.
-const ERROR_REASONS: [(&str, fn(&ReflectorStats) -> u64); 8] = [
+/// Reads one counter of a snapshot.
+type Read = fn(&ReflectorStats) -> u64;
+
+const ERROR_REASONS: [(&str, Read); 8] = [
     ("expired", |s| s.errors_expired),
     ("too_large_resource_version", |s| {
         s.errors_too_large_resource_version
