@@ -14,7 +14,7 @@ use prometheus_client::registry::Registry;
 use reflector_core::controller::{Action, Controller, ControllerError, backoff_on_error};
 use reflector_core::informer::SharedIndexInformer;
 use reflector_core::lister::Lister;
-use reflector_core::listwatch::FakeSource;
+use reflector_core::listwatch::{FakeSource, ListWatchError};
 use reflector_core::metrics::{Metrics, render_metrics};
 use reflector_core::object::ObjectKey;
 use reflector_core::store::Indexers;
@@ -623,6 +623,65 @@ async fn run_waits_for_informers_started_elsewhere() {
     informer_task.await.unwrap();
 }
 
+struct SyncCtx {
+    record: Record,
+    deployments: SharedIndexInformer<Deployment>,
+    config_maps: SharedIndexInformer<ConfigMap>,
+    before_sync: AtomicUsize,
+}
+
+/// With the primary synced and its keys queued, nothing is reconciled until the
+/// owned informer (whose lists fail at first) has synced too.
+#[tokio::test(start_paused = true)]
+async fn no_reconcile_before_every_informer_has_synced() {
+    let deployments = FakeSource::<Deployment>::new();
+    deployments.add(Deployment {
+        metadata: meta("web"),
+        ..Deployment::default()
+    });
+    let config_maps = FakeSource::<ConfigMap>::new();
+    config_maps.fail_lists(ListWatchError::Api(Box::new(
+        kube::core::Status::failure("unavailable", "InternalError").with_code(500),
+    )));
+    let ctx = Arc::new(SyncCtx {
+        record: Record::default(),
+        deployments: informer(&deployments),
+        config_maps: informer(&config_maps),
+        before_sync: AtomicUsize::new(0),
+    });
+    let cancel = CancellationToken::new();
+    let run: RunHandle = tokio::spawn(
+        Controller::new(ctx.deployments.clone())
+            .owns(ctx.config_maps.clone())
+            .start_informers(true)
+            .run(
+                |key: ObjectKey, ctx: Arc<SyncCtx>| async move {
+                    if !ctx.deployments.has_synced() || !ctx.config_maps.has_synced() {
+                        ctx.before_sync.fetch_add(1, Ordering::SeqCst);
+                    }
+                    ctx.record.push(&key, true);
+                    Ok::<_, Fail>(Action::done())
+                },
+                backoff_on_error,
+                Arc::clone(&ctx),
+                cancel.clone(),
+            ),
+    );
+    eventually("primary synced", || ctx.deployments.has_synced()).await;
+    settle(Duration::from_secs(20)).await;
+    assert_eq!(
+        ctx.record.len(),
+        0,
+        "reconciled before the owned informer synced"
+    );
+    config_maps.clear_list_error();
+    eventually("reconciled after sync", || ctx.record.len() == 1).await;
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+    assert_eq!(ctx.before_sync.load(Ordering::SeqCst), 0);
+    assert_eq!(ctx.record.keys(), [key("web")].into());
+}
+
 /// An informer that never syncs makes `run` fail with `CacheSyncTimeout` after the
 /// timeout, without reconciling.
 #[tokio::test(start_paused = true)]
@@ -631,7 +690,7 @@ async fn cache_sync_timeout_is_reported() {
     let informer = informer(&source);
     let cancel = CancellationToken::new();
     let started = Instant::now();
-    let result = Controller::new(informer)
+    let run = Controller::new(informer)
         .name("never-synced")
         .cache_sync_timeout(Duration::from_secs(7))
         .run(
@@ -639,8 +698,10 @@ async fn cache_sync_timeout_is_reported() {
             backoff_on_error,
             Arc::new(()),
             cancel,
-        )
-        .await;
+        );
+    let result = tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("run did not give up waiting for sync");
     assert_eq!(started.elapsed(), Duration::from_secs(7));
     assert_eq!(
         result,

@@ -35,7 +35,10 @@ async fn metrics_endpoint_serves_the_registry_until_cancelled() {
 
     let response = get(addr, "/metrics").await;
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    assert!(response.contains("application/openmetrics-text"), "{response}");
+    assert!(
+        response.contains("application/openmetrics-text"),
+        "{response}"
+    );
     assert!(response.contains(
         "controller_runtime_reconcile_total{controller=\"widgets\",result=\"success\"} 1"
     ));
