@@ -213,3 +213,51 @@ impl Collector for ReflectorCollector {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use prometheus_client::registry::Registry;
+
+    use super::ReflectorCollector;
+    use crate::metrics::render_metrics;
+    use crate::reflector::ReflectorStats;
+
+    fn stats(lists: u64, expired: u64) -> ReflectorStats {
+        ReflectorStats {
+            lists,
+            errors_expired: expired,
+            ..ReflectorStats::default()
+        }
+    }
+
+    #[test]
+    fn collector_reads_sources_at_scrape_time_and_replaces_by_name() {
+        let mut registry = Registry::default();
+        let collector = ReflectorCollector::new();
+        collector.register(&mut registry);
+        collector.add_source("a", || stats(2, 1));
+        collector.add_source("b", || stats(5, 0));
+        let text = render_metrics(&registry);
+        assert!(text.contains("# TYPE reflector_lists counter"), "{text}");
+        assert!(
+            text.contains("reflector_lists_total{name=\"a\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("reflector_lists_total{name=\"b\"} 5"),
+            "{text}"
+        );
+        assert!(text.contains("reflector_errors_total{name=\"a\",reason=\"expired\"} 1"));
+        assert!(text.contains("reflector_errors_total{name=\"a\",reason=\"other\"} 0"));
+
+        collector.add_source("a", || stats(7, 0));
+        collector.remove("b");
+        let text = render_metrics(&registry);
+        assert!(
+            text.contains("reflector_lists_total{name=\"a\"} 7"),
+            "{text}"
+        );
+        assert!(!text.contains("name=\"b\""), "{text}");
+        assert_eq!(collector.names(), vec!["a".to_owned()]);
+    }
+}
