@@ -1,1 +1,146 @@
-//! placeholder
+//! An embedded Kubernetes API server over real HTTP/1.1 on 127.0.0.1, for tests, examples
+//! and benchmarks of `reflector`.
+//!
+//! Clients reach it with a plain `kube::Client` ([`ApiServer::client`]), so tests exercise
+//! the real client stack. State lives in memory; faults are injected on demand
+//! ([`ApiServer::faults`]).
+//!
+//! ```
+//! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kube::api::{Api, ListParams};
+//! use reflector_testkit::{ApiServer, bench_objects};
+//!
+//! let server = ApiServer::start().await?;
+//! server.insert_many(&bench_objects::config_maps(25))?;
+//! let api: Api<ConfigMap> = Api::namespaced(server.client(), bench_objects::NAMESPACE);
+//! let page = api.list(&ListParams::default().limit(10)).await?;
+//! assert_eq!(page.items.len(), 10);
+//! assert_eq!(page.metadata.remaining_item_count, Some(15));
+//! # Ok(()) }
+//! ```
+//!
+//! # What it serves
+//!
+//! * Paths `/api/v1/{resource}`, `/api/v1/namespaces/{ns}/{resource}[/{name}[/status]]` and
+//!   the same under `/apis/{group}/{version}`; discovery at `/api`, `/apis`, `/api/v1`,
+//!   `/apis/{group}/{version}` and `/version`. Anything else is a 404 `Status`.
+//! * Resources: Namespace, Node, Pod (with `status` subresources), ConfigMap, Secret and
+//!   Lease by default; [`ApiServer::register`] adds a CRD type (scope and status
+//!   subresource from `K::crd()`), [`ApiServer::register_resource`] any k8s-openapi type.
+//! * Every error is a `kind: Status` JSON object with `status: Failure`, `message`,
+//!   `reason`, `code` and `details` where the real server sets them.
+//! * One global resourceVersion counter (like etcd's revision), bumped on every write.
+//!   Objects get `uid`, `creationTimestamp` and `metadata.generation` (1 on create, bumped
+//!   only when something outside `metadata` and `status` changes, and when deletion starts).
+//!   A write that changes nothing is a no-op (no new resourceVersion, no event), as in
+//!   the real server.
+//! * Verbs: get, list, watch, create (409 `AlreadyExists`; `generateName` supported;
+//!   500 when `resourceVersion` is set, as the real storage layer), replace (409 `Conflict`
+//!   on a stale `resourceVersion`; unset means unconditional), delete (preconditions
+//!   honoured; with finalizers it sets `deletionTimestamp` and the object stays until an
+//!   update empties `finalizers`; the response is the object), deletecollection, and the
+//!   `status` subresource (get/replace/patch) for resources that have one: main-resource
+//!   writes keep the stored `status`, status writes keep everything but `status` (and
+//!   `managedFields`). Creating an object of such a resource drops its `status`.
+//! * Namespaces need not exist before objects are created in them.
+//! * Not supported: `dryRun` (answers 400 rather than silently writing), server-side apply
+//!   and JSON patch (415), aggregated discovery (`Discovery::run_aggregated`), Table and
+//!   protobuf encodings (every response is JSON), field selectors other than
+//!   `metadata.name`/`metadata.namespace`, and namespace lifecycle (deleting a namespace
+//!   does not delete its objects).
+//!
+//! ## Patch types
+//!
+//! `application/merge-patch+json` (RFC 7386). `application/strategic-merge-patch+json` is
+//! accepted and applied **as a JSON merge patch** (lists are replaced, not merged by key).
+//! Every other patch type (JSON patch, server-side apply) answers 415.
+//!
+//! ## LIST
+//!
+//! * `resourceVersion` unset or `"0"`: the current state. `"N"` with
+//!   `resourceVersionMatch=NotOlderThan` (or unset without `limit`): the current state;
+//!   with `Exact` (or unset with `limit`, as the real server's legacy rule): the state at
+//!   N, rebuilt from the event log; 410 `Expired` when N is below the compaction floor.
+//!   N above the current RV: 504 with cause `ResourceVersionTooLarge` and `Retry-After`.
+//! * `limit` + `continue`: the token is base64 JSON of the snapshot RV and last key; every
+//!   page is served from the first page's snapshot and carries its RV. A token older than
+//!   the compaction floor answers 410 `Expired` with the real message and a fresh token in
+//!   the Status' `metadata.continue`. `remainingItemCount` is set when there is no selector.
+//!   `continue` with a `resourceVersion` other than unset/`"0"` answers 400.
+//! * `resourceVersion=0` with `limit`: the real server ignores `limit` (watch cache); this
+//!   server honours it by default, so tests can see a paginated RV=0 list
+//!   ([`ApiServerBuilder::paginate_rv0`] turns that off).
+//! * Label selectors (`=`, `==`, `!=`, `in`, `notin`, exists, `!`exists, `>`, `<`) and field
+//!   selectors on `metadata.name` / `metadata.namespace` (`=`, `==`, `!=`); anything else
+//!   is a 400. Invalid list options answer 422 (`ListOptions` Invalid) like the real
+//!   `ValidateListOptions`; unparsable numbers/booleans answer 400.
+//!
+//! ## WATCH
+//!
+//! `watch=true` streams newline-delimited `{"type","object"}` JSON with chunked encoding.
+//! RV unset/`"0"`: synthetic `ADDED` for the current state, then live events. RV=N: events
+//! after N from the event log (N above the current RV: 504 `ResourceVersionTooLarge` at once,
+//! where the real watch cache first waits up to 3 s); N below the compaction floor: HTTP 200, one `ERROR` event
+//! with a 410 `Expired` Status (`too old resource version: N (floor)`), end of stream. A
+//! watcher that falls behind the bounded log gets the same. `allowWatchBookmarks=true`:
+//! `BOOKMARK`s every [`ApiServerBuilder::bookmark_interval`] carrying the RV the watcher
+//! has read up to. `timeoutSeconds` ends the stream cleanly. `sendInitialEvents=true`
+//! (requires `resourceVersionMatch=NotOlderThan` and `allowWatchBookmarks=true`, else 422):
+//! the current state as `ADDED`, then a `BOOKMARK` annotated
+//! `k8s.io/initial-events-end: "true"`. Selectors apply to events: an object that stops
+//! matching arrives as `DELETED`, one that starts matching as `ADDED`.
+//!
+//! # Faults
+//!
+//! See [`Fault`] for the variants and [`Matcher`] for targeting; [`Faults::drop_watches`]
+//! and [`Faults::inject_line`] act on the watches open right now. [`ApiServer::request_log`]
+//! records verb, path, query and status of every request.
+//!
+//! # Using it from kubectl
+//!
+//! Run `cargo run -p reflector-testkit -- --port 8080 --demo`, then point kubectl at it:
+//!
+//! ```yaml
+//! apiVersion: v1
+//! kind: Config
+//! clusters:
+//! - name: testkit
+//!   cluster:
+//!     server: http://127.0.0.1:8080
+//! users:
+//! - name: testkit
+//!   user: {}
+//! contexts:
+//! - name: testkit
+//!   context: {cluster: testkit, user: testkit, namespace: default}
+//! current-context: testkit
+//! ```
+//!
+//! (`kubectl get` asks for tables and protobuf first, then falls back to JSON; use
+//! `kubectl get --raw /api/v1/namespaces/demo/configmaps` for the exact wire format.)
+
+pub mod bench_objects;
+mod continue_token;
+mod discovery;
+mod error;
+mod fault;
+mod handlers;
+mod list;
+mod object;
+mod patch;
+mod query;
+mod request_log;
+mod resource;
+mod router;
+mod selector;
+mod server;
+mod state;
+mod status;
+mod watch;
+
+pub use error::TestkitError;
+pub use fault::{BadLine, Fault, FaultId, Faults, Matcher};
+pub use request_log::{RequestLogEntry, Verb};
+pub use resource::ResourceInfo;
+pub use server::{ApiServer, ApiServerBuilder};

@@ -45,6 +45,9 @@ struct InformerState<K: Object> {
     resync_check_period: Duration,
     transform: Option<TransformFunc<K>>,
     watch_error_handler: Option<WatchErrorHandler>,
+    /// Options for the reflector made at start; name, resync period and
+    /// `should_resync` are the informer's.
+    reflector_options: ReflectorOptions,
     fifo: Option<Arc<DeltaFIFO<K>>>,
     reflector: Option<Arc<Reflector<K, BoxListerWatcher<K>>>>,
 }
@@ -157,6 +160,7 @@ impl<K: Object> SharedIndexInformer<K> {
                     resync_check_period: default_event_handler_resync_period,
                     transform: None,
                     watch_error_handler: None,
+                    reflector_options: ReflectorOptions::default(),
                     fifo: None,
                     reflector: None,
                 }),
@@ -271,6 +275,22 @@ impl<K: Object> SharedIndexInformer<K> {
             return Err(InformerError::AlreadyStarted);
         }
         st.watch_error_handler = Some(Arc::new(handler));
+        Ok(())
+    }
+
+    /// Options for the informer's reflector: page size, backoff, watch timeout,
+    /// watch-list streaming, internal-error retries. The informer sets the name, the
+    /// resync period and `should_resync` itself; a watch-error handler given here is
+    /// used unless [`SharedIndexInformer::set_watch_error_handler`] sets one.
+    ///
+    /// # Errors
+    /// [`InformerError::AlreadyStarted`] after start.
+    pub fn set_reflector_options(&self, options: ReflectorOptions) -> Result<(), InformerError> {
+        let mut st = self.lock_state();
+        if st.started {
+            return Err(InformerError::AlreadyStarted);
+        }
+        st.reflector_options = options;
         Ok(())
     }
 
@@ -404,7 +424,9 @@ impl<K: Object> SharedIndexInformer<K> {
                 fifo_opts = fifo_opts.transform(Arc::clone(t));
             }
             let fifo = Arc::new(DeltaFIFO::new(fifo_opts));
-            let mut opts = ReflectorOptions::default()
+            let mut opts = st
+                .reflector_options
+                .clone()
                 .name(self.inner.name.clone())
                 .resync_period(st.resync_check_period);
             let this = self.clone();

@@ -1,6 +1,7 @@
 //! [`ApiListerWatcher`]: list and watch over a [`kube::Api`].
 
 use std::fmt::Debug;
+use std::sync::Arc;
 
 use futures::TryStreamExt;
 use http_body_util::BodyExt;
@@ -9,22 +10,31 @@ use kube::core::{Request, Status};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
-use super::{ListWatchError, ListerWatcher, WatchDecoder, WatchStream};
+use super::{
+    FieldFilter, ListWatchError, ListerWatcher, WatchDecoder, WatchStream, from_slice_filtered,
+};
 
 /// Lists and watches `K` through a [`kube::Api`], namespaced or cluster-wide, with
 /// optional label and field selectors applied to both lists and watches.
 ///
 /// Watch responses are decoded by [`WatchDecoder`]: each line once, straight into `K`.
+/// A list body is read whole and decoded once into [`ObjectList<K>`].
+///
+/// With [`ApiListerWatcher::field_filter`], both skip the filter's paths while
+/// decoding, so dropped fields are never allocated. Default: no filter, every field
+/// decoded (as kube's `Api::list`); [`InformerFactory`](crate::informer::InformerFactory)
+/// sets `metadata.managedFields`.
 ///
 /// # Example
 /// ```no_run
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use kube::Api;
-/// use reflector_core::listwatch::ApiListerWatcher;
+/// use reflector_core::listwatch::{ApiListerWatcher, FieldFilter};
 /// # async fn f(client: kube::Client) {
 /// let lw = ApiListerWatcher::new(Api::<ConfigMap>::namespaced(client, "default"))
 ///     .labels("app=web")
-///     .fields("metadata.name!=skip-me");
+///     .fields("metadata.name!=skip-me")
+///     .field_filter(FieldFilter::managed_fields());
 /// # }
 /// ```
 pub struct ApiListerWatcher<K: Resource> {
@@ -34,6 +44,9 @@ pub struct ApiListerWatcher<K: Resource> {
     url: String,
     label_selector: Option<String>,
     field_selector: Option<String>,
+    /// The filter for list bodies (`items[*].` + the object paths); `None`: plain
+    /// serde_json.
+    list_filter: Option<Arc<FieldFilter>>,
     decoder: WatchDecoder<K>,
 }
 
@@ -48,6 +61,7 @@ where
             url: self.url.clone(),
             label_selector: self.label_selector.clone(),
             field_selector: self.field_selector.clone(),
+            list_filter: self.list_filter.clone(),
             decoder: self.decoder.clone(),
         }
     }
@@ -59,6 +73,10 @@ impl<K: Resource> Debug for ApiListerWatcher<K> {
             .field("url", &self.url)
             .field("label_selector", &self.label_selector)
             .field("field_selector", &self.field_selector)
+            .field(
+                "skipped_fields",
+                &self.list_filter.as_ref().map(|f| f.paths()),
+            )
             .finish()
     }
 }
@@ -91,8 +109,20 @@ where
             dyntype: dyntype.clone(),
             label_selector: None,
             field_selector: None,
+            list_filter: None,
             decoder,
         }
+    }
+
+    /// Skips `filter`'s paths of every listed or watched object while decoding
+    /// (paths relative to the object, e.g. [`FieldFilter::managed_fields`]). The
+    /// skipped fields are never allocated; objects come out as if the fields were
+    /// absent. An empty filter restores plain decoding.
+    #[must_use]
+    pub fn field_filter(mut self, filter: FieldFilter) -> Self {
+        self.list_filter = (!filter.is_empty()).then(|| Arc::new(filter.for_list_items()));
+        self.decoder = self.decoder.field_filter(&filter);
+        self
     }
 
     /// Restricts lists and watches to objects matching a label selector
@@ -149,11 +179,32 @@ where
         if lp.field_selector.is_none() {
             lp.field_selector.clone_from(&self.field_selector);
         }
-        let mut req = Request::new(&self.url)
-            .list(&lp)
-            .map_err(|e| ListWatchError::Transport(kube::Error::BuildRequest(e)))?;
+        let mut req = super::list_request::list_request(&self.url, &lp)
+            .map_err(|e| ListWatchError::Transport(kube::Error::HttpError(e)))?;
         req.extensions_mut().insert("list");
-        Ok(self.client.request::<ObjectList<K>>(req).await?)
+        let res = self
+            .client
+            .send(req.map(kube::client::Body::from))
+            .await
+            .map_err(ListWatchError::Transport)?;
+        let status = res.status();
+        if status.is_client_error() || status.is_server_error() {
+            return Err(status_error(status, res.into_body()).await);
+        }
+        let bytes = res
+            .into_body()
+            .collect()
+            .await
+            .map_err(ListWatchError::Transport)?
+            .to_bytes();
+        let decoded = match &self.list_filter {
+            Some(filter) => from_slice_filtered::<ObjectList<K>>(&bytes, filter),
+            None => serde_json::from_slice::<ObjectList<K>>(&bytes),
+        };
+        decoded.map_err(|source| ListWatchError::Decode {
+            what: "list",
+            source,
+        })
     }
 
     async fn watch(
@@ -208,5 +259,170 @@ async fn status_error(code: http::StatusCode, body: kube::client::Body) -> ListW
                 Status::failure(text.trim(), "").with_code(code.as_u16()),
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::WatchEvent;
+
+    use super::*;
+    use crate::listwatch::mock_api::MockApi;
+
+    fn cm_json(name: &str, rv: &str) -> String {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","namespace":"ns","resourceVersion":"{rv}","managedFields":[{{"manager":"kubectl","operation":"Update","fieldsType":"FieldsV1","fieldsV1":{{"f:data":{{"f:k":{{}}}}}}}}]}},"data":{{"k":"v"}}}}"#
+        )
+    }
+
+    fn list_json() -> String {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMapList","metadata":{{"resourceVersion":"10"}},"items":[{},{}]}}"#,
+            cm_json("a", "3"),
+            cm_json("b", "4")
+        )
+    }
+
+    fn watch_json() -> String {
+        format!(
+            "{{\"type\":\"ADDED\",\"object\":{}}}\n{{\"type\":\"MODIFIED\",\"object\":{}}}\n",
+            cm_json("c", "11"),
+            cm_json("a", "12")
+        )
+    }
+
+    fn lw(api: &MockApi) -> ApiListerWatcher<ConfigMap> {
+        ApiListerWatcher::new(Api::<ConfigMap>::all(api.client())).namespace("ns")
+    }
+
+    #[tokio::test]
+    async fn lean_list_decodes_items_without_managed_fields() {
+        let api = MockApi::new(&list_json(), "");
+        let list = lw(&api)
+            .field_filter(FieldFilter::managed_fields())
+            .list(&ListParams::default().limit(500))
+            .await
+            .unwrap();
+        assert_eq!(list.metadata.resource_version.as_deref(), Some("10"));
+        let names: Vec<_> = list
+            .items
+            .iter()
+            .map(|c| c.metadata.name.clone().unwrap())
+            .collect();
+        assert_eq!(names, ["a", "b"]);
+        assert!(
+            list.items
+                .iter()
+                .all(|c| c.metadata.managed_fields.is_none())
+        );
+        assert!(
+            list.items
+                .iter()
+                .all(|c| c.data.as_ref().is_some_and(|d| d["k"] == "v"))
+        );
+        let reqs = api.requests();
+        assert_eq!(reqs.len(), 1);
+        assert!(
+            reqs[0].starts_with("/api/v1/namespaces/ns/configmaps?"),
+            "{}",
+            reqs[0]
+        );
+        assert!(reqs[0].contains("limit=500"));
+    }
+
+    #[tokio::test]
+    async fn plain_list_keeps_managed_fields() {
+        let api = MockApi::new(&list_json(), "");
+        let list = lw(&api).list(&ListParams::default()).await.unwrap();
+        assert_eq!(list.items.len(), 2);
+        assert!(
+            list.items
+                .iter()
+                .all(|c| c.metadata.managed_fields.is_some())
+        );
+        let cleared = lw(&api)
+            .field_filter(FieldFilter::managed_fields())
+            .field_filter(FieldFilter::new())
+            .list(&ListParams::default())
+            .await
+            .unwrap();
+        assert!(
+            cleared
+                .items
+                .iter()
+                .all(|c| c.metadata.managed_fields.is_some())
+        );
+    }
+
+    #[tokio::test]
+    async fn list_error_status_is_an_api_error() {
+        let mut api = MockApi::new("", "");
+        api.list = (
+            410,
+            r#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old","reason":"Expired","code":410}"#.into(),
+        );
+        let err = lw(&api)
+            .field_filter(FieldFilter::managed_fields())
+            .list(&ListParams::default())
+            .await
+            .unwrap_err();
+        assert!(err.is_expired(), "{err:?}");
+        api.list = (429, "slow down".into());
+        let err = lw(&api).list(&ListParams::default()).await.unwrap_err();
+        assert!(err.is_too_many_requests(), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn malformed_list_body_is_a_decode_error() {
+        let api = MockApi::new(r#"{"items":[{"metadata":{"managedFields":[1,]}}]}"#, "");
+        let err = lw(&api)
+            .field_filter(FieldFilter::managed_fields())
+            .list(&ListParams::default())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, ListWatchError::Decode { what: "list", .. }),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn lean_watch_decodes_events_without_managed_fields() {
+        let api = MockApi::new("", &watch_json());
+        let mut stream = lw(&api)
+            .field_filter(FieldFilter::managed_fields())
+            .watch(&WatchParams::default(), "10")
+            .await
+            .unwrap();
+        let first = stream.next().await.unwrap().unwrap();
+        let second = stream.next().await.unwrap().unwrap();
+        assert!(
+            matches!(&first, WatchEvent::Added(c) if c.metadata.name.as_deref() == Some("c") && c.metadata.managed_fields.is_none())
+        );
+        assert!(
+            matches!(&second, WatchEvent::Modified(c) if c.metadata.resource_version.as_deref() == Some("12") && c.metadata.managed_fields.is_none())
+        );
+        let reqs = api.requests();
+        assert!(
+            reqs[0].contains("watch=true") && reqs[0].contains("resourceVersion=10"),
+            "{}",
+            reqs[0]
+        );
+    }
+
+    #[tokio::test]
+    async fn watch_error_status_is_an_api_error() {
+        let mut api = MockApi::new("", "");
+        api.watch = (500, "boom".into());
+        let Err(err) = lw(&api)
+            .field_filter(FieldFilter::managed_fields())
+            .watch(&WatchParams::default(), "1")
+            .await
+        else {
+            panic!("expected an error")
+        };
+        assert!(err.is_internal_error(), "{err:?}");
     }
 }

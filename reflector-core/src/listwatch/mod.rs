@@ -8,6 +8,10 @@
 //! cluster-wide, with label and field selectors. Any type can implement the trait —
 //! tests use scripted ones — as client-go's `ListerWatcher` interface allows.
 //!
+//! Decoding can skip fields the cache would drop, *while* decoding: a [`FieldFilter`]
+//! set with [`ApiListerWatcher::field_filter`] keeps `metadata.managedFields` (or any
+//! path) from ever being allocated, in list bodies and watch events alike.
+//!
 //! Errors are classified the way client-go's reflector needs them: expired resource
 //! versions, too-large resource versions, 429, internal errors and refused
 //! connections each have a predicate on [`ListWatchError`].
@@ -15,6 +19,10 @@
 mod api_lister_watcher;
 mod boxed;
 mod fake_source;
+mod field_filter;
+mod list_request;
+#[cfg(test)]
+pub(crate) mod mock_api;
 mod watch_decoder;
 
 use std::future::Future;
@@ -26,6 +34,10 @@ use kube::core::Status;
 pub use api_lister_watcher::ApiListerWatcher;
 pub use boxed::BoxListerWatcher;
 pub use fake_source::FakeSource;
+pub use field_filter::{
+    FieldFilter, FieldFilterError, FilteredDeserializer, FilteredSeed, MANAGED_FIELDS_PATH,
+    from_slice as from_slice_filtered,
+};
 pub use watch_decoder::WatchDecoder;
 
 /// A watch: a stream of events, each decoded once. An `Err` item ends the watch

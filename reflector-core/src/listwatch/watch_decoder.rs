@@ -6,15 +6,19 @@
 //! quietly (the next watch resumes from the last resource version, as client-go's
 //! stream watcher does on an unexpected EOF); a malformed line in the middle ends it
 //! with an error.
+//!
+//! With a [`FieldFilter`] the one pass also skips the filtered fields of the object
+//! (`metadata.managedFields` by default in informers): they are never allocated.
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use bytes::{Buf, Bytes, BytesMut};
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::{ListWatchError, WatchEvent, WatchStream};
+use super::{FieldFilter, ListWatchError, WatchEvent, WatchStream, from_slice_filtered};
 
 /// Decodes watch lines for one resource type.
 ///
@@ -32,6 +36,9 @@ use super::{ListWatchError, WatchEvent, WatchStream};
 pub struct WatchDecoder<K> {
     api_version: String,
     kind: String,
+    /// The filter for a whole event (`object.` + the object paths); `None`: plain
+    /// serde_json.
+    filter: Option<Arc<FieldFilter>>,
     _k: PhantomData<fn() -> K>,
 }
 
@@ -40,6 +47,7 @@ impl<K> Clone for WatchDecoder<K> {
         WatchDecoder {
             api_version: self.api_version.clone(),
             kind: self.kind.clone(),
+            filter: self.filter.clone(),
             _k: PhantomData,
         }
     }
@@ -69,8 +77,18 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
         WatchDecoder {
             api_version: api_version.into(),
             kind: kind.into(),
+            filter: None,
             _k: PhantomData,
         }
+    }
+
+    /// Skips `filter`'s paths of each event's object while decoding (paths are
+    /// relative to the object: `metadata.managedFields`). An empty filter decodes
+    /// with plain serde_json.
+    #[must_use]
+    pub fn field_filter(mut self, filter: &FieldFilter) -> Self {
+        self.filter = (!filter.is_empty()).then(|| Arc::new(filter.for_watch_object()));
+        self
     }
 
     /// Decodes one line.
@@ -79,7 +97,11 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
     /// [`ListWatchError::UnexpectedKind`] for a well-formed event of another kind or
     /// apiVersion; [`ListWatchError::Decode`] for anything else that is not an event.
     pub fn decode_line(&self, line: &[u8]) -> Result<WatchEvent<K>, ListWatchError> {
-        match serde_json::from_slice::<WatchEvent<K>>(line) {
+        let decoded = match &self.filter {
+            Some(filter) => from_slice_filtered::<WatchEvent<K>>(line, filter),
+            None => serde_json::from_slice::<WatchEvent<K>>(line),
+        };
+        match decoded {
             Ok(ev) => Ok(ev),
             Err(source) => Err(self.classify_failure(line, source)),
         }
@@ -284,6 +306,58 @@ mod tests {
         assert!(
             matches!(&got[0], Ok(WatchEvent::Error(s)) if s.code == 410 && s.reason == "Expired")
         );
+    }
+
+    const ADDED_MF: &str = r#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"6","managedFields":[{"manager":"kubectl","fieldsV1":{"f:data":{}}}]},"data":{"k":"v"}}}"#;
+
+    fn lean_decoder() -> WatchDecoder<ConfigMap> {
+        decoder().field_filter(&FieldFilter::managed_fields())
+    }
+
+    async fn collect_lean(
+        chunks: Vec<String>,
+    ) -> Vec<Result<WatchEvent<ConfigMap>, ListWatchError>> {
+        let body = futures::stream::iter(
+            chunks
+                .into_iter()
+                .map(|c| Ok::<_, ListWatchError>(Bytes::from(c))),
+        );
+        lean_decoder().decode_body(body).collect().await
+    }
+
+    #[test]
+    fn filtered_decoder_drops_managed_fields_and_keeps_the_rest() {
+        let ev = lean_decoder().decode_line(ADDED_MF.as_bytes()).unwrap();
+        let WatchEvent::Added(cm) = ev else {
+            panic!("expected ADDED")
+        };
+        assert!(cm.metadata.managed_fields.is_none());
+        assert_eq!(cm.metadata.resource_version.as_deref(), Some("6"));
+        assert_eq!(cm.data.unwrap()["k"], "v");
+        let plain = decoder().decode_line(ADDED_MF.as_bytes()).unwrap();
+        assert!(matches!(plain, WatchEvent::Added(cm) if cm.metadata.managed_fields.is_some()));
+    }
+
+    #[tokio::test]
+    async fn filtered_decoder_classifies_wrong_kind_malformed_and_error_events() {
+        let pod = r#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","managedFields":[]}}}"#;
+        let status = r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410}}"#;
+        let got = collect_lean(vec![format!("{pod}\n{ADDED_MF}\n{status}\n{{\"type\":\"ADDED\",\"object\":{{\"metadata\":{{\"managedFields\":[1,]}}}}}}\n{ADDED_MF}\n")]).await;
+        assert_eq!(got.len(), 4);
+        assert!(matches!(&got[0], Err(e) if e.is_unexpected_kind()));
+        assert!(
+            matches!(&got[1], Ok(WatchEvent::Added(cm)) if cm.metadata.managed_fields.is_none())
+        );
+        assert!(matches!(&got[2], Ok(WatchEvent::Error(s)) if s.code == 410));
+        assert!(matches!(&got[3], Err(ListWatchError::Decode { .. })));
+    }
+
+    #[tokio::test]
+    async fn filtered_decoder_truncated_last_line_inside_skipped_field_ends_quietly() {
+        let cut = ADDED_MF.find("kubectl").unwrap();
+        let got = collect_lean(vec![format!("{ADDED_MF}\n{}", &ADDED_MF[..cut])]).await;
+        assert_eq!(got.len(), 1);
+        assert!(matches!(&got[0], Ok(WatchEvent::Added(_))));
     }
 
     #[tokio::test]

@@ -178,6 +178,15 @@ where
     /// at its next poll; no task is left behind (the reflector spawns none). The
     /// store keeps whatever it was given.
     pub async fn run(&self, cancel: CancellationToken) {
+        let span = tracing::info_span!(
+            "reflector",
+            name = %self.name,
+            resource = short_type_name::<K>()
+        );
+        tracing::Instrument::instrument(self.run_loop(cancel), span).await;
+    }
+
+    async fn run_loop(&self, cancel: CancellationToken) {
         tracing::debug!(reflector = %self.name, "starting reflector");
         while !cancel.is_cancelled() {
             if let Err(e) = self.list_and_watch(&cancel).await {

@@ -1,0 +1,56 @@
+//! How to test your own informer-based code against the embedded API server, with a
+//! fault injected: the server answers the first two watches with 429, and the cache
+//! still converges (the reflector backs off and re-watches without relisting).
+//!
+//! In your crate this body goes into a `#[tokio::test]`.
+//!
+//! ```sh
+//! cargo run --example testing
+//! ```
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use reflector::informer::InformerFactory;
+use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
+use tokio_util::sync::CancellationToken;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let server = ApiServer::start().await?;
+    let fault = server.inject(
+        Matcher::verb(Verb::Watch).times(2),
+        Fault::TooManyRequests {
+            retry_after_secs: 1,
+            plain_text: true,
+        },
+    );
+    let factory = InformerFactory::new(server.client_without_retries());
+    let configmaps = factory.informer::<ConfigMap>();
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    factory.wait_for_cache_sync(&cancel).await;
+
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some("hello".into());
+    Api::<ConfigMap>::namespaced(server.client(), "default")
+        .create(&Default::default(), &cm)
+        .await?;
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while configmaps.lister().get(Some("default"), "hello").is_none() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await?;
+    assert_eq!(server.fault_hits(fault), 2, "both 429s were served");
+    assert_eq!(
+        configmaps.reflector_stats().lists,
+        1,
+        "429s never cause a relist"
+    );
+
+    factory.shutdown().await;
+    println!("ok: cache converged through 2 injected 429s without relisting");
+    Ok(())
+}

@@ -1,0 +1,187 @@
+//! Property test: any sequence of watch events, missed deletes, relists and resyncs
+//! pushed through a `DeltaFIFO` and popped into an `Indexer` (as the informer
+//! processes deltas) leaves the Indexer equal to the server's state, and every key
+//! that disappeared was delivered as a Deleted delta (plain or tombstone): no delete
+//! is ever lost.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use proptest::prelude::*;
+use reflector_core::fifo::{DeltaFIFO, DeltaFifoOptions, DeltaType, PoppedItem};
+use reflector_core::object::ObjectKey;
+use reflector_core::store::{Indexer, Indexers, Store};
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// The server creates or changes key `k`; the watch reports it.
+    Upsert(u8),
+    /// The server deletes `k`; the watch reports it.
+    Delete(u8),
+    /// The server deletes `k`; the watch misses it (only a relist can tell).
+    DeleteMissed(u8),
+    /// The server changes `k`; the watch misses it.
+    UpsertMissed(u8),
+    /// The reflector relists: `replace` with the server's state.
+    Relist,
+    /// The resync timer fires.
+    Resync,
+    /// The informer pops one key's deltas.
+    Pop,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let k = 0u8..8;
+    prop_oneof![
+        3 => k.clone().prop_map(Op::Upsert),
+        2 => k.clone().prop_map(Op::Delete),
+        1 => k.clone().prop_map(Op::DeleteMissed),
+        1 => k.prop_map(Op::UpsertMissed),
+        1 => Just(Op::Relist),
+        1 => Just(Op::Resync),
+        4 => Just(Op::Pop),
+    ]
+}
+
+fn cm(k: u8, version: u64) -> Arc<ConfigMap> {
+    let mut c = ConfigMap::default();
+    c.metadata.name = Some(format!("cm-{k}"));
+    c.metadata.namespace = Some("ns".into());
+    c.metadata.resource_version = Some(version.to_string());
+    Arc::new(c)
+}
+
+/// What the consumer observed.
+#[derive(Default)]
+struct Observed {
+    /// Keys the indexer held at some point.
+    ever_cached: BTreeSet<String>,
+    /// Number of Deleted deltas delivered per key, and how many were tombstones.
+    deletes: BTreeMap<String, usize>,
+    tombstones: usize,
+}
+
+/// Applies one popped item to the indexer as the informer's processDeltas does.
+fn apply(indexer: &Indexer<ConfigMap>, item: PoppedItem<ConfigMap>, seen: &mut Observed) {
+    for d in item.deltas.into_vec() {
+        match d.delta_type {
+            DeltaType::Deleted => {
+                if d.object.is_tombstone() {
+                    seen.tombstones += 1;
+                }
+                indexer.delete_by_key(&item.key);
+                *seen.deletes.entry(item.key.to_string()).or_default() += 1;
+            }
+            _ => {
+                let obj = Arc::clone(d.object.object());
+                if indexer.get_by_key(&item.key).is_some() {
+                    indexer.update(obj).unwrap();
+                } else {
+                    indexer.add(obj).unwrap();
+                }
+                seen.ever_cached.insert(item.key.to_string());
+            }
+        }
+    }
+}
+
+fn pop_now(fifo: &DeltaFIFO<ConfigMap>) -> Option<PoppedItem<ConfigMap>> {
+    if fifo.is_empty() {
+        return None;
+    }
+    futures::executor::block_on(fifo.pop_item()).ok()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn fifo_into_indexer_matches_model_and_loses_no_delete(ops in proptest::collection::vec(op(), 0..80)) {
+        let indexer = Indexer::<ConfigMap>::new(Indexers::new());
+        let fifo = DeltaFIFO::new(
+            DeltaFifoOptions::default()
+                .known_objects(Arc::new(indexer.clone()))
+                .emit_delta_type_replaced(true),
+        );
+        // The server: key → resource version.
+        let mut server: BTreeMap<u8, u64> = BTreeMap::new();
+        let mut rv = 0u64;
+        let mut seen = Observed::default();
+
+        for op in ops {
+            match op {
+                Op::Upsert(k) | Op::UpsertMissed(k) => {
+                    rv += 1;
+                    let existed = server.insert(k, rv).is_some();
+                    if matches!(op, Op::Upsert(_)) {
+                        if existed { fifo.update(cm(k, rv)).unwrap() } else { fifo.add(cm(k, rv)).unwrap() }
+                    }
+                }
+                Op::Delete(k) | Op::DeleteMissed(k) => {
+                    if server.remove(&k).is_some() {
+                        rv += 1;
+                        if matches!(op, Op::Delete(_)) {
+                            fifo.delete(cm(k, rv)).unwrap();
+                        }
+                    }
+                }
+                Op::Relist => {
+                    let items = server.iter().map(|(k, v)| cm(*k, *v)).collect();
+                    fifo.replace(items, &rv.to_string()).unwrap();
+                }
+                Op::Resync => fifo.resync().unwrap(),
+                Op::Pop => {
+                    if let Some(item) = pop_now(&fifo) {
+                        apply(&indexer, item, &mut seen);
+                    }
+                }
+            }
+        }
+        // The reflector's next relist, then the informer drains the queue.
+        let items = server.iter().map(|(k, v)| cm(*k, *v)).collect();
+        fifo.replace(items, &rv.to_string()).unwrap();
+        while let Some(item) = pop_now(&fifo) {
+            apply(&indexer, item, &mut seen);
+        }
+
+        let want: BTreeMap<String, String> = server
+            .iter()
+            .map(|(k, v)| (ObjectKey::new(Some("ns"), &format!("cm-{k}")).to_string(), v.to_string()))
+            .collect();
+        let got: BTreeMap<String, String> = indexer
+            .list()
+            .iter()
+            .map(|c| (
+                ObjectKey::new(c.metadata.namespace.as_deref(), c.metadata.name.as_deref().unwrap()).to_string(),
+                c.metadata.resource_version.clone().unwrap(),
+            ))
+            .collect();
+        prop_assert_eq!(&got, &want, "indexer equals the server after a relist");
+        for key in &seen.ever_cached {
+            if !want.contains_key(key) {
+                prop_assert!(
+                    seen.deletes.get(key).copied().unwrap_or(0) > 0,
+                    "{} left the cache without a Deleted delta", key
+                );
+            }
+        }
+    }
+}
+
+/// A concrete case: a delete missed by the watch is delivered as a tombstone by the
+/// next relist.
+#[test]
+fn missed_delete_arrives_as_tombstone() {
+    let indexer = Indexer::<ConfigMap>::new(Indexers::new());
+    let fifo = DeltaFIFO::new(DeltaFifoOptions::default().known_objects(Arc::new(indexer.clone())));
+    let mut seen = Observed::default();
+    fifo.add(cm(1, 1)).unwrap();
+    apply(&indexer, pop_now(&fifo).unwrap(), &mut seen);
+    // The server deletes cm-1; the watch misses it; the relist has nothing.
+    fifo.replace(Vec::new(), "3").unwrap();
+    apply(&indexer, pop_now(&fifo).unwrap(), &mut seen);
+    assert!(indexer.is_empty());
+    assert_eq!(seen.tombstones, 1);
+    assert_eq!(seen.deletes.get("ns/cm-1"), Some(&1));
+}

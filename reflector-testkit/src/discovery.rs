@@ -1,0 +1,89 @@
+//! Discovery documents: `/api`, `/apis`, `/api/v1`, `/apis/{group}/{version}`, `/version`.
+
+use axum::response::Response;
+use serde_json::{Value, json};
+
+use crate::router::{Target, json_response};
+use crate::server::Shared;
+use crate::status::ApiError;
+
+pub(crate) fn respond(shared: &Shared, target: &Target) -> Result<Response, ApiError> {
+    let state = shared.state();
+    let doc = match target {
+        Target::CoreVersions => json!({
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": shared.addr.to_string()}],
+        }),
+        Target::Groups => {
+            let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+            for r in state.resources.iter().filter(|r| !r.group.is_empty()) {
+                match groups.iter_mut().find(|(g, _)| *g == r.group) {
+                    Some((_, versions)) if !versions.contains(&r.version) => {
+                        versions.push(r.version.clone())
+                    }
+                    Some(_) => {}
+                    None => groups.push((r.group.clone(), vec![r.version.clone()])),
+                }
+            }
+            let groups: Vec<Value> = groups
+                .iter()
+                .map(|(group, versions)| {
+                    let versions: Vec<Value> = versions
+                        .iter()
+                        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
+                        .collect();
+                    json!({"name": group, "versions": versions, "preferredVersion": versions[0]})
+                })
+                .collect();
+            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+        }
+        Target::Version => json!({
+            "major": "1",
+            "minor": "34",
+            "gitVersion": "v1.34.0-reflector-testkit",
+            "gitCommit": "0000000000000000000000000000000000000000",
+            "gitTreeState": "clean",
+            "buildDate": "2025-01-01T00:00:00Z",
+            "goVersion": "none",
+            "compiler": "rustc",
+            "platform": "linux/amd64",
+        }),
+        Target::ResourceList { group, version } => {
+            let mut resources = Vec::new();
+            for r in state
+                .resources
+                .iter()
+                .filter(|r| r.group == *group && r.version == *version)
+            {
+                resources.push(json!({
+                    "name": r.plural,
+                    "singularName": r.singular(),
+                    "namespaced": r.namespaced,
+                    "kind": r.kind,
+                    "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+                }));
+                if r.status_subresource {
+                    resources.push(json!({
+                        "name": format!("{}/status", r.plural),
+                        "singularName": "",
+                        "namespaced": r.namespaced,
+                        "kind": r.kind,
+                        "verbs": ["get", "patch", "update"],
+                    }));
+                }
+            }
+            let group_version = if group.is_empty() {
+                version.clone()
+            } else {
+                format!("{group}/{version}")
+            };
+            json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources})
+        }
+        _ => return Err(ApiError::path_not_found()),
+    };
+    Ok(json_response(
+        200,
+        serde_json::to_vec(&doc).unwrap_or_default(),
+    ))
+}

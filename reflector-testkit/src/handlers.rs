@@ -1,0 +1,167 @@
+//! Single-object verbs: get, create, update (PUT), patch, delete, and deletecollection.
+
+use std::sync::Arc;
+
+use axum::response::Response;
+use serde_json::Value;
+
+use crate::object::{Repr, key_of};
+use crate::patch::merge_patch;
+use crate::query::ListOptions;
+use crate::router::{RequestBody, json_response};
+use crate::server::Shared;
+use crate::state::{Preconditions, ResourceId};
+use crate::status::ApiError;
+
+fn parse_json(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
+    let media = content_type.split(';').next().unwrap_or_default().trim();
+    if !media.is_empty() && media != "application/json" && media != "*/*" {
+        return Err(ApiError::unsupported_media_type(media));
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+    })
+}
+
+pub(crate) fn get(
+    shared: &Shared,
+    repr: Repr,
+    rid: ResourceId,
+    namespace: Option<&str>,
+    name: &str,
+) -> Result<Response, ApiError> {
+    let state = shared.state();
+    let info = &state.resources[rid];
+    state
+        .get(rid, &key_of(namespace, name))
+        .map(|o| json_response(200, repr.render(&o)))
+        .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))
+}
+
+pub(crate) fn create(
+    shared: &Shared,
+    repr: Repr,
+    rid: ResourceId,
+    namespace: Option<&str>,
+    body: &RequestBody,
+) -> Result<Response, ApiError> {
+    let value = parse_json(&body.bytes, &body.content_type)?;
+    let created = shared.state().create(rid, namespace, value)?;
+    Ok(json_response(201, repr.render(&created)))
+}
+
+pub(crate) fn update(
+    shared: &Shared,
+    repr: Repr,
+    rid: ResourceId,
+    namespace: Option<&str>,
+    name: &str,
+    status: bool,
+    body: &RequestBody,
+) -> Result<Response, ApiError> {
+    let value = parse_json(&body.bytes, &body.content_type)?;
+    let updated = shared.state().update(rid, namespace, name, value, status)?;
+    Ok(json_response(200, repr.render(&updated)))
+}
+
+pub(crate) fn patch(
+    shared: &Shared,
+    repr: Repr,
+    rid: ResourceId,
+    namespace: Option<&str>,
+    name: &str,
+    status: bool,
+    body: &RequestBody,
+) -> Result<Response, ApiError> {
+    let media = body
+        .content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim();
+    if media != "application/merge-patch+json" && media != "application/strategic-merge-patch+json"
+    {
+        return Err(ApiError::unsupported_media_type(media));
+    }
+    let patch: Value = serde_json::from_slice(&body.bytes)
+        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    if !patch.is_object() {
+        return Err(ApiError::bad_request(
+            "error decoding patch: the patch must be a JSON object",
+        ));
+    }
+    let mut state = shared.state();
+    let info = state.resources[rid].clone();
+    let current = state
+        .get(rid, &key_of(namespace, name))
+        .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
+    let mut value = current.value();
+    merge_patch(&mut value, &patch);
+    let updated = state.update(rid, namespace, name, value, status)?;
+    Ok(json_response(200, repr.render(&updated)))
+}
+
+pub(crate) fn delete(
+    shared: &Shared,
+    repr: Repr,
+    rid: ResourceId,
+    namespace: Option<&str>,
+    name: &str,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let preconditions = delete_preconditions(body)?;
+    let deleted = shared
+        .state()
+        .delete(rid, namespace, name, &preconditions)?;
+    Ok(json_response(200, repr.render(&deleted)))
+}
+
+fn delete_preconditions(body: &[u8]) -> Result<Preconditions, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Preconditions::default());
+    }
+    let options: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+    let pre = options.get("preconditions");
+    let field = |f: &str| {
+        pre.and_then(|p| p.get(f))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    Ok(Preconditions {
+        resource_version: field("resourceVersion"),
+        uid: field("uid"),
+    })
+}
+
+pub(crate) fn delete_collection(
+    shared: &Arc<Shared>,
+    rid: ResourceId,
+    namespace: Option<&str>,
+    pairs: &[(String, String)],
+) -> Result<Response, ApiError> {
+    let options = ListOptions::parse(pairs)?;
+    let mut state = shared.state();
+    let info = state.resources[rid].clone();
+    let names: Vec<(Option<String>, String)> = state
+        .snapshot(rid, namespace)
+        .iter()
+        .filter(|o| options.filter.matches(o))
+        .map(|o| (o.namespace.clone(), o.name.clone()))
+        .collect();
+    let mut items = Vec::with_capacity(names.len());
+    for (ns, name) in names {
+        let deleted = state.delete(rid, ns.as_deref(), &name, &Preconditions::default())?;
+        items.push(deleted.value());
+    }
+    let list = serde_json::json!({
+        "kind": format!("{}List", info.kind),
+        "apiVersion": info.api_version(),
+        "metadata": {"resourceVersion": state.rv.to_string()},
+        "items": items,
+    });
+    Ok(json_response(
+        200,
+        serde_json::to_vec(&list).unwrap_or_default(),
+    ))
+}

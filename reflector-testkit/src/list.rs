@@ -1,0 +1,132 @@
+//! LIST: resourceVersion semantics, `limit`/`continue` pagination from consistent
+//! snapshots, selectors. Also routes `watch=true` to the watch module.
+
+use std::sync::Arc;
+
+use axum::response::Response;
+use bytes::{BufMut, BytesMut};
+use serde_json::json;
+
+use crate::continue_token;
+use crate::fault::Fired;
+use crate::object::Repr;
+use crate::query::{ListOptions, Rv, RvMatch};
+use crate::router::json_response;
+use crate::server::Shared;
+use crate::state::ResourceId;
+use crate::status::ApiError;
+
+/// The real server's message for a continue token older than the compaction floor.
+pub(crate) const CONTINUE_EXPIRED_MESSAGE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+pub(crate) fn list_or_watch(
+    shared: &Arc<Shared>,
+    repr: Repr,
+    rid: ResourceId,
+    namespace: Option<&str>,
+    pairs: &[(String, String)],
+    fired: Fired,
+) -> Result<Response, ApiError> {
+    let options = ListOptions::parse(pairs)?;
+    if options.watch {
+        return crate::watch::start(shared, repr, rid, namespace, options, fired);
+    }
+    list(shared, repr, rid, namespace, &options)
+}
+
+fn list(
+    shared: &Shared,
+    repr: Repr,
+    rid: ResourceId,
+    namespace: Option<&str>,
+    options: &ListOptions,
+) -> Result<Response, ApiError> {
+    let state = shared.state();
+    let (snapshot, after, limit) = if let Some(token) = &options.continue_token {
+        if matches!(options.rv, Rv::At(_)) {
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        let (snapshot, after) = continue_token::decode(token)?;
+        if snapshot > state.rv {
+            return Err(ApiError::bad_request(
+                "continue key is not valid: resource version is in the future",
+            ));
+        }
+        if snapshot < state.floor {
+            let mut error = ApiError::expired(CONTINUE_EXPIRED_MESSAGE);
+            error.metadata = Some(json!({"continue": continue_token::encode(state.rv, &after)}));
+            return Err(error);
+        }
+        (snapshot, Some(after), options.limit)
+    } else {
+        match options.rv {
+            Rv::Unset => (state.rv, None, options.limit),
+            Rv::Any => (
+                state.rv,
+                None,
+                options.limit.filter(|_| shared.config.paginate_rv0),
+            ),
+            Rv::At(n) => {
+                if n > state.rv {
+                    return Err(ApiError::too_large_rv(n, state.rv));
+                }
+                let exact = options.rv_match == RvMatch::Exact
+                    || (options.rv_match == RvMatch::Unset && options.limit.is_some());
+                if exact {
+                    if n < state.floor {
+                        return Err(ApiError::expired(
+                            "The resourceVersion for the provided list is too old.",
+                        ));
+                    }
+                    (n, None, options.limit)
+                } else {
+                    (state.rv, None, options.limit)
+                }
+            }
+        }
+    };
+    let page = state.list_page(
+        rid,
+        namespace,
+        snapshot,
+        after.as_deref(),
+        limit,
+        &options.filter,
+    );
+    let info = state.resources[rid].clone();
+    drop(state);
+
+    let mut metadata = serde_json::Map::new();
+    metadata.insert("resourceVersion".to_owned(), json!(snapshot.to_string()));
+    if let Some(last) = &page.continue_after {
+        metadata.insert(
+            "continue".to_owned(),
+            json!(continue_token::encode(snapshot, last)),
+        );
+    }
+    if let Some(remaining) = page.remaining {
+        metadata.insert("remainingItemCount".to_owned(), json!(remaining));
+    }
+    let (list_kind, list_api_version) = repr.list_type(&info.kind, &info.api_version());
+    let items: Vec<bytes::Bytes> = page.items.iter().map(|o| repr.render(o)).collect();
+    let head = json!({
+        "kind": list_kind,
+        "apiVersion": list_api_version,
+        "metadata": metadata,
+    });
+    let head = serde_json::to_vec(&head).unwrap_or_default();
+    let size = head.len() + 16 + items.iter().map(|o| o.len() + 1).sum::<usize>();
+    let mut body = BytesMut::with_capacity(size);
+    body.put_slice(&head[..head.len() - 1]);
+    body.put_slice(b",\"items\":[");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            body.put_u8(b',');
+        }
+        body.put_slice(item);
+    }
+    body.put_slice(b"]}");
+    Ok(json_response(200, body.freeze()))
+}

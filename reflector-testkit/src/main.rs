@@ -1,0 +1,84 @@
+//! `reflector-testkit`: run the embedded API server standalone.
+//!
+//! ```text
+//! reflector-testkit [--port PORT] [--demo]
+//! ```
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use reflector_testkit::ApiServer;
+use serde_json::json;
+
+const USAGE: &str = "usage: reflector-testkit [--port PORT] [--demo]\n  --port PORT  listen on 127.0.0.1:PORT (default: an ephemeral port)\n  --demo       preload a `demo` namespace with a few ConfigMaps and Pods";
+
+struct Args {
+    port: u16,
+    demo: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        port: 0,
+        demo: false,
+    };
+    let mut iter = std::env::args().skip(1);
+    while let Some(arg) = iter.next() {
+        match arg.as_str() {
+            "--port" => {
+                let value = iter.next().ok_or("--port needs a value")?;
+                args.port = value
+                    .parse()
+                    .map_err(|_| format!("invalid port {value:?}"))?;
+            }
+            "--demo" => args.demo = true,
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(args)
+}
+
+fn demo_objects(server: &ApiServer) -> Result<(), Box<dyn std::error::Error>> {
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "demo"}}))?;
+    server.insert(&ns)?;
+    for i in 0..3 {
+        let cm: ConfigMap = serde_json::from_value(json!({
+            "metadata": {"name": format!("config-{i}"), "namespace": "demo", "labels": {"app": "demo"}},
+            "data": {"index": i.to_string()}
+        }))?;
+        server.insert(&cm)?;
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": format!("web-{i}"), "namespace": "demo", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}
+        }))?;
+        server.insert(&pod)?;
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(message) => {
+            if !message.is_empty() {
+                eprintln!("error: {message}");
+            }
+            eprintln!("{USAGE}");
+            std::process::exit(2);
+        }
+    };
+    let server = ApiServer::builder().port(args.port).start().await?;
+    if args.demo {
+        demo_objects(&server)?;
+    }
+    tracing::info!(url = %server.url(), demo = args.demo, "reflector-testkit API server running; Ctrl+C to stop");
+    println!("{}", server.url());
+    tokio::signal::ctrl_c().await?;
+    server.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,199 @@
+//! Stored objects: pre-serialized JSON plus the few fields selectors and keys need.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{Map, Value};
+
+/// One stored object version. Immutable once built; shared by the store, the event log and
+/// in-flight responses as `Arc<StoredObject>`, so lists never re-encode objects.
+#[derive(Debug)]
+pub(crate) struct StoredObject {
+    /// Storage key: `namespace/name`, or `name` for cluster-scoped resources.
+    pub key: Arc<str>,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace` (None for cluster-scoped objects).
+    pub namespace: Option<String>,
+    /// `metadata.labels`.
+    pub labels: BTreeMap<String, String>,
+    /// `metadata.resourceVersion`.
+    pub rv: u64,
+    /// The object as compact JSON (with `kind` and `apiVersion`).
+    pub json: Bytes,
+}
+
+impl StoredObject {
+    /// Builds a stored object from a JSON object whose metadata is already complete.
+    pub(crate) fn from_value(key: Arc<str>, rv: u64, value: &Value) -> Self {
+        let labels = metadata(value)
+            .and_then(|m| m.get("labels"))
+            .and_then(Value::as_object)
+            .map(|l| {
+                l.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self {
+            key,
+            name: meta_str(value, "name").unwrap_or_default().to_owned(),
+            namespace: meta_str(value, "namespace").map(str::to_owned),
+            labels,
+            rv,
+            json: Bytes::from(serde_json::to_vec(value).unwrap_or_default()),
+        }
+    }
+
+    /// The object parsed back into a JSON value.
+    pub(crate) fn value(&self) -> Value {
+        serde_json::from_slice(&self.json).unwrap_or(Value::Null)
+    }
+}
+
+/// Storage key for a name in an optional namespace.
+pub(crate) fn key_of(namespace: Option<&str>, name: &str) -> Arc<str> {
+    match namespace {
+        Some(ns) => Arc::from(format!("{ns}/{name}")),
+        None => Arc::from(name),
+    }
+}
+
+/// `metadata` of a JSON object.
+pub(crate) fn metadata(value: &Value) -> Option<&Map<String, Value>> {
+    value.get("metadata").and_then(Value::as_object)
+}
+
+/// `metadata`, created if missing (a non-object `metadata` is replaced).
+pub(crate) fn metadata_mut(value: &mut Value) -> &mut Map<String, Value> {
+    if !value.is_object() {
+        *value = Value::Object(Map::new());
+    }
+    let Value::Object(root) = value else {
+        unreachable!("made an object above")
+    };
+    let meta = root
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    match meta {
+        Value::Object(m) => m,
+        _ => unreachable!("made an object above"),
+    }
+}
+
+/// A string field of `metadata`, if present and non-empty.
+pub(crate) fn meta_str<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
+    metadata(value)
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+/// The current time as the API's RFC 3339 second-precision timestamp.
+pub(crate) fn now_timestamp() -> Value {
+    let time =
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    serde_json::to_value(time).unwrap_or(Value::Null)
+}
+
+/// A random version-4 UUID string.
+pub(crate) fn new_uid() -> String {
+    let n: u128 = rand::random();
+    let n = (n & !(0xf << 76) | (0x4 << 76)) & !(0x3 << 62) | (0x2 << 62);
+    let hex = format!("{n:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+/// The object without `metadata` and `status`: what `metadata.generation` tracks.
+pub(crate) fn spec_part(value: &Value) -> Value {
+    let mut v = value.clone();
+    if let Value::Object(m) = &mut v {
+        m.remove("metadata");
+        m.remove("status");
+    }
+    v
+}
+
+/// Whether a name is a valid RFC 1123 subdomain (the rule most resources use).
+pub(crate) fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+/// How objects are rendered in a response, chosen by the `Accept` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Repr {
+    /// The whole object.
+    Full,
+    /// `meta.k8s.io/v1` `PartialObjectMetadata` (kind, apiVersion and metadata only), as
+    /// the real server sends for `Accept: application/json;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1`.
+    Metadata,
+}
+
+impl Repr {
+    /// Picks the representation from an `Accept` header.
+    pub(crate) fn from_accept(accept: &str) -> Self {
+        let wants_metadata = accept.split(',').next().is_some_and(|first| {
+            first.contains("as=PartialObjectMetadata") && first.contains("g=meta.k8s.io")
+        });
+        if wants_metadata {
+            Self::Metadata
+        } else {
+            Self::Full
+        }
+    }
+
+    /// The object's bytes in this representation.
+    pub(crate) fn render(self, object: &StoredObject) -> Bytes {
+        match self {
+            Self::Full => object.json.clone(),
+            Self::Metadata => {
+                let value = object.value();
+                let partial = serde_json::json!({
+                    "kind": "PartialObjectMetadata",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": value.get("metadata").cloned().unwrap_or(Value::Null),
+                });
+                Bytes::from(serde_json::to_vec(&partial).unwrap_or_default())
+            }
+        }
+    }
+
+    /// `(kind, apiVersion)` for a single object of `kind`/`api_version`.
+    pub(crate) fn object_type(self, kind: &str, api_version: &str) -> (String, String) {
+        match self {
+            Self::Full => (kind.to_owned(), api_version.to_owned()),
+            Self::Metadata => (
+                "PartialObjectMetadata".to_owned(),
+                "meta.k8s.io/v1".to_owned(),
+            ),
+        }
+    }
+
+    /// `(kind, apiVersion)` for a list of `kind`/`api_version`.
+    pub(crate) fn list_type(self, kind: &str, api_version: &str) -> (String, String) {
+        match self {
+            Self::Full => (format!("{kind}List"), api_version.to_owned()),
+            Self::Metadata => (
+                "PartialObjectMetadataList".to_owned(),
+                "meta.k8s.io/v1".to_owned(),
+            ),
+        }
+    }
+}

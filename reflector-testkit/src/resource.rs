@@ -1,0 +1,99 @@
+//! Resource types the server serves: their REST coordinates, scope and subresources.
+
+use std::any::TypeId;
+
+use kube::CustomResourceExt;
+
+/// How one resource type is served: its group/version/kind, plural, scope and whether it has
+/// a `status` subresource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceInfo {
+    /// API group (`""` for the core group).
+    pub group: String,
+    /// API version (`"v1"`).
+    pub version: String,
+    /// Kind (`"ConfigMap"`).
+    pub kind: String,
+    /// Lower-case plural used in URLs (`"configmaps"`).
+    pub plural: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// Whether `/status` is a subresource (main-resource writes then ignore `status`, and
+    /// status writes ignore everything else).
+    pub status_subresource: bool,
+}
+
+impl ResourceInfo {
+    /// Describes a `kube::Resource` with a static type, e.g. any k8s-openapi type.
+    /// The scope comes from `K::Scope`.
+    #[must_use]
+    pub fn of<K>(status_subresource: bool) -> Self
+    where
+        K: kube::Resource<DynamicType = ()>,
+        K::Scope: 'static,
+    {
+        Self {
+            group: K::group(&()).into_owned(),
+            version: K::version(&()).into_owned(),
+            kind: K::kind(&()).into_owned(),
+            plural: K::plural(&()).into_owned(),
+            namespaced: TypeId::of::<K::Scope>()
+                == TypeId::of::<k8s_openapi::NamespaceResourceScope>(),
+            status_subresource,
+        }
+    }
+
+    /// Describes a custom resource: scope and the status subresource are read from `K::crd()`.
+    #[must_use]
+    pub fn of_crd<K>() -> Self
+    where
+        K: kube::Resource<DynamicType = ()> + CustomResourceExt,
+    {
+        let crd = K::crd();
+        let version = K::version(&()).into_owned();
+        let status_subresource = crd
+            .spec
+            .versions
+            .iter()
+            .filter(|v| v.name == version)
+            .any(|v| v.subresources.as_ref().is_some_and(|s| s.status.is_some()));
+        Self {
+            group: K::group(&()).into_owned(),
+            version,
+            kind: K::kind(&()).into_owned(),
+            plural: K::plural(&()).into_owned(),
+            namespaced: crd.spec.scope == "Namespaced",
+            status_subresource,
+        }
+    }
+
+    /// `apiVersion` as written in objects (`v1`, `apps/v1`).
+    #[must_use]
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// Singular name used by discovery (lower-case kind).
+    pub(crate) fn singular(&self) -> String {
+        self.kind.to_lowercase()
+    }
+}
+
+/// The resources registered on every new server: Namespace, Node, Pod (with `status`
+/// subresources, as the real server), ConfigMap, Secret and Lease.
+pub(crate) fn builtins() -> Vec<ResourceInfo> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret};
+    vec![
+        ResourceInfo::of::<Namespace>(true),
+        ResourceInfo::of::<Node>(true),
+        ResourceInfo::of::<Pod>(true),
+        ResourceInfo::of::<ConfigMap>(false),
+        ResourceInfo::of::<Secret>(false),
+        ResourceInfo::of::<Lease>(false),
+    ]
+}

@@ -1,0 +1,379 @@
+//! Request entry point: parses the path into a target, applies faults, dispatches, logs.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use http::{Method, header};
+use serde_json::json;
+
+use crate::fault::{Fault, Fired, RequestInfo};
+use crate::object::Repr;
+use crate::query::{self, param};
+use crate::request_log::{RequestLogEntry, Verb};
+use crate::server::Shared;
+use crate::state::ResourceId;
+use crate::status::ApiError;
+
+/// What a path names.
+#[derive(Debug, Clone)]
+pub(crate) enum Target {
+    /// `/api`
+    CoreVersions,
+    /// `/apis`
+    Groups,
+    /// `/version`
+    Version,
+    /// `/api/v1`, `/apis/{group}/{version}`
+    ResourceList { group: String, version: String },
+    /// A collection, optionally in a namespace.
+    Collection {
+        rid: ResourceId,
+        plural: String,
+        namespace: Option<String>,
+    },
+    /// One object, optionally its status subresource.
+    Object {
+        rid: ResourceId,
+        plural: String,
+        namespace: Option<String>,
+        name: String,
+        status: bool,
+    },
+    /// Nothing we serve.
+    NotFound,
+}
+
+impl Target {
+    fn resource(&self) -> Option<&str> {
+        match self {
+            Self::Collection { plural, .. } | Self::Object { plural, .. } => Some(plural),
+            _ => None,
+        }
+    }
+
+    fn subresource(&self) -> Option<&str> {
+        match self {
+            Self::Object { status: true, .. } => Some("status"),
+            _ => None,
+        }
+    }
+}
+
+fn parse_target(shared: &Shared, path: &str) -> Target {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, version, rest) = match segments.as_slice() {
+        ["api"] => return Target::CoreVersions,
+        ["apis"] => return Target::Groups,
+        ["version"] => return Target::Version,
+        ["api", version, rest @ ..] => ("", *version, rest),
+        ["apis", group, version, rest @ ..] => (*group, *version, rest),
+        _ => return Target::NotFound,
+    };
+    let state = shared.state();
+    let lookup = |plural: &str| {
+        state
+            .find(group, version, plural)
+            .map(|rid| (rid, state.resources[rid].namespaced))
+    };
+    let collection = |plural: &str, namespace: Option<&str>| match lookup(plural) {
+        Some((rid, namespaced)) if namespaced || namespace.is_none() => Target::Collection {
+            rid,
+            plural: plural.to_owned(),
+            namespace: namespace.map(str::to_owned),
+        },
+        _ => Target::NotFound,
+    };
+    let object =
+        |plural: &str, namespace: Option<&str>, name: &str, sub: Option<&str>| match lookup(plural)
+        {
+            Some((rid, namespaced))
+                if namespaced == namespace.is_some()
+                    && !name.is_empty()
+                    && (sub.is_none()
+                        || (sub == Some("status") && state.resources[rid].status_subresource)) =>
+            {
+                Target::Object {
+                    rid,
+                    plural: plural.to_owned(),
+                    namespace: namespace.map(str::to_owned),
+                    name: name.to_owned(),
+                    status: sub.is_some(),
+                }
+            }
+            _ => Target::NotFound,
+        };
+    match rest {
+        [] => {
+            if state
+                .resources
+                .iter()
+                .any(|r| r.group == group && r.version == version)
+            {
+                Target::ResourceList {
+                    group: group.to_owned(),
+                    version: version.to_owned(),
+                }
+            } else {
+                Target::NotFound
+            }
+        }
+        ["namespaces", ns, plural] if lookup(plural).is_some() => collection(plural, Some(ns)),
+        ["namespaces", ns, plural, name] if lookup(plural).is_some() => {
+            object(plural, Some(ns), name, None)
+        }
+        ["namespaces", ns, plural, name, sub] if lookup(plural).is_some() => {
+            object(plural, Some(ns), name, Some(sub))
+        }
+        [plural] => collection(plural, None),
+        [plural, name] => object(plural, None, name, None),
+        [plural, name, sub] => object(plural, None, name, Some(sub)),
+        _ => Target::NotFound,
+    }
+}
+
+fn verb_of(method: &Method, target: &Target, watch: bool) -> Verb {
+    match (target, method.as_str()) {
+        (Target::Collection { .. }, "GET") if watch => Verb::Watch,
+        (Target::Collection { .. }, "GET") => Verb::List,
+        (Target::Collection { .. }, "POST") => Verb::Create,
+        (Target::Collection { .. }, "DELETE") => Verb::DeleteCollection,
+        (Target::Object { .. }, "GET") => Verb::Get,
+        (Target::Object { .. }, "PUT") => Verb::Update,
+        (Target::Object { .. }, "PATCH") => Verb::Patch,
+        (Target::Object { .. }, "DELETE") => Verb::Delete,
+        _ => Verb::Other,
+    }
+}
+
+/// The single axum handler: every request goes through here.
+///
+/// # Cancel safety
+/// Dropping the future (client gone) drops the request; no state is left half-written
+/// because writes happen under one lock with no await inside.
+pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let pairs = query::parse_pairs(request.uri().query());
+    let target = parse_target(&shared, &path);
+    let watch = matches!(
+        param(&pairs, "watch"),
+        Some("true" | "1" | "" | "True" | "t")
+    );
+    let verb = verb_of(&method, &target, watch);
+    let fired = shared.faults.on_request(&RequestInfo {
+        verb,
+        resource: target.resource(),
+        has_continue: param(&pairs, "continue").is_some_and(|c| !c.is_empty()),
+    });
+    if let Some((_, delay)) = fired.latency {
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = shared.token.cancelled() => {}
+        }
+    }
+    let fault_id = fired.first_id();
+    let response = match fault_response(&fired) {
+        Some(error) => error.into_response(),
+        None => dispatch(&shared, &method, &target, &pairs, request, fired).await,
+    };
+    shared.log_request(RequestLogEntry {
+        verb,
+        method: method.to_string(),
+        path,
+        resource: target.resource().map(str::to_owned),
+        subresource: target.subresource().map(str::to_owned),
+        query: pairs,
+        status: response.status().as_u16(),
+        fault: fault_id,
+    });
+    response
+}
+
+/// The error a response-deciding fault sends, if one fired (watch-stream faults are left
+/// to the watch).
+fn fault_response(fired: &Fired) -> Option<ApiError> {
+    let (_, fault) = fired.response.as_ref()?;
+    Some(match fault {
+        Fault::Gone => ApiError::expired("The resourceVersion for the provided list is too old."),
+        Fault::ContinueExpired => ApiError::expired(crate::list::CONTINUE_EXPIRED_MESSAGE),
+        Fault::TooManyRequests {
+            retry_after_secs,
+            plain_text,
+        } => {
+            let mut e = ApiError::new(
+                429,
+                "TooManyRequests",
+                "Too many requests, please try again later.",
+            )
+            .with_details(json!({"retryAfterSeconds": retry_after_secs}));
+            e.retry_after = Some(*retry_after_secs);
+            e.plain = *plain_text;
+            e
+        }
+        Fault::InternalError => ApiError::internal("injected fault"),
+        Fault::ServiceUnavailable => ApiError::new(
+            503,
+            "ServiceUnavailable",
+            "the server is currently unable to handle the request",
+        )
+        .with_details(json!({})),
+        Fault::GatewayTimeout => {
+            let mut e = ApiError::new(
+                504,
+                "Timeout",
+                "the server was unable to return a response in the time allotted, but may still be processing the request",
+            )
+            .with_details(json!({"retryAfterSeconds": 1}));
+            e.retry_after = Some(1);
+            e
+        }
+        _ => return None,
+    })
+}
+
+/// Runs the verb for a parsed target.
+///
+/// # Cancel safety
+/// Cancel safe: the only await is reading the body; state writes happen after it, under
+/// one lock, with no await.
+async fn dispatch(
+    shared: &Arc<Shared>,
+    method: &Method,
+    target: &Target,
+    pairs: &[(String, String)],
+    request: Request,
+    fired: Fired,
+) -> Response {
+    let repr = Repr::from_accept(
+        request
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default(),
+    );
+    let mutating = matches!(method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE");
+    if mutating
+        && param(pairs, "dryRun").is_some_and(|d| !d.is_empty())
+        && !matches!(target, Target::NotFound)
+    {
+        return ApiError::bad_request("dryRun is not supported by reflector-testkit")
+            .into_response();
+    }
+    let result = match target {
+        Target::NotFound => Err(ApiError::path_not_found()),
+        Target::CoreVersions | Target::Groups | Target::Version | Target::ResourceList { .. } => {
+            if method == Method::GET {
+                crate::discovery::respond(shared, target)
+            } else {
+                Err(ApiError::method_not_allowed(method.as_str()))
+            }
+        }
+        Target::Collection { rid, namespace, .. } => match method.as_str() {
+            "GET" => {
+                crate::list::list_or_watch(shared, repr, *rid, namespace.as_deref(), pairs, fired)
+            }
+            "POST" => match read_body(request).await {
+                Ok(body) => {
+                    crate::handlers::create(shared, repr, *rid, namespace.as_deref(), &body)
+                }
+                Err(e) => Err(e),
+            },
+            "DELETE" => {
+                crate::handlers::delete_collection(shared, *rid, namespace.as_deref(), pairs)
+            }
+            other => Err(ApiError::method_not_allowed(other)),
+        },
+        Target::Object {
+            rid,
+            namespace,
+            name,
+            status,
+            ..
+        } => {
+            let ns = namespace.as_deref();
+            match method.as_str() {
+                "GET" => crate::handlers::get(shared, repr, *rid, ns, name),
+                "PUT" | "PATCH" | "DELETE" => match read_body(request).await {
+                    Ok(body) => match method.as_str() {
+                        "PUT" => {
+                            crate::handlers::update(shared, repr, *rid, ns, name, *status, &body)
+                        }
+                        "PATCH" => {
+                            crate::handlers::patch(shared, repr, *rid, ns, name, *status, &body)
+                        }
+                        _ if *status => Err(ApiError::method_not_allowed("DELETE")),
+                        _ => crate::handlers::delete(shared, repr, *rid, ns, name, &body.bytes),
+                    },
+                    Err(e) => Err(e),
+                },
+                other => Err(ApiError::method_not_allowed(other)),
+            }
+        }
+    };
+    result.unwrap_or_else(ApiError::into_response)
+}
+
+/// A request body and its `Content-Type`.
+pub(crate) struct RequestBody {
+    pub bytes: bytes::Bytes,
+    pub content_type: String,
+}
+
+/// Largest request body accepted (the real server's limit is 3 MiB for most bodies).
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// Bytes drained from an oversized body before giving up on it.
+const DRAIN_CAP: usize = 64 * 1024 * 1024;
+
+/// Reads the body (up to [`MAX_BODY`]) and the `Content-Type`.
+///
+/// # Cancel safety
+/// Cancel safe: dropping it only drops the partially read body.
+async fn read_body(request: Request) -> Result<RequestBody, ApiError> {
+    let content_type = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    // Read up to the limit; past it, keep draining (up to a hard cap) so the client gets
+    // the 413 instead of a connection reset while it is still sending.
+    let mut stream = request.into_body().into_data_stream();
+    let mut body = bytes::BytesMut::new();
+    let mut total = 0usize;
+    while let Some(chunk) = futures::StreamExt::next(&mut stream).await {
+        let chunk =
+            chunk.map_err(|e| ApiError::bad_request(format!("error reading request body: {e}")))?;
+        total += chunk.len();
+        if total <= MAX_BODY {
+            body.extend_from_slice(&chunk);
+        } else if total > DRAIN_CAP {
+            break;
+        }
+    }
+    if total > MAX_BODY {
+        return Err(ApiError::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {MAX_BODY}"),
+        ));
+    }
+    let body = body.freeze();
+    Ok(RequestBody {
+        bytes: body,
+        content_type,
+    })
+}
+
+/// A 200/201 JSON response from pre-serialized bytes.
+pub(crate) fn json_response(code: u16, body: impl Into<Body>) -> Response {
+    let mut response = Response::new(body.into());
+    *response.status_mut() = http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::OK);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
+}

@@ -1,0 +1,670 @@
+//! The server's in-memory storage: objects, the single resourceVersion counter (like etcd's
+//! revision) and the bounded event log that serves watches and old-snapshot lists.
+//!
+//! `State` only ever lives inside `Shared::state` (a `std::sync::Mutex`), so every method
+//! here runs with that lock held; none of them awaits.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::object::{
+    StoredObject, key_of, meta_str, metadata, metadata_mut, new_uid, now_timestamp, spec_part,
+    valid_name,
+};
+use crate::resource::ResourceInfo;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::status::ApiError;
+
+/// Index of a registered resource in `State::resources`.
+pub(crate) type ResourceId = usize;
+
+/// Watch event type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One write, as kept in the event log.
+#[derive(Debug, Clone)]
+pub(crate) struct LogEvent {
+    /// The resourceVersion this write produced.
+    pub rv: u64,
+    /// Which resource was written.
+    pub resource: ResourceId,
+    /// What happened.
+    pub event_type: EventType,
+    /// The object after the write (for deletes: the last state, carrying the delete's RV).
+    pub object: Arc<StoredObject>,
+    /// The object before the write (None for creates).
+    pub prev: Option<Arc<StoredObject>>,
+}
+
+/// Label + field selector pair applied to lists and watches.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ObjectFilter {
+    pub labels: LabelSelector,
+    pub fields: FieldSelector,
+}
+
+impl ObjectFilter {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.labels.is_empty() && self.fields.is_empty()
+    }
+
+    pub(crate) fn matches(&self, obj: &StoredObject) -> bool {
+        self.fields.matches(&obj.name, obj.namespace.as_deref()) && self.labels.matches(&obj.labels)
+    }
+}
+
+/// One page of a list.
+pub(crate) struct Page {
+    pub items: Vec<Arc<StoredObject>>,
+    /// Key of the last returned item when more matching items remain.
+    pub continue_after: Option<Arc<str>>,
+    /// How many matching items remain after this page (only counted when asked).
+    pub remaining: Option<u64>,
+}
+
+/// Delete preconditions from `DeleteOptions.preconditions`.
+#[derive(Debug, Default)]
+pub(crate) struct Preconditions {
+    pub resource_version: Option<String>,
+    pub uid: Option<String>,
+}
+
+/// All server state. Guarded by `Shared::state`.
+pub(crate) struct State {
+    /// Registered resources, indexed by `ResourceId`.
+    pub resources: Vec<ResourceInfo>,
+    /// Objects per resource, keyed by storage key in sorted order.
+    objects: Vec<BTreeMap<Arc<str>, Arc<StoredObject>>>,
+    /// Writes with `rv > floor`, oldest first, at most `history_len` of them.
+    pub log: VecDeque<LogEvent>,
+    /// Bound on `log`.
+    history_len: usize,
+    /// Compaction floor: writes with `rv <= floor` are no longer in the log.
+    pub floor: u64,
+    /// The current (last written) resourceVersion.
+    pub rv: u64,
+    /// Publishes `rv` after every write so watchers wake.
+    notify: watch::Sender<u64>,
+}
+
+impl State {
+    pub(crate) fn new(history_len: usize, notify: watch::Sender<u64>) -> Self {
+        let mut state = Self {
+            resources: Vec::new(),
+            objects: Vec::new(),
+            log: VecDeque::new(),
+            history_len: history_len.max(1),
+            floor: 0,
+            rv: 1,
+            notify,
+        };
+        for info in crate::resource::builtins() {
+            state.register(info);
+        }
+        state
+    }
+
+    /// Registers (or re-registers) a resource; returns its id.
+    pub(crate) fn register(&mut self, info: ResourceInfo) -> ResourceId {
+        if let Some(id) = self.find(&info.group, &info.version, &info.plural) {
+            self.resources[id] = info;
+            return id;
+        }
+        self.resources.push(info);
+        self.objects.push(BTreeMap::new());
+        self.resources.len() - 1
+    }
+
+    pub(crate) fn find(&self, group: &str, version: &str, plural: &str) -> Option<ResourceId> {
+        self.resources
+            .iter()
+            .position(|r| r.group == group && r.version == version && r.plural == plural)
+    }
+
+    pub(crate) fn find_kind(&self, api_version: &str, kind: &str) -> Option<ResourceId> {
+        self.resources
+            .iter()
+            .position(|r| r.kind == kind && r.api_version() == api_version)
+    }
+
+    pub(crate) fn get(&self, rid: ResourceId, key: &str) -> Option<Arc<StoredObject>> {
+        self.objects.get(rid)?.get(key).cloned()
+    }
+
+    /// Every object of a resource (optionally in one namespace), in key order.
+    pub(crate) fn snapshot(
+        &self,
+        rid: ResourceId,
+        namespace: Option<&str>,
+    ) -> Vec<Arc<StoredObject>> {
+        let Some(objects) = self.objects.get(rid) else {
+            return Vec::new();
+        };
+        match namespace {
+            None => objects.values().cloned().collect(),
+            Some(ns) => {
+                let prefix = format!("{ns}/");
+                objects
+                    .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
+                    .take_while(|(k, _)| k.starts_with(&prefix))
+                    .map(|(_, v)| v.clone())
+                    .collect()
+            }
+        }
+    }
+
+    /// Number of objects of a resource.
+    pub(crate) fn count(&self, rid: ResourceId) -> usize {
+        self.objects.get(rid).map_or(0, BTreeMap::len)
+    }
+
+    /// Applies a write: assigns the next RV, stores, logs and notifies watchers.
+    fn commit(
+        &mut self,
+        rid: ResourceId,
+        key: Arc<str>,
+        mut value: Value,
+        event_type: EventType,
+    ) -> Arc<StoredObject> {
+        self.rv += 1;
+        let rv = self.rv;
+        metadata_mut(&mut value)
+            .insert("resourceVersion".to_owned(), Value::String(rv.to_string()));
+        let object = Arc::new(StoredObject::from_value(key.clone(), rv, &value));
+        let prev = if event_type == EventType::Deleted {
+            self.objects[rid].remove(&key)
+        } else {
+            self.objects[rid].insert(key, object.clone())
+        };
+        self.log.push_back(LogEvent {
+            rv,
+            resource: rid,
+            event_type,
+            object: object.clone(),
+            prev,
+        });
+        while self.log.len() > self.history_len {
+            if let Some(old) = self.log.pop_front() {
+                self.floor = old.rv;
+            }
+        }
+        self.notify.send_replace(rv);
+        object
+    }
+
+    /// Drops history up to `rv` (clamped to the current RV).
+    pub(crate) fn compact_to(&mut self, rv: u64) {
+        let rv = rv.min(self.rv);
+        while self.log.front().is_some_and(|e| e.rv <= rv) {
+            self.log.pop_front();
+        }
+        self.floor = self.floor.max(rv);
+    }
+
+    /// Checks `kind`/`apiVersion` of a request body against the resource.
+    fn check_type(info: &ResourceInfo, body: &Value) -> Result<(), ApiError> {
+        if !body.is_object() {
+            return Err(ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {}): body is not a JSON object",
+                info.kind
+            )));
+        }
+        if let Some(api_version) = body.get("apiVersion").and_then(Value::as_str)
+            && api_version != info.api_version()
+        {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({api_version}) does not match the expected API version ({})",
+                info.api_version()
+            )));
+        }
+        if let Some(kind) = body.get("kind").and_then(Value::as_str)
+            && kind != info.kind
+        {
+            return Err(ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {}): kind {kind:?} in the request body",
+                info.kind
+            )));
+        }
+        Ok(())
+    }
+
+    /// Sets kind/apiVersion and the namespace (checked against the URL's).
+    fn normalize(
+        info: &ResourceInfo,
+        body: &mut Value,
+        namespace: Option<&str>,
+    ) -> Result<(), ApiError> {
+        if let Value::Object(m) = body {
+            m.insert("kind".to_owned(), Value::String(info.kind.clone()));
+            m.insert("apiVersion".to_owned(), Value::String(info.api_version()));
+        }
+        let body_ns = meta_str(body, "namespace").map(str::to_owned);
+        let meta = metadata_mut(body);
+        if info.namespaced {
+            let ns = namespace.ok_or_else(|| ApiError::method_not_allowed("POST"))?;
+            if body_ns.as_deref().is_some_and(|b| b != ns) {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            meta.insert("namespace".to_owned(), Value::String(ns.to_owned()));
+        } else {
+            meta.remove("namespace");
+        }
+        Ok(())
+    }
+
+    /// POST: creates an object. Errors: 400 wrong type, 409 AlreadyExists, 422 bad name,
+    /// 500 when `resourceVersion` is set (as the real server's storage layer).
+    pub(crate) fn create(
+        &mut self,
+        rid: ResourceId,
+        namespace: Option<&str>,
+        mut body: Value,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        let info = self.resources[rid].clone();
+        Self::check_type(&info, &body)?;
+        Self::normalize(&info, &mut body, namespace)?;
+        if meta_str(&body, "resourceVersion").is_some() {
+            return Err(ApiError::internal(
+                "resourceVersion should not be set on objects to be created",
+            ));
+        }
+        let name = match (meta_str(&body, "name"), meta_str(&body, "generateName")) {
+            (Some(name), _) => name.to_owned(),
+            (None, Some(prefix)) => {
+                let suffix: String = (0..5)
+                    .map(|_| {
+                        let chars = b"bcdfghjklmnpqrstvwxz2456789";
+                        chars[rand::random_range(0..chars.len())] as char
+                    })
+                    .collect();
+                format!("{prefix}{suffix}")
+            }
+            (None, None) => {
+                return Err(ApiError::invalid(
+                    &info.kind,
+                    &info.group,
+                    "",
+                    "metadata.name",
+                    "FieldValueRequired",
+                    "Required value: name or generateName is required",
+                ));
+            }
+        };
+        if !valid_name(&name) {
+            return Err(ApiError::invalid(
+                &info.kind,
+                &info.group,
+                &name,
+                "metadata.name",
+                "FieldValueInvalid",
+                &format!(
+                    "Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+                ),
+            ));
+        }
+        let key = key_of(namespace.filter(|_| info.namespaced), &name);
+        if self.objects[rid].contains_key(&key) {
+            return Err(ApiError::already_exists(&info.plural, &info.group, &name));
+        }
+        if info.status_subresource
+            && let Value::Object(m) = &mut body
+        {
+            m.remove("status");
+        }
+        let meta = metadata_mut(&mut body);
+        meta.insert("name".to_owned(), Value::String(name));
+        meta.insert("uid".to_owned(), Value::String(new_uid()));
+        meta.insert("creationTimestamp".to_owned(), now_timestamp());
+        meta.insert("generation".to_owned(), json!(1));
+        meta.remove("deletionTimestamp");
+        meta.remove("deletionGracePeriodSeconds");
+        Ok(self.commit(rid, key, body, EventType::Added))
+    }
+
+    /// PUT (main resource or `/status`). Errors: 400 name/namespace mismatch or wrong type,
+    /// 404 missing, 409 Conflict on a stale `resourceVersion`.
+    pub(crate) fn update(
+        &mut self,
+        rid: ResourceId,
+        namespace: Option<&str>,
+        name: &str,
+        mut body: Value,
+        status_write: bool,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        let info = self.resources[rid].clone();
+        Self::check_type(&info, &body)?;
+        match meta_str(&body, "name") {
+            Some(body_name) if body_name != name => {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({body_name}) does not match the name on the URL ({name})"
+                )));
+            }
+            _ => {}
+        }
+        Self::normalize(&info, &mut body, namespace)?;
+        metadata_mut(&mut body).insert("name".to_owned(), Value::String(name.to_owned()));
+        let key = key_of(namespace.filter(|_| info.namespaced), name);
+        let old = self
+            .get(rid, &key)
+            .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
+        if let Some(rv) = meta_str(&body, "resourceVersion") {
+            let rv: u64 = rv
+                .parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?;
+            if rv != old.rv {
+                return Err(ApiError::conflict(&info.plural, &info.group, name));
+            }
+        }
+        let old_value = old.value();
+        let mut new = if status_write {
+            let mut merged = old_value.clone();
+            let status = body.get("status").cloned();
+            if let Value::Object(m) = &mut merged {
+                match status {
+                    Some(s) => m.insert("status".to_owned(), s),
+                    None => m.remove("status"),
+                };
+            }
+            if let Some(mf) = metadata(&body)
+                .and_then(|m| m.get("managedFields"))
+                .cloned()
+            {
+                metadata_mut(&mut merged).insert("managedFields".to_owned(), mf);
+            }
+            merged
+        } else {
+            if info.status_subresource
+                && let Value::Object(m) = &mut body
+            {
+                match old_value.get("status") {
+                    Some(s) => m.insert("status".to_owned(), s.clone()),
+                    None => m.remove("status"),
+                };
+            }
+            body
+        };
+        let old_meta = metadata(&old_value).cloned().unwrap_or_default();
+        let old_generation = old_meta
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        let generation = if spec_part(&new) == spec_part(&old_value) {
+            old_generation
+        } else {
+            old_generation + 1
+        };
+        {
+            let meta = metadata_mut(&mut new);
+            for field in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+            ] {
+                match old_meta.get(field) {
+                    Some(v) => meta.insert(field.to_owned(), v.clone()),
+                    None => meta.remove(field),
+                };
+            }
+            meta.insert("generation".to_owned(), json!(generation));
+            meta.insert(
+                "resourceVersion".to_owned(),
+                Value::String(old.rv.to_string()),
+            );
+        }
+        if new == old_value {
+            return Ok(old);
+        }
+        let deleting = metadata(&new).is_some_and(|m| m.contains_key("deletionTimestamp"));
+        let finalizers_empty = metadata(&new)
+            .and_then(|m| m.get("finalizers"))
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty);
+        let event_type = if deleting && finalizers_empty {
+            EventType::Deleted
+        } else {
+            EventType::Modified
+        };
+        Ok(self.commit(rid, key, new, event_type))
+    }
+
+    /// DELETE. With finalizers the object gets `deletionTimestamp` and stays; otherwise it
+    /// is removed. Returns the object either way.
+    pub(crate) fn delete(
+        &mut self,
+        rid: ResourceId,
+        namespace: Option<&str>,
+        name: &str,
+        preconditions: &Preconditions,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        let info = self.resources[rid].clone();
+        let key = key_of(namespace.filter(|_| info.namespaced), name);
+        let old = self
+            .get(rid, &key)
+            .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
+        let mut value = old.value();
+        if let Some(rv) = preconditions
+            .resource_version
+            .as_deref()
+            .filter(|rv| !rv.is_empty())
+            && rv != old.rv.to_string()
+        {
+            return Err(ApiError::new(
+                409,
+                "Conflict",
+                format!(
+                    "Operation cannot be fulfilled on {} \"{name}\": the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
+                    info.plural, old.rv
+                ),
+            )
+            .with_details(json!({"name": name, "group": info.group, "kind": info.plural})));
+        }
+        let uid = meta_str(&value, "uid").unwrap_or_default().to_owned();
+        if let Some(want) = preconditions.uid.as_deref().filter(|u| !u.is_empty())
+            && want != uid
+        {
+            return Err(ApiError::new(
+                409,
+                "Conflict",
+                format!("Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {want}, UID in object meta: {uid}", info.plural),
+            )
+            .with_details(json!({"name": name, "group": info.group, "kind": info.plural})));
+        }
+        let has_finalizers = metadata(&value)
+            .and_then(|m| m.get("finalizers"))
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty());
+        if !has_finalizers {
+            return Ok(self.commit(rid, key, value, EventType::Deleted));
+        }
+        let meta = metadata_mut(&mut value);
+        if meta.contains_key("deletionTimestamp") {
+            return Ok(old);
+        }
+        let generation = meta.get("generation").and_then(Value::as_i64).unwrap_or(1);
+        meta.insert("deletionTimestamp".to_owned(), now_timestamp());
+        meta.insert("deletionGracePeriodSeconds".to_owned(), json!(0));
+        meta.insert("generation".to_owned(), json!(generation + 1));
+        Ok(self.commit(rid, key, value, EventType::Modified))
+    }
+
+    /// Direct create-or-replace, bypassing preconditions and subresource rules.
+    pub(crate) fn upsert(
+        &mut self,
+        rid: ResourceId,
+        mut value: Value,
+    ) -> Result<Arc<StoredObject>, String> {
+        let info = self.resources[rid].clone();
+        if !value.is_object() {
+            return Err("object is not a JSON object".to_owned());
+        }
+        let name = meta_str(&value, "name")
+            .ok_or("metadata.name is required")?
+            .to_owned();
+        let namespace = meta_str(&value, "namespace").map(str::to_owned);
+        if info.namespaced && namespace.is_none() {
+            return Err(format!(
+                "{} is namespaced: metadata.namespace is required",
+                info.kind
+            ));
+        }
+        Self::normalize(&info, &mut value, namespace.as_deref()).map_err(|e| e.message.clone())?;
+        let key = key_of(namespace.as_deref().filter(|_| info.namespaced), &name);
+        let old = self.get(rid, &key).map(|o| o.value());
+        let meta = metadata_mut(&mut value);
+        let old_meta = old.as_ref().and_then(metadata);
+        for field in ["uid", "creationTimestamp"] {
+            if !meta.contains_key(field) {
+                let v = old_meta
+                    .and_then(|m| m.get(field).cloned())
+                    .unwrap_or_else(|| {
+                        if field == "uid" {
+                            Value::String(new_uid())
+                        } else {
+                            now_timestamp()
+                        }
+                    });
+                meta.insert(field.to_owned(), v);
+            }
+        }
+        if !meta.contains_key("generation") {
+            let old_generation = old_meta
+                .and_then(|m| m.get("generation"))
+                .and_then(Value::as_i64);
+            let generation = match (&old, old_generation) {
+                (Some(o), Some(g)) => {
+                    if spec_part(o) == spec_part(&value) {
+                        g
+                    } else {
+                        g + 1
+                    }
+                }
+                _ => 1,
+            };
+            metadata_mut(&mut value).insert("generation".to_owned(), json!(generation));
+        }
+        let event_type = if old.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
+        Ok(self.commit(rid, key, value, event_type))
+    }
+
+    /// Direct removal (no finalizer handling). Returns whether the object existed.
+    pub(crate) fn remove(&mut self, rid: ResourceId, key: &str) -> bool {
+        match self.get(rid, key) {
+            Some(old) => {
+                let value = old.value();
+                self.commit(rid, old.key.clone(), value, EventType::Deleted);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// One page of the list of `rid` as of resourceVersion `snapshot` (which must be in
+    /// `floor..=rv`), starting after key `after`.
+    pub(crate) fn list_page(
+        &self,
+        rid: ResourceId,
+        namespace: Option<&str>,
+        snapshot: u64,
+        after: Option<&str>,
+        limit: Option<usize>,
+        filter: &ObjectFilter,
+    ) -> Page {
+        let prefix = namespace.map(|ns| format!("{ns}/"));
+        let lower: Bound<&str> = match (after, prefix.as_deref()) {
+            (Some(k), _) => Bound::Excluded(k),
+            (None, Some(p)) => Bound::Included(p),
+            (None, None) => Bound::Unbounded,
+        };
+        // Objects as they were at `snapshot`, for keys written since then.
+        let mut undo: BTreeMap<Arc<str>, Option<Arc<StoredObject>>> = BTreeMap::new();
+        if snapshot < self.rv {
+            for event in self.log.iter().rev().take_while(|e| e.rv > snapshot) {
+                if event.resource == rid {
+                    undo.insert(event.object.key.clone(), event.prev.clone());
+                }
+            }
+        }
+        let current = self.objects[rid]
+            .range::<str, _>((lower, Bound::Unbounded))
+            .filter(|(k, _)| !undo.contains_key(*k));
+        let restored = undo
+            .range::<str, _>((lower, Bound::Unbounded))
+            .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)));
+        let merged = MergeByKey {
+            a: current.peekable(),
+            b: restored.peekable(),
+        };
+        let mut matching = merged
+            .take_while(|(k, _)| prefix.as_deref().is_none_or(|p| k.starts_with(p)))
+            .filter(|(_, v)| filter.matches(v));
+        let limit = limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
+        let items: Vec<Arc<StoredObject>> = matching
+            .by_ref()
+            .take(limit)
+            .map(|(_, v)| v.clone())
+            .collect();
+        let (continue_after, remaining) = if items.len() < limit {
+            (None, None)
+        } else if filter.is_empty() {
+            let rest = matching.count() as u64;
+            if rest == 0 {
+                (None, None)
+            } else {
+                (items.last().map(|o| o.key.clone()), Some(rest))
+            }
+        } else if matching.next().is_some() {
+            (items.last().map(|o| o.key.clone()), None)
+        } else {
+            (None, None)
+        };
+        Page {
+            items,
+            continue_after,
+            remaining,
+        }
+    }
+}
+
+/// Merges two key-sorted iterators with disjoint keys.
+struct MergeByKey<A: Iterator, B: Iterator> {
+    a: std::iter::Peekable<A>,
+    b: std::iter::Peekable<B>,
+}
+
+impl<'a, A, B> Iterator for MergeByKey<A, B>
+where
+    A: Iterator<Item = (&'a Arc<str>, &'a Arc<StoredObject>)>,
+    B: Iterator<Item = (&'a Arc<str>, &'a Arc<StoredObject>)>,
+{
+    type Item = (&'a Arc<str>, &'a Arc<StoredObject>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match (self.a.peek(), self.b.peek()) {
+            (Some((ka, _)), Some((kb, _))) => {
+                if ka <= kb {
+                    self.a.next()
+                } else {
+                    self.b.next()
+                }
+            }
+            (Some(_), None) => self.a.next(),
+            (None, _) => self.b.next(),
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! `kind: Status` error responses, shaped like the real kube-apiserver's.
+
+use axum::body::Body;
+use axum::response::Response;
+use http::{HeaderValue, StatusCode, header};
+use serde_json::{Value, json};
+
+/// An HTTP error, rendered as a `kind: Status` JSON object (or plain text when `plain`).
+/// Boxed so `Result<_, ApiError>` stays small.
+#[derive(Debug, Clone)]
+pub(crate) struct ApiError(Box<ApiErrorData>);
+
+/// The parts of an [`ApiError`].
+#[derive(Debug, Clone)]
+pub(crate) struct ApiErrorData {
+    /// HTTP status code, also written to `code`.
+    pub code: u16,
+    /// `reason` (`NotFound`, `Conflict`, `Expired`, ...).
+    pub reason: &'static str,
+    /// Human-readable `message`.
+    pub message: String,
+    /// `details`, when the real server sets them.
+    pub details: Option<Value>,
+    /// `Retry-After` header, in seconds.
+    pub retry_after: Option<u64>,
+    /// `metadata` of the Status (the real server puts a fresh `continue` token here on 410).
+    pub metadata: Option<Value>,
+    /// Send `message` as a `text/plain` body instead of JSON (the real server's 429 from its
+    /// max-in-flight filter does this).
+    pub plain: bool,
+}
+
+impl std::ops::Deref for ApiError {
+    type Target = ApiErrorData;
+
+    fn deref(&self) -> &ApiErrorData {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ApiError {
+    fn deref_mut(&mut self) -> &mut ApiErrorData {
+        &mut self.0
+    }
+}
+
+impl ApiError {
+    pub(crate) fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Self(Box::new(ApiErrorData {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+            retry_after: None,
+            metadata: None,
+            plain: false,
+        }))
+    }
+
+    pub(crate) fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    pub(crate) fn path_not_found() -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+        .with_details(json!({}))
+    }
+
+    pub(crate) fn not_found(plural: &str, group: &str, name: &str) -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", qualified(plural, group)),
+        )
+        .with_details(json!({"name": name, "group": group, "kind": plural}))
+    }
+
+    pub(crate) fn already_exists(plural: &str, group: &str, name: &str) -> Self {
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", qualified(plural, group)),
+        )
+        .with_details(json!({"name": name, "group": group, "kind": plural}))
+    }
+
+    pub(crate) fn conflict(plural: &str, group: &str, name: &str) -> Self {
+        Self::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
+                qualified(plural, group)
+            ),
+        )
+        .with_details(json!({"name": name, "group": group, "kind": plural}))
+    }
+
+    pub(crate) fn invalid(
+        kind: &str,
+        group: &str,
+        name: &str,
+        field: &str,
+        cause_type: &str,
+        detail: &str,
+    ) -> Self {
+        Self::new(
+            422,
+            "Invalid",
+            format!(
+                "{kind}{} \"{name}\" is invalid: {field}: {detail}",
+                group_suffix(group)
+            ),
+        )
+        .with_details(json!({
+            "name": name,
+            "group": group,
+            "kind": kind,
+            "causes": [{"reason": cause_type, "message": detail, "field": field}],
+        }))
+    }
+
+    pub(crate) fn invalid_list_options(field: &str, detail: &str, cause_reason: &str) -> Self {
+        Self::new(
+            422,
+            "Invalid",
+            format!("ListOptions.meta.k8s.io \"\" is invalid: {field}: {detail}"),
+        )
+        .with_details(json!({
+            "group": "meta.k8s.io",
+            "kind": "ListOptions",
+            "causes": [{"reason": cause_reason, "message": detail, "field": field}],
+        }))
+    }
+
+    pub(crate) fn expired(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    pub(crate) fn too_large_rv(requested: u64, current: u64) -> Self {
+        let mut e = Self::new(
+            504,
+            "Timeout",
+            format!("Too large resource version: {requested}, current: {current}"),
+        )
+        .with_details(json!({
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1,
+        }));
+        e.retry_after = Some(1);
+        e
+    }
+
+    pub(crate) fn internal(message: &str) -> Self {
+        Self::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {message}"),
+        )
+        .with_details(json!({"causes": [{"message": message}]}))
+    }
+
+    pub(crate) fn method_not_allowed(method: &str) -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            format!("the server does not allow this method on the requested resource ({method})"),
+        )
+        .with_details(json!({}))
+    }
+
+    pub(crate) fn unsupported_media_type(content_type: &str) -> Self {
+        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {content_type:?})"))
+            .with_details(json!({}))
+    }
+
+    /// The Status object as JSON.
+    pub(crate) fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": self.metadata.clone().unwrap_or_else(|| json!({})),
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let (Some(details), Some(map)) = (&self.details, status.as_object_mut()) {
+            map.insert("details".to_owned(), details.clone());
+        }
+        status
+    }
+
+    pub(crate) fn into_response(self) -> Response {
+        let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let (content_type, body) = if self.plain {
+            (
+                "text/plain; charset=utf-8",
+                format!("{}\n", self.message).into_bytes(),
+            )
+        } else {
+            (
+                "application/json",
+                serde_json::to_vec(&self.to_status()).unwrap_or_default(),
+            )
+        };
+        let mut response = Response::new(Body::from(body));
+        *response.status_mut() = code;
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}
+
+fn qualified(plural: &str, group: &str) -> String {
+    if group.is_empty() {
+        plural.to_owned()
+    } else {
+        format!("{plural}.{group}")
+    }
+}
+
+fn group_suffix(group: &str) -> String {
+    if group.is_empty() {
+        String::new()
+    } else {
+        format!(".{group}")
+    }
+}

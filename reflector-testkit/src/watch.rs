@@ -1,0 +1,393 @@
+//! WATCH: newline-delimited JSON events streamed with chunked encoding.
+//!
+//! Each watch is a task (owned by a child of the server's cancellation token) with a
+//! cursor into the shared event log: it reads the log under the state lock in small
+//! batches and writes events into a bounded channel that the HTTP body drains. No
+//! per-watcher buffer grows without bound; a watcher whose cursor falls below the
+//! compaction floor gets a 410 `ERROR` event and the stream ends, as with the real watch
+//! cache.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::response::Response;
+use bytes::{BufMut, Bytes, BytesMut};
+use serde_json::json;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::fault::{BadLine, Fault, Fired, WatchControl};
+use crate::object::{Repr, StoredObject};
+use crate::query::{ListOptions, Rv};
+use crate::server::Shared;
+use crate::state::{EventType, LogEvent, ObjectFilter, ResourceId};
+use crate::status::ApiError;
+
+/// Log entries read per lock acquisition.
+const BATCH: usize = 512;
+
+/// Where a watch starts.
+#[derive(Debug, Clone, Copy)]
+enum Start {
+    /// Synthetic ADDED for the current state, then live events.
+    Initial { end_bookmark: bool },
+    /// Events strictly after this RV.
+    After(u64),
+}
+
+/// Per-watch faults fixed when the request arrived.
+#[derive(Debug, Default)]
+struct WatchFaults {
+    gone: bool,
+    silent: bool,
+    latency: Option<Duration>,
+    abort_after: Option<usize>,
+    lines: Vec<(usize, BadLine)>,
+}
+
+struct Watch {
+    shared: Arc<Shared>,
+    rid: ResourceId,
+    namespace: Option<String>,
+    filter: ObjectFilter,
+    repr: Repr,
+    kind: String,
+    api_version: String,
+    bookmarks: bool,
+    timeout: Option<Duration>,
+    faults: WatchFaults,
+    tx: mpsc::Sender<Result<Bytes, io::Error>>,
+    token: CancellationToken,
+    /// Events delivered so far (for `after_events` faults).
+    sent: usize,
+}
+
+/// Why a watch loop stopped.
+struct Stop;
+
+pub(crate) fn start(
+    shared: &Arc<Shared>,
+    repr: Repr,
+    rid: ResourceId,
+    namespace: Option<&str>,
+    options: ListOptions,
+    fired: Fired,
+) -> Result<Response, ApiError> {
+    if let Rv::At(n) = options.rv {
+        // The real watch cache waits up to 3 s for a future RV before answering this.
+        let current = shared.state().rv;
+        if n > current {
+            return Err(ApiError::too_large_rv(n, current));
+        }
+    }
+    let start = match (options.send_initial_events, options.rv) {
+        (Some(true), _) => Start::Initial { end_bookmark: true },
+        (_, Rv::Unset | Rv::Any) => Start::Initial {
+            end_bookmark: false,
+        },
+        (_, Rv::At(n)) => Start::After(n),
+    };
+    let mut faults = WatchFaults::default();
+    for (_, fault) in fired.response.into_iter().chain(fired.stream) {
+        match fault {
+            Fault::WatchGone => faults.gone = true,
+            Fault::SilentWatch => faults.silent = true,
+            Fault::LatencyBetweenEvents(d) => {
+                faults.latency = Some(faults.latency.unwrap_or_default() + d)
+            }
+            Fault::AbortWatch { after_events } => {
+                faults.abort_after = Some(
+                    faults
+                        .abort_after
+                        .map_or(after_events, |a| a.min(after_events)),
+                );
+            }
+            Fault::BadLine { after_events, line } => faults.lines.push((after_events, line)),
+            _ => {}
+        }
+    }
+    let (kind, api_version) = {
+        let state = shared.state();
+        let info = &state.resources[rid];
+        repr.object_type(&info.kind, &info.api_version())
+    };
+    let (tx, mut rx) = mpsc::channel::<Result<Bytes, io::Error>>(16);
+    let control = shared.watch_control.subscribe();
+    let watch = Watch {
+        shared: shared.clone(),
+        rid,
+        namespace: namespace.map(str::to_owned),
+        filter: options.filter,
+        repr,
+        kind,
+        api_version,
+        bookmarks: options.allow_bookmarks,
+        timeout: options.timeout,
+        faults,
+        tx,
+        token: shared.token.child_token(),
+        sent: 0,
+    };
+    shared.open_watches.fetch_add(1, Ordering::SeqCst);
+    tokio::spawn(async move {
+        let shared = watch.shared.clone();
+        let _ = watch.run(start, control).await;
+        shared.open_watches.fetch_sub(1, Ordering::SeqCst);
+    });
+    let stream = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    let mut response = Response::new(Body::from_stream(stream));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    Ok(response)
+}
+
+fn event_line(event_type: &str, object: &[u8]) -> Bytes {
+    let mut line = BytesMut::with_capacity(object.len() + 40);
+    line.put_slice(b"{\"type\":\"");
+    line.put_slice(event_type.as_bytes());
+    line.put_slice(b"\",\"object\":");
+    line.put_slice(object);
+    line.put_slice(b"}\n");
+    line.freeze()
+}
+
+fn expired_line(requested: u64, floor: u64) -> Bytes {
+    let status =
+        ApiError::expired(format!("too old resource version: {requested} ({floor})")).to_status();
+    event_line("ERROR", &serde_json::to_vec(&status).unwrap_or_default())
+}
+
+impl Watch {
+    /// # Cancel safety
+    /// Not meant to be cancelled except by dropping the whole task.
+    async fn run(
+        mut self,
+        start: Start,
+        mut control: broadcast::Receiver<WatchControl>,
+    ) -> Result<(), Stop> {
+        let deadline = self.timeout.map(|t| tokio::time::Instant::now() + t);
+        if self.faults.gone {
+            let (rv, floor) = {
+                let state = self.shared.state();
+                (state.rv, state.floor)
+            };
+            let requested = match start {
+                Start::After(n) => n,
+                Start::Initial { .. } => rv,
+            };
+            return self.write(expired_line(requested, floor)).await;
+        }
+        if self.faults.silent {
+            loop {
+                tokio::select! {
+                    () = self.token.cancelled() => return Ok(()),
+                    () = self.tx.closed() => return Ok(()),
+                    () = sleep_until(deadline) => return Ok(()),
+                    msg = control.recv() => match msg {
+                        Ok(WatchControl::Drop) | Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                        _ => {}
+                    },
+                }
+            }
+        }
+        self.write_due_lines().await?;
+        let mut rv_rx = self.shared.rv_rx.clone();
+        rv_rx.borrow_and_update();
+        let begun = {
+            let state = self.shared.state();
+            match start {
+                Start::Initial { .. } => Ok((
+                    state.rv,
+                    Some(state.snapshot(self.rid, self.namespace.as_deref())),
+                )),
+                Start::After(n) if n < state.floor => Err(expired_line(n, state.floor)),
+                Start::After(n) => Ok((n, None)),
+            }
+        };
+        let (mut cursor, initial) = match begun {
+            Ok(begun) => begun,
+            Err(line) => return self.write(line).await,
+        };
+        if let Some(objects) = initial {
+            for object in &objects {
+                if !self.filter.matches(object) {
+                    continue;
+                }
+                let line = event_line("ADDED", &self.repr.render(object));
+                self.send_event(line).await?;
+            }
+            if let Start::Initial { end_bookmark: true } = start {
+                self.write(self.bookmark(cursor, true)).await?;
+            }
+        }
+        let interval = self
+            .shared
+            .config
+            .bookmark_interval
+            .max(Duration::from_millis(1));
+        let mut next_bookmark = tokio::time::Instant::now() + interval;
+        loop {
+            rv_rx.borrow_and_update();
+            loop {
+                let batch = {
+                    let state = self.shared.state();
+                    if cursor < state.floor {
+                        Err(state.floor)
+                    } else {
+                        let from = state.log.partition_point(|e| e.rv <= cursor);
+                        let events: Vec<LogEvent> =
+                            state.log.range(from..).take(BATCH).cloned().collect();
+                        Ok(events)
+                    }
+                };
+                let events = match batch {
+                    Ok(events) => events,
+                    Err(floor) => return self.write(expired_line(cursor, floor)).await,
+                };
+                let Some(last) = events.last().map(|e| e.rv) else {
+                    break;
+                };
+                for event in &events {
+                    if event.resource == self.rid
+                        && let Some((event_type, object)) = self.translate(event)
+                    {
+                        self.send_event(event_line(event_type, &self.repr.render(object)))
+                            .await?;
+                    }
+                }
+                cursor = last;
+            }
+            // Biased: stop signals and immediate actions win over new events, so
+            // `drop_watches()` followed by writes ends the watch before it sees them.
+            tokio::select! {
+                biased;
+                () = self.token.cancelled() => return Ok(()),
+                () = self.tx.closed() => return Ok(()),
+                () = sleep_until(deadline) => return Ok(()),
+                msg = control.recv() => match msg {
+                    Ok(WatchControl::Drop) | Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                    Ok(WatchControl::Line(line)) => self.write(Bytes::from_static(line.bytes())).await?,
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                },
+                changed = rv_rx.changed() => if changed.is_err() { return Ok(()) },
+                () = tokio::time::sleep_until(next_bookmark), if self.bookmarks => {
+                    next_bookmark = tokio::time::Instant::now() + interval;
+                    self.write(self.bookmark(cursor, false)).await?;
+                }
+            }
+        }
+    }
+
+    fn in_scope(&self, object: &StoredObject) -> bool {
+        self.namespace
+            .as_deref()
+            .is_none_or(|ns| object.namespace.as_deref() == Some(ns))
+            && self.filter.matches(object)
+    }
+
+    /// What this watcher sees of a write: selectors turn modifications into ADDED/DELETED
+    /// when an object starts/stops matching.
+    fn translate<'e>(&self, event: &'e LogEvent) -> Option<(&'static str, &'e StoredObject)> {
+        let now = self.in_scope(&event.object);
+        let before = event.prev.as_deref().is_some_and(|p| self.in_scope(p));
+        match (event.event_type, before, now) {
+            (EventType::Added, _, true) => Some(("ADDED", &event.object)),
+            (EventType::Modified, true, true) => Some(("MODIFIED", &event.object)),
+            (EventType::Modified, false, true) => Some(("ADDED", &event.object)),
+            (EventType::Modified, true, false) => Some(("DELETED", &event.object)),
+            (EventType::Deleted, true, _) => Some(("DELETED", &event.object)),
+            _ => None,
+        }
+    }
+
+    fn bookmark(&self, rv: u64, initial_events_end: bool) -> Bytes {
+        let mut metadata = json!({"resourceVersion": rv.to_string()});
+        if initial_events_end {
+            metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let object =
+            json!({"kind": self.kind, "apiVersion": self.api_version, "metadata": metadata});
+        event_line("BOOKMARK", &serde_json::to_vec(&object).unwrap_or_default())
+    }
+
+    /// Writes one chunk, giving up when the client is gone or the server stops.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a chunk not yet accepted by the channel is dropped, never half-sent.
+    async fn write(&mut self, bytes: Bytes) -> Result<(), Stop> {
+        tokio::select! {
+            sent = self.tx.send(Ok(bytes)) => sent.map_err(|_| Stop),
+            () = self.token.cancelled() => Err(Stop),
+        }
+    }
+
+    /// Writes one event, applying latency / abort / bad-line faults.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe (the event may be lost); only ever cancelled with the whole task.
+    async fn send_event(&mut self, line: Bytes) -> Result<(), Stop> {
+        if let Some(delay) = self.faults.latency {
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = self.token.cancelled() => return Err(Stop),
+            }
+        }
+        if self.faults.abort_after == Some(self.sent) {
+            let half = line.slice(..line.len() / 2);
+            self.write(half).await?;
+            // Let the HTTP layer take and flush what was written before the connection
+            // is cut, so the client really sees a chunk that stops mid-line.
+            while self.tx.capacity() < self.tx.max_capacity() && !self.tx.is_closed() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let _ = self
+                .tx
+                .send(Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "injected watch abort",
+                )))
+                .await;
+            return Err(Stop);
+        }
+        self.write(line).await?;
+        self.sent += 1;
+        self.write_due_lines().await
+    }
+
+    /// Writes the `BadLine` faults due after `self.sent` events.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe (lines are taken before written); only cancelled with the task.
+    async fn write_due_lines(&mut self) -> Result<(), Stop> {
+        let sent = self.sent;
+        let due: Vec<BadLine> = self
+            .faults
+            .lines
+            .iter()
+            .filter(|(after, _)| *after == sent)
+            .map(|(_, l)| *l)
+            .collect();
+        self.faults.lines.retain(|(after, _)| *after != sent);
+        for line in due {
+            self.write(Bytes::from_static(line.bytes())).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Sleeps until `deadline`, or forever without one.
+///
+/// # Cancel safety
+/// Cancel safe.
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}

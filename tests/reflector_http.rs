@@ -1,0 +1,208 @@
+//! The requests a reflector sends, checked on the wire against the embedded API
+//! server's request log: client-go's list-then-watch parameters, watch-list
+//! streaming, relisting from "" after a 410, and a clean stop.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use reflector::informer::SharedIndexInformer;
+use reflector::listwatch::ApiListerWatcher;
+use reflector::reflector::ReflectorOptions;
+use reflector::store::Indexers;
+use reflector_testkit::{ApiServer, Fault, Matcher, RequestLogEntry, Verb, bench_objects};
+use tokio_util::sync::CancellationToken;
+
+async fn server_with(n: usize) -> ApiServer {
+    let server = ApiServer::start().await.expect("server starts");
+    let objs = bench_objects::config_maps(n);
+    server.insert_many(objs.iter()).expect("insert");
+    server
+}
+
+fn informer(server: &ApiServer, opts: ReflectorOptions) -> SharedIndexInformer<ConfigMap> {
+    let lw = ApiListerWatcher::new(Api::<ConfigMap>::all(server.client_without_retries()));
+    let i = SharedIndexInformer::new(lw, Duration::ZERO, Indexers::new());
+    i.set_reflector_options(opts).expect("not started");
+    i
+}
+
+async fn run_until_synced(
+    i: &SharedIndexInformer<ConfigMap>,
+) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (i, c) = (i.clone(), cancel.clone());
+        async move { i.run(c).await }
+    });
+    let synced = tokio::time::timeout(Duration::from_secs(10), i.wait_for_cache_sync(&cancel))
+        .await
+        .expect("synced in time");
+    assert!(synced);
+    (cancel, task)
+}
+
+async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !cond() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("timed out waiting for {what}"));
+}
+
+fn of(log: &[RequestLogEntry], verb: Verb) -> Vec<RequestLogEntry> {
+    log.iter().filter(|e| e.verb == verb).cloned().collect()
+}
+
+/// client-go's sequence: the first list at resourceVersion=0 with limit=500, pages
+/// followed by continue tokens without a resourceVersion, then one watch from the
+/// list's resource version with bookmarks and a timeout in [300, 600] s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_then_watch_parameters_on_the_wire() {
+    let server = server_with(1_200).await;
+    let list_rv = server.current_resource_version().to_string();
+    let i = informer(&server, ReflectorOptions::default());
+    let (cancel, task) = run_until_synced(&i).await;
+    wait_for("the watch", || {
+        !of(&server.request_log(), Verb::Watch).is_empty()
+    })
+    .await;
+    let log = server.request_log();
+
+    let lists = of(&log, Verb::List);
+    assert_eq!(lists.len(), 3, "1,200 objects in pages of 500: {lists:#?}");
+    assert_eq!(lists[0].param("resourceVersion"), Some("0"));
+    assert_eq!(lists[0].param("limit"), Some("500"));
+    for page in &lists[1..] {
+        assert!(page.param("continue").is_some());
+        assert_eq!(page.param("resourceVersion").unwrap_or(""), "");
+        assert_eq!(page.param("limit"), Some("500"));
+    }
+    let watches = of(&log, Verb::Watch);
+    assert_eq!(watches[0].param("resourceVersion"), Some(list_rv.as_str()));
+    assert_eq!(watches[0].param("allowWatchBookmarks"), Some("true"));
+    let timeout: u64 = watches[0]
+        .param("timeoutSeconds")
+        .expect("timeout set")
+        .parse()
+        .expect("a number");
+    assert!((300..=600).contains(&timeout), "timeout {timeout}");
+    assert_eq!(i.indexer().len(), 1_200);
+
+    cancel.cancel();
+    task.await.expect("run ends");
+    wait_for("the watch to close", || server.open_watches() == 0).await;
+}
+
+/// Watch-list mode streams the initial state (sendInitialEvents=true,
+/// resourceVersionMatch=NotOlderThan), syncs at the initial-events-end bookmark
+/// with no list at all, and keeps using the same watch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_list_streams_without_a_list() {
+    let server = server_with(300).await;
+    let i = informer(&server, ReflectorOptions::default().use_watch_list(true));
+    let (cancel, task) = run_until_synced(&i).await;
+    assert_eq!(i.indexer().len(), 300);
+    let log = server.request_log();
+    assert!(
+        of(&log, Verb::List).is_empty(),
+        "no list in watch-list mode"
+    );
+    let watches = of(&log, Verb::Watch);
+    assert_eq!(watches.len(), 1);
+    assert_eq!(watches[0].param("sendInitialEvents"), Some("true"));
+    assert_eq!(
+        watches[0].param("resourceVersionMatch"),
+        Some("NotOlderThan")
+    );
+    assert_eq!(watches[0].param("allowWatchBookmarks"), Some("true"));
+
+    // The same watch goes on delivering after the sync.
+    let api = Api::<ConfigMap>::namespaced(server.client(), bench_objects::NAMESPACE);
+    let mut extra = ConfigMap::default();
+    extra.metadata.name = Some("after-sync".into());
+    api.create(&Default::default(), &extra)
+        .await
+        .expect("create");
+    wait_for("the new object", || i.indexer().len() == 301).await;
+    assert_eq!(of(&server.request_log(), Verb::Watch).len(), 1);
+
+    cancel.cancel();
+    task.await.expect("run ends");
+}
+
+/// A server that refuses watch-list makes the reflector fall back to list+watch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_list_refused_falls_back_to_list() {
+    let server = server_with(10).await;
+    server.inject(Matcher::verb(Verb::Watch), Fault::Gone);
+    let i = informer(&server, ReflectorOptions::default().use_watch_list(true));
+    // 410 on the watch-list marks the RV unavailable and retries; refuse with 500
+    // instead to force the fallback.
+    let (cancel, task) = run_until_synced(&i).await;
+    assert_eq!(i.indexer().len(), 10);
+    cancel.cancel();
+    task.await.expect("run ends");
+
+    let server = server_with(10).await;
+    server.inject(Matcher::verb(Verb::Watch), Fault::InternalError);
+    let i = informer(&server, ReflectorOptions::default().use_watch_list(true));
+    let (cancel, task) = run_until_synced(&i).await;
+    let log = server.request_log();
+    assert_eq!(of(&log, Verb::List).len(), 1, "fell back to a list");
+    assert_eq!(of(&log, Verb::List)[0].param("resourceVersion"), Some("0"));
+    assert_eq!(i.indexer().len(), 10);
+    cancel.cancel();
+    task.await.expect("run ends");
+}
+
+/// After the watch is answered 410, the next list asks for the last RV seen; when
+/// that list is answered 410 too, the relist asks for "" (a consistent read).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_resource_version_relists_from_empty() {
+    let server = server_with(20).await;
+    let i = informer(&server, ReflectorOptions::default());
+    let (cancel, task) = run_until_synced(&i).await;
+    wait_for("the watch", || server.open_watches() > 0).await;
+    let rv = i.last_sync_resource_version();
+    server.clear_request_log();
+
+    let watch = server.inject(Matcher::verb(Verb::Watch), Fault::WatchGone);
+    let list = server.inject(Matcher::verb(Verb::List), Fault::Gone);
+    server.faults().drop_watches();
+    wait_for("the relist", || {
+        of(&server.request_log(), Verb::List)
+            .iter()
+            .any(|e| e.status == 200)
+    })
+    .await;
+    assert_eq!((server.fault_hits(watch), server.fault_hits(list)), (1, 1));
+    let lists = of(&server.request_log(), Verb::List);
+    assert_eq!(lists[0].param("resourceVersion"), Some(rv.as_str()));
+    assert_eq!(lists[0].status, 410);
+    assert_eq!(lists[1].param("resourceVersion").unwrap_or(""), "");
+    assert_eq!(lists[1].status, 200);
+    cancel.cancel();
+    task.await.expect("run ends");
+}
+
+/// Cancelling the informer closes its watch on the server and leaves no task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_closes_the_watch() {
+    let server = server_with(5).await;
+    let i = informer(&server, ReflectorOptions::default());
+    let (cancel, task) = run_until_synced(&i).await;
+    wait_for("the watch", || server.open_watches() == 1).await;
+    cancel.cancel();
+    tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("run returns promptly")
+        .expect("no panic");
+    wait_for("the server to see the watch closed", || {
+        server.open_watches() == 0
+    })
+    .await;
+    assert!(i.is_stopped());
+}
