@@ -9,7 +9,9 @@
 //! - [`store`]: the `Store` contract, the thread-safe store and the `Indexer`;
 //! - [`informer`]: the shared informer, its handlers and the informer factory;
 //! - [`lister`]: typed read-only views of an informer's cache;
-//! - [`workqueue`]: the dedup, delaying and rate-limited queues that feed workers.
+//! - [`workqueue`]: the dedup, delaying and rate-limited queues that feed workers;
+//! - [`controller`]: workers that take keys from a queue and reconcile them;
+//! - [`metrics`]: controller-runtime's and client-go's metrics, and their exposition.
 //!
 //! [`reflect`] holds what `#[derive(Reflect)]` builds on: the [`reflect::Reflect`]
 //! trait and typed index queries ([`reflect::IndexQuery`]).
@@ -17,10 +19,12 @@
 //! [`backoff`] holds the exponential backoff they share.
 
 pub mod backoff;
+pub mod controller;
 pub mod fifo;
 pub mod informer;
 pub mod lister;
 pub mod listwatch;
+pub mod metrics;
 pub mod object;
 pub mod reflect;
 pub mod reflector;

@@ -1,0 +1,41 @@
+//! [`ControllerError`]: why a controller's `run` ended abnormally.
+
+use std::time::Duration;
+
+use crate::informer::InformerError;
+
+/// Errors of the controller module.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ControllerError {
+    /// An event handler could not be added to an informer (it has stopped). Not
+    /// retryable with the same informer.
+    #[error("cannot watch informer {informer}")]
+    Informer {
+        /// The label of the informer (`<controller>/<Kind>`).
+        informer: String,
+        /// What the informer answered.
+        #[source]
+        source: InformerError,
+    },
+    /// The informers did not sync within the cache-sync timeout; no reconcile ran.
+    /// Retryable: run the controller again once the informers can sync.
+    #[error("timed out after {timeout:?} waiting for the caches of {unsynced:?} to sync")]
+    CacheSyncTimeout {
+        /// The timeout that elapsed.
+        timeout: Duration,
+        /// The informers that had not synced.
+        unsynced: Vec<String>,
+    },
+    /// Some reconciles were still running when the graceful-shutdown timeout
+    /// elapsed; they were aborted. Not retryable: the controller has stopped.
+    #[error(
+        "{aborted} reconcile(s) still running after the graceful shutdown timeout of {timeout:?} were aborted"
+    )]
+    GracefulShutdownTimeout {
+        /// The timeout that elapsed.
+        timeout: Duration,
+        /// How many workers were aborted mid-reconcile.
+        aborted: usize,
+    },
+}

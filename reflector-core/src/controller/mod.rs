@@ -1,0 +1,50 @@
+//! Controllers: workers that take keys from a work queue and reconcile them, as
+//! controller-runtime's controller (with kube-runtime's Rust shape).
+//!
+//! A [`Controller`] is built around the primary resource's
+//! [`SharedIndexInformer`](crate::informer::SharedIndexInformer) and told which
+//! other informers lead to primary keys:
+//!
+//! - [`Controller::owns`]: children whose controller owner reference points at a
+//!   primary ([`OwnerMapping`], as controller-runtime's `Owns`);
+//! - [`Controller::watches`]: any informer, with a function from its objects to
+//!   primary keys (controller-runtime's `Watches` with a map function).
+//!
+//! [`Controller::run`] then registers an enqueueing handler on each informer, waits
+//! until they have all synced, and runs `concurrency` workers. Each worker takes a
+//! key from a [`RateLimitingQueue`](crate::workqueue::RateLimitingQueue), calls
+//! `reconcile(key, ctx)`, and files the key back according to the returned
+//! [`Action`]:
+//!
+//! | outcome | queue | `controller_runtime_reconcile_total{result}` |
+//! |---|---|---|
+//! | `Ok(Action::done())` | `forget` | `success` |
+//! | `Ok(Action::requeue_after(d))` | `forget`, `add_after(d)` | `requeue_after` |
+//! | `Ok(Action::requeue_rate_limited())` | `add_rate_limited` | `requeue` |
+//! | `Err(e)` | as `error_policy(key, &e, ctx)` answers ([`backoff_on_error`]: `add_rate_limited`) | `error` |
+//!
+//! The reconciler gets the *key*, not the object: it reads the object from the
+//! primary's lister and sees `None` once it was deleted, so cleanup runs through the
+//! same path. The queue never hands one key to two workers at once, and a key that
+//! changes while it is reconciled is reconciled once more afterwards.
+//!
+//! Informers are shared: `run` expects them to be started by their owner, unless
+//! [`Controller::start_informers`] asks it to start the ones that are not.
+//!
+//! Metrics (controller-runtime's and client-go's names) are reported to a shared
+//! [`Metrics`](crate::metrics::Metrics) given with [`Controller::metrics`].
+
+mod action;
+#[allow(clippy::module_inception)]
+mod controller;
+mod error;
+mod error_policy;
+mod owner_mapping;
+mod source;
+mod worker;
+
+pub use action::Action;
+pub use controller::{Controller, DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT};
+pub use error::ControllerError;
+pub use error_policy::backoff_on_error;
+pub use owner_mapping::OwnerMapping;

@@ -1,0 +1,166 @@
+//! The informers a controller watches, with the handlers that turn their events into
+//! keys of the controller's queue (controller-runtime's `source.Kind` plus an event
+//! handler).
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use crate::informer::{EventHandler, InformerError, Registration, SharedIndexInformer};
+use crate::metrics::ReflectorCollector;
+use crate::object::{DeletedObject, Object, ObjectKey, deletion_handling_key, meta_namespace_key};
+use crate::workqueue::RateLimitingQueue;
+
+/// Maps a watched object to the keys of the primaries to reconcile.
+pub(crate) type Mapper<O> = Arc<dyn Fn(&O) -> Vec<ObjectKey> + Send + Sync>;
+
+/// How a source's events become keys.
+pub(crate) enum KeyMapping<O> {
+    /// The object's own key (the primary resource, controller-runtime's `For`).
+    Own,
+    /// Keys computed from the object (`Owns`, `Watches`).
+    Mapped(Mapper<O>),
+}
+
+impl<O> Clone for KeyMapping<O> {
+    fn clone(&self) -> Self {
+        match self {
+            KeyMapping::Own => KeyMapping::Own,
+            KeyMapping::Mapped(m) => KeyMapping::Mapped(Arc::clone(m)),
+        }
+    }
+}
+
+/// Enqueues the keys an informer's events map to.
+struct EnqueueHandler<O> {
+    queue: RateLimitingQueue<ObjectKey>,
+    mapping: KeyMapping<O>,
+}
+
+impl<O: Object> EnqueueHandler<O> {
+    fn enqueue(&self, obj: &O) {
+        match &self.mapping {
+            KeyMapping::Own => match meta_namespace_key(obj) {
+                Ok(key) => self.queue.add(key),
+                Err(e) => tracing::warn!(error = %e, "object without a key not enqueued"),
+            },
+            KeyMapping::Mapped(map) => {
+                for key in map(obj) {
+                    self.queue.add(key);
+                }
+            }
+        }
+    }
+}
+
+impl<O: Object> EventHandler<O> for EnqueueHandler<O> {
+    fn on_add(&self, obj: &Arc<O>, _is_in_initial_list: bool) {
+        self.enqueue(obj);
+    }
+
+    fn on_update(&self, old: &Arc<O>, new: &Arc<O>) {
+        // As controller-runtime's mapping handlers: both states count, so a child
+        // that changed owner reconciles the old owner and the new one.
+        if let KeyMapping::Mapped(_) = self.mapping {
+            self.enqueue(old);
+        }
+        self.enqueue(new);
+    }
+
+    fn on_delete(&self, obj: &DeletedObject<O>) {
+        match &self.mapping {
+            KeyMapping::Own => match deletion_handling_key(obj) {
+                Ok(key) => self.queue.add(key),
+                Err(e) => tracing::warn!(error = %e, "deleted object without a key not enqueued"),
+            },
+            KeyMapping::Mapped(_) => self.enqueue(obj.object()),
+        }
+    }
+}
+
+/// A handler registered on an informer, removed when dropped.
+pub(crate) struct ActiveRegistration {
+    registration: Registration,
+    remove: Box<dyn Fn(&Registration) + Send + Sync>,
+}
+
+impl ActiveRegistration {
+    pub(crate) fn has_synced(&self) -> bool {
+        self.registration.has_synced()
+    }
+}
+
+impl Drop for ActiveRegistration {
+    fn drop(&mut self) {
+        (self.remove)(&self.registration);
+    }
+}
+
+/// One informer a controller watches, its element type erased.
+pub(crate) trait WatchSource: Send + Sync {
+    /// The watched type's short name (`ConfigMap`); `<controller>/<Kind>` names the
+    /// informer in logs and metrics.
+    fn kind(&self) -> &'static str;
+    /// Registers the enqueueing handler.
+    fn register(
+        &self,
+        queue: &RateLimitingQueue<ObjectKey>,
+    ) -> Result<ActiveRegistration, InformerError>;
+    fn has_started(&self) -> bool;
+    /// The informer's `run`.
+    fn run(&self, cancel: CancellationToken) -> BoxFuture<'static, ()>;
+    fn export_stats(&self, collector: &ReflectorCollector, label: &str);
+}
+
+pub(crate) struct InformerSource<O: Object> {
+    informer: SharedIndexInformer<O>,
+    mapping: KeyMapping<O>,
+}
+
+impl<O: Object> InformerSource<O> {
+    pub(crate) fn new(informer: SharedIndexInformer<O>, mapping: KeyMapping<O>) -> Self {
+        InformerSource { informer, mapping }
+    }
+}
+
+impl<O: Object> WatchSource for InformerSource<O> {
+    fn kind(&self) -> &'static str {
+        short_type_name::<O>()
+    }
+
+    fn register(
+        &self,
+        queue: &RateLimitingQueue<ObjectKey>,
+    ) -> Result<ActiveRegistration, InformerError> {
+        let registration = self.informer.add_event_handler(EnqueueHandler {
+            queue: queue.clone(),
+            mapping: self.mapping.clone(),
+        })?;
+        let informer = self.informer.clone();
+        Ok(ActiveRegistration {
+            registration,
+            remove: Box::new(move |r| informer.remove_event_handler(r)),
+        })
+    }
+
+    fn has_started(&self) -> bool {
+        self.informer.has_started()
+    }
+
+    fn run(&self, cancel: CancellationToken) -> BoxFuture<'static, ()> {
+        let informer = self.informer.clone();
+        Box::pin(async move { informer.run(cancel).await })
+    }
+
+    fn export_stats(&self, collector: &ReflectorCollector, label: &str) {
+        collector.add(label, &self.informer);
+    }
+}
+
+/// `ConfigMap` for `k8s_openapi::api::core::v1::ConfigMap`.
+pub(crate) fn short_type_name<T>() -> &'static str {
+    let full = std::any::type_name::<T>();
+    let base = full.split('<').next().unwrap_or(full);
+    base.rsplit("::").next().unwrap_or(base)
+}

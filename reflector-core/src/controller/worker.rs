@@ -1,0 +1,175 @@
+//! The worker loop: take a key, reconcile it, tell the queue what comes next, as
+//! controller-runtime's `processNextWorkItem` and `reconcileHandler`.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::FutureExt;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::{ControllerRecorder, ReconcileResult};
+use crate::object::ObjectKey;
+use crate::workqueue::RateLimitingQueue;
+
+use super::action::{Action, ActionKind};
+
+/// What every worker of one `run` shares.
+pub(crate) struct WorkerShared<R, P, Ctx> {
+    pub(crate) name: String,
+    pub(crate) queue: RateLimitingQueue<ObjectKey>,
+    pub(crate) reconcile: R,
+    pub(crate) error_policy: P,
+    pub(crate) ctx: Arc<Ctx>,
+    pub(crate) recorder: Option<ControllerRecorder>,
+}
+
+/// The key a worker is reconciling, for the shutdown log; guarded by its own
+/// mutex, held only to read or write the slot.
+pub(crate) type CurrentKey = Arc<Mutex<Option<ObjectKey>>>;
+
+pub(crate) fn set_current(slot: &CurrentKey, key: Option<ObjectKey>) {
+    *slot.lock().unwrap_or_else(PoisonError::into_inner) = key;
+}
+
+pub(crate) fn current(slot: &CurrentKey) -> Option<ObjectKey> {
+    slot.lock().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+/// Counts a worker in `controller_runtime_active_workers` while alive, so an
+/// aborted reconcile is counted out too.
+struct ActiveGuard<'a>(Option<&'a ControllerRecorder>);
+
+impl<'a> ActiveGuard<'a> {
+    fn enter(recorder: Option<&'a ControllerRecorder>) -> Self {
+        if let Some(r) = recorder {
+            r.active_workers_add(1);
+        }
+        ActiveGuard(recorder)
+    }
+}
+
+impl Drop for ActiveGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(r) = self.0 {
+            r.active_workers_add(-1);
+        }
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "<non-string panic payload>"
+    }
+}
+
+/// Takes keys until `cancel` fires or the queue shuts down.
+///
+/// # Cancel safety
+/// Cancelling `cancel` stops the loop between keys; dropping the future mid-reconcile
+/// drops the reconcile and leaves the key marked as processing (the controller only
+/// does that after shutting the queue down).
+pub(crate) async fn worker<R, Fut, E, P, Ctx>(
+    shared: Arc<WorkerShared<R, P, Ctx>>,
+    slot: CurrentKey,
+    cancel: CancellationToken,
+) where
+    R: Fn(ObjectKey, Arc<Ctx>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    E: std::error::Error + Send + 'static,
+    P: Fn(&ObjectKey, &E, Arc<Ctx>) -> Action + Send + Sync + 'static,
+    Ctx: Send + Sync + 'static,
+{
+    loop {
+        let key = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return,
+            key = shared.queue.get() => match key {
+                Some(key) => key,
+                None => return,
+            },
+        };
+        set_current(&slot, Some(key.clone()));
+        process(&shared, &key).await;
+        set_current(&slot, None);
+    }
+}
+
+/// Reconciles one key and files it back in the queue.
+async fn process<R, Fut, E, P, Ctx>(shared: &WorkerShared<R, P, Ctx>, key: &ObjectKey)
+where
+    R: Fn(ObjectKey, Arc<Ctx>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    E: std::error::Error + Send + 'static,
+    P: Fn(&ObjectKey, &E, Arc<Ctx>) -> Action + Send + Sync + 'static,
+    Ctx: Send + Sync + 'static,
+{
+    let recorder = shared.recorder.as_ref();
+    let active = ActiveGuard::enter(recorder);
+    let queue = &shared.queue;
+    let started = Instant::now();
+    let outcome =
+        AssertUnwindSafe(async { (shared.reconcile)(key.clone(), Arc::clone(&shared.ctx)).await })
+            .catch_unwind()
+            .await;
+    let elapsed = started.elapsed();
+    let result = match outcome {
+        Ok(Ok(action)) => match action.kind() {
+            ActionKind::Done => {
+                queue.forget(key);
+                ReconcileResult::Success
+            }
+            ActionKind::RequeueAfter(delay) => {
+                queue.forget(key);
+                queue.add_after(key.clone(), delay);
+                ReconcileResult::RequeueAfter
+            }
+            ActionKind::RequeueRateLimited => {
+                queue.add_rate_limited(key.clone());
+                ReconcileResult::Requeue
+            }
+        },
+        Ok(Err(err)) => {
+            tracing::error!(controller = %shared.name, %key, error = %err, "reconciler error");
+            let policy = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                (shared.error_policy)(key, &err, Arc::clone(&shared.ctx))
+            }));
+            let action = policy.unwrap_or_else(|payload| {
+                tracing::error!(controller = %shared.name, %key,
+                    panic = panic_message(payload.as_ref()),
+                    "error policy panicked; requeueing with backoff");
+                Action::requeue_rate_limited()
+            });
+            match action.kind() {
+                ActionKind::Done => {
+                    if let Some(r) = recorder {
+                        r.terminal_error();
+                    }
+                }
+                ActionKind::RequeueAfter(delay) => queue.add_after(key.clone(), delay),
+                ActionKind::RequeueRateLimited => queue.add_rate_limited(key.clone()),
+            }
+            ReconcileResult::Error
+        }
+        Err(payload) => {
+            tracing::error!(controller = %shared.name, %key,
+                panic = panic_message(payload.as_ref()),
+                "reconciler panicked; requeueing with backoff");
+            if let Some(r) = recorder {
+                r.panicked();
+            }
+            queue.add_rate_limited(key.clone());
+            ReconcileResult::Error
+        }
+    };
+    if let Some(r) = recorder {
+        r.reconciled(result, elapsed);
+    }
+    queue.done(key);
+    drop(active);
+}

@@ -1,0 +1,95 @@
+//! [`MetricsServer`]: a tiny HTTP endpoint serving `GET /metrics` (feature
+//! `metrics-server`).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use prometheus_client::registry::Registry;
+use tokio_util::sync::CancellationToken;
+
+use super::{METRICS_CONTENT_TYPE, MetricsError, render_metrics};
+
+/// Serves a registry's metrics on `GET /metrics`, in the text exposition format.
+///
+/// The caller chooses the address (bind loopback unless the endpoint must be
+/// scraped from elsewhere) and owns the server through the [`CancellationToken`]
+/// passed to [`run`](Self::run).
+///
+/// # Example
+/// ```
+/// use std::sync::Arc;
+/// use prometheus_client::registry::Registry;
+/// use reflector_core::metrics::{Metrics, MetricsServer};
+/// use tokio_util::sync::CancellationToken;
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let mut registry = Registry::default();
+/// let _metrics = Metrics::registered(&mut registry);
+/// let server = MetricsServer::bind("127.0.0.1:0".parse().unwrap(), Arc::new(registry)).await.unwrap();
+/// let addr = server.local_addr().unwrap();
+/// let cancel = CancellationToken::new();
+/// let task = tokio::spawn(server.run(cancel.clone()));
+/// // ... scrape http://{addr}/metrics ...
+/// cancel.cancel();
+/// task.await.unwrap().unwrap();
+/// # let _ = addr; }
+/// ```
+#[derive(Debug)]
+pub struct MetricsServer {
+    listener: tokio::net::TcpListener,
+    registry: Arc<Registry>,
+}
+
+async fn metrics_handler(State(registry): State<Arc<Registry>>) -> impl IntoResponse {
+    (
+        [(CONTENT_TYPE, METRICS_CONTENT_TYPE)],
+        render_metrics(&registry),
+    )
+}
+
+impl MetricsServer {
+    /// Binds `addr` (port 0 picks a free port; see [`local_addr`](Self::local_addr)).
+    ///
+    /// # Errors
+    /// [`MetricsError::Bind`] if the address cannot be bound.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropping the future releases the address.
+    pub async fn bind(addr: SocketAddr, registry: Arc<Registry>) -> Result<Self, MetricsError> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| MetricsError::Bind { addr, source })?;
+        Ok(MetricsServer { listener, registry })
+    }
+
+    /// The bound address.
+    ///
+    /// # Errors
+    /// [`MetricsError::Serve`] if the socket cannot tell its address.
+    pub fn local_addr(&self) -> Result<SocketAddr, MetricsError> {
+        self.listener.local_addr().map_err(MetricsError::Serve)
+    }
+
+    /// Serves until `cancel` fires, then stops accepting, lets open requests finish
+    /// and returns.
+    ///
+    /// # Errors
+    /// [`MetricsError::Serve`] if serving fails.
+    ///
+    /// # Cancel safety
+    /// Cancelling the token is the clean stop; dropping the future closes the
+    /// listener and every connection at once.
+    pub async fn run(self, cancel: CancellationToken) -> Result<(), MetricsError> {
+        let app = Router::new()
+            .route("/metrics", get(metrics_handler))
+            .with_state(self.registry);
+        axum::serve(self.listener, app)
+            .with_graceful_shutdown(cancel.cancelled_owned())
+            .await
+            .map_err(MetricsError::Serve)
+    }
+}
