@@ -166,6 +166,9 @@ async fn expired_resource_version_relists_from_empty() {
     let i = informer(&server, ReflectorOptions::default());
     let (cancel, task) = run_until_synced(&i).await;
     wait_for("the watch", || server.open_watches() > 0).await;
+    // Let the watch outlive client-go's "very short watch" rule (1 s with no event),
+    // or dropping it would count as a failure and relist before re-watching.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
     let rv = i.last_sync_resource_version();
     server.clear_request_log();
 

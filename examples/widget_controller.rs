@@ -1,0 +1,420 @@
+//! A Widget controller: `#[derive(Reflect)]` on a CRD, a shared informer with typed
+//! indexes, and a controller that owns ConfigMaps, writes status and cleans up
+//! through a finalizer.
+//!
+//! For each Widget the controller keeps a ConfigMap `widget-<name>` (owned by the
+//! widget) holding its owner, size and *peers* — the other widgets of the same owner,
+//! found with the typed index query `by_owner`. The same query maps a change of one
+//! widget to every widget of its owner (`Controller::watches`), so peers stay
+//! current. It writes `status.observedGeneration` and `status.ready`, and on delete
+//! removes the ConfigMap and then its finalizer.
+//!
+//! By default it starts the embedded API server, creates a handful of widgets,
+//! updates and deletes some, prints what happens and a summary, and exits 0 once the
+//! expected end state is reached (non-zero with a message if not). With `--cluster`
+//! it uses the current kubeconfig (install the CRD first: `--print-crd` prints it)
+//! and runs until Ctrl+C.
+//!
+//! ```sh
+//! cargo run --example widget_controller
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::{CustomResource, CustomResourceExt, Resource, ResourceExt};
+use prometheus_client::registry::Registry;
+use reflector::Reflect;
+use reflector::controller::{Action, Controller, backoff_on_error};
+use reflector::informer::{InformerFactory, SharedIndexInformer};
+use reflector::lister::Lister;
+use reflector::metrics::{Metrics, render_metrics};
+use reflector::object::ObjectKey;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+/// A widget: the spec of the `Widget` custom resource.
+#[derive(CustomResource, Reflect, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+#[kube(
+    group = "example.com",
+    version = "v1",
+    kind = "Widget",
+    namespaced,
+    status = "WidgetStatus"
+)]
+#[reflect(index(name = "by_app", label = "app"))]
+pub struct WidgetSpec {
+    /// Who owns the widget → `by_owner`.
+    #[reflect(index)]
+    owner: String,
+    /// Free-form tags → `by_tags`, one index value per tag.
+    #[reflect(index)]
+    tags: Vec<String>,
+    /// An optional parent widget → `by_parent`.
+    #[reflect(index)]
+    parent: Option<String>,
+    /// How big it is.
+    size: u32,
+}
+
+/// What the controller reports back.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WidgetStatus {
+    observed_generation: Option<i64>,
+    ready: bool,
+}
+
+const FINALIZER: &str = "example.com/cleanup";
+const NS: &str = "demo";
+
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    #[error("API request failed")]
+    Kube(#[from] kube::Error),
+}
+
+struct Ctx {
+    client: kube::Client,
+    widgets: SharedIndexInformer<Widget>,
+    config_maps: Lister<ConfigMap>,
+    reconciles: AtomicUsize,
+    errors: AtomicUsize,
+}
+
+fn config_map_name(widget: &str) -> String {
+    format!("widget-{widget}")
+}
+
+/// The other widgets of `owner`, from the typed index.
+fn peers(widgets: &SharedIndexInformer<Widget>, owner: &str, me: &str) -> String {
+    let mut names: Vec<String> = widgets
+        .by_owner(owner)
+        .iter()
+        .map(|w| w.name_any())
+        .filter(|n| n != me)
+        .collect();
+    names.sort();
+    names.join(",")
+}
+
+fn desired_data(w: &Widget, peers: String) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("owner".to_owned(), w.spec.owner.clone()),
+        ("size".to_owned(), w.spec.size.to_string()),
+        ("peers".to_owned(), peers),
+    ])
+}
+
+async fn reconcile(key: ObjectKey, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    ctx.reconciles.fetch_add(1, Ordering::Relaxed);
+    let Some(widget) = ctx.widgets.lister().get_by_key(&key) else {
+        // Gone from the cache: nothing left to do (cleanup ran before the finalizer
+        // was removed).
+        return Ok(Action::done());
+    };
+    let name = widget.name_any();
+    let ns = widget.namespace().unwrap_or_default();
+    let widgets: Api<Widget> = Api::namespaced(ctx.client.clone(), &ns);
+    let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
+    let cm_name = config_map_name(&name);
+
+    if widget.meta().deletion_timestamp.is_some() {
+        if ctx.config_maps.get(Some(&ns), &cm_name).is_some() {
+            cms.delete(&cm_name, &DeleteParams::default()).await?;
+            println!("  {key}: deleting, removed ConfigMap {cm_name}");
+        }
+        let rest: Vec<String> = widget
+            .finalizers()
+            .iter()
+            .filter(|f| *f != FINALIZER)
+            .cloned()
+            .collect();
+        let patch = serde_json::json!({ "metadata": { "finalizers": rest } });
+        widgets
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        println!("  {key}: finalizer removed");
+        return Ok(Action::done());
+    }
+
+    if !widget.finalizers().iter().any(|f| f == FINALIZER) {
+        let mut all = widget.finalizers().to_vec();
+        all.push(FINALIZER.to_owned());
+        let patch = serde_json::json!({ "metadata": { "finalizers": all } });
+        widgets
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        println!("  {key}: finalizer added");
+        return Ok(Action::done());
+    }
+
+    let data = desired_data(&widget, peers(&ctx.widgets, &widget.spec.owner, &name));
+    match ctx.config_maps.get(Some(&ns), &cm_name) {
+        None => {
+            let owner_ref = OwnerReference {
+                api_version: Widget::api_version(&()).into_owned(),
+                kind: Widget::kind(&()).into_owned(),
+                name: name.clone(),
+                uid: widget.uid().unwrap_or_default(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            };
+            let cm = ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some(cm_name.clone()),
+                    namespace: Some(ns.clone()),
+                    owner_references: Some(vec![owner_ref]),
+                    ..ObjectMeta::default()
+                },
+                data: Some(data),
+                ..ConfigMap::default()
+            };
+            cms.create(&PostParams::default(), &cm).await?;
+            println!("  {key}: created ConfigMap {cm_name}");
+        }
+        Some(cm) if cm.data.as_ref() != Some(&data) => {
+            let patch = serde_json::json!({ "data": data });
+            cms.patch(&cm_name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+            println!("  {key}: updated ConfigMap {cm_name} {data:?}");
+        }
+        Some(_) => {}
+    }
+
+    let status = WidgetStatus {
+        observed_generation: widget.meta().generation,
+        ready: true,
+    };
+    if widget.status.as_ref() != Some(&status) {
+        let patch = serde_json::json!({ "status": status });
+        widgets
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        println!(
+            "  {key}: ready, observedGeneration {}",
+            status.observed_generation.unwrap_or_default()
+        );
+    }
+    Ok(Action::done())
+}
+
+fn widget(name: &str, owner: &str, tags: &[&str], app: &str, size: u32) -> Widget {
+    let mut w = Widget::new(
+        name,
+        WidgetSpec {
+            owner: owner.into(),
+            tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+            parent: None,
+            size,
+        },
+    );
+    w.metadata.namespace = Some(NS.into());
+    w.metadata.labels = Some(BTreeMap::from([("app".to_owned(), app.to_owned())]));
+    w
+}
+
+/// The end state the demo expects: every widget ready at its generation with a
+/// ConfigMap matching it, and no ConfigMap without a widget.
+fn end_state_problems(server: &reflector_testkit::ApiServer) -> Vec<String> {
+    let mut problems = Vec::new();
+    let widgets: Vec<Widget> = server
+        .versions::<Widget>(Some(NS))
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|(k, _)| server.get::<Widget>(Some(NS), k.rsplit('/').next()?).ok()?)
+        .collect();
+    let mut by_owner: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for w in &widgets {
+        by_owner.entry(&w.spec.owner).or_default().push(w.name_any());
+    }
+    for w in &widgets {
+        let name = w.name_any();
+        let ready = w.status.as_ref().is_some_and(|s| {
+            s.ready && s.observed_generation == w.meta().generation
+        });
+        if !ready {
+            problems.push(format!("{name} not ready at generation {:?}", w.meta().generation));
+        }
+        let mut peers = by_owner[w.spec.owner.as_str()].clone();
+        peers.retain(|p| p != &name);
+        peers.sort();
+        let want = desired_data(w, peers.join(","));
+        match server.get::<ConfigMap>(Some(NS), &config_map_name(&name)) {
+            Ok(Some(cm)) if cm.data.as_ref() == Some(&want) => {}
+            Ok(Some(cm)) => problems.push(format!("{name}: ConfigMap has {:?}, want {want:?}", cm.data)),
+            _ => problems.push(format!("{name}: no ConfigMap")),
+        }
+    }
+    let live: Vec<String> = widgets.iter().map(|w| config_map_name(&w.name_any())).collect();
+    for (key, _) in server.versions::<ConfigMap>(Some(NS)).unwrap_or_default() {
+        let cm = key.rsplit('/').next().unwrap_or_default().to_owned();
+        if !live.contains(&cm) {
+            problems.push(format!("orphan ConfigMap {cm}"));
+        }
+    }
+    problems
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--print-crd") {
+        println!("{}", serde_json::to_string_pretty(&Widget::crd())?);
+        return Ok(());
+    }
+    let cluster = args.iter().any(|a| a == "--cluster");
+
+    let mut server = None;
+    let client = if cluster {
+        kube::Client::try_default().await?
+    } else {
+        let s = reflector_testkit::ApiServer::start().await?;
+        s.register::<Widget>();
+        println!("embedded API server at {} (Widget CRD registered)", s.url());
+        let c = s.client();
+        server = Some(s);
+        c
+    };
+
+    // One shared informer per type; the Widget one carries every declared index.
+    let factory = InformerFactory::new(client.clone());
+    let widgets = factory.reflected::<Widget>();
+    let config_maps = factory.informer::<ConfigMap>();
+    let mut registry = Registry::default();
+    let metrics = Metrics::registered(&mut registry);
+    let peers_of = widgets.clone();
+    let controller = Controller::new(widgets.clone())
+        .owns(config_maps.clone())
+        // A widget's change concerns every widget of the same owner (their peers).
+        .watches(widgets.clone(), move |w: &Widget| {
+            peers_of
+                .by_owner_keys(&w.spec.owner)
+                .into_iter()
+                .chain(std::iter::once(ObjectKey::new(w.namespace().as_deref(), &w.name_any())))
+                .collect()
+        })
+        .concurrency(2)
+        .name("widget")
+        .metrics(&metrics);
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        widgets: widgets.clone(),
+        config_maps: config_maps.lister(),
+        reconciles: AtomicUsize::new(0),
+        errors: AtomicUsize::new(0),
+    });
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    let run = tokio::spawn(controller.run(
+        reconcile,
+        |key: &ObjectKey, e: &Error, ctx: Arc<Ctx>| {
+            ctx.errors.fetch_add(1, Ordering::Relaxed);
+            println!("  {key}: error {e}: {:?}; retrying with backoff", std::error::Error::source(e));
+            backoff_on_error(key, e, ctx)
+        },
+        ctx.clone(),
+        cancel.clone(),
+    ));
+
+    let outcome = match &server {
+        None => {
+            println!("controller running against the current kubeconfig; Ctrl+C to stop");
+            tokio::signal::ctrl_c().await?;
+            Ok(())
+        }
+        Some(server) => demo(server, &client).await,
+    };
+
+    if let Some(server) = &server {
+        println!("\nsummary");
+        println!("  widgets           {}", server.count::<Widget>().unwrap_or(0));
+        println!("  configmaps        {}", server.count::<ConfigMap>().unwrap_or(0));
+        println!("  reconciles        {}", ctx.reconciles.load(Ordering::Relaxed));
+        println!("  errors (requeued) {}", ctx.errors.load(Ordering::Relaxed));
+        for index in Widget::INDEX_NAMES {
+            let values = widgets.indexer().list_index_func_values(index);
+            let mut parts: Vec<String> = values
+                .iter()
+                .map(|v| format!("{v}={}", widgets.indexer().index_keys(index, v).map(|k| k.len()).unwrap_or(0)))
+                .collect();
+            parts.sort();
+            println!("  index {index:<10} {}", parts.join(" "));
+        }
+        println!("  alice's widgets   {:?}", {
+            let mut v: Vec<String> = widgets.by_owner("alice").iter().map(|w| w.name_any()).collect();
+            v.sort();
+            v
+        });
+        let text = render_metrics(&registry);
+        if let Some(line) = text.lines().find(|l| l.starts_with("controller_runtime_reconcile_total") && l.contains("success")) {
+            println!("  metrics           {line}");
+        }
+    }
+
+    cancel.cancel();
+    run.await??;
+    factory.shutdown().await;
+    if let Some(s) = server.take() {
+        s.shutdown().await;
+    }
+    outcome
+}
+
+async fn demo(
+    server: &reflector_testkit::ApiServer,
+    client: &kube::Client,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let api: Api<Widget> = Api::namespaced(client.clone(), NS);
+    println!("\ncreating widgets");
+    for w in [
+        widget("anvil", "alice", &["metal", "heavy"], "forge", 3),
+        widget("bolt", "alice", &["metal"], "forge", 1),
+        widget("cog", "bob", &["metal", "round"], "mill", 2),
+        widget("dial", "bob", &["glass"], "mill", 1),
+        widget("easel", "carol", &["wood"], "studio", 5),
+        widget("flute", "carol", &["wood", "round"], "studio", 1),
+    ] {
+        api.create(&PostParams::default(), &w).await?;
+    }
+    settle(server, "all widgets ready").await?;
+
+    println!("\nupdating: anvil grows, dial moves from bob to alice");
+    api.patch("anvil", &PatchParams::default(), &Patch::Merge(&serde_json::json!({ "spec": { "size": 4 } })))
+        .await?;
+    api.patch("dial", &PatchParams::default(), &Patch::Merge(&serde_json::json!({ "spec": { "owner": "alice" } })))
+        .await?;
+    settle(server, "updates reconciled").await?;
+
+    println!("\ndeleting easel and cog (finalizer cleanup)");
+    api.delete("easel", &DeleteParams::default()).await?;
+    api.delete("cog", &DeleteParams::default()).await?;
+    settle(server, "deletes cleaned up").await?;
+    if server.count::<Widget>()? != 4 {
+        return Err("deleted widgets are still there".into());
+    }
+    println!("\nend state reached: 4 widgets, each ready with its ConfigMap");
+    Ok(())
+}
+
+/// Waits up to 20 s for the expected end state.
+async fn settle(server: &reflector_testkit::ApiServer, what: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let problems = end_state_problems(server);
+        if problems.is_empty() {
+            println!("  -> {what}");
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(format!("{what}: not reached after 20 s: {problems:#?}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
