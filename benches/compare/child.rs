@@ -115,7 +115,13 @@ async fn list_all(
         }
         match page.metadata.continue_ {
             Some(t) if !t.is_empty() => token = Some(t),
-            _ => return Ok((items, count, page.metadata.resource_version.unwrap_or_default())),
+            _ => {
+                return Ok((
+                    items,
+                    count,
+                    page.metadata.resource_version.unwrap_or_default(),
+                ));
+            }
         }
     }
 }

@@ -90,9 +90,7 @@ pub async fn run(server: &ApiServer, objects: usize) -> Result<Vec<QueryFigure>,
         lister.by_index(INDEX, VALUE).map_or(0, |v| v.len())
     });
     let (filter_ns, filter_n) = time(scans, || {
-        store
-            .state_filter(|cm| instance(cm) == Some(VALUE))
-            .len()
+        store.state_filter(|cm| instance(cm) == Some(VALUE)).len()
     });
     let (state_ns, state_n) = time(scans, || {
         store

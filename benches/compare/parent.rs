@@ -116,7 +116,7 @@ fn child(
     s: Scenario,
     args: &Args,
 ) -> Result<RunResult, String> {
-    let span = args.objects.min(CHURN_SPAN).max(1);
+    let span = args.objects.clamp(1, CHURN_SPAN);
     let churn: Vec<ConfigMap> = if s.phase == Phase::Churn {
         let base = server.current_resource_version();
         (0..args.churn)
@@ -324,7 +324,10 @@ fn print_tables(
 
     if let Some(queries) = queries {
         let ours = queries.first().map(|q| q.ns);
-        println!("\n| index query at {} objects | ns/query | objects returned | vs ours |", args.objects);
+        println!(
+            "\n| index query at {} objects | ns/query | objects returned | vs ours |",
+            args.objects
+        );
         println!("|---|---|---|---|");
         for q in queries {
             println!(
