@@ -53,6 +53,8 @@ enum Built {
     /// Our informer and what runs it.
     Ours {
         informer: SharedIndexInformer<ConfigMap>,
+        /// When the cache filled: see [`fill_phases`].
+        phases: Value,
         _cancel: CancellationToken,
         _factory: Option<InformerFactory>,
         _task: Option<JoinHandle<()>>,
@@ -141,6 +143,39 @@ async fn poll_until(mut done: impl FnMut() -> bool) -> Result<(), String> {
     Ok(())
 }
 
+/// Waits until `informer` has synced, noting when its cache got its first object (the
+/// list is through and handed to the FIFO) and when it held them all, with the live heap
+/// at the first moment (the whole decoded list plus the FIFO).
+///
+/// # Cancel safety
+/// Cancel safe: it only polls.
+async fn fill_phases(informer: &SharedIndexInformer<ConfigMap>) -> Result<Value, String> {
+    let start = Instant::now();
+    let mut first: Option<(f64, u64)> = None;
+    let mut full: Option<f64> = None;
+    let mut heap_max = 0;
+    poll_until(|| {
+        heap_max = heap_max.max(mem::heap());
+        let len = informer.indexer().len();
+        if len > 0 && first.is_none() {
+            first = Some((start.elapsed().as_secs_f64(), mem::heap()));
+        }
+        if informer.has_synced() {
+            full.get_or_insert(start.elapsed().as_secs_f64());
+            return true;
+        }
+        false
+    })
+    .await?;
+    let (t_first, heap_first) = first.unwrap_or_default();
+    Ok(json!({
+        "t_first_item": t_first,
+        "t_synced": full.unwrap_or_default(),
+        "heap_at_first_item": heap_first,
+        "heap_max_polled": heap_max,
+    }))
+}
+
 /// Builds the cache and waits until it holds the initial list.
 ///
 /// # Cancel safety
@@ -213,9 +248,10 @@ async fn build(cache: Cache, client: kube::Client) -> Result<Built, String> {
                 let cancel = cancel.clone();
                 async move { informer.run(cancel).await }
             });
-            poll_until(|| informer.has_synced()).await?;
+            let phases = fill_phases(&informer).await?;
             Ok(Built::Ours {
                 informer,
+                phases,
                 _cancel: cancel,
                 _factory: None,
                 _task: Some(task),
@@ -226,9 +262,10 @@ async fn build(cache: Cache, client: kube::Client) -> Result<Built, String> {
             let informer = factory.informer::<ConfigMap>();
             let cancel = CancellationToken::new();
             factory.start(&cancel);
-            poll_until(|| informer.has_synced()).await?;
+            let phases = fill_phases(&informer).await?;
             Ok(Built::Ours {
                 informer,
+                phases,
                 _cancel: cancel,
                 _factory: Some(factory),
                 _task: None,
@@ -291,13 +328,16 @@ async fn body(scenario: Scenario, url: &str, objects: usize) -> Result<(), Strin
     if len != objects {
         eprintln!("compare: {}: cache holds {len} of {objects}", scenario.name);
     }
-    let synced = json!({
+    let mut synced = json!({
         "phase": "synced",
         "secs": secs,
         "len": len,
         "rss0": rss0,
         "heap0": heap0,
     });
+    if let Built::Ours { phases, .. } = &built {
+        synced["phases"] = phases.clone();
+    }
     match scenario.phase {
         Phase::Sync => emit(synced, memory(&peak)),
         Phase::Churn => {

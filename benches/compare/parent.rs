@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Lines, Write};
 use std::process::{ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -154,7 +155,11 @@ fn child(
                 .insert(&config_map(i, server.current_resource_version() + 1))
                 .map_err(|e| e.to_string())?;
             writeln!(stdin, "relist {rv} {}", name(i)).map_err(|e| e.to_string())?;
-            Some(next_json(&mut lines)?)
+            if std::env::var_os("COMPARE_TRACE").is_some() {
+                Some(traced(server, || next_json(&mut lines))?)
+            } else {
+                Some(next_json(&mut lines)?)
+            }
         }
     };
     drop(stdin);
@@ -164,6 +169,41 @@ fn child(
         return Err(format!("child {} failed: {status}", s.name));
     }
     Ok(RunResult { synced, after })
+}
+
+/// Runs `f` while printing the server's new requests (with the time since the cue) to
+/// stderr, for `COMPARE_TRACE=1`.
+fn traced<T>(server: &ApiServer, f: impl FnOnce() -> T) -> T {
+    let stop = AtomicBool::new(false);
+    let start = Instant::now();
+    let seen = server.request_log().len();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut seen = seen;
+            while !stop.load(Ordering::Relaxed) {
+                let log = server.request_log();
+                for entry in log.iter().skip(seen) {
+                    let query: Vec<String> = entry
+                        .query
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect();
+                    eprintln!(
+                        "compare: trace +{:.3} s {:?} {} {}",
+                        start.elapsed().as_secs_f64(),
+                        entry.verb,
+                        entry.status,
+                        query.join("&")
+                    );
+                }
+                seen = log.len();
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+        let out = f();
+        stop.store(true, Ordering::Relaxed);
+        out
+    })
 }
 
 fn num(v: &Value, key: &str) -> Option<f64> {
@@ -262,6 +302,40 @@ fn print_tables(
             fmt(per_object, 0),
             fmt(med(results, s.name, synced_mb("hwm")), 0),
         );
+    }
+
+    let ours: Vec<_> = selected
+        .iter()
+        .filter(|s| {
+            s.phase == Phase::Sync
+                && results
+                    .get(s.name)
+                    .is_some_and(|r| r.iter().any(|r| r.synced.get("phases").is_some()))
+        })
+        .collect();
+    if !ours.is_empty() {
+        let phase = |key: &'static str| move |r: &RunResult| num(r.synced.get("phases")?, key);
+        println!(
+            "\n| our sync, by phase | list decoded, first object cached (s) | all cached, synced (s) | heap when the list was handed over (MB) | heap after sync (MB) |"
+        );
+        println!("|---|---|---|---|---|");
+        for s in ours {
+            println!(
+                "| {} | {} | {} | {} | {} |",
+                s.name,
+                fmt(med(results, s.name, phase("t_first_item")), 2),
+                fmt(med(results, s.name, phase("t_synced")), 2),
+                fmt(
+                    med(results, s.name, |r| Some(
+                        (num(r.synced.get("phases")?, "heap_at_first_item")?
+                            - num(&r.synced, "heap0")?)
+                            / MB
+                    )),
+                    0
+                ),
+                fmt(med(results, s.name, |r| heap_delta(r).map(|b| b / MB)), 0),
+            );
+        }
     }
 
     let churn: Vec<_> = selected
