@@ -27,6 +27,12 @@ const TIMEOUT: Duration = Duration::from_secs(600);
 /// Runs scenario `name` against `url`.
 pub fn run(name: &str, url: &str, objects: usize) -> Result<(), String> {
     let scenario = scenario::find(name).ok_or(format!("unknown scenario {name}"))?;
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -148,6 +148,10 @@ fn child(
         Phase::Relist => {
             // The watch ends; the client's next watch gets a 410 and it relists; the
             // marker (the last object in list order) shows when the relist is through.
+            // Let the watch live past client-go's one-second "very short watch" rule, so
+            // ending it is an ordinary close rather than an error that forces a relist
+            // of its own before the 410.
+            std::thread::sleep(std::time::Duration::from_millis(1500));
             server.inject(Matcher::verb(Verb::Watch), Fault::WatchGone);
             server.faults().drop_watches();
             let i = args.objects.max(1) - 1;
