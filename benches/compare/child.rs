@@ -43,6 +43,7 @@ pub fn run(name: &str, url: &str, objects: usize) -> Result<(), String> {
 }
 
 /// A cache built by a scenario, kept alive until the child exits.
+#[allow(clippy::large_enum_variant, reason = "one value per process")]
 enum Built {
     /// Objects kept by the floor (and the churn floor's watch task, if any).
     Floor {
