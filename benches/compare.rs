@@ -1,0 +1,120 @@
+//! Side-by-side benchmark of our informer, kube-runtime's reflector and the decode floor,
+//! on the shared object set (`shared/bench/README.md`) served by the embedded
+//! `reflector-testkit` API server.
+//!
+//! ```text
+//! cargo bench -p reflector --bench compare -- --objects 100000
+//! cargo bench -p reflector --bench compare -- --objects 10000 --runs 3
+//! cargo bench -p reflector --bench compare -- --objects 10000 --scenario ours-factory
+//! ```
+//!
+//! Options: `--objects N` (default 10,000), `--runs R` (default 3), `--scenario NAME`
+//! (repeatable; default all), `--churn E` (default 100,000 MODIFIED events).
+//!
+//! # How it measures
+//!
+//! The parent process runs the API server and stores the objects; every scenario run is a
+//! fresh child process (this same binary with `--child`), so the server's memory and the
+//! previous run's allocations stay out of the figures. Runs alternate the scenario order
+//! (forward, then backward). Each child reports one JSON line per phase:
+//!
+//! * time from the first request until the cache holds the initial list (`has_synced`,
+//!   `wait_until_ready`, or the last page decoded), polled every millisecond;
+//! * `VmRSS` and `VmHWM` from `/proc/self/status` 300 ms after sync, and live heap bytes
+//!   from a counting global allocator (`stats_alloc`; it adds two atomic increments to
+//!   every allocation, in every scenario alike);
+//! * churn: after sync the parent writes E MODIFIED events straight into the server's
+//!   state (cycling over 10,000 objects, each with a new resourceVersion and `data.rev`),
+//!   then tells the child, which polls its cache until the last object shows the last
+//!   resourceVersion;
+//! * relist: after sync the child resets `VmHWM` (`/proc/self/clear_refs`), the parent
+//!   ends the watch and makes the next watch answer 410, then writes a marker object; the
+//!   child reports the peak while it relists until the cache shows the marker.
+//!
+//! The index query comparison runs in the parent: our `Lister::by_index` on an
+//! `instance` label index against a scan of kube-runtime's store.
+
+use std::alloc::System;
+
+use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
+
+#[path = "compare/child.rs"]
+mod child;
+#[path = "compare/index.rs"]
+mod index;
+#[path = "compare/mem.rs"]
+mod mem;
+#[path = "compare/parent.rs"]
+mod parent;
+#[path = "compare/scenario.rs"]
+mod scenario;
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+/// Command-line options shared by parent and child.
+#[derive(Debug, Clone)]
+pub(crate) struct Args {
+    /// Number of ConfigMaps.
+    pub objects: usize,
+    /// Runs per scenario.
+    pub runs: usize,
+    /// MODIFIED events written in the churn scenarios.
+    pub churn: usize,
+    /// Scenarios to run (empty: all).
+    pub scenarios: Vec<String>,
+    /// Set in a child: the scenario to run.
+    pub child: Option<String>,
+    /// Set in a child: the server URL.
+    pub url: Option<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        objects: 10_000,
+        runs: 3,
+        churn: 100_000,
+        scenarios: Vec::new(),
+        child: None,
+        url: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
+        match arg.as_str() {
+            "--objects" => {
+                args.objects = value("--objects")?
+                    .parse()
+                    .map_err(|e| format!("--objects: {e}"))?;
+            }
+            "--runs" => {
+                args.runs = value("--runs")?
+                    .parse()
+                    .map_err(|e| format!("--runs: {e}"))?;
+            }
+            "--churn" => {
+                args.churn = value("--churn")?
+                    .parse()
+                    .map_err(|e| format!("--churn: {e}"))?;
+            }
+            "--scenario" => args.scenarios.push(value("--scenario")?),
+            "--child" => args.child = Some(value("--child")?),
+            "--url" => args.url = Some(value("--url")?),
+            // `cargo bench` passes `--bench`; ignore it and anything unknown.
+            _ => {}
+        }
+    }
+    Ok(args)
+}
+
+fn main() {
+    let result = parse_args().and_then(|args| match (&args.child, &args.url) {
+        (Some(name), Some(url)) => child::run(name, url, args.objects),
+        (Some(_), None) => Err("--child needs --url".to_owned()),
+        _ => parent::run(&args),
+    });
+    if let Err(error) = result {
+        eprintln!("compare: {error}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,376 @@
+//! A child process: builds one cache against the parent's server, reports JSON lines on
+//! stdout, and takes the parent's cues (`churn RV NAME`, `relist RV NAME`) on stdin.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams, WatchEvent, WatchParams};
+use kube::runtime::reflector::{self as kr, ObjectRef};
+use kube::runtime::watcher;
+use reflector::informer::{InformerFactory, SharedIndexInformer, strip_managed_fields};
+use reflector::listwatch::ApiListerWatcher;
+use reflector::store::Indexers;
+use reflector_testkit::bench_objects::NAMESPACE;
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::mem::{self, HeapPeak};
+use crate::scenario::{self, Cache, Phase, Scenario};
+
+/// How long any wait may take before the child gives up.
+const TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Runs scenario `name` against `url`.
+pub fn run(name: &str, url: &str, objects: usize) -> Result<(), String> {
+    let scenario = scenario::find(name).ok_or(format!("unknown scenario {name}"))?;
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let result = rt.block_on(body(scenario, url, objects));
+    rt.shutdown_background();
+    result
+}
+
+/// A cache built by a scenario, kept alive until the child exits.
+#[allow(clippy::large_enum_variant, reason = "one value per process")]
+enum Built {
+    /// Objects kept by the floor (and the churn floor's watch task, if any).
+    Floor {
+        items: Vec<Arc<ConfigMap>>,
+        count: usize,
+        max_rv: Arc<AtomicU64>,
+        _watch: Option<JoinHandle<()>>,
+    },
+    /// kube-runtime's store and the task driving its reflector stream.
+    Kube {
+        store: kr::Store<ConfigMap>,
+        _task: JoinHandle<()>,
+    },
+    /// Our informer and what runs it.
+    Ours {
+        informer: SharedIndexInformer<ConfigMap>,
+        /// When the cache filled: see [`fill_phases`].
+        phases: Value,
+        _cancel: CancellationToken,
+        _factory: Option<InformerFactory>,
+        _task: Option<JoinHandle<()>>,
+    },
+}
+
+fn rv_of(cm: &ConfigMap) -> u64 {
+    cm.metadata
+        .resource_version
+        .as_deref()
+        .and_then(|rv| rv.parse().ok())
+        .unwrap_or(0)
+}
+
+impl Built {
+    fn len(&self) -> usize {
+        match self {
+            Built::Floor { items, count, .. } => items.len().max(*count),
+            Built::Kube { store, .. } => store.len(),
+            Built::Ours { informer, .. } => informer.indexer().len(),
+        }
+    }
+
+    /// The resourceVersion the cache shows for object `name` (the churn floor: the
+    /// largest resourceVersion decoded from the watch).
+    fn rv_of(&self, name: &str) -> u64 {
+        match self {
+            Built::Floor { max_rv, .. } => max_rv.load(Ordering::Relaxed),
+            Built::Kube { store, .. } => store
+                .get(&ObjectRef::new(name).within(NAMESPACE))
+                .map_or(0, |cm| rv_of(&cm)),
+            Built::Ours { informer, .. } => informer
+                .lister()
+                .get(Some(NAMESPACE), name)
+                .map_or(0, |cm| rv_of(&cm)),
+        }
+    }
+}
+
+/// Lists every page of 500; returns the kept items, the count and the list's RV.
+///
+/// # Cancel safety
+/// Not relevant: run to completion by the child.
+async fn list_all(
+    api: &Api<ConfigMap>,
+    keep: bool,
+) -> Result<(Vec<Arc<ConfigMap>>, usize, String), String> {
+    let mut items = Vec::new();
+    let mut count = 0;
+    let mut token: Option<String> = None;
+    loop {
+        let mut lp = ListParams::default().limit(500);
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
+        }
+        let page = api.list(&lp).await.map_err(|e| format!("list: {e}"))?;
+        count += page.items.len();
+        if keep {
+            items.extend(page.items.into_iter().map(Arc::new));
+        }
+        match page.metadata.continue_ {
+            Some(t) if !t.is_empty() => token = Some(t),
+            _ => {
+                return Ok((
+                    items,
+                    count,
+                    page.metadata.resource_version.unwrap_or_default(),
+                ));
+            }
+        }
+    }
+}
+
+/// Polls every millisecond until `done` holds.
+///
+/// # Cancel safety
+/// Cancel safe: it only polls.
+async fn poll_until(mut done: impl FnMut() -> bool) -> Result<(), String> {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > TIMEOUT {
+            return Err("timed out".to_owned());
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    Ok(())
+}
+
+/// Waits until `informer` has synced, noting when its cache got its first object (the
+/// list is through and handed to the FIFO) and when it held them all, with the live heap
+/// at the first moment (the whole decoded list plus the FIFO).
+///
+/// # Cancel safety
+/// Cancel safe: it only polls.
+async fn fill_phases(informer: &SharedIndexInformer<ConfigMap>) -> Result<Value, String> {
+    let start = Instant::now();
+    let mut first: Option<(f64, u64)> = None;
+    let mut full: Option<f64> = None;
+    let mut heap_max = 0;
+    poll_until(|| {
+        heap_max = heap_max.max(mem::heap());
+        let len = informer.indexer().len();
+        if len > 0 && first.is_none() {
+            first = Some((start.elapsed().as_secs_f64(), mem::heap()));
+        }
+        if informer.has_synced() {
+            full.get_or_insert(start.elapsed().as_secs_f64());
+            return true;
+        }
+        false
+    })
+    .await?;
+    let (t_first, heap_first) = first.unwrap_or_default();
+    Ok(json!({
+        "t_first_item": t_first,
+        "t_synced": full.unwrap_or_default(),
+        "heap_at_first_item": heap_first,
+        "heap_max_polled": heap_max,
+    }))
+}
+
+/// Builds the cache and waits until it holds the initial list.
+///
+/// # Cancel safety
+/// Not relevant: run to completion by the child.
+async fn build(cache: Cache, client: kube::Client) -> Result<Built, String> {
+    let api: Api<ConfigMap> = Api::all(client.clone());
+    match cache {
+        Cache::Floor | Cache::FloorNoStore => {
+            let (items, count, _) = list_all(&api, cache == Cache::Floor).await?;
+            Ok(Built::Floor {
+                items,
+                count,
+                max_rv: Arc::default(),
+                _watch: None,
+            })
+        }
+        Cache::FloorWatch => {
+            let (items, count, rv) = list_all(&api, true).await?;
+            let max_rv = Arc::new(AtomicU64::new(0));
+            let stream = api
+                .watch(&WatchParams::default(), &rv)
+                .await
+                .map_err(|e| format!("watch: {e}"))?;
+            let seen = max_rv.clone();
+            let watch = tokio::spawn(async move {
+                let mut stream = std::pin::pin!(stream);
+                while let Some(event) = stream.next().await {
+                    if let Ok(WatchEvent::Added(cm) | WatchEvent::Modified(cm)) = event {
+                        seen.fetch_max(rv_of(&cm), Ordering::Relaxed);
+                    }
+                }
+            });
+            Ok(Built::Floor {
+                items,
+                count,
+                max_rv,
+                _watch: Some(watch),
+            })
+        }
+        Cache::KubeRuntime => {
+            let (store, writer) = kr::store::<ConfigMap>();
+            let stream = kr::reflector(
+                writer,
+                watcher(api, watcher::Config::default().page_size(500)),
+            );
+            let task = tokio::spawn(async move {
+                let mut stream = std::pin::pin!(stream);
+                while stream.next().await.is_some() {}
+            });
+            tokio::time::timeout(TIMEOUT, store.wait_until_ready())
+                .await
+                .map_err(|_| "kube-runtime: timed out".to_owned())?
+                .map_err(|e| format!("kube-runtime: {e}"))?;
+            Ok(Built::Kube { store, _task: task })
+        }
+        Cache::Ours | Cache::OursStrip => {
+            let informer = SharedIndexInformer::new(
+                ApiListerWatcher::new(api),
+                Duration::ZERO,
+                Indexers::new(),
+            );
+            if cache == Cache::OursStrip {
+                informer
+                    .set_transform(strip_managed_fields())
+                    .map_err(|e| e.to_string())?;
+            }
+            let cancel = CancellationToken::new();
+            let task = tokio::spawn({
+                let informer = informer.clone();
+                let cancel = cancel.clone();
+                async move { informer.run(cancel).await }
+            });
+            let phases = fill_phases(&informer).await?;
+            Ok(Built::Ours {
+                informer,
+                phases,
+                _cancel: cancel,
+                _factory: None,
+                _task: Some(task),
+            })
+        }
+        Cache::OursFactory => {
+            let factory = InformerFactory::new(client);
+            let informer = factory.informer::<ConfigMap>();
+            let cancel = CancellationToken::new();
+            factory.start(&cancel);
+            let phases = fill_phases(&informer).await?;
+            Ok(Built::Ours {
+                informer,
+                phases,
+                _cancel: cancel,
+                _factory: Some(factory),
+                _task: None,
+            })
+        }
+    }
+}
+
+fn memory(peak: &HeapPeak) -> Value {
+    json!({
+        "rss": mem::rss(),
+        "hwm": mem::hwm(),
+        "heap": mem::heap(),
+        "heap_peak": peak.peak(),
+    })
+}
+
+fn emit(mut line: Value, extra: Value) {
+    if let (Some(line), Value::Object(extra)) = (line.as_object_mut(), extra) {
+        line.extend(extra);
+    }
+    println!("{line}");
+}
+
+/// Reads the parent's cue `WORD RV NAME` from stdin.
+///
+/// # Cancel safety
+/// Not relevant: awaited to completion by the child.
+async fn cue(word: &str) -> Result<(u64, String), String> {
+    let line = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map(|_| line)
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| e.to_string())?;
+    let mut parts = line.split_whitespace();
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(w), Some(rv), Some(name)) if w == word => Ok((
+            rv.parse().map_err(|e| format!("cue {line:?}: {e}"))?,
+            name.to_owned(),
+        )),
+        _ => Err(format!("expected `{word} RV NAME`, got {line:?}")),
+    }
+}
+
+/// # Cancel safety
+/// Not relevant: the child's whole life.
+async fn body(scenario: Scenario, url: &str, objects: usize) -> Result<(), String> {
+    let config = kube::Config::new(url.parse().map_err(|e| format!("url {url}: {e}"))?);
+    let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
+    let rss0 = mem::rss();
+    let heap0 = mem::heap();
+    let peak = HeapPeak::start();
+    let start = Instant::now();
+    let built = build(scenario.cache, client).await?;
+    let secs = start.elapsed().as_secs_f64();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let len = built.len();
+    if len != objects {
+        eprintln!("compare: {}: cache holds {len} of {objects}", scenario.name);
+    }
+    let mut synced = json!({
+        "phase": "synced",
+        "secs": secs,
+        "len": len,
+        "rss0": rss0,
+        "heap0": heap0,
+    });
+    if let Built::Ours { phases, .. } = &built {
+        synced["phases"] = phases.clone();
+    }
+    match scenario.phase {
+        Phase::Sync => emit(synced, memory(&peak)),
+        Phase::Churn => {
+            emit(synced, memory(&peak));
+            let (rv, name) = cue("churn").await?;
+            let start = Instant::now();
+            poll_until(|| built.rv_of(&name) >= rv).await?;
+            let secs = start.elapsed().as_secs_f64();
+            emit(json!({"phase": "churn", "secs": secs}), memory(&peak));
+        }
+        Phase::Relist => {
+            let steady = memory(&peak);
+            let reset = mem::reset_hwm();
+            peak.reset();
+            emit(synced, steady);
+            let (rv, name) = cue("relist").await?;
+            let start = Instant::now();
+            poll_until(|| built.rv_of(&name) >= rv).await?;
+            let secs = start.elapsed().as_secs_f64();
+            // Let the old objects go before reading the peak and the new steady state.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            emit(
+                json!({"phase": "relist", "secs": secs, "hwm_reset": reset, "len": built.len()}),
+                memory(&peak),
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,421 @@
+//! The parent process: runs the server, spawns one child per scenario run, cues churn and
+//! relist, and prints the tables of medians.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Lines, Write};
+use std::process::{ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use reflector_testkit::bench_objects::{config_map, config_maps, name};
+use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
+use serde_json::Value;
+
+use crate::Args;
+use crate::index::{self, QueryFigure};
+use crate::mem::MB;
+use crate::scenario::{self, ALL, INDEX, Phase, Scenario};
+
+/// Writes the server's event log keeps: enough for the initial objects plus one churn.
+const HISTORY: usize = 200_000;
+/// Objects the churn cycles over (or all of them, if fewer).
+const CHURN_SPAN: usize = 10_000;
+
+/// The JSON lines of one child run.
+struct RunResult {
+    synced: Value,
+    after: Option<Value>,
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
+/// Runs the selected scenarios and prints the tables.
+pub fn run(args: &Args) -> Result<(), String> {
+    let mut selected = Vec::new();
+    for name in &args.scenarios {
+        if name != INDEX {
+            selected.push(scenario::find(name).ok_or(format!(
+                "unknown scenario {name}; known: {}, {INDEX}",
+                ALL.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+            ))?);
+        }
+    }
+    if args.scenarios.is_empty() {
+        selected = ALL.to_vec();
+    }
+    let run_index = args.scenarios.is_empty() || args.scenarios.iter().any(|s| s == INDEX);
+    let load_before = loadavg();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let server = rt
+        .block_on(ApiServer::builder().history_len(HISTORY).start())
+        .map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    server
+        .insert_many(&config_maps(args.objects))
+        .map_err(|e| e.to_string())?;
+    eprintln!(
+        "compare: {} objects stored in {:.1} s; load average {load_before}",
+        args.objects,
+        started.elapsed().as_secs_f64()
+    );
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut results: BTreeMap<&'static str, Vec<RunResult>> = BTreeMap::new();
+    for run in 0..args.runs {
+        let mut order = selected.clone();
+        if run % 2 == 1 {
+            order.reverse();
+        }
+        for s in order {
+            let result = child(&exe, &server, s, args)?;
+            eprintln!(
+                "compare: run {} {}: synced in {:.2} s{}",
+                run + 1,
+                s.name,
+                num(&result.synced, "secs").unwrap_or(f64::NAN),
+                result
+                    .after
+                    .as_ref()
+                    .and_then(|a| Some(format!(", {} in {:.2} s", a["phase"], num(a, "secs")?)))
+                    .unwrap_or_default()
+            );
+            results.entry(s.name).or_default().push(result);
+        }
+    }
+    let queries = if run_index {
+        Some(rt.block_on(index::run(&server, args.objects))?)
+    } else {
+        None
+    };
+    let load_after = loadavg();
+    print_tables(args, &selected, &results, queries.as_deref());
+    println!("\nLoad average before: {load_before}; after: {load_after}.");
+    Ok(())
+}
+
+fn next_json(lines: &mut Lines<BufReader<ChildStdout>>) -> Result<Value, String> {
+    let line = lines
+        .next()
+        .ok_or("child ended without reporting")?
+        .map_err(|e| e.to_string())?;
+    serde_json::from_str(&line).map_err(|e| format!("child line {line:?}: {e}"))
+}
+
+/// One child run of `s`, with the parent's part of churn and relist.
+fn child(
+    exe: &std::path::Path,
+    server: &ApiServer,
+    s: Scenario,
+    args: &Args,
+) -> Result<RunResult, String> {
+    let span = args.objects.clamp(1, CHURN_SPAN);
+    let churn: Vec<ConfigMap> = if s.phase == Phase::Churn {
+        let base = server.current_resource_version();
+        (0..args.churn)
+            .map(|k| config_map(k % span, base + 1 + k as u64))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut proc = Command::new(exe)
+        .args(["--child", s.name, "--url", &server.url(), "--objects"])
+        .arg(args.objects.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut stdin = proc.stdin.take().ok_or("no child stdin")?;
+    let mut lines = BufReader::new(proc.stdout.take().ok_or("no child stdout")?).lines();
+    let synced = next_json(&mut lines)?;
+    let after = match s.phase {
+        Phase::Sync => None,
+        Phase::Churn => {
+            let rv = server.insert_many(&churn).map_err(|e| e.to_string())?;
+            let last = name((args.churn.max(1) - 1) % span);
+            writeln!(stdin, "churn {rv} {last}").map_err(|e| e.to_string())?;
+            Some(next_json(&mut lines)?)
+        }
+        Phase::Relist => {
+            // The watch ends; the client's next watch gets a 410 and it relists; the
+            // marker (the last object in list order) shows when the relist is through.
+            // Let the watch live past client-go's one-second "very short watch" rule, so
+            // ending it is an ordinary close rather than an error that forces a relist
+            // of its own before the 410.
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            server.inject(Matcher::verb(Verb::Watch), Fault::WatchGone);
+            server.faults().drop_watches();
+            let i = args.objects.max(1) - 1;
+            let rv = server
+                .insert(&config_map(i, server.current_resource_version() + 1))
+                .map_err(|e| e.to_string())?;
+            writeln!(stdin, "relist {rv} {}", name(i)).map_err(|e| e.to_string())?;
+            if std::env::var_os("COMPARE_TRACE").is_some() {
+                Some(traced(server, || next_json(&mut lines))?)
+            } else {
+                Some(next_json(&mut lines)?)
+            }
+        }
+    };
+    drop(stdin);
+    let status = proc.wait().map_err(|e| e.to_string())?;
+    server.faults().clear();
+    if !status.success() {
+        return Err(format!("child {} failed: {status}", s.name));
+    }
+    Ok(RunResult { synced, after })
+}
+
+/// Runs `f` while printing the server's new requests (with the time since the cue) to
+/// stderr, for `COMPARE_TRACE=1`.
+fn traced<T>(server: &ApiServer, f: impl FnOnce() -> T) -> T {
+    let stop = AtomicBool::new(false);
+    let start = Instant::now();
+    let seen = server.request_log().len();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut seen = seen;
+            while !stop.load(Ordering::Relaxed) {
+                let log = server.request_log();
+                for entry in log.iter().skip(seen) {
+                    let query: Vec<String> = entry
+                        .query
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect();
+                    eprintln!(
+                        "compare: trace +{:.3} s {:?} {} {}",
+                        start.elapsed().as_secs_f64(),
+                        entry.verb,
+                        entry.status,
+                        query.join("&")
+                    );
+                }
+                seen = log.len();
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+        let out = f();
+        stop.store(true, Ordering::Relaxed);
+        out
+    })
+}
+
+fn num(v: &Value, key: &str) -> Option<f64> {
+    v.get(key)?.as_f64()
+}
+
+fn median(mut xs: Vec<f64>) -> Option<f64> {
+    xs.retain(|x| x.is_finite());
+    if xs.is_empty() {
+        return None;
+    }
+    xs.sort_by(f64::total_cmp);
+    let mid = xs.len() / 2;
+    Some(if xs.len() % 2 == 1 {
+        xs[mid]
+    } else {
+        (xs[mid - 1] + xs[mid]) / 2.0
+    })
+}
+
+/// Median over the runs of `name` of `f`.
+fn med(
+    results: &BTreeMap<&'static str, Vec<RunResult>>,
+    name: &str,
+    f: impl Fn(&RunResult) -> Option<f64>,
+) -> Option<f64> {
+    median(results.get(name)?.iter().filter_map(f).collect())
+}
+
+fn fmt(x: Option<f64>, digits: usize) -> String {
+    x.map_or_else(|| "–".to_owned(), |x| format!("{x:.digits$}"))
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
+        _ => "–".to_owned(),
+    }
+}
+
+fn synced_mb(key: &'static str) -> impl Fn(&RunResult) -> Option<f64> {
+    move |r| num(&r.synced, key).map(|b| b / MB)
+}
+
+fn heap_delta(r: &RunResult) -> Option<f64> {
+    Some(num(&r.synced, "heap")? - num(&r.synced, "heap0")?)
+}
+
+fn after(key: &'static str) -> impl Fn(&RunResult) -> Option<f64> {
+    move |r| num(r.after.as_ref()?, key)
+}
+
+fn print_tables(
+    args: &Args,
+    selected: &[Scenario],
+    results: &BTreeMap<&'static str, Vec<RunResult>>,
+    queries: Option<&[QueryFigure]>,
+) {
+    let n = args.objects as f64;
+    println!(
+        "\n## {} ConfigMaps, medians of {} run(s)\n",
+        args.objects, args.runs
+    );
+    let secs = |r: &RunResult| num(&r.synced, "secs");
+    let rss = synced_mb("rss");
+    let heap = |r: &RunResult| heap_delta(r).map(|b| b / MB);
+    let floor_t = med(results, "floor", secs);
+    let nostore_t = med(results, "floor-nostore", secs);
+    let kube_t = med(results, "kube-runtime", secs);
+    let floor_rss = med(results, "floor", &rss);
+    let kube_rss = med(results, "kube-runtime", &rss);
+    let floor_heap = med(results, "floor", heap);
+    let kube_heap = med(results, "kube-runtime", heap);
+    println!(
+        "| initial sync | time to synced (s) | vs floor | vs decode-only | vs kube-runtime | RSS after sync (MB) | vs floor | vs kube-runtime | heap (MB) | vs floor | vs kube-runtime | heap bytes/object | peak RSS (MB) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for s in selected.iter().filter(|s| s.phase == Phase::Sync) {
+        let t = med(results, s.name, secs);
+        let r = med(results, s.name, &rss);
+        let h = med(results, s.name, heap);
+        let per_object = med(results, s.name, |r| heap_delta(r).map(|b| b / n));
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            s.name,
+            fmt(t, 2),
+            ratio(t, floor_t),
+            ratio(t, nostore_t),
+            ratio(t, kube_t),
+            fmt(r, 0),
+            ratio(r, floor_rss),
+            ratio(r, kube_rss),
+            fmt(h, 0),
+            ratio(h, floor_heap),
+            ratio(h, kube_heap),
+            fmt(per_object, 0),
+            fmt(med(results, s.name, synced_mb("hwm")), 0),
+        );
+    }
+
+    let ours: Vec<_> = selected
+        .iter()
+        .filter(|s| {
+            s.phase == Phase::Sync
+                && results
+                    .get(s.name)
+                    .is_some_and(|r| r.iter().any(|r| r.synced.get("phases").is_some()))
+        })
+        .collect();
+    if !ours.is_empty() {
+        let phase = |key: &'static str| move |r: &RunResult| num(r.synced.get("phases")?, key);
+        println!(
+            "\n| our sync, by phase | list decoded, first object cached (s) | all cached, synced (s) | heap when the list was handed over (MB) | heap after sync (MB) |"
+        );
+        println!("|---|---|---|---|---|");
+        for s in ours {
+            println!(
+                "| {} | {} | {} | {} | {} |",
+                s.name,
+                fmt(med(results, s.name, phase("t_first_item")), 2),
+                fmt(med(results, s.name, phase("t_synced")), 2),
+                fmt(
+                    med(results, s.name, |r| Some(
+                        (num(r.synced.get("phases")?, "heap_at_first_item")?
+                            - num(&r.synced, "heap0")?)
+                            / MB
+                    )),
+                    0
+                ),
+                fmt(med(results, s.name, |r| heap_delta(r).map(|b| b / MB)), 0),
+            );
+        }
+    }
+
+    let churn: Vec<_> = selected
+        .iter()
+        .filter(|s| s.phase == Phase::Churn)
+        .collect();
+    if !churn.is_empty() {
+        let events = args.churn as f64;
+        let rate = |r: &RunResult| Some(events / num(r.after.as_ref()?, "secs")?);
+        let floor_rate = med(results, "churn-floor", rate);
+        let kube_rate = med(results, "churn-kube-runtime", rate);
+        println!(
+            "\n| watch churn ({} MODIFIED over {} objects) | time (s) | events/s | vs floor | vs kube-runtime | RSS after churn (MB) | peak RSS (MB) |",
+            args.churn,
+            args.objects.min(CHURN_SPAN)
+        );
+        println!("|---|---|---|---|---|---|---|");
+        for s in churn {
+            let r = med(results, s.name, rate);
+            println!(
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                s.name,
+                fmt(med(results, s.name, after("secs")), 2),
+                fmt(r, 0),
+                ratio(r, floor_rate),
+                ratio(r, kube_rate),
+                fmt(med(results, s.name, |r| after("rss")(r).map(|b| b / MB)), 0),
+                fmt(med(results, s.name, |r| after("hwm")(r).map(|b| b / MB)), 0),
+            );
+        }
+    }
+
+    let relist: Vec<_> = selected
+        .iter()
+        .filter(|s| s.phase == Phase::Relist)
+        .collect();
+    if !relist.is_empty() {
+        println!(
+            "\n| forced relist (410) | relist time (s) | steady RSS (MB) | relist peak RSS (MB) | peak / steady | steady heap (MB) | relist peak heap (MB) | heap peak / steady |"
+        );
+        println!("|---|---|---|---|---|---|---|---|");
+        for s in relist {
+            let steady = med(results, s.name, synced_mb("rss"));
+            let peak = med(results, s.name, |r| after("hwm")(r).map(|b| b / MB));
+            let steady_heap = med(results, s.name, synced_mb("heap"));
+            let peak_heap = med(results, s.name, |r| after("heap_peak")(r).map(|b| b / MB));
+            println!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                s.name,
+                fmt(med(results, s.name, after("secs")), 2),
+                fmt(steady, 0),
+                fmt(peak, 0),
+                ratio(peak, steady),
+                fmt(steady_heap, 0),
+                fmt(peak_heap, 0),
+                ratio(peak_heap, steady_heap),
+            );
+        }
+    }
+
+    if let Some(queries) = queries {
+        let ours = queries.first().map(|q| q.ns);
+        println!(
+            "\n| index query at {} objects | ns/query | objects returned | vs ours |",
+            args.objects
+        );
+        println!("|---|---|---|---|");
+        for q in queries {
+            println!(
+                "| {} | {:.0} | {} | {} |",
+                q.name,
+                q.ns,
+                q.results,
+                ratio(Some(q.ns), ours)
+            );
+        }
+    }
+    let _ = (floor_heap, kube_heap);
+}

@@ -1,0 +1,71 @@
+//! The scenarios: which cache a child builds and what it does after the initial sync.
+
+/// The cache a child builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cache {
+    /// `Api::list` pages of 500 kept in a `Vec<Arc<ConfigMap>>`.
+    Floor,
+    /// `Api::list` pages of 500, decoded and dropped.
+    FloorNoStore,
+    /// `Api::list` pages kept, then a raw `Api::watch` decoding events into nothing.
+    FloorWatch,
+    /// kube-runtime's `reflector(writer, watcher(api, page_size 500))`.
+    KubeRuntime,
+    /// Our `SharedIndexInformer` over `ApiListerWatcher`, no transform.
+    Ours,
+    /// `InformerFactory::new(client).informer::<ConfigMap>()` with the factory defaults.
+    OursFactory,
+    /// Our plain informer with `set_transform(strip_managed_fields())`.
+    OursStrip,
+}
+
+/// What happens after the initial sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Nothing: report the sync figures and exit.
+    Sync,
+    /// Watch churn: MODIFIED events until the cache shows the last resourceVersion.
+    Churn,
+    /// Forced relist: peak memory while relisting.
+    Relist,
+}
+
+/// One scenario: a name, a cache and a phase.
+#[derive(Debug, Clone, Copy)]
+pub struct Scenario {
+    /// Name on the command line and in the tables.
+    pub name: &'static str,
+    /// The cache built.
+    pub cache: Cache,
+    /// What follows the sync.
+    pub phase: Phase,
+}
+
+/// Every child scenario, in table order.
+pub const ALL: &[Scenario] = &[
+    s("floor", Cache::Floor, Phase::Sync),
+    s("floor-nostore", Cache::FloorNoStore, Phase::Sync),
+    s("kube-runtime", Cache::KubeRuntime, Phase::Sync),
+    s("ours", Cache::Ours, Phase::Sync),
+    s("ours-factory", Cache::OursFactory, Phase::Sync),
+    s("ours-strip-transform", Cache::OursStrip, Phase::Sync),
+    s("churn-floor", Cache::FloorWatch, Phase::Churn),
+    s("churn-kube-runtime", Cache::KubeRuntime, Phase::Churn),
+    s("churn-ours", Cache::Ours, Phase::Churn),
+    s("churn-ours-factory", Cache::OursFactory, Phase::Churn),
+    s("relist-kube-runtime", Cache::KubeRuntime, Phase::Relist),
+    s("relist-ours", Cache::Ours, Phase::Relist),
+    s("relist-ours-factory", Cache::OursFactory, Phase::Relist),
+];
+
+/// Name of the in-process index query comparison.
+pub const INDEX: &str = "index";
+
+const fn s(name: &'static str, cache: Cache, phase: Phase) -> Scenario {
+    Scenario { name, cache, phase }
+}
+
+/// The scenario called `name`.
+pub fn find(name: &str) -> Option<Scenario> {
+    ALL.iter().copied().find(|s| s.name == name)
+}
