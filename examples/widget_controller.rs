@@ -126,8 +126,14 @@ async fn reconcile(key: ObjectKey, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let cm_name = config_map_name(&name);
 
     if widget.meta().deletion_timestamp.is_some() {
+        // The cache may lag behind our own writes: an object already gone (404) means
+        // the work was done.
         if ctx.config_maps.get(Some(&ns), &cm_name).is_some() {
-            cms.delete(&cm_name, &DeleteParams::default()).await?;
+            ignore_not_found(
+                cms.delete(&cm_name, &DeleteParams::default())
+                    .await
+                    .map(drop),
+            )?;
             println!("  {key}: deleting, removed ConfigMap {cm_name}");
         }
         let rest: Vec<String> = widget
@@ -137,10 +143,13 @@ async fn reconcile(key: ObjectKey, ctx: Arc<Ctx>) -> Result<Action, Error> {
             .cloned()
             .collect();
         let patch = serde_json::json!({ "metadata": { "finalizers": rest } });
-        widgets
+        let removed = widgets
             .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await?;
-        println!("  {key}: finalizer removed");
+            .await
+            .map(drop);
+        if ignore_not_found(removed)? {
+            println!("  {key}: finalizer removed");
+        }
         return Ok(Action::done());
     }
 
@@ -205,6 +214,15 @@ async fn reconcile(key: ObjectKey, ctx: Arc<Ctx>) -> Result<Action, Error> {
     Ok(Action::done())
 }
 
+/// `Ok(true)` on success, `Ok(false)` when the object was already gone.
+fn ignore_not_found(r: Result<(), kube::Error>) -> Result<bool, Error> {
+    match r {
+        Ok(()) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 fn widget(name: &str, owner: &str, tags: &[&str], app: &str, size: u32) -> Widget {
     let mut w = Widget::new(
         name,
@@ -232,15 +250,22 @@ fn end_state_problems(server: &reflector_testkit::ApiServer) -> Vec<String> {
         .collect();
     let mut by_owner: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for w in &widgets {
-        by_owner.entry(&w.spec.owner).or_default().push(w.name_any());
+        by_owner
+            .entry(&w.spec.owner)
+            .or_default()
+            .push(w.name_any());
     }
     for w in &widgets {
         let name = w.name_any();
-        let ready = w.status.as_ref().is_some_and(|s| {
-            s.ready && s.observed_generation == w.meta().generation
-        });
+        let ready = w
+            .status
+            .as_ref()
+            .is_some_and(|s| s.ready && s.observed_generation == w.meta().generation);
         if !ready {
-            problems.push(format!("{name} not ready at generation {:?}", w.meta().generation));
+            problems.push(format!(
+                "{name} not ready at generation {:?}",
+                w.meta().generation
+            ));
         }
         let mut peers = by_owner[w.spec.owner.as_str()].clone();
         peers.retain(|p| p != &name);
@@ -248,11 +273,17 @@ fn end_state_problems(server: &reflector_testkit::ApiServer) -> Vec<String> {
         let want = desired_data(w, peers.join(","));
         match server.get::<ConfigMap>(Some(NS), &config_map_name(&name)) {
             Ok(Some(cm)) if cm.data.as_ref() == Some(&want) => {}
-            Ok(Some(cm)) => problems.push(format!("{name}: ConfigMap has {:?}, want {want:?}", cm.data)),
+            Ok(Some(cm)) => problems.push(format!(
+                "{name}: ConfigMap has {:?}, want {want:?}",
+                cm.data
+            )),
             _ => problems.push(format!("{name}: no ConfigMap")),
         }
     }
-    let live: Vec<String> = widgets.iter().map(|w| config_map_name(&w.name_any())).collect();
+    let live: Vec<String> = widgets
+        .iter()
+        .map(|w| config_map_name(&w.name_any()))
+        .collect();
     for (key, _) in server.versions::<ConfigMap>(Some(NS)).unwrap_or_default() {
         let cm = key.rsplit('/').next().unwrap_or_default().to_owned();
         if !live.contains(&cm) {
@@ -297,7 +328,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             peers_of
                 .by_owner_keys(&w.spec.owner)
                 .into_iter()
-                .chain(std::iter::once(ObjectKey::new(w.namespace().as_deref(), &w.name_any())))
+                .chain(std::iter::once(ObjectKey::new(
+                    w.namespace().as_deref(),
+                    &w.name_any(),
+                )))
                 .collect()
         })
         .concurrency(2)
@@ -316,7 +350,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         reconcile,
         |key: &ObjectKey, e: &Error, ctx: Arc<Ctx>| {
             ctx.errors.fetch_add(1, Ordering::Relaxed);
-            println!("  {key}: error {e}: {:?}; retrying with backoff", std::error::Error::source(e));
+            match std::error::Error::source(e) {
+                Some(cause) => println!("  {key}: {e}: {cause}; retrying with backoff"),
+                None => println!("  {key}: {e}; retrying with backoff"),
+            }
             backoff_on_error(key, e, ctx)
         },
         ctx.clone(),
@@ -334,26 +371,51 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     if let Some(server) = &server {
         println!("\nsummary");
-        println!("  widgets           {}", server.count::<Widget>().unwrap_or(0));
-        println!("  configmaps        {}", server.count::<ConfigMap>().unwrap_or(0));
-        println!("  reconciles        {}", ctx.reconciles.load(Ordering::Relaxed));
+        println!(
+            "  widgets           {}",
+            server.count::<Widget>().unwrap_or(0)
+        );
+        println!(
+            "  configmaps        {}",
+            server.count::<ConfigMap>().unwrap_or(0)
+        );
+        println!(
+            "  reconciles        {}",
+            ctx.reconciles.load(Ordering::Relaxed)
+        );
         println!("  errors (requeued) {}", ctx.errors.load(Ordering::Relaxed));
         for index in Widget::INDEX_NAMES {
             let values = widgets.indexer().list_index_func_values(index);
             let mut parts: Vec<String> = values
                 .iter()
-                .map(|v| format!("{v}={}", widgets.indexer().index_keys(index, v).map(|k| k.len()).unwrap_or(0)))
+                .map(|v| {
+                    format!(
+                        "{v}={}",
+                        widgets
+                            .indexer()
+                            .index_keys(index, v)
+                            .map(|k| k.len())
+                            .unwrap_or(0)
+                    )
+                })
                 .collect();
             parts.sort();
             println!("  index {index:<10} {}", parts.join(" "));
         }
         println!("  alice's widgets   {:?}", {
-            let mut v: Vec<String> = widgets.by_owner("alice").iter().map(|w| w.name_any()).collect();
+            let mut v: Vec<String> = widgets
+                .by_owner("alice")
+                .iter()
+                .map(|w| w.name_any())
+                .collect();
             v.sort();
             v
         });
         let text = render_metrics(&registry);
-        if let Some(line) = text.lines().find(|l| l.starts_with("controller_runtime_reconcile_total") && l.contains("success")) {
+        if let Some(line) = text
+            .lines()
+            .find(|l| l.starts_with("controller_runtime_reconcile_total") && l.contains("success"))
+        {
             println!("  metrics           {line}");
         }
     }
@@ -386,10 +448,18 @@ async fn demo(
     settle(server, "all widgets ready").await?;
 
     println!("\nupdating: anvil grows, dial moves from bob to alice");
-    api.patch("anvil", &PatchParams::default(), &Patch::Merge(&serde_json::json!({ "spec": { "size": 4 } })))
-        .await?;
-    api.patch("dial", &PatchParams::default(), &Patch::Merge(&serde_json::json!({ "spec": { "owner": "alice" } })))
-        .await?;
+    api.patch(
+        "anvil",
+        &PatchParams::default(),
+        &Patch::Merge(&serde_json::json!({ "spec": { "size": 4 } })),
+    )
+    .await?;
+    api.patch(
+        "dial",
+        &PatchParams::default(),
+        &Patch::Merge(&serde_json::json!({ "spec": { "owner": "alice" } })),
+    )
+    .await?;
     settle(server, "updates reconciled").await?;
 
     println!("\ndeleting easel and cog (finalizer cleanup)");
@@ -404,7 +474,10 @@ async fn demo(
 }
 
 /// Waits up to 20 s for the expected end state.
-async fn settle(server: &reflector_testkit::ApiServer, what: &str) -> Result<(), Box<dyn std::error::Error>> {
+async fn settle(
+    server: &reflector_testkit::ApiServer,
+    what: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
         let problems = end_state_problems(server);
