@@ -144,6 +144,7 @@ impl<K: DeserializeOwned + Send + 'static> WatchDecoder<K> {
         let state = LineState {
             body: Box::pin(body),
             buf: BytesMut::new(),
+            scanned: 0,
             done: false,
             decoder: self,
         };
@@ -158,6 +159,9 @@ impl<K: DeserializeOwned + Send + 'static> WatchDecoder<K> {
 struct LineState<S, K> {
     body: std::pin::Pin<Box<S>>,
     buf: BytesMut,
+    /// How many leading bytes of `buf` are known to hold no newline, so a line that
+    /// spans many chunks is scanned once, not once per chunk.
+    scanned: usize,
     done: bool,
     decoder: WatchDecoder<K>,
 }
@@ -175,7 +179,10 @@ where
             if self.done {
                 return None;
             }
-            if let Some(pos) = self.buf.iter().position(|&b| b == b'\n') {
+            if let Some(pos) =
+                memchr::memchr(b'\n', &self.buf[self.scanned..]).map(|p| p + self.scanned)
+            {
+                self.scanned = 0;
                 let line = self.buf.split_to(pos + 1);
                 let trimmed = trim_ascii(&line[..pos]);
                 if trimmed.is_empty() {
@@ -189,6 +196,7 @@ where
             }
             match self.body.next().await {
                 Some(Ok(chunk)) => {
+                    self.scanned = self.buf.len();
                     if self.buf.is_empty() {
                         self.buf = BytesMut::from(chunk.chunk());
                     } else {
