@@ -2,7 +2,7 @@
 //! handler never delays another (client-go's `processorListener`).
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -38,8 +38,11 @@ pub(crate) struct ProcessorListener<K> {
     resync: Mutex<ResyncSchedule>,
     /// Initial-list adds queued but not yet handled.
     pub(crate) pending_initial: Arc<AtomicUsize>,
-    /// Stops the listener's task (on removal or informer stop).
-    pub(crate) stop: CancellationToken,
+    /// Wakes the listener's task to stop (on removal or informer stop).
+    stop: CancellationToken,
+    /// Set before `stop` fires; checked before each notification so none is handled
+    /// after `halt` returned, without polling the token per notification.
+    halted: AtomicBool,
 }
 
 impl<K: Send + Sync + 'static> ProcessorListener<K> {
@@ -62,7 +65,15 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
             }),
             pending_initial: Arc::new(AtomicUsize::new(0)),
             stop: CancellationToken::new(),
+            halted: AtomicBool::new(false),
         }
+    }
+
+    /// Stops the listener: no notification is handled after this returns (one being
+    /// handled right now finishes).
+    pub(crate) fn halt(&self) {
+        self.halted.store(true, Ordering::SeqCst);
+        self.stop.cancel();
     }
 
     /// Queues a notification; never blocks.
@@ -116,6 +127,28 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
         Some(tokio::spawn(async move { this.run(rx).await }))
     }
 
+    /// Calls the handler for one notification; false if it panicked (logged).
+    fn deliver(&self, n: &Notification<K>) -> bool {
+        let handler = self.handler.as_ref();
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| n.dispatch(handler)));
+        if n.is_initial_add() {
+            self.pending_initial.fetch_sub(1, Ordering::SeqCst);
+        }
+        match outcome {
+            Ok(()) => true,
+            Err(payload) => {
+                let msg = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "non-string panic".to_owned());
+                tracing::error!(listener = self.id, panic = %msg,
+                    "event handler panicked; the notification is dropped");
+                false
+            }
+        }
+    }
+
     /// Delivers notifications in order until stopped. A panicking handler is caught
     /// and logged; the listener pauses for [`SLEEP_AFTER_PANIC`] and goes on.
     async fn run(&self, mut rx: mpsc::UnboundedReceiver<Notification<K>>) {
@@ -123,8 +156,8 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
         // Created once, not per notification.
         let stopped = self.stop.cancelled();
         tokio::pin!(stopped);
-        loop {
-            let n = tokio::select! {
+        'outer: loop {
+            let first = tokio::select! {
                 biased;
                 () = &mut stopped => break,
                 n = rx.recv() => match n {
@@ -132,31 +165,26 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
                     None => break,
                 },
             };
-            if sleep_after_panic {
-                tokio::select! {
-                    biased;
-                    () = &mut stopped => break,
-                    () = tokio::time::sleep(SLEEP_AFTER_PANIC) => {}
+            // Handle `first`, then whatever is already buffered, without going back
+            // to the scheduler for each notification.
+            let mut next = Some(first);
+            while let Some(n) = next.take() {
+                if self.halted.load(Ordering::SeqCst) {
+                    break 'outer;
                 }
-            }
-            let handler = self.handler.as_ref();
-            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| n.dispatch(handler)));
-            if n.is_initial_add() {
-                self.pending_initial.fetch_sub(1, Ordering::SeqCst);
-            }
-            sleep_after_panic = match outcome {
-                Ok(()) => false,
-                Err(payload) => {
-                    let msg = payload
-                        .downcast_ref::<&str>()
-                        .map(|s| (*s).to_owned())
-                        .or_else(|| payload.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "non-string panic".to_owned());
-                    tracing::error!(listener = self.id, panic = %msg,
-                        "event handler panicked; the notification is dropped");
-                    true
+                if sleep_after_panic {
+                    tokio::select! {
+                        biased;
+                        () = &mut stopped => break 'outer,
+                        () = tokio::time::sleep(SLEEP_AFTER_PANIC) => {}
+                    }
                 }
-            };
+                sleep_after_panic = !self.deliver(&n);
+                // Yields only once the task's cooperative budget is spent, so a long
+                // backlog does not monopolize the worker thread.
+                tokio::task::consume_budget().await;
+                next = rx.try_recv().ok();
+            }
         }
         // Drop whatever is still buffered; initial adds that will never be handled
         // no longer count.

@@ -54,7 +54,7 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
         let mut st = self.lock();
         if let Some(pos) = st.listeners.iter().position(|(l, _)| l.id == id) {
             let (listener, _) = st.listeners.remove(pos);
-            listener.stop.cancel();
+            listener.halt();
         }
     }
 
@@ -86,7 +86,7 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
     pub(crate) fn stop(&self) -> Vec<JoinHandle<()>> {
         let mut st = self.lock();
         for (l, _) in &st.listeners {
-            l.stop.cancel();
+            l.halt();
         }
         std::mem::take(&mut st.tasks)
     }
