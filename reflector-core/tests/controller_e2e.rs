@@ -109,13 +109,18 @@ async fn deployment_controller_over_http() {
         .expect("delete");
     assert_eq!(next(&mut rx).await, (web.clone(), false));
 
+    // The reconcile reports through the channel before it returns; the success is
+    // counted once it has returned.
+    let success =
+        "controller_runtime_reconcile_total{controller=\"deployment\",result=\"success\"} 3";
+    let counted = tokio::time::timeout(Duration::from_secs(5), async {
+        while !render_metrics(&registry).contains(success) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
     let text = render_metrics(&registry);
-    assert!(
-        text.contains(
-            "controller_runtime_reconcile_total{controller=\"deployment\",result=\"success\"} 3"
-        ),
-        "{text}"
-    );
+    assert!(counted.is_ok(), "{text}");
     assert!(
         text.contains("reflector_lists_total{name=\"deployment/Deployment\"} 1"),
         "{text}"

@@ -182,17 +182,8 @@ where
         let mut req = super::list_request::list_request(&self.url, &lp)
             .map_err(|e| ListWatchError::Transport(kube::Error::HttpError(e)))?;
         req.extensions_mut().insert("list");
-        let res = self
-            .client
-            .send(req.map(kube::client::Body::from))
-            .await
-            .map_err(ListWatchError::Transport)?;
-        let status = res.status();
-        if status.is_client_error() || status.is_server_error() {
-            return Err(status_error(status, res.into_body()).await);
-        }
-        let bytes = res
-            .into_body()
+        let bytes = send(&self.client, req)
+            .await?
             .collect()
             .await
             .map_err(ListWatchError::Transport)?
@@ -227,21 +218,28 @@ where
             http::HeaderValue::from_static("identity"),
         );
         req.extensions_mut().insert("watch");
-        let res = self
-            .client
-            .send(req.map(kube::client::Body::from))
-            .await
-            .map_err(ListWatchError::Transport)?;
-        let status = res.status();
-        if status.is_client_error() || status.is_server_error() {
-            return Err(status_error(status, res.into_body()).await);
-        }
-        let body = res
-            .into_body()
+        let body = send(&self.client, req)
+            .await?
             .into_data_stream()
             .map_err(ListWatchError::from);
         Ok(self.decoder.clone().decode_body(body))
     }
+}
+
+/// Sends `req`; an error status becomes the `Status` error it carries.
+async fn send(
+    client: &Client,
+    req: http::Request<Vec<u8>>,
+) -> Result<kube::client::Body, ListWatchError> {
+    let res = client
+        .send(req.map(kube::client::Body::from))
+        .await
+        .map_err(ListWatchError::Transport)?;
+    let status = res.status();
+    if status.is_client_error() || status.is_server_error() {
+        return Err(status_error(status, res.into_body()).await);
+    }
+    Ok(res.into_body())
 }
 
 /// The error an HTTP error response carries: its `Status` body, or one made from its

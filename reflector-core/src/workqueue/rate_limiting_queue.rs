@@ -2,7 +2,6 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::delaying_queue::DelayingQueue;
 use super::queue::{QueueConfig, QueueItem};
@@ -13,7 +12,7 @@ use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
 ///
 /// A worker that fails calls [`add_rate_limited`](Self::add_rate_limited); one
 /// that succeeds calls [`forget`](Self::forget) so the item's backoff resets.
-/// Either way it calls [`done`](Self::done).
+/// Either way it calls [`done`](super::Queue::done).
 ///
 /// # Example
 ///
@@ -111,65 +110,14 @@ impl<T: QueueItem> RateLimitingQueue<T> {
     pub fn delaying_queue(&self) -> &DelayingQueue<T> {
         &self.queue
     }
+}
 
-    /// See [`DelayingQueue::add_after`].
-    pub fn add_after(&self, item: T, delay: Duration) {
-        self.queue.add_after(item, delay);
-    }
+/// Every queue operation (`add`, `add_after`, `get`, `done`, `len`, `shut_down`,
+/// ...) is the [`DelayingQueue`]'s underneath.
+impl<T> std::ops::Deref for RateLimitingQueue<T> {
+    type Target = DelayingQueue<T>;
 
-    /// See [`Queue::add`](super::Queue::add).
-    pub fn add(&self, item: T) {
-        self.queue.add(item);
-    }
-
-    /// See [`Queue::get`](super::Queue::get).
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe, as [`Queue::get`](super::Queue::get).
-    pub async fn get(&self) -> Option<T> {
-        self.queue.get().await
-    }
-
-    /// See [`Queue::done`](super::Queue::done).
-    pub fn done(&self, item: &T) {
-        self.queue.done(item);
-    }
-
-    /// See [`DelayingQueue::len`].
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.queue.len()
-    }
-
-    /// See [`Queue::is_empty`](super::Queue::is_empty).
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
-    }
-
-    /// See [`Queue::shut_down`](super::Queue::shut_down).
-    pub fn shut_down(&self) {
-        self.queue.shut_down();
-    }
-
-    /// See [`Queue::shut_down_with_drain`](super::Queue::shut_down_with_drain).
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe, as [`Queue::shut_down_with_drain`](super::Queue::shut_down_with_drain).
-    pub async fn shut_down_with_drain(&self) {
-        self.queue.shut_down_with_drain().await;
-    }
-
-    /// See [`Queue::update_unfinished_work`](super::Queue::update_unfinished_work).
-    pub fn update_unfinished_work(&self) {
-        self.queue.update_unfinished_work();
-    }
-
-    /// See [`Queue::is_shutting_down`](super::Queue::is_shutting_down).
-    #[must_use]
-    pub fn is_shutting_down(&self) -> bool {
-        self.queue.is_shutting_down()
+    fn deref(&self) -> &DelayingQueue<T> {
+        &self.queue
     }
 }
