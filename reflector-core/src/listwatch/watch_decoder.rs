@@ -36,6 +36,9 @@ use super::{FieldFilter, ListWatchError, WatchEvent, WatchStream, from_slice_fil
 pub struct WatchDecoder<K> {
     api_version: String,
     kind: String,
+    /// `"apiVersion":"<api_version>"` and `"kind":"<kind>"` as the API server writes
+    /// them: finding both in a line confirms its kind without parsing it again.
+    kind_needles: Arc<[Vec<u8>; 2]>,
     /// The filter for a whole event (`object.` + the object paths); `None`: plain
     /// serde_json.
     filter: Option<Arc<FieldFilter>>,
@@ -47,6 +50,7 @@ impl<K> Clone for WatchDecoder<K> {
         WatchDecoder {
             api_version: self.api_version.clone(),
             kind: self.kind.clone(),
+            kind_needles: Arc::clone(&self.kind_needles),
             filter: self.filter.clone(),
             _k: PhantomData,
         }
@@ -74,9 +78,21 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
     /// A decoder expecting objects of `api_version` (`v1`, `apps/v1`) and `kind`.
     #[must_use]
     pub fn new(api_version: impl Into<String>, kind: impl Into<String>) -> Self {
+        let (api_version, kind) = (api_version.into(), kind.into());
+        let needle = |key: &str, value: &str| {
+            serde_json::to_vec(&serde_json::json!({ key: value }))
+                .map(|mut v| {
+                    // `{"key":"value"}` → `"key":"value"`
+                    v.pop();
+                    v.remove(0);
+                    v
+                })
+                .unwrap_or_default()
+        };
         WatchDecoder {
-            api_version: api_version.into(),
-            kind: kind.into(),
+            kind_needles: Arc::new([needle("apiVersion", &api_version), needle("kind", &kind)]),
+            api_version,
+            kind,
             filter: None,
             _k: PhantomData,
         }
@@ -102,9 +118,36 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
             None => serde_json::from_slice::<WatchEvent<K>>(line),
         };
         match decoded {
-            Ok(ev) => Ok(ev),
+            Ok(WatchEvent::Error(status)) => Ok(WatchEvent::Error(status)),
+            // Types whose deserializer does not check `apiVersion`/`kind` (kube-derive's
+            // custom resources) decode an object of any kind: confirm it.
+            Ok(ev) => match self.kind_mismatch(line) {
+                Some(mismatch) => Err(mismatch),
+                None => Ok(ev),
+            },
             Err(source) => Err(self.classify_failure(line, source)),
         }
+    }
+
+    /// `Some(UnexpectedKind)` when the event's object is of another kind or
+    /// apiVersion. Usually two substring searches; the line is parsed again only when
+    /// they do not both match.
+    fn kind_mismatch(&self, line: &[u8]) -> Option<ListWatchError> {
+        let [api_version, kind] = &*self.kind_needles;
+        if memchr::memmem::find(line, kind).is_some()
+            && memchr::memmem::find(line, api_version).is_some()
+        {
+            return None;
+        }
+        let env = serde_json::from_slice::<Envelope>(line).ok()?;
+        let found_api_version = env.object.api_version.unwrap_or_default();
+        let found_kind = env.object.kind.unwrap_or_default();
+        let mismatch = (!found_api_version.is_empty() && found_api_version != self.api_version)
+            || (!found_kind.is_empty() && found_kind != self.kind);
+        mismatch.then(|| ListWatchError::UnexpectedKind {
+            expected: format!("{}/{}", self.api_version, self.kind),
+            found: format!("{found_api_version}/{found_kind}"),
+        })
     }
 
     fn classify_failure(&self, line: &[u8], source: serde_json::Error) -> ListWatchError {
@@ -270,6 +313,51 @@ mod tests {
         let got = collect(vec![a, b, "\n", a, b]).await;
         assert_eq!(got.len(), 2);
         assert!(got.iter().all(|r| matches!(r, Ok(WatchEvent::Added(_)))));
+    }
+
+    /// A type whose derived `Deserialize` ignores `apiVersion` and `kind`, as
+    /// kube-derive's custom resource roots do.
+    #[derive(serde::Deserialize, Clone, Debug)]
+    struct Loose {
+        #[allow(dead_code)]
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    }
+
+    #[test]
+    fn wrong_kind_is_caught_for_types_that_accept_any_kind() {
+        let d = WatchDecoder::<Loose>::new("example.com/v1", "Widget");
+        let line = |api_version: &str, kind: &str| {
+            format!(
+                r#"{{"type":"ADDED","object":{{"apiVersion":"{api_version}","kind":"{kind}","metadata":{{"name":"a"}}}}}}"#
+            )
+        };
+        assert!(matches!(
+            d.decode_line(line("example.com/v1", "Widget").as_bytes()),
+            Ok(WatchEvent::Added(_))
+        ));
+        for (api_version, kind) in [("example.com/v1", "Gadget"), ("example.com/v2", "Widget")] {
+            let err = d
+                .decode_line(line(api_version, kind).as_bytes())
+                .expect_err("another kind must not be accepted");
+            assert!(err.is_unexpected_kind(), "{err}");
+        }
+        // Spacing other than the API server's compact form still decodes correctly.
+        let spaced = r#"{"type":"MODIFIED","object":{"apiVersion": "example.com/v1", "kind": "Widget","metadata":{"name":"a"}}}"#;
+        assert!(matches!(
+            d.decode_line(spaced.as_bytes()),
+            Ok(WatchEvent::Modified(_))
+        ));
+        // A bookmark of the expected kind and an ERROR event (a Status) are not rejected.
+        let bookmark = r#"{"type":"BOOKMARK","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"resourceVersion":"7"}}}"#;
+        assert!(matches!(
+            d.decode_line(bookmark.as_bytes()),
+            Ok(WatchEvent::Bookmark(_))
+        ));
+        let error = r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","code":410,"reason":"Expired"}}"#;
+        assert!(matches!(
+            d.decode_line(error.as_bytes()),
+            Ok(WatchEvent::Error(_))
+        ));
     }
 
     #[tokio::test]
