@@ -1,5 +1,7 @@
 //! Opaque `continue` tokens: base64 of `{"v":"meta.k8s.io/v1","rv":N,"start":"<key>\0"}`,
-//! the shape the real server's etcd3 storage uses.
+//! the shape the real server's etcd3 storage uses, plus an optional `"left"`: how many
+//! items of an unfiltered list remain after `start` in that snapshot, so that each page's
+//! `remainingItemCount` costs the page, not a count of the rest of the collection.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -12,20 +14,35 @@ struct Token {
     v: String,
     rv: u64,
     start: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    left: Option<u64>,
 }
 
-/// Encodes a token continuing after `last_key` in the snapshot at `rv`.
-pub(crate) fn encode(rv: u64, last_key: &str) -> String {
+/// A decoded continue token.
+#[derive(Debug)]
+pub(crate) struct Continue {
+    /// The snapshot resourceVersion the list is read at.
+    pub rv: u64,
+    /// The last key already returned.
+    pub after: String,
+    /// For an unfiltered list: how many items remain after `after` at `rv`.
+    pub left: Option<u64>,
+}
+
+/// Encodes a token continuing after `last_key` in the snapshot at `rv`, with `left`
+/// items remaining after it when the list is unfiltered.
+pub(crate) fn encode(rv: u64, last_key: &str, left: Option<u64>) -> String {
     let token = Token {
         v: "meta.k8s.io/v1".to_owned(),
         rv,
         start: format!("{last_key}\u{0}"),
+        left,
     };
     STANDARD.encode(serde_json::to_vec(&token).unwrap_or_default())
 }
 
-/// Decodes a token into (snapshot RV, last key already returned).
-pub(crate) fn decode(token: &str) -> Result<(u64, String), ApiError> {
+/// Decodes a token.
+pub(crate) fn decode(token: &str) -> Result<Continue, ApiError> {
     let invalid = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
     let bytes = STANDARD
         .decode(token)
@@ -40,10 +57,14 @@ pub(crate) fn decode(token: &str) -> Result<(u64, String), ApiError> {
             "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
         ));
     }
-    let start = token
+    let after = token
         .start
         .strip_suffix('\u{0}')
         .map(str::to_owned)
         .unwrap_or(token.start);
-    Ok((token.rv, start))
+    Ok(Continue {
+        rv: token.rv,
+        after,
+        left: token.left,
+    })
 }

@@ -42,13 +42,14 @@ fn list(
     options: &ListOptions,
 ) -> Result<Response, ApiError> {
     let state = shared.state();
-    let (snapshot, after, limit) = if let Some(token) = &options.continue_token {
+    let (snapshot, after, left, limit) = if let Some(token) = &options.continue_token {
         if matches!(options.rv, Rv::At(_)) {
             return Err(ApiError::bad_request(
                 "specifying resource version is not allowed when using continue",
             ));
         }
-        let (snapshot, after) = continue_token::decode(token)?;
+        let token = continue_token::decode(token)?;
+        let snapshot = token.rv;
         if snapshot > state.rv {
             return Err(ApiError::bad_request(
                 "continue key is not valid: resource version is in the future",
@@ -56,15 +57,17 @@ fn list(
         }
         if snapshot < state.floor {
             let mut error = ApiError::expired(CONTINUE_EXPIRED_MESSAGE);
-            error.metadata = Some(json!({"continue": continue_token::encode(state.rv, &after)}));
+            let fresh = continue_token::encode(state.rv, &token.after, None);
+            error.metadata = Some(json!({ "continue": fresh }));
             return Err(error);
         }
-        (snapshot, Some(after), options.limit)
+        (snapshot, Some(token.after), token.left, options.limit)
     } else {
         match options.rv {
-            Rv::Unset => (state.rv, None, options.limit),
+            Rv::Unset => (state.rv, None, None, options.limit),
             Rv::Any => (
                 state.rv,
+                None,
                 None,
                 options.limit.filter(|_| shared.config.paginate_rv0),
             ),
@@ -80,9 +83,9 @@ fn list(
                             "The resourceVersion for the provided list is too old.",
                         ));
                     }
-                    (n, None, options.limit)
+                    (n, None, None, options.limit)
                 } else {
-                    (state.rv, None, options.limit)
+                    (state.rv, None, None, options.limit)
                 }
             }
         }
@@ -92,6 +95,7 @@ fn list(
         namespace,
         snapshot,
         after.as_deref(),
+        left,
         limit,
         &options.filter,
     );
@@ -103,7 +107,7 @@ fn list(
     if let Some(last) = &page.continue_after {
         metadata.insert(
             "continue".to_owned(),
-            json!(continue_token::encode(snapshot, last)),
+            json!(continue_token::encode(snapshot, last, page.remaining)),
         );
     }
     if let Some(remaining) = page.remaining {

@@ -575,13 +575,16 @@ impl State {
     }
 
     /// One page of the list of `rid` as of resourceVersion `snapshot` (which must be in
-    /// `floor..=rv`), starting after key `after`.
+    /// `floor..=rv`), starting after key `after`. `left` is what an earlier page of this
+    /// unfiltered list counted as remaining after `after`; without it the rest is counted.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn list_page(
         &self,
         rid: ResourceId,
         namespace: Option<&str>,
         snapshot: u64,
         after: Option<&str>,
+        left: Option<u64>,
         limit: Option<usize>,
         filter: &ObjectFilter,
     ) -> Page {
@@ -622,7 +625,10 @@ impl State {
         let (continue_after, remaining) = if items.len() < limit {
             (None, None)
         } else if filter.is_empty() {
-            let rest = matching.count() as u64;
+            let rest = match left {
+                Some(left) => left.saturating_sub(items.len() as u64),
+                None => matching.count() as u64,
+            };
             if rest == 0 {
                 (None, None)
             } else {

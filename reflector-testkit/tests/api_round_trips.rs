@@ -528,6 +528,9 @@ async fn pagination_with_remaining_item_count() {
         .map(|c| c.metadata.name.clone().unwrap())
         .collect();
     let mut token = first.metadata.continue_.clone();
+    // The snapshot holds 10 objects: 6 remain after the first page, 2 after the second,
+    // and the third page is the last (no token, no count).
+    let mut remaining_per_page = Vec::new();
     while let Some(t) = token.filter(|t| !t.is_empty()) {
         let page = api
             .list(&ListParams::default().limit(4).continue_token(&t))
@@ -536,10 +539,9 @@ async fn pagination_with_remaining_item_count() {
         assert_eq!(page.metadata.resource_version, snapshot_rv);
         names.extend(page.items.iter().map(|c| c.metadata.name.clone().unwrap()));
         token = page.metadata.continue_;
-        if token.as_deref().is_some_and(|t| !t.is_empty()) {
-            assert!(page.metadata.remaining_item_count.is_some());
-        }
+        remaining_per_page.push(page.metadata.remaining_item_count);
     }
+    assert_eq!(remaining_per_page, [Some(2), None]);
     let want: Vec<String> = (0..10).map(|i| format!("cm-{i:02}")).collect();
     assert_eq!(names, want);
     let empty: Api<ConfigMap> = Api::namespaced(server.client(), "empty");
