@@ -371,6 +371,56 @@ async fn delta_fifo_transformer_skips_resync() {
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 }
 
+/// `cached_unchanged` finds the known object with the same resourceVersion (what the
+/// reflector reuses during a relist), and `replace` does not transform such an
+/// object again: only the freshly decoded one goes through the transform.
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_replace_does_not_transform_reused_known_objects() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let xfrm: TransformFunc<ConfigMap> = {
+        let calls = Arc::clone(&calls);
+        Arc::new(move |obj: Obj| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            obj
+        })
+    };
+    let with_rv = |name: &str, rv: &str| {
+        let mut cm = (*mk(name, rv)).clone();
+        cm.metadata.resource_version = Some(rv.to_owned());
+        Arc::new(cm)
+    };
+    let (foo, bar) = (with_rv("foo", "5"), with_rv("bar", "6"));
+    let f = DeltaFIFO::new(
+        DeltaFifoOptions::default()
+            .known_objects(Arc::new(Literal(vec![foo.clone(), bar.clone()])))
+            .emit_delta_type_replaced(true)
+            .transform(xfrm),
+    );
+    let reused = f.cached_unchanged(&with_rv("foo", "5")).expect("same RV");
+    assert!(Arc::ptr_eq(&reused, &foo));
+    assert!(
+        f.cached_unchanged(&with_rv("bar", "9")).is_none(),
+        "RV moved"
+    );
+    assert!(
+        f.cached_unchanged(&with_rv("baz", "1")).is_none(),
+        "unknown"
+    );
+
+    let new_bar = with_rv("bar", "9");
+    f.replace(vec![reused, new_bar.clone()], "9").unwrap();
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "only the new bar is transformed"
+    );
+    let item = pop(&f).await;
+    assert!(Arc::ptr_eq(item.deltas[0].object.object(), &foo));
+    assert_eq!(item.deltas[0].delta_type, Replaced);
+    let item = pop(&f).await;
+    assert!(Arc::ptr_eq(item.deltas[0].object.object(), &new_bar));
+}
+
 #[tokio::test(start_paused = true)]
 async fn delta_fifo_enqueueing_no_lister() {
     let f = fifo();

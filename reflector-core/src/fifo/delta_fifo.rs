@@ -539,6 +539,15 @@ impl<K: Object> DeltaFIFO<K> {
         }
     }
 
+    /// Whether `obj` is the very object the known objects hold under `key`. Called
+    /// under `state`'s lock.
+    fn is_known_locked(&self, key: &ObjectKey, obj: &Arc<K>) -> bool {
+        self.known_objects
+            .as_ref()
+            .and_then(|known| known.get_by_key(key))
+            .is_some_and(|cached| Arc::ptr_eq(&cached, obj))
+    }
+
     /// `add` and `update`: key outside the lock, then append under it.
     fn add_or_update(&self, delta_type: DeltaType, obj: Arc<K>) -> Result<(), StoreError> {
         let key = (self.key_func)(&obj)?;
@@ -659,6 +668,13 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
         Some(Arc::clone(newest.object.object()))
     }
 
+    /// The known object under `obj`'s key, if it has `obj`'s resourceVersion.
+    fn cached_unchanged(&self, obj: &K) -> Option<Arc<K>> {
+        let known = self.known_objects.as_ref()?;
+        let key = (self.key_func)(obj).ok()?;
+        crate::store::same_state(known.get_by_key(&key), obj)
+    }
+
     /// Appends a `Sync` (or `Replaced`) delta for each item, then a `Deleted`
     /// delta with a [`DeletedFinalStateUnknown`] tombstone for every key that is
     /// queued, or known, but missing from `items`. The tombstone carries the newest
@@ -686,7 +702,10 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
         let mut listed = HashSet::with_capacity_and_hasher(keyed.len(), RandomState::default());
         for (key, obj) in keyed {
             listed.insert(key.clone());
-            self.queue_action_locked(&mut state, key, action, DeltaObject::Object(obj), true);
+            // An object the reflector took from the known objects (unchanged since it
+            // was cached) was transformed when it first came in; never twice.
+            let transform = self.transform.is_some() && !self.is_known_locked(&key, &obj);
+            self.queue_action_locked(&mut state, key, action, DeltaObject::Object(obj), transform);
         }
 
         let mut queued_deletions = 0;

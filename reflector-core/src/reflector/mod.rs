@@ -257,8 +257,20 @@ where
         let rv = self.relist_resource_version();
         let page_size = self.page_size_for(&rv);
         let base = ListParams::default();
-        let mut result =
-            pager::list_all(&self.lister_watcher, &base, &rv, page_size, &self.stats).await;
+        let keep = |obj: K| {
+            self.store
+                .cached_unchanged(&obj)
+                .unwrap_or_else(|| Arc::new(obj))
+        };
+        let mut result = pager::list_all(
+            &self.lister_watcher,
+            &base,
+            &rv,
+            page_size,
+            &self.stats,
+            keep,
+        )
+        .await;
         if let Err(e) = &result
             && (e.is_expired() || e.is_too_large_resource_version())
         {
@@ -267,8 +279,15 @@ where
                 "resource version unavailable; listing from the latest");
             self.lock_state().unavailable = true;
             let rv = self.relist_resource_version();
-            result =
-                pager::list_all(&self.lister_watcher, &base, &rv, page_size, &self.stats).await;
+            result = pager::list_all(
+                &self.lister_watcher,
+                &base,
+                &rv,
+                page_size,
+                &self.stats,
+                keep,
+            )
+            .await;
         }
         let list = result.map_err(|source| {
             self.stats.count_error(&source);
@@ -438,7 +457,7 @@ where
                 return Ok(None);
             }
             let last_known = self.rewatch_resource_version();
-            let temporary = TemporaryStore::<K>::new();
+            let temporary = TemporaryStore::<K>::new(self.store.as_ref());
             let params = WatchParams {
                 bookmarks: true,
                 send_initial_events: true,

@@ -17,7 +17,9 @@ pub(crate) struct FullList<K> {
 }
 
 /// Lists everything at `resource_version`, in pages of `page_size` (`None`: one
-/// request without a limit).
+/// request without a limit). Each decoded item goes through `keep` as its page
+/// arrives (the reflector swaps unchanged objects for the cached copy there, so
+/// decoded duplicates are freed page by page).
 ///
 /// Continuation pages are requested with no resource version, as the API server
 /// requires. If a continuation page is answered `410 Expired`, the whole list is
@@ -29,6 +31,7 @@ pub(crate) async fn list_all<K, L>(
     resource_version: &str,
     page_size: Option<u32>,
     stats: &StatsCounters,
+    keep: impl Fn(K) -> Arc<K>,
 ) -> Result<FullList<K>, ListWatchError>
 where
     K: Clone,
@@ -55,18 +58,18 @@ where
                 full.limit = None;
                 bump(&stats.list_pages);
                 let list = lw.list(&full).await?;
-                return Ok(into_full(Vec::new(), list, None, paginated));
+                return Ok(into_full(Vec::new(), list, None, paginated, &keep));
             }
             Err(e) => return Err(e),
         };
         let cont = page.metadata.continue_.clone().filter(|c| !c.is_empty());
         let Some(token) = cont else {
-            return Ok(into_full(items, page, first_rv, paginated));
+            return Ok(into_full(items, page, first_rv, paginated, &keep));
         };
         if first_rv.is_none() {
             first_rv = page.metadata.resource_version.clone();
         }
-        items.extend(page.items.into_iter().map(Arc::new));
+        items.extend(page.items.into_iter().map(&keep));
         paginated = true;
         params.continue_token = Some(token);
         params.resource_version = None;
@@ -79,6 +82,7 @@ fn into_full<K>(
     last: ObjectList<K>,
     first_rv: Option<String>,
     paginated: bool,
+    keep: impl Fn(K) -> Arc<K>,
 ) -> FullList<K>
 where
     K: Clone,
@@ -86,11 +90,7 @@ where
     let resource_version = first_rv
         .or_else(|| last.metadata.resource_version.clone())
         .unwrap_or_default();
-    if items.is_empty() {
-        items = last.items.into_iter().map(Arc::new).collect();
-    } else {
-        items.extend(last.items.into_iter().map(Arc::new));
-    }
+    items.extend(last.items.into_iter().map(keep));
     FullList {
         items,
         resource_version,

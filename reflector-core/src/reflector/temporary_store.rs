@@ -8,15 +8,20 @@ use crate::store::{Store, StoreError};
 
 /// A plain map from key to object: it collects the initial events of a watch-list
 /// so the real store sees them as one `replace`, as client-go's temporary store.
-pub(crate) struct TemporaryStore<K> {
+/// An object the real store already caches unchanged is kept as the cached copy, so
+/// the decoded duplicate is freed as soon as it arrives.
+pub(crate) struct TemporaryStore<'a, K> {
     /// Guarded by its own mutex; never held across an await.
     items: Mutex<HashMap<ObjectKey, Arc<K>>>,
+    /// The reflector's store, asked for cached copies of unchanged objects.
+    cache: &'a dyn Store<K>,
 }
 
-impl<K: Object> TemporaryStore<K> {
-    pub(crate) fn new() -> Self {
+impl<'a, K: Object> TemporaryStore<'a, K> {
+    pub(crate) fn new(cache: &'a dyn Store<K>) -> Self {
         TemporaryStore {
             items: Mutex::new(HashMap::new()),
+            cache,
         }
     }
 
@@ -30,9 +35,10 @@ impl<K: Object> TemporaryStore<K> {
     }
 }
 
-impl<K: Object> Store<K> for TemporaryStore<K> {
+impl<K: Object> Store<K> for TemporaryStore<'_, K> {
     fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
         let key = meta_namespace_key(obj.as_ref())?;
+        let obj = self.cache.cached_unchanged(&obj).unwrap_or(obj);
         self.lock().insert(key, obj);
         Ok(())
     }

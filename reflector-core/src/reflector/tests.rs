@@ -1547,3 +1547,99 @@ async fn watch_list_expired_restarts_from_empty_resource_version() {
     task.await.unwrap().unwrap();
     assert_eq!(*rvs.lock().unwrap(), ["4", ""]);
 }
+
+// ---------- relists keep one copy of unchanged objects ----------
+
+/// The cached `Arc` of every key, by name.
+fn cached(indexer: &crate::store::Indexer<Pod>) -> BTreeMap<String, Arc<Pod>> {
+    indexer
+        .list()
+        .into_iter()
+        .map(|p| (p.metadata.name.clone().unwrap(), p))
+        .collect()
+}
+
+/// A relist hands the store the cached object for every key whose resourceVersion
+/// did not change (the decoded duplicate is dropped as its page arrives), and the
+/// decoded object for every changed or new key.
+#[tokio::test(start_paused = true)]
+async fn relist_reuses_cached_objects_whose_resource_version_is_unchanged() {
+    let rounds = Rounds::new();
+    let lw = scripted(
+        |p| match rv_of(p).as_str() {
+            "0" => Ok(pod_list("10", None, vec![pod("a", "1"), pod("b", "2")])),
+            _ => Ok(pod_list(
+                "20",
+                None,
+                vec![pod("a", "1"), pod("b", "12"), pod("c", "13")],
+            )),
+        },
+        rounds.watch(),
+    );
+    let indexer = Arc::new(crate::store::Indexer::<Pod>::new(
+        crate::store::Indexers::new(),
+    ));
+    let r = Reflector::new(lw, indexer.clone(), ReflectorOptions::default());
+    rounds.run(&r).await.unwrap();
+    let before = cached(&indexer);
+    rounds.run(&r).await.unwrap();
+    let after = cached(&indexer);
+    assert_eq!(after.keys().collect::<Vec<_>>(), ["a", "b", "c"]);
+    assert!(
+        Arc::ptr_eq(&before["a"], &after["a"]),
+        "unchanged: cached copy"
+    );
+    assert!(!Arc::ptr_eq(&before["b"], &after["b"]), "changed: new copy");
+    assert_eq!(after["b"].metadata.resource_version.as_deref(), Some("12"));
+}
+
+/// The same for a watch-list: initial events of unchanged objects are swapped for
+/// the cached copy before they are collected.
+#[tokio::test(start_paused = true)]
+async fn watch_list_reuses_cached_objects_whose_resource_version_is_unchanged() {
+    let (tx, stream) = fake_watch();
+    let stream = Mutex::new(Some(stream));
+    let lw = scripted(
+        |_| Err(api_error(500, "InternalError", "list must not be called")),
+        move |_, _| {
+            stream
+                .lock()
+                .unwrap()
+                .take()
+                .ok_or_else(|| api_error(500, "InternalError", "second watch"))
+        },
+    );
+    let indexer = Arc::new(crate::store::Indexer::<Pod>::new(
+        crate::store::Indexers::new(),
+    ));
+    indexer
+        .replace(vec![Arc::new(pod("a", "1")), Arc::new(pod("b", "2"))], "2")
+        .unwrap();
+    let before = cached(&indexer);
+    let r = Arc::new(Reflector::new(
+        lw,
+        indexer.clone(),
+        ReflectorOptions::default()
+            .use_watch_list(true)
+            .backoff(no_jitter()),
+    ));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (r.clone(), cancel.clone());
+        async move { r.list_and_watch(&c).await }
+    });
+    tx.unbounded_send(Ok(WatchEvent::Added(pod("a", "1"))))
+        .unwrap();
+    tx.unbounded_send(Ok(WatchEvent::Added(pod("b", "7"))))
+        .unwrap();
+    tx.unbounded_send(Ok(bookmark("7", true))).unwrap();
+    eventually(|| r.last_sync_resource_version() == "7").await;
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+    let after = cached(&indexer);
+    assert!(
+        Arc::ptr_eq(&before["a"], &after["a"]),
+        "unchanged: cached copy"
+    );
+    assert_eq!(after["b"].metadata.resource_version.as_deref(), Some("7"));
+}

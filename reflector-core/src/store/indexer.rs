@@ -357,6 +357,11 @@ impl<K: Object> Store<K> for Indexer<K> {
         Indexer::get_by_key(self, key)
     }
 
+    fn cached_unchanged(&self, obj: &K) -> Option<Arc<K>> {
+        let key = self.key_of(obj).ok()?;
+        super::same_state(self.inner.store.get(&key), obj)
+    }
+
     /// Keys every item first; on a key error nothing is replaced. The resource
     /// version is not recorded.
     fn replace(&self, items: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {

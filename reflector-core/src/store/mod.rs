@@ -121,6 +121,22 @@ pub trait Store<K: Object>: Send + Sync {
     /// Told the resource version of every watch event the reflector handles, bookmarks
     /// included, as client-go's optional `ResourceVersionUpdater`. Default: ignored.
     fn update_resource_version(&self, _resource_version: &str) {}
+
+    /// The object this store (or the cache behind it) already holds under `obj`'s key,
+    /// if it has `obj`'s resourceVersion: the same state of the same object, since the
+    /// API server gives every change a new resourceVersion. The reflector hands the
+    /// cached `Arc` to [`replace`](Store::replace) instead of the freshly decoded copy,
+    /// so a relist holds one copy of every unchanged object rather than two (its peak
+    /// memory is the old cache plus what changed, not twice the cache). Default: `None`.
+    fn cached_unchanged(&self, _obj: &K) -> Option<Arc<K>> {
+        None
+    }
+}
+
+/// `cached`, if it is `obj`'s state: same resourceVersion (set on both).
+pub(crate) fn same_state<K: Object>(cached: Option<Arc<K>>, obj: &K) -> Option<Arc<K>> {
+    let rv = obj.meta().resource_version.as_deref()?;
+    cached.filter(|c| c.meta().resource_version.as_deref() == Some(rv))
 }
 
 /// The read-only view of a cache a [`DeltaFIFO`](crate::fifo::DeltaFIFO) consults to
