@@ -410,7 +410,7 @@ impl<K: Object> SharedIndexInformer<K> {
     /// it started has ended. Dropping the future also stops every task, without
     /// waiting for them.
     pub async fn run(&self, cancel: CancellationToken) {
-        let (fifo, reflector) = {
+        let (fifo, reflector, popped_key_is_cache_key) = {
             let mut st = self.lock_state();
             if st.started || st.stopped {
                 tracing::warn!(informer = %self.inner.name, "informer has already been started");
@@ -423,6 +423,10 @@ impl<K: Object> SharedIndexInformer<K> {
             if let Some(t) = &st.transform {
                 fifo_opts = fifo_opts.transform(Arc::clone(t));
             }
+            // Without a transform the FIFO's key (same key function as the indexer's)
+            // is the object's cache key; a transform may change the key, which is then
+            // computed from the transformed object, as client-go's processDeltas does.
+            let popped_key_is_cache_key = st.transform.is_none();
             let fifo = Arc::new(DeltaFIFO::new(fifo_opts));
             let mut opts = st
                 .reflector_options
@@ -443,14 +447,17 @@ impl<K: Object> SharedIndexInformer<K> {
             ));
             st.fifo = Some(Arc::clone(&fifo));
             st.reflector = Some(Arc::clone(&reflector));
-            (fifo, reflector)
+            (fifo, reflector, popped_key_is_cache_key)
         };
         let guard = StopGuard { informer: self };
         self.inner.processor.run();
 
         let process = async {
             loop {
-                match fifo.pop(|item| self.handle_deltas(item)).await {
+                match fifo
+                    .pop(|item| self.handle_deltas(item, popped_key_is_cache_key))
+                    .await
+                {
                     Ok(()) => {}
                     Err(FifoError::Closed) => break,
                     Err(e) => tracing::error!(error = %e, "cannot pop from the DeltaFIFO"),
@@ -476,7 +483,7 @@ impl<K: Object> SharedIndexInformer<K> {
 
     /// Applies one key's deltas to the cache and notifies, as client-go's
     /// `processDeltas`. Runs inside the FIFO's pop, under its lock.
-    fn handle_deltas(&self, item: PoppedItem<K>) {
+    fn handle_deltas(&self, item: PoppedItem<K>, popped_key_is_cache_key: bool) {
         let _block = self
             .inner
             .block_deltas
@@ -487,12 +494,19 @@ impl<K: Object> SharedIndexInformer<K> {
             match delta.delta_type {
                 DeltaType::Sync | DeltaType::Replaced | DeltaType::Added | DeltaType::Updated => {
                     let obj = Arc::clone(delta.object.object());
-                    match indexer.get_by_key(&item.key) {
-                        Some(old) => {
-                            if let Err(e) = indexer.update(Arc::clone(&obj)) {
-                                tracing::error!(key = %item.key, error = %e, "cannot update the cache");
+                    let key = if popped_key_is_cache_key {
+                        item.key.clone()
+                    } else {
+                        match indexer.key_of(&obj) {
+                            Ok(key) => key,
+                            Err(e) => {
+                                tracing::error!(key = %item.key, error = %e, "cannot cache the object");
                                 continue;
                             }
+                        }
+                    };
+                    match indexer.upsert_by_key(key, Arc::clone(&obj)) {
+                        Some(old) => {
                             // An update that did not change the resource version is a
                             // resync: only handlers due for one get it.
                             let is_sync =
@@ -502,10 +516,6 @@ impl<K: Object> SharedIndexInformer<K> {
                                 .distribute(&Notification::Update { old, new: obj }, is_sync);
                         }
                         None => {
-                            if let Err(e) = indexer.add(Arc::clone(&obj)) {
-                                tracing::error!(key = %item.key, error = %e, "cannot add to the cache");
-                                continue;
-                            }
                             self.inner.processor.distribute(
                                 &Notification::Add {
                                     obj,

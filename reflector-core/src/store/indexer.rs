@@ -230,8 +230,16 @@ impl<K: Object> Indexer<K> {
     }
 
     /// The key of `obj`.
-    fn key_of(&self, obj: &K) -> Result<ObjectKey, StoreError> {
+    pub(crate) fn key_of(&self, obj: &K) -> Result<ObjectKey, StoreError> {
         Ok((self.inner.key_fn)(obj)?)
+    }
+
+    /// Stores `obj` under `key` (which must be the key this indexer's key function
+    /// gives `obj`; the informer passes the key the DeltaFIFO computed with the same
+    /// function) and returns the object it replaced. One lookup instead of a `get`
+    /// followed by an `update`, and no second key computation.
+    pub(crate) fn upsert_by_key(&self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
+        self.inner.store.upsert(key, obj)
     }
 
     /// Removes the object under `key`, as the informer does for a tombstone whose

@@ -6,6 +6,7 @@
 //! the state is half-updated: every write first computes all the index values it
 //! needs, then mutates, so a panicking index function leaves the store as it was.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap as StdHashMap, HashSet as StdHashSet};
 
 /// Maps and sets keyed by object keys and index values use foldhash: SipHash was a
@@ -67,16 +68,6 @@ struct State<K> {
     indices: HashMap<String, Index>,
 }
 
-/// The index values one object yields for one index, before and after a write.
-struct IndexChange<'a> {
-    /// The index name.
-    name: &'a str,
-    /// Values of the object being replaced or removed.
-    old: Vec<String>,
-    /// Values of the object being stored.
-    new: Vec<String>,
-}
-
 impl<K> ThreadSafeStore<K> {
     /// An empty store with the given indices.
     #[must_use]
@@ -114,10 +105,30 @@ impl<K> ThreadSafeStore<K> {
     /// previous object and `obj` are touched, so the cost is proportional to the
     /// object's values, not to the store.
     pub fn update(&self, key: ObjectKey, obj: Arc<K>) {
+        self.upsert(key, obj);
+    }
+
+    /// Stores `obj` under `key` and returns the object it replaced, looking the key
+    /// up once (the informer's "was it cached?" and "store it" in one step).
+    pub fn upsert(&self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
         let mut state = self.write();
-        let old = state.items.get(&key).cloned();
-        state.reindex_locked(&key, old.as_deref(), Some(&obj));
-        state.items.insert(key, obj);
+        let State {
+            items,
+            indexers,
+            indices,
+        } = &mut *state;
+        // Indices first: a panicking index function leaves the object unstored.
+        match items.entry(key) {
+            Entry::Occupied(mut e) => {
+                reindex(indexers, indices, e.key(), Some(e.get()), Some(&obj));
+                Some(e.insert(obj))
+            }
+            Entry::Vacant(e) => {
+                reindex(indexers, indices, e.key(), None, Some(&obj));
+                e.insert(obj);
+                None
+            }
+        }
     }
 
     /// Removes the object under `key` and its index entries; returns it, if it
@@ -301,32 +312,44 @@ impl<K> State<K> {
     /// Moves `key` in every index from `old`'s values to `new`'s. All index
     /// functions run before anything is mutated. Expects the write lock held.
     fn reindex_locked(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&K>) {
-        let changes: Vec<IndexChange<'_>> = self
-            .indexers
-            .iter()
-            .map(|(name, f)| IndexChange {
-                name,
-                old: old.map(|o| f(o)).unwrap_or_default(),
-                new: new.map(|o| f(o)).unwrap_or_default(),
-            })
-            .collect();
-        for change in changes {
-            if change.old == change.new {
-                // The common case: the object's values did not change.
-                continue;
-            }
-            let index = self.indices.entry(change.name.to_owned()).or_default();
-            for value in difference(&change.old, &change.new) {
-                remove_key(index, value, key);
-            }
-            for value in difference(&change.new, &change.old) {
-                match index.get_mut(value.as_str()) {
-                    Some(keys) => {
-                        keys.insert(key.clone());
-                    }
-                    None => {
-                        index.insert(value.clone(), HashSet::from_iter([key.clone()]));
-                    }
+        reindex(&self.indexers, &mut self.indices, key, old, new);
+    }
+}
+
+/// Moves `key` from `old`'s index values to `new`'s. Every index function runs
+/// before any index changes, so one that panics leaves the indices as they were.
+fn reindex<K>(
+    indexers: &Indexers<K>,
+    indices: &mut HashMap<String, Index>,
+    key: &ObjectKey,
+    old: Option<&K>,
+    new: Option<&K>,
+) {
+    let changes: Vec<(&str, Vec<String>, Vec<String>)> = indexers
+        .iter()
+        .map(|(name, f)| {
+            let old_values = old.map(|o| f(o)).unwrap_or_default();
+            let new_values = new.map(|o| f(o)).unwrap_or_default();
+            (name, old_values, new_values)
+        })
+        // The common case: the object's values did not change.
+        .filter(|(_, old_values, new_values)| old_values != new_values)
+        .collect();
+    for (name, old_values, new_values) in changes {
+        let index = match indices.get_mut(name) {
+            Some(index) => index,
+            None => indices.entry(name.to_owned()).or_default(),
+        };
+        for value in difference(&old_values, &new_values) {
+            remove_key(index, value, key);
+        }
+        for value in difference(&new_values, &old_values) {
+            match index.get_mut(value.as_str()) {
+                Some(keys) => {
+                    keys.insert(key.clone());
+                }
+                None => {
+                    index.insert(value.clone(), HashSet::from_iter([key.clone()]));
                 }
             }
         }
