@@ -80,6 +80,16 @@ async fn list_then_watch_parameters_on_the_wire() {
         assert_eq!(page.param("resourceVersion").unwrap_or(""), "");
         assert_eq!(page.param("limit"), Some("500"));
     }
+    // Pages are read ahead while the previous one decodes; each is still requested
+    // exactly once.
+    let tokens: Vec<&str> = lists[1..]
+        .iter()
+        .filter_map(|p| p.param("continue"))
+        .collect();
+    assert_ne!(
+        tokens[0], tokens[1],
+        "each continue token requested once: {tokens:?}"
+    );
     let watches = of(&log, Verb::Watch);
     assert_eq!(watches[0].param("resourceVersion"), Some(list_rv.as_str()));
     assert_eq!(watches[0].param("allowWatchBookmarks"), Some("true"));
@@ -208,4 +218,25 @@ async fn cancel_closes_the_watch() {
     })
     .await;
     assert!(i.is_stopped());
+}
+
+/// client-go's FullListIfExpired on the wire: a continue page answered 410 (here
+/// the page read ahead) makes the pager list everything at once, without a limit,
+/// at the first page's resource version; the cache ends complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_continue_page_lists_everything_at_once() {
+    let server = server_with(1_200).await;
+    server.inject(Matcher::verb(Verb::List), Fault::ContinueExpired);
+    let i = informer(&server, ReflectorOptions::default());
+    let (cancel, task) = run_until_synced(&i).await;
+    assert_eq!(i.indexer().len(), 1_200);
+    let lists = of(&server.request_log(), Verb::List);
+    assert_eq!(lists.len(), 3, "{lists:#?}");
+    assert_eq!(lists[0].param("limit"), Some("500"));
+    assert!(lists[1].param("continue").is_some());
+    assert_eq!(lists[2].param("continue"), None);
+    assert_eq!(lists[2].param("limit"), None);
+    assert_eq!(lists[2].param("resourceVersion"), Some("0"));
+    cancel.cancel();
+    task.await.expect("run ends");
 }

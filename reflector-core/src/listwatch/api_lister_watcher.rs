@@ -10,6 +10,7 @@ use kube::core::{Request, Status};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
+use super::list_prefetch::{PrefetchSlot, peek_continue};
 use super::{
     FieldFilter, ListWatchError, ListerWatcher, WatchDecoder, WatchStream, from_slice_filtered,
 };
@@ -18,7 +19,11 @@ use super::{
 /// optional label and field selectors applied to both lists and watches.
 ///
 /// Watch responses are decoded by [`WatchDecoder`]: each line once, straight into `K`.
-/// A list body is read whole and decoded once into [`ObjectList<K>`].
+/// A list body is read whole and decoded once into [`ObjectList<K>`]. When a page
+/// names a next one (`metadata.continue`, which the server writes before `items`),
+/// the request for it is sent before the page is decoded, so the server and the
+/// socket work while this side decodes; the pager's next call then takes that
+/// answer (same URL), and anything else drops it.
 ///
 /// With [`ApiListerWatcher::field_filter`], both skip the filter's paths while
 /// decoding, so dropped fields are never allocated. Default: no filter, every field
@@ -48,6 +53,8 @@ pub struct ApiListerWatcher<K: Resource> {
     /// serde_json.
     list_filter: Option<Arc<FieldFilter>>,
     decoder: WatchDecoder<K>,
+    /// The next page, requested ahead. Not shared between clones.
+    prefetch: PrefetchSlot,
 }
 
 impl<K: Resource> Clone for ApiListerWatcher<K>
@@ -63,6 +70,7 @@ where
             field_selector: self.field_selector.clone(),
             list_filter: self.list_filter.clone(),
             decoder: self.decoder.clone(),
+            prefetch: PrefetchSlot::default(),
         }
     }
 }
@@ -111,6 +119,7 @@ where
             field_selector: None,
             list_filter: None,
             decoder,
+            prefetch: PrefetchSlot::default(),
         }
     }
 
@@ -182,12 +191,19 @@ where
         let mut req = super::list_request::list_request(&self.url, &lp)
             .map_err(|e| ListWatchError::Transport(kube::Error::HttpError(e)))?;
         req.extensions_mut().insert("list");
-        let bytes = send(&self.client, req)
-            .await?
-            .collect()
-            .await
-            .map_err(ListWatchError::Transport)?
-            .to_bytes();
+        let ahead = match self.prefetch.take(&req.uri().to_string()) {
+            Some(mut waiting) => waiting.wait().await,
+            None => None,
+        };
+        let bytes = match ahead {
+            Some(result) => result?,
+            None => fetch(&self.client, req).await?,
+        };
+        if lp.limit.is_some()
+            && let Some(token) = peek_continue(&bytes)
+        {
+            self.request_ahead(&lp, token);
+        }
         let decoded = match &self.list_filter {
             Some(filter) => from_slice_filtered::<ObjectList<K>>(&bytes, filter),
             None => serde_json::from_slice::<ObjectList<K>>(&bytes),
@@ -224,6 +240,39 @@ where
             .map_err(ListWatchError::from);
         Ok(self.decoder.clone().decode_body(body))
     }
+}
+
+impl<K: Resource> ApiListerWatcher<K> {
+    /// Sends the request the pager will make after a page of `lp` that names
+    /// `token`: the same parameters, continuing at `token`, without a resource
+    /// version (as the pager's continuation requests).
+    fn request_ahead(&self, lp: &ListParams, token: String) {
+        let mut next = lp.clone();
+        next.continue_token = Some(token);
+        next.resource_version = None;
+        next.version_match = None;
+        let Ok(mut req) = super::list_request::list_request(&self.url, &next) else {
+            return;
+        };
+        req.extensions_mut().insert("list");
+        let uri = req.uri().to_string();
+        let client = self.client.clone();
+        self.prefetch
+            .put(uri, tokio::spawn(async move { fetch(&client, req).await }));
+    }
+}
+
+/// Sends a list request and reads the whole body.
+async fn fetch(
+    client: &Client,
+    req: http::Request<Vec<u8>>,
+) -> Result<bytes::Bytes, ListWatchError> {
+    Ok(send(client, req)
+        .await?
+        .collect()
+        .await
+        .map_err(ListWatchError::Transport)?
+        .to_bytes())
 }
 
 /// Sends `req`; an error status becomes the `Status` error it carries.

@@ -20,6 +20,7 @@ mod api_lister_watcher;
 mod boxed;
 mod fake_source;
 mod field_filter;
+mod list_prefetch;
 mod list_request;
 #[cfg(test)]
 pub(crate) mod mock_api;
