@@ -132,6 +132,11 @@ pub struct PoppedItem<K> {
 }
 
 /// The FIFO's state. Every field is guarded by `DeltaFIFO::state`.
+/// Queue capacity above which a drained FIFO frees its room (a relist of more keys
+/// than this). Small enough to matter, large enough that watch traffic, whose queue
+/// stays short, never shrinks and regrows it.
+const SHRINK_ABOVE: usize = 4096;
+
 struct State<K> {
     /// Key to its pending deltas. Guarded by `DeltaFIFO::state`. Every entry holds at
     /// least one delta; a key is here if and only if it is in `queue`. Hashed with
@@ -473,7 +478,14 @@ impl<K> DeltaFIFO<K> {
         while let Some(key) = state.queue.pop_front() {
             let is_in_initial_list = !Self::has_synced_locked(state);
             state.initial_population_count = state.initial_population_count.saturating_sub(1);
-            match state.items.remove(&key) {
+            let removed = state.items.remove(&key);
+            if state.queue.is_empty() && state.queue.capacity() > SHRINK_ABOVE {
+                // A list's worth of keys went through; give the room back rather
+                // than keep it for the life of the informer.
+                state.queue.shrink_to_fit();
+                state.items.shrink_to_fit();
+            }
+            match removed {
                 Some(deltas) => {
                     return Some(PoppedItem {
                         key,
@@ -795,5 +807,49 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
             self.notify.notify_waiters();
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use super::*;
+
+    fn cm(i: usize) -> Arc<ConfigMap> {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(format!("cm-{i}"));
+        Arc::new(cm)
+    }
+
+    /// After a large list is drained the FIFO gives its room back; short queues
+    /// (watch traffic) keep theirs.
+    #[tokio::test]
+    async fn drained_fifo_frees_the_room_of_a_large_list() {
+        let fifo = DeltaFIFO::<ConfigMap>::default();
+        fifo.replace((0..10_000).map(cm).collect(), "1").unwrap();
+        assert!(fifo.lock().queue.capacity() >= 10_000);
+        for _ in 0..10_000 {
+            fifo.pop(|_| ()).await.unwrap();
+        }
+        let (queue, items) = {
+            let state = fifo.lock();
+            (state.queue.capacity(), state.items.capacity())
+        };
+        assert!(queue <= SHRINK_ABOVE, "{queue}");
+        assert!(items <= SHRINK_ABOVE, "{items}");
+
+        for i in 0..100 {
+            fifo.add(cm(i)).unwrap();
+        }
+        let grown = fifo.lock().queue.capacity();
+        for _ in 0..100 {
+            fifo.pop(|_| ()).await.unwrap();
+        }
+        assert_eq!(
+            fifo.lock().queue.capacity(),
+            grown,
+            "short queues keep their room"
+        );
     }
 }
