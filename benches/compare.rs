@@ -6,6 +6,7 @@
 //! cargo bench -p reflector --bench compare -- --objects 100000
 //! cargo bench -p reflector --bench compare -- --objects 10000 --runs 3
 //! cargo bench -p reflector --bench compare -- --objects 10000 --scenario ours-factory
+//! cargo bench -p reflector --bench compare --features bench-mimalloc -- --objects 100000
 //! ```
 //!
 //! Options: `--objects N` (default 10,000), `--runs R` (default 3), `--scenario NAME`
@@ -34,8 +35,10 @@
 //! The index query comparison runs in the parent: our `Lister::by_index` on an
 //! `instance` label index against a scan of kube-runtime's store.
 
+#[cfg(not(feature = "bench-mimalloc"))]
 use std::alloc::System;
 
+#[cfg(not(feature = "bench-mimalloc"))]
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 
 #[path = "compare/child.rs"]
@@ -49,8 +52,16 @@ mod parent;
 #[path = "compare/scenario.rs"]
 mod scenario;
 
+/// The system allocator (glibc malloc), counted: heap figures come from here.
+#[cfg(not(feature = "bench-mimalloc"))]
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+/// mimalloc, for the allocator A/B (`--features bench-mimalloc`); not counted, so
+/// heap figures read 0 and only time and RSS compare.
+#[cfg(feature = "bench-mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Command-line options shared by parent and child.
 #[derive(Debug, Clone)]

@@ -42,9 +42,16 @@ pub fn reset_hwm() -> bool {
 }
 
 /// Live heap bytes (allocated minus freed) counted by the global allocator.
+#[cfg(not(feature = "bench-mimalloc"))]
 pub fn heap() -> u64 {
     let s = crate::GLOBAL.stats();
     s.bytes_allocated.saturating_sub(s.bytes_deallocated) as u64
+}
+
+/// Not counted under mimalloc: 0.
+#[cfg(feature = "bench-mimalloc")]
+pub fn heap() -> u64 {
+    0
 }
 
 /// Samples [`heap`] every 2 ms on a thread and keeps the maximum; stops when dropped.
