@@ -346,18 +346,22 @@ async fn delta_fifo_transformer() {
     }
 }
 
+/// An identity transform and how many times it ran.
+fn counting_identity() -> (Arc<AtomicUsize>, TransformFunc<ConfigMap>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let xfrm: TransformFunc<ConfigMap> = Arc::new(move |obj: Obj| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        obj
+    });
+    (calls, xfrm)
+}
+
 /// client-go skips the transform for resync's `Sync` deltas: the known objects were
 /// transformed when they entered.
 #[tokio::test(start_paused = true)]
 async fn delta_fifo_transformer_skips_resync() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let xfrm: TransformFunc<ConfigMap> = {
-        let calls = Arc::clone(&calls);
-        Arc::new(move |obj: Obj| {
-            calls.fetch_add(1, Ordering::SeqCst);
-            obj
-        })
-    };
+    let (calls, xfrm) = counting_identity();
     let known = mk("foo", 5);
     let f = DeltaFIFO::new(
         DeltaFifoOptions::default()
@@ -376,14 +380,7 @@ async fn delta_fifo_transformer_skips_resync() {
 /// object again: only the freshly decoded one goes through the transform.
 #[tokio::test(start_paused = true)]
 async fn delta_fifo_replace_does_not_transform_reused_known_objects() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let xfrm: TransformFunc<ConfigMap> = {
-        let calls = Arc::clone(&calls);
-        Arc::new(move |obj: Obj| {
-            calls.fetch_add(1, Ordering::SeqCst);
-            obj
-        })
-    };
+    let (calls, xfrm) = counting_identity();
     let with_rv = |name: &str, rv: &str| {
         let mut cm = (*mk(name, rv)).clone();
         cm.metadata.resource_version = Some(rv.to_owned());

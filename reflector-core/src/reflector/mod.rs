@@ -256,21 +256,7 @@ where
     async fn list(&self) -> Result<(), ReflectorError> {
         let rv = self.relist_resource_version();
         let page_size = self.page_size_for(&rv);
-        let base = ListParams::default();
-        let keep = |obj: K| {
-            self.store
-                .cached_unchanged(&obj)
-                .unwrap_or_else(|| Arc::new(obj))
-        };
-        let mut result = pager::list_all(
-            &self.lister_watcher,
-            &base,
-            &rv,
-            page_size,
-            &self.stats,
-            keep,
-        )
-        .await;
+        let mut result = self.list_at(&rv, page_size).await;
         if let Err(e) = &result
             && (e.is_expired() || e.is_too_large_resource_version())
         {
@@ -279,15 +265,7 @@ where
                 "resource version unavailable; listing from the latest");
             self.lock_state().unavailable = true;
             let rv = self.relist_resource_version();
-            result = pager::list_all(
-                &self.lister_watcher,
-                &base,
-                &rv,
-                page_size,
-                &self.stats,
-                keep,
-            )
-            .await;
+            result = self.list_at(&rv, page_size).await;
         }
         let list = result.map_err(|source| {
             self.stats.count_error(&source);
@@ -318,6 +296,30 @@ where
             })?;
         self.set_last_sync_resource_version(&list.resource_version);
         Ok(())
+    }
+
+    /// Lists everything at `rv`, page by page, each object the store already caches
+    /// unchanged swapped for the cached copy as its page arrives.
+    async fn list_at(
+        &self,
+        rv: &str,
+        page_size: Option<u32>,
+    ) -> Result<pager::FullList<K>, ListWatchError> {
+        let keep = |obj: K| {
+            self.store
+                .cached_unchanged(&obj)
+                .unwrap_or_else(|| Arc::new(obj))
+        };
+        let base = ListParams::default();
+        pager::list_all(
+            &self.lister_watcher,
+            &base,
+            rv,
+            page_size,
+            &self.stats,
+            keep,
+        )
+        .await
     }
 
     /// The page size for a list at `rv`, as client-go decides it.

@@ -1305,7 +1305,7 @@ async fn cancellation_stops_run_and_drops_the_watch() {
 
 // ---------- reflector_watchlist_test.go ----------
 
-fn watch_list_reflector(lw: Scripted, store: Arc<RecordingStore>) -> Reflector<Pod, Scripted> {
+fn watch_list_reflector(lw: Scripted, store: Arc<dyn Store<Pod>>) -> Reflector<Pod, Scripted> {
     Reflector::new(
         lw,
         store,
@@ -1616,22 +1616,16 @@ async fn watch_list_reuses_cached_objects_whose_resource_version_is_unchanged() 
         .replace(vec![Arc::new(pod("a", "1")), Arc::new(pod("b", "2"))], "2")
         .unwrap();
     let before = cached(&indexer);
-    let r = Arc::new(Reflector::new(
-        lw,
-        indexer.clone(),
-        ReflectorOptions::default()
-            .use_watch_list(true)
-            .backoff(no_jitter()),
-    ));
+    let r = Arc::new(watch_list_reflector(lw, indexer.clone()));
     let cancel = CancellationToken::new();
     let task = tokio::spawn({
         let (r, c) = (r.clone(), cancel.clone());
         async move { r.list_and_watch(&c).await }
     });
-    tx.unbounded_send(Ok(WatchEvent::Added(pod("a", "1"))))
-        .unwrap();
-    tx.unbounded_send(Ok(WatchEvent::Added(pod("b", "7"))))
-        .unwrap();
+    for (name, rv) in [("a", "1"), ("b", "7")] {
+        tx.unbounded_send(Ok(WatchEvent::Added(pod(name, rv))))
+            .unwrap();
+    }
     tx.unbounded_send(Ok(bookmark("7", true))).unwrap();
     eventually(|| r.last_sync_resource_version() == "7").await;
     cancel.cancel();
