@@ -44,6 +44,9 @@ pub enum KeyError {
     TooManyParts(String),
 }
 
+/// Keys up to this length are assembled on the stack (see [`ObjectKey::new`]).
+const KEY_STACK_BYTES: usize = 320;
+
 /// The key of an object in a cache: `namespace/name`, or `name` when cluster-scoped.
 ///
 /// Stored as one shared string, so cloning is a reference-count bump. Equality,
@@ -74,12 +77,28 @@ impl ObjectKey {
     pub fn new(namespace: Option<&str>, name: &str) -> Self {
         match namespace.filter(|ns| !ns.is_empty()) {
             Some(ns) => {
-                let mut full = String::with_capacity(ns.len() + 1 + name.len());
+                let slash = Some(u32::try_from(ns.len()).unwrap_or(u32::MAX));
+                let len = ns.len() + 1 + name.len();
+                // Kubernetes names fit on the stack (namespace ≤ 63, name ≤ 253 bytes):
+                // the key is then one allocation, the shared string itself.
+                let mut buf = [0u8; KEY_STACK_BYTES];
+                if len <= KEY_STACK_BYTES {
+                    buf[..ns.len()].copy_from_slice(ns.as_bytes());
+                    buf[ns.len()] = b'/';
+                    buf[ns.len() + 1..len].copy_from_slice(name.as_bytes());
+                    if let Ok(full) = std::str::from_utf8(&buf[..len]) {
+                        return ObjectKey {
+                            full: full.into(),
+                            slash,
+                        };
+                    }
+                }
+                let mut full = String::with_capacity(len);
                 full.push_str(ns);
                 full.push('/');
                 full.push_str(name);
                 ObjectKey {
-                    slash: Some(u32::try_from(ns.len()).unwrap_or(u32::MAX)),
+                    slash,
                     full: full.into(),
                 }
             }
@@ -143,8 +162,10 @@ impl fmt::Debug for ObjectKey {
 }
 
 impl PartialEq for ObjectKey {
+    /// Clones of one key (the FIFO's queue and map, the cache) compare by pointer,
+    /// without reading the bytes.
     fn eq(&self, other: &Self) -> bool {
-        self.full == other.full
+        Arc::ptr_eq(&self.full, &other.full) || self.full == other.full
     }
 }
 
@@ -324,6 +345,23 @@ mod tests {
         cm.metadata.namespace = ns.map(Into::into);
         cm.metadata.name = name.map(Into::into);
         cm
+    }
+
+    /// Keys longer than the stack buffer are built on the heap, with the same result.
+    #[test]
+    fn long_keys_are_built_like_short_ones() {
+        for (ns_len, name_len) in [(3, 5), (63, 253), (200, 300)] {
+            let (ns, name) = ("n".repeat(ns_len), "x".repeat(name_len));
+            let key = ObjectKey::new(Some(&ns), &name);
+            assert_eq!(key.as_str(), format!("{ns}/{name}"));
+            assert_eq!(key.namespace(), Some(ns.as_str()));
+            assert_eq!(key.name(), name);
+            assert_eq!(key, format!("{ns}/{name}").parse().unwrap());
+        }
+        assert_ne!(
+            ObjectKey::new(Some("a"), "b"),
+            ObjectKey::new(Some("a"), "c")
+        );
     }
 
     #[test]

@@ -200,37 +200,50 @@ impl<K: PartialEq> PartialEq for Delta<K> {
 /// assert_eq!(deltas.newest().unwrap().delta_type, DeltaType::Updated);
 /// assert_eq!(deltas.len(), 2);
 /// ```
-pub struct Deltas<K>(Vec<Delta<K>>);
+pub struct Deltas<K>(Repr<K>);
+
+/// One delta inline (a key's usual lot between two pops, with no allocation of its
+/// own), or a list.
+enum Repr<K> {
+    One(Delta<K>),
+    Many(Vec<Delta<K>>),
+}
 
 impl<K> Deltas<K> {
     /// An empty list.
     #[must_use]
     pub fn new() -> Self {
-        Deltas(Vec::new())
+        Deltas(Repr::Many(Vec::new()))
     }
 
     /// The oldest delta, or `None` when empty.
     #[must_use]
     pub fn oldest(&self) -> Option<&Delta<K>> {
-        self.0.first()
+        self.as_slice().first()
     }
 
     /// The newest delta, or `None` when empty.
     #[must_use]
     pub fn newest(&self) -> Option<&Delta<K>> {
-        self.0.last()
+        self.as_slice().last()
     }
 
     /// The deltas as a slice, oldest first.
     #[must_use]
     pub fn as_slice(&self) -> &[Delta<K>] {
-        &self.0
+        match &self.0 {
+            Repr::One(delta) => std::slice::from_ref(delta),
+            Repr::Many(deltas) => deltas,
+        }
     }
 
     /// The deltas as a vector, oldest first.
     #[must_use]
     pub fn into_vec(self) -> Vec<Delta<K>> {
-        self.0
+        match self.0 {
+            Repr::One(delta) => vec![delta],
+            Repr::Many(deltas) => deltas,
+        }
     }
 
     /// Appends `delta`, collapsing two consecutive deletions into one as client-go's
@@ -238,8 +251,12 @@ impl<K> Deltas<K> {
     /// older is a tombstone, else the older (the observed delete carries more
     /// information than an inferred one).
     pub(crate) fn push_dedup(&mut self, delta: Delta<K>) {
+        let last = match &mut self.0 {
+            Repr::One(last) => Some(last),
+            Repr::Many(deltas) => deltas.last_mut(),
+        };
         if delta.delta_type == DeltaType::Deleted
-            && let Some(last) = self.0.last_mut()
+            && let Some(last) = last
             && last.delta_type == DeltaType::Deleted
         {
             if last.object.is_tombstone() {
@@ -247,12 +264,21 @@ impl<K> Deltas<K> {
             }
             return;
         }
-        self.0.push(delta);
+        match &mut self.0 {
+            Repr::Many(deltas) => deltas.push(delta),
+            Repr::One(_) => {
+                let Repr::One(first) = std::mem::replace(&mut self.0, Repr::Many(Vec::new()))
+                else {
+                    unreachable!("matched One above")
+                };
+                self.0 = Repr::Many(vec![first, delta]);
+            }
+        }
     }
 
-    /// A list holding one delta; the common case, sized to avoid a regrowth.
+    /// A list holding one delta, stored inline.
     pub(crate) fn one(delta: Delta<K>) -> Self {
-        Deltas(vec![delta])
+        Deltas(Repr::One(delta))
     }
 }
 
@@ -264,19 +290,22 @@ impl<K> Default for Deltas<K> {
 
 impl<K> Clone for Deltas<K> {
     fn clone(&self) -> Self {
-        Deltas(self.0.clone())
+        match &self.0 {
+            Repr::One(delta) => Deltas(Repr::One(delta.clone())),
+            Repr::Many(deltas) => Deltas(Repr::Many(deltas.clone())),
+        }
     }
 }
 
 impl<K: fmt::Debug> fmt::Debug for Deltas<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(&self.0).finish()
+        f.debug_list().entries(self.as_slice()).finish()
     }
 }
 
 impl<K: PartialEq> PartialEq for Deltas<K> {
     fn eq(&self, other: &Self) -> bool {
-        self.0 == other.0
+        self.as_slice() == other.as_slice()
     }
 }
 
@@ -284,22 +313,63 @@ impl<K> std::ops::Deref for Deltas<K> {
     type Target = [Delta<K>];
 
     fn deref(&self) -> &[Delta<K>] {
-        &self.0
+        self.as_slice()
     }
 }
 
 impl<K> From<Vec<Delta<K>>> for Deltas<K> {
     fn from(v: Vec<Delta<K>>) -> Self {
-        Deltas(v)
+        Deltas(Repr::Many(v))
+    }
+}
+
+/// The deltas of a [`Deltas`] by value, oldest first.
+///
+/// # Example
+/// ```
+/// use std::sync::Arc;
+/// use reflector_core::fifo::{Delta, DeltaType, Deltas};
+/// let deltas = Deltas::from(vec![Delta::new(DeltaType::Added, Arc::new(1))]);
+/// let types: Vec<DeltaType> = deltas.into_iter().map(|d| d.delta_type).collect();
+/// assert_eq!(types, [DeltaType::Added]);
+/// ```
+pub struct DeltasIntoIter<K>(IterRepr<K>);
+
+enum IterRepr<K> {
+    One(Option<Delta<K>>),
+    Many(std::vec::IntoIter<Delta<K>>),
+}
+
+impl<K> Iterator for DeltasIntoIter<K> {
+    type Item = Delta<K>;
+
+    fn next(&mut self) -> Option<Delta<K>> {
+        match &mut self.0 {
+            IterRepr::One(delta) => delta.take(),
+            IterRepr::Many(deltas) => deltas.next(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match &self.0 {
+            IterRepr::One(delta) => {
+                let n = usize::from(delta.is_some());
+                (n, Some(n))
+            }
+            IterRepr::Many(deltas) => deltas.size_hint(),
+        }
     }
 }
 
 impl<K> IntoIterator for Deltas<K> {
     type Item = Delta<K>;
-    type IntoIter = std::vec::IntoIter<Delta<K>>;
+    type IntoIter = DeltasIntoIter<K>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter()
+        DeltasIntoIter(match self.0 {
+            Repr::One(delta) => IterRepr::One(Some(delta)),
+            Repr::Many(deltas) => IterRepr::Many(deltas.into_iter()),
+        })
     }
 }
 
@@ -308,7 +378,7 @@ impl<'a, K> IntoIterator for &'a Deltas<K> {
     type IntoIter = std::slice::Iter<'a, Delta<K>>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
+        self.as_slice().iter()
     }
 }
 

@@ -24,6 +24,6 @@ mod delta;
 mod delta_fifo;
 mod error;
 
-pub use delta::{Delta, DeltaObject, DeltaType, Deltas};
+pub use delta::{Delta, DeltaObject, DeltaType, Deltas, DeltasIntoIter};
 pub use delta_fifo::{DeltaFIFO, DeltaFifoOptions, PoppedItem, TransformFunc};
 pub use error::FifoError;

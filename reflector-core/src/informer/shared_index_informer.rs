@@ -490,7 +490,7 @@ impl<K: Object> SharedIndexInformer<K> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let indexer = &self.inner.indexer;
-        for delta in item.deltas.into_vec() {
+        for delta in item.deltas {
             match delta.delta_type {
                 DeltaType::Sync | DeltaType::Replaced | DeltaType::Added | DeltaType::Updated => {
                     let obj = Arc::clone(delta.object.object());

@@ -69,6 +69,7 @@ pub(crate) async fn handle_watch<K: Object>(
     let mut initial_events_end = false;
     let mut past_initial_adds = false;
     let mut event_count: u64 = 0;
+    let mut rv = String::new();
     // Created once: a fresh `cancelled()` per event would register and remove a
     // waiter on every iteration.
     let cancelled = cancel.cancelled();
@@ -106,7 +107,10 @@ pub(crate) async fn handle_watch<K: Object>(
                 });
             }
         };
-        let rv = match event {
+        // The event's resource version, copied into one buffer reused across events
+        // (the object itself goes to the store unshared, so a transform may take it).
+        rv.clear();
+        match event {
             WatchEvent::Error(status) => {
                 return Err(ReflectorError::WatchStream {
                     resource: name.to_owned(),
@@ -114,27 +118,24 @@ pub(crate) async fn handle_watch<K: Object>(
                 });
             }
             WatchEvent::Added(obj) => {
-                let rv = resource_version_of(&obj);
+                rv.push_str(resource_version_of(&obj));
                 if let Err(e) = store.add(Arc::new(obj)) {
                     tracing::error!(reflector = name, error = %e, "unable to add watch event object to store");
                 }
-                rv
             }
             WatchEvent::Modified(obj) => {
                 past_initial_adds = true;
-                let rv = resource_version_of(&obj);
+                rv.push_str(resource_version_of(&obj));
                 if let Err(e) = store.update(Arc::new(obj)) {
                     tracing::error!(reflector = name, error = %e, "unable to update watch event object in store");
                 }
-                rv
             }
             WatchEvent::Deleted(obj) => {
                 past_initial_adds = true;
-                let rv = resource_version_of(&obj);
+                rv.push_str(resource_version_of(&obj));
                 if let Err(e) = store.delete(Arc::new(obj)) {
                     tracing::error!(reflector = name, error = %e, "unable to delete watch event object from store");
                 }
-                rv
             }
             WatchEvent::Bookmark(bookmark) => {
                 past_initial_adds = true;
@@ -147,9 +148,9 @@ pub(crate) async fn handle_watch<K: Object>(
                 {
                     initial_events_end = true;
                 }
-                bookmark.metadata.resource_version
+                rv.push_str(&bookmark.metadata.resource_version);
             }
-        };
+        }
         set_rv(&rv, past_initial_adds);
         event_count += 1;
         bump(&stats.events);
@@ -178,6 +179,6 @@ async fn resync_fired(resync: &mut Option<(&mut ResyncTimer, &(dyn Fn() -> bool 
     }
 }
 
-fn resource_version_of<K: kube::Resource>(obj: &K) -> String {
-    obj.meta().resource_version.clone().unwrap_or_default()
+fn resource_version_of<K: kube::Resource>(obj: &K) -> &str {
+    obj.meta().resource_version.as_deref().unwrap_or_default()
 }
