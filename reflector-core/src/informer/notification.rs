@@ -38,6 +38,18 @@ impl<K> Clone for Notification<K> {
     }
 }
 
+/// Notifications of one popped batch, shared by every listener: each entry says
+/// whether it is a resync (delivered only to listeners due for one).
+pub(crate) type Batch<K> = std::sync::Arc<[(Notification<K>, bool)]>;
+
+/// What a listener's buffer holds.
+pub(crate) enum Message<K> {
+    /// One notification (initial adds for a late handler).
+    One(Notification<K>),
+    /// A batch, and whether this listener takes its resync entries.
+    Batch { items: Batch<K>, syncing: bool },
+}
+
 impl<K: 'static> Notification<K> {
     /// Whether this is an add from the initial list (tracked for the handler's
     /// `has_synced`).

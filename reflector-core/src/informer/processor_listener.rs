@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::EventHandler;
-use super::notification::Notification;
+use super::notification::{Batch, Message, Notification};
 
 /// How long a listener pauses after its handler panicked, as client-go's
 /// `processorListener.run` (one second).
@@ -29,9 +29,9 @@ pub(crate) struct ProcessorListener<K> {
     pub(crate) id: u64,
     handler: Arc<dyn EventHandler<K>>,
     /// The buffer's sending side; the receiving side is owned by the listener's task.
-    tx: mpsc::UnboundedSender<Notification<K>>,
+    tx: mpsc::UnboundedSender<Message<K>>,
     /// Taken once, when the listener's task starts. Guarded by its own mutex.
-    rx: Mutex<Option<mpsc::UnboundedReceiver<Notification<K>>>>,
+    rx: Mutex<Option<mpsc::UnboundedReceiver<Message<K>>>>,
     /// The period the handler asked for.
     pub(crate) requested_resync_period: Duration,
     /// Guarded by its own mutex; read by the reflector's resync check.
@@ -81,11 +81,24 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
         if n.is_initial_add() {
             self.pending_initial.fetch_add(1, Ordering::SeqCst);
         }
-        if let Err(mpsc::error::SendError(n)) = self.tx.send(n)
+        if let Err(mpsc::error::SendError(Message::One(n))) = self.tx.send(Message::One(n))
             && n.is_initial_add()
         {
             // The task is gone (listener removed or informer stopped).
             self.pending_initial.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Queues a shared batch; never blocks. `syncing`: this listener takes the
+    /// batch's resync entries.
+    pub(crate) fn add_batch(&self, items: Batch<K>, syncing: bool) {
+        let initial = initial_adds(&items, syncing);
+        if initial > 0 {
+            self.pending_initial.fetch_add(initial, Ordering::SeqCst);
+        }
+        if self.tx.send(Message::Batch { items, syncing }).is_err() && initial > 0 {
+            // The task is gone (listener removed or informer stopped).
+            self.pending_initial.fetch_sub(initial, Ordering::SeqCst);
         }
     }
 
@@ -151,7 +164,7 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
 
     /// Delivers notifications in order until stopped. A panicking handler is caught
     /// and logged; the listener pauses for [`SLEEP_AFTER_PANIC`] and goes on.
-    async fn run(&self, mut rx: mpsc::UnboundedReceiver<Notification<K>>) {
+    async fn run(&self, mut rx: mpsc::UnboundedReceiver<Message<K>>) {
         let mut sleep_after_panic = false;
         // Created once, not per notification.
         let stopped = self.stop.cancelled();
@@ -160,39 +173,62 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
             let first = tokio::select! {
                 biased;
                 () = &mut stopped => break,
-                n = rx.recv() => match n {
-                    Some(n) => n,
+                m = rx.recv() => match m {
+                    Some(m) => m,
                     None => break,
                 },
             };
             // Handle `first`, then whatever is already buffered, without going back
-            // to the scheduler for each notification.
+            // to the scheduler for each message.
             let mut next = Some(first);
-            while let Some(n) = next.take() {
-                if self.halted.load(Ordering::SeqCst) {
-                    break 'outer;
-                }
-                if sleep_after_panic {
-                    tokio::select! {
-                        biased;
-                        () = &mut stopped => break 'outer,
-                        () = tokio::time::sleep(SLEEP_AFTER_PANIC) => {}
+            while let Some(message) = next.take() {
+                let (one, batch, syncing) = match &message {
+                    Message::One(n) => (Some(n), &[][..], false),
+                    Message::Batch { items, syncing } => (None, &items[..], *syncing),
+                };
+                let wanted = batch
+                    .iter()
+                    .filter(|(_, is_sync)| !is_sync || syncing)
+                    .map(|(n, _)| n);
+                for n in one.into_iter().chain(wanted) {
+                    if self.halted.load(Ordering::SeqCst) {
+                        break 'outer;
                     }
+                    if sleep_after_panic {
+                        tokio::select! {
+                            biased;
+                            () = &mut stopped => break 'outer,
+                            () = tokio::time::sleep(SLEEP_AFTER_PANIC) => {}
+                        }
+                    }
+                    sleep_after_panic = !self.deliver(n);
+                    // Yields only once the task's cooperative budget is spent, so a
+                    // long backlog does not monopolize the worker thread.
+                    tokio::task::consume_budget().await;
                 }
-                sleep_after_panic = !self.deliver(&n);
-                // Yields only once the task's cooperative budget is spent, so a long
-                // backlog does not monopolize the worker thread.
-                tokio::task::consume_budget().await;
                 next = rx.try_recv().ok();
             }
         }
         // Drop whatever is still buffered; initial adds that will never be handled
         // no longer count.
         rx.close();
-        while let Ok(n) = rx.try_recv() {
-            if n.is_initial_add() {
-                self.pending_initial.fetch_sub(1, Ordering::SeqCst);
+        while let Ok(m) = rx.try_recv() {
+            let initial = match m {
+                Message::One(n) => usize::from(n.is_initial_add()),
+                Message::Batch { items, syncing } => initial_adds(&items, syncing),
+            };
+            if initial > 0 {
+                self.pending_initial.fetch_sub(initial, Ordering::SeqCst);
             }
         }
     }
+}
+
+/// How many initial-list adds of `items` a listener takes (`syncing`: it takes the
+/// resync entries too).
+fn initial_adds<K: 'static>(items: &Batch<K>, syncing: bool) -> usize {
+    items
+        .iter()
+        .filter(|(n, is_sync)| (!is_sync || syncing) && n.is_initial_add())
+        .count()
 }

@@ -17,7 +17,7 @@ use crate::reflector::{
 };
 use crate::store::{Indexer, Indexers, Store};
 
-use super::notification::Notification;
+use super::notification::{Batch, Notification};
 use super::processor_listener::ProcessorListener;
 use super::registration::Registration;
 use super::shared_processor::{SharedProcessor, determine_resync_period};
@@ -29,6 +29,11 @@ pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
 
 /// How often `wait_for_cache_sync` polls, as client-go's `syncedPollPeriod`.
 const SYNCED_POLL_PERIOD: Duration = Duration::from_millis(100);
+
+/// Most FIFO items applied and handed to the listeners at once. Large enough that
+/// the per-batch costs (a lock, a message and a wake-up per listener) fade, small
+/// enough that the reflector is not kept waiting on the FIFO lock for long.
+const POP_BATCH: usize = 128;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -455,7 +460,9 @@ impl<K: Object> SharedIndexInformer<K> {
         let process = async {
             loop {
                 match fifo
-                    .pop(|item| self.handle_deltas(item, popped_key_is_cache_key))
+                    .pop_batch(POP_BATCH, |items| {
+                        self.handle_batch(items, popped_key_is_cache_key);
+                    })
                     .await
                 {
                     Ok(()) => {}
@@ -481,14 +488,34 @@ impl<K: Object> SharedIndexInformer<K> {
         drop(guard);
     }
 
-    /// Applies one key's deltas to the cache and notifies, as client-go's
-    /// `processDeltas`. Runs inside the FIFO's pop, under its lock.
-    fn handle_deltas(&self, item: PoppedItem<K>, popped_key_is_cache_key: bool) {
+    /// Applies popped items to the cache in order and notifies every listener once
+    /// per batch. Runs inside the FIFO's pop, under its lock, and holds
+    /// `block_deltas` until the batch is handed to the listeners, so a handler added
+    /// meanwhile sees each object either in its initial adds or in a later batch.
+    fn handle_batch(&self, items: Vec<PoppedItem<K>>, popped_key_is_cache_key: bool) {
         let _block = self
             .inner
             .block_deltas
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            self.handle_deltas(item, popped_key_is_cache_key, &mut out);
+        }
+        if !out.is_empty() {
+            let batch: Batch<K> = out.into();
+            self.inner.processor.distribute_batch(&batch);
+        }
+    }
+
+    /// Applies one key's deltas to the cache and collects the notifications, each
+    /// with whether it is a resync, as client-go's `processDeltas`.
+    fn handle_deltas(
+        &self,
+        item: PoppedItem<K>,
+        popped_key_is_cache_key: bool,
+        out: &mut Vec<(Notification<K>, bool)>,
+    ) {
         let indexer = &self.inner.indexer;
         for delta in item.deltas {
             match delta.delta_type {
@@ -511,19 +538,15 @@ impl<K: Object> SharedIndexInformer<K> {
                             // resync: only handlers due for one get it.
                             let is_sync =
                                 old.meta().resource_version == obj.meta().resource_version;
-                            self.inner
-                                .processor
-                                .distribute(&Notification::Update { old, new: obj }, is_sync);
+                            out.push((Notification::Update { old, new: obj }, is_sync));
                         }
-                        None => {
-                            self.inner.processor.distribute(
-                                &Notification::Add {
-                                    obj,
-                                    is_in_initial_list: item.is_in_initial_list,
-                                },
-                                false,
-                            );
-                        }
+                        None => out.push((
+                            Notification::Add {
+                                obj,
+                                is_in_initial_list: item.is_in_initial_list,
+                            },
+                            false,
+                        )),
                     }
                 }
                 DeltaType::Deleted => {
@@ -532,9 +555,7 @@ impl<K: Object> SharedIndexInformer<K> {
                         tombstone @ DeltaObject::DeletedFinalStateUnknown(_) => tombstone.into(),
                     };
                     indexer.delete_by_key(&item.key);
-                    self.inner
-                        .processor
-                        .distribute(&Notification::Delete(deleted), false);
+                    out.push((Notification::Delete(deleted), false));
                 }
             }
         }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::notification::Notification;
+use super::notification::Batch;
 use super::processor_listener::ProcessorListener;
 
 /// Guarded by `SharedProcessor::state`.
@@ -63,13 +63,15 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
         self.lock().listeners.iter().any(|(l, _)| l.id == id)
     }
 
-    /// Sends `n` to every listener, or, for a resync (`sync`), to the listeners due
-    /// for one.
-    pub(crate) fn distribute(&self, n: &Notification<K>, sync: bool) {
+    /// Sends a batch to every listener: all of it to listeners due for a resync, the
+    /// entries that are not resyncs to the others (a listener with nothing to take
+    /// is skipped).
+    pub(crate) fn distribute_batch(&self, items: &Batch<K>) {
+        let all_sync = items.iter().all(|(_, is_sync)| *is_sync);
         let st = self.lock();
         for (listener, syncing) in &st.listeners {
-            if !sync || *syncing {
-                listener.add(n.clone());
+            if *syncing || !all_sync {
+                listener.add_batch(std::sync::Arc::clone(items), *syncing);
             }
         }
     }
