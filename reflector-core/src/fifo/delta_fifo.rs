@@ -748,7 +748,7 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
 
     /// The known object under `obj`'s key, if it has `obj`'s resourceVersion.
     fn cached_unchanged(&self, obj: &K) -> Option<Arc<K>> {
-        let known = self.known_objects.as_ref()?;
+        let known = self.known_objects.as_ref().filter(|k| !k.is_empty())?;
         let key = (self.key_func)(obj).ok()?;
         crate::store::same_state(known.get_by_key(&key), obj)
     }

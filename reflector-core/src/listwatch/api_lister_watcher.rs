@@ -10,7 +10,7 @@ use kube::core::{Request, Status};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
-use super::list_prefetch::{PrefetchSlot, peek_continue};
+use super::list_prefetch::{Page, PrefetchSlot, peek_continue};
 use super::{
     FieldFilter, ListWatchError, ListerWatcher, WatchDecoder, WatchStream, from_slice_filtered,
 };
@@ -21,9 +21,10 @@ use super::{
 /// Watch responses are decoded by [`WatchDecoder`]: each line once, straight into `K`.
 /// A list body is read whole and decoded once into [`ObjectList<K>`]. When a page
 /// names a next one (`metadata.continue`, which the server writes before `items`),
-/// the request for it is sent before the page is decoded, so the server and the
-/// socket work while this side decodes; the pager's next call then takes that
-/// answer (same URL), and anything else drops it.
+/// the request for it is sent before the page is decoded, in a task that decodes
+/// that page too: two pages are decoded at once, on both cores, while the server
+/// serves the next. The pager's next call takes that page (same URL); anything else
+/// drops it.
 ///
 /// With [`ApiListerWatcher::field_filter`], both skip the filter's paths while
 /// decoding, so dropped fields are never allocated. Default: no filter, every field
@@ -53,8 +54,8 @@ pub struct ApiListerWatcher<K: Resource> {
     /// serde_json.
     list_filter: Option<Arc<FieldFilter>>,
     decoder: WatchDecoder<K>,
-    /// The next page, requested ahead. Not shared between clones.
-    prefetch: PrefetchSlot,
+    /// The next page, requested and decoded ahead. Not shared between clones.
+    prefetch: PrefetchSlot<K>,
 }
 
 impl<K: Resource> Clone for ApiListerWatcher<K>
@@ -191,27 +192,25 @@ where
         let mut req = super::list_request::list_request(&self.url, &lp)
             .map_err(|e| ListWatchError::Transport(kube::Error::HttpError(e)))?;
         req.extensions_mut().insert("list");
-        let ahead = match self.prefetch.take(&req.uri().to_string()) {
-            Some(mut waiting) => waiting.wait().await,
-            None => None,
-        };
-        let bytes = match ahead {
-            Some(result) => result?,
-            None => fetch(&self.client, req).await?,
-        };
+        if let Some(mut waiting) = self.prefetch.take(&req.uri().to_string()) {
+            // Start on the page after this one as soon as this one's body is in,
+            // then take this one, decoded meanwhile.
+            if let Some(token) = waiting.next_token().await
+                && lp.limit.is_some()
+            {
+                self.request_ahead(&lp, token);
+            }
+            if let Some(result) = waiting.wait().await {
+                return result.map(ObjectList::from);
+            }
+        }
+        let bytes = fetch(&self.client, req).await?;
         if lp.limit.is_some()
             && let Some(token) = peek_continue(&bytes)
         {
             self.request_ahead(&lp, token);
         }
-        let decoded = match &self.list_filter {
-            Some(filter) => from_slice_filtered::<ObjectList<K>>(&bytes, filter),
-            None => serde_json::from_slice::<ObjectList<K>>(&bytes),
-        };
-        decoded.map_err(|source| ListWatchError::Decode {
-            what: "list",
-            source,
-        })
+        decode_list(&bytes, self.list_filter.as_deref())
     }
 
     async fn watch(
@@ -242,10 +241,14 @@ where
     }
 }
 
-impl<K: Resource> ApiListerWatcher<K> {
+impl<K> ApiListerWatcher<K>
+where
+    K: Resource + Clone + DeserializeOwned + Send + 'static,
+{
     /// Sends the request the pager will make after a page of `lp` that names
-    /// `token`: the same parameters, continuing at `token`, without a resource
-    /// version (as the pager's continuation requests).
+    /// `token` (the same parameters, continuing at `token`, without a resource
+    /// version, as the pager's continuation requests), in a task that also decodes
+    /// the page and tells the token of the page after it as soon as it has the body.
     fn request_ahead(&self, lp: &ListParams, token: String) {
         let mut next = lp.clone();
         next.continue_token = Some(token);
@@ -257,9 +260,36 @@ impl<K: Resource> ApiListerWatcher<K> {
         req.extensions_mut().insert("list");
         let uri = req.uri().to_string();
         let client = self.client.clone();
-        self.prefetch
-            .put(uri, tokio::spawn(async move { fetch(&client, req).await }));
+        let filter = self.list_filter.clone();
+        let (token_tx, token_rx) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
+            let bytes = match fetch(&client, req).await {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    let _ = token_tx.send(None);
+                    return Err(e);
+                }
+            };
+            let _ = token_tx.send(peek_continue(&bytes));
+            decode_list::<K>(&bytes, filter.as_deref()).map(Page::from)
+        });
+        self.prefetch.put(uri, token_rx, task);
     }
+}
+
+/// Decodes a list body, skipping `filter`'s paths while decoding.
+fn decode_list<K: Clone + DeserializeOwned>(
+    bytes: &[u8],
+    filter: Option<&FieldFilter>,
+) -> Result<ObjectList<K>, ListWatchError> {
+    let decoded = match filter {
+        Some(filter) => from_slice_filtered::<ObjectList<K>>(bytes, filter),
+        None => serde_json::from_slice::<ObjectList<K>>(bytes),
+    };
+    decoded.map_err(|source| ListWatchError::Decode {
+        what: "list",
+        source,
+    })
 }
 
 /// Sends a list request and reads the whole body.

@@ -2,36 +2,79 @@
 //!
 //! A paginated list is a chain: page N's `metadata.continue` names page N+1. The API
 //! server writes `metadata` before `items`, so the token can be read from the first
-//! bytes of page N's body, and page N+1 requested right away: the server serves it
-//! and the bytes cross the socket while this side decodes page N, instead of the
-//! two taking turns. The request is exactly the one the pager sends next (same URL,
-//! same query); it is used only if the pager asks for that very URL, and dropped
-//! (its task aborted) otherwise.
+//! bytes of page N's body, and page N+1 requested right away. The request for page
+//! N+1 runs in its own task, which also decodes that page once its bytes arrive and
+//! publishes the token of page N+2 as soon as it has read it: so while one page is
+//! decoded, the next is served, sent and decoded too, on the other core. At most
+//! the page being taken and the one after it are in flight. Each request is exactly
+//! the one the pager sends next (same URL, same query); it is used only if the pager
+//! asks for that very URL, and dropped (its task aborted) otherwise.
 
 use std::sync::{Mutex, PoisonError};
 
-use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+use kube::api::{ObjectList, TypeMeta};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::ListWatchError;
 
-/// One request sent ahead. Its task is aborted when this is dropped, so a list
-/// cancelled while it waits for the answer leaves nothing running.
-pub(crate) struct Prefetch {
-    /// The request's path and query.
-    uri: String,
-    /// `None` once handed out.
-    task: Option<JoinHandle<Result<Bytes, ListWatchError>>>,
+/// A decoded page, as [`ObjectList`] without its `K: Clone` bound.
+pub(crate) struct Page<K> {
+    types: TypeMeta,
+    metadata: ListMeta,
+    items: Vec<K>,
 }
 
-impl Prefetch {
-    /// The response body, or `None` if the task did not finish (it panicked).
+impl<K: Clone> From<ObjectList<K>> for Page<K> {
+    fn from(list: ObjectList<K>) -> Self {
+        Page {
+            types: list.types,
+            metadata: list.metadata,
+            items: list.items,
+        }
+    }
+}
+
+impl<K: Clone> From<Page<K>> for ObjectList<K> {
+    fn from(page: Page<K>) -> Self {
+        ObjectList {
+            types: page.types,
+            metadata: page.metadata,
+            items: page.items,
+        }
+    }
+}
+
+/// One page requested ahead. Its task is aborted when this is dropped, so a list
+/// cancelled while it waits for the answer leaves nothing running.
+pub(crate) struct Prefetch<K> {
+    /// The request's path and query.
+    uri: String,
+    /// The token of the page after this one, sent as soon as this page's bytes
+    /// arrived (`None`: the last page, or the request failed).
+    next: Option<oneshot::Receiver<Option<String>>>,
+    /// Fetches and decodes the page. `None` once handed out.
+    task: Option<JoinHandle<Result<Page<K>, ListWatchError>>>,
+}
+
+impl<K> Prefetch<K> {
+    /// The continue token of the page after this one, as soon as this page's body
+    /// has arrived; `None` for the last page or a failed request.
     ///
     /// # Cancel safety
     /// Cancel-safe: dropping the future keeps `self`, whose drop aborts the task.
-    pub(crate) async fn wait(&mut self) -> Option<Result<Bytes, ListWatchError>> {
+    pub(crate) async fn next_token(&mut self) -> Option<String> {
+        let rx = self.next.take()?;
+        rx.await.ok().flatten()
+    }
+
+    /// The decoded page, or `None` if the task did not finish (it panicked).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe, as [`Prefetch::next_token`].
+    pub(crate) async fn wait(&mut self) -> Option<Result<Page<K>, ListWatchError>> {
         let task = self.task.as_mut()?;
         let result = task.await.ok();
         self.task = None;
@@ -39,7 +82,7 @@ impl Prefetch {
     }
 }
 
-impl Drop for Prefetch {
+impl<K> Drop for Prefetch<K> {
     fn drop(&mut self) {
         if let Some(task) = &self.task {
             task.abort();
@@ -48,28 +91,42 @@ impl Drop for Prefetch {
 }
 
 /// At most one page requested ahead, owned by one lister-watcher.
-#[derive(Default)]
-pub(crate) struct PrefetchSlot {
+pub(crate) struct PrefetchSlot<K> {
     /// Guarded by its own mutex; never held across an await.
-    next: Mutex<Option<Prefetch>>,
+    next: Mutex<Option<Prefetch<K>>>,
 }
 
-impl PrefetchSlot {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Prefetch>> {
+impl<K> Default for PrefetchSlot<K> {
+    fn default() -> Self {
+        PrefetchSlot {
+            next: Mutex::new(None),
+        }
+    }
+}
+
+impl<K> PrefetchSlot<K> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Prefetch<K>>> {
         self.next.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The request sent ahead for `uri`, if that is the one waiting; any other
+    /// The page requested ahead for `uri`, if that is the one waiting; any other
     /// waiting request is dropped (its task aborted).
-    pub(crate) fn take(&self, uri: &str) -> Option<Prefetch> {
+    pub(crate) fn take(&self, uri: &str) -> Option<Prefetch<K>> {
         let waiting = self.lock().take()?;
         (waiting.uri == uri).then_some(waiting)
     }
 
-    /// Keeps `task` (the request for `uri`) until the pager asks for `uri`.
-    pub(crate) fn put(&self, uri: String, task: JoinHandle<Result<Bytes, ListWatchError>>) {
+    /// Keeps the page requested ahead for `uri` until the pager asks for `uri`.
+    /// `next` receives the token of the page after it; `task` fetches and decodes.
+    pub(crate) fn put(
+        &self,
+        uri: String,
+        next: oneshot::Receiver<Option<String>>,
+        task: JoinHandle<Result<Page<K>, ListWatchError>>,
+    ) {
         *self.lock() = Some(Prefetch {
             uri,
+            next: Some(next),
             task: Some(task),
         });
     }
@@ -146,40 +203,55 @@ mod tests {
         assert_eq!(peek_continue(b""), None);
     }
 
+    fn page(rv: &str) -> Page<u8> {
+        Page {
+            types: TypeMeta::default(),
+            metadata: ListMeta {
+                resource_version: Some(rv.into()),
+                ..ListMeta::default()
+            },
+            items: Vec::new(),
+        }
+    }
+
+    /// A task that never finishes; dropping `tx` reports that it was aborted.
+    fn stuck(tx: oneshot::Sender<()>) -> JoinHandle<Result<Page<u8>, ListWatchError>> {
+        tokio::spawn(async move {
+            let _keep = tx;
+            std::future::pending::<()>().await;
+            Ok(page("0"))
+        })
+    }
+
     #[tokio::test]
     async fn slot_hands_out_only_the_matching_request_and_aborts_others() {
-        let slot = PrefetchSlot::default();
+        let slot = PrefetchSlot::<u8>::default();
+        let (token_tx, token_rx) = oneshot::channel();
         slot.put(
             "/a?continue=1".into(),
-            tokio::spawn(async { Ok(Bytes::from("one")) }),
-        );
-        let mut waiting = slot.take("/a?continue=1").expect("the matching request");
-        assert_eq!(waiting.wait().await.unwrap().unwrap(), Bytes::from("one"));
-        assert!(slot.take("/a?continue=1").is_none(), "taken once");
-
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        slot.put(
-            "/a?continue=2".into(),
+            token_rx,
             tokio::spawn(async move {
-                let _keep = tx;
-                std::future::pending::<()>().await;
-                Ok(Bytes::new())
+                let _ = token_tx.send(Some("2".into()));
+                Ok(page("7"))
             }),
         );
+        let mut waiting = slot.take("/a?continue=1").expect("the matching request");
+        assert_eq!(waiting.next_token().await.as_deref(), Some("2"));
+        let listed: ObjectList<u8> = waiting.wait().await.unwrap().unwrap().into();
+        assert_eq!(listed.metadata.resource_version.as_deref(), Some("7"));
+        assert!(slot.take("/a?continue=1").is_none(), "taken once");
+
+        let (tx, rx) = oneshot::channel::<()>();
+        let (_token_tx, token_rx) = oneshot::channel();
+        slot.put("/a?continue=2".into(), token_rx, stuck(tx));
         assert!(slot.take("/a?continue=3").is_none(), "another URL");
         // The mismatched request's task was aborted: its sender is dropped.
         assert!(rx.await.is_err());
 
         // A list cancelled while it waits aborts the request too.
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        slot.put(
-            "/a?continue=4".into(),
-            tokio::spawn(async move {
-                let _keep = tx;
-                std::future::pending::<()>().await;
-                Ok(Bytes::new())
-            }),
-        );
+        let (tx, rx) = oneshot::channel::<()>();
+        let (_token_tx, token_rx) = oneshot::channel();
+        slot.put("/a?continue=4".into(), token_rx, stuck(tx));
         let mut waiting = slot.take("/a?continue=4").unwrap();
         assert!(
             tokio::time::timeout(std::time::Duration::from_millis(1), waiting.wait())

@@ -366,6 +366,9 @@ impl<K: Object> Store<K> for Indexer<K> {
     }
 
     fn cached_unchanged(&self, obj: &K) -> Option<Arc<K>> {
+        if Indexer::is_empty(self) {
+            return None;
+        }
         let key = self.key_of(obj).ok()?;
         super::same_state(self.inner.store.get(&key), obj)
     }
@@ -394,5 +397,9 @@ impl<K: Object> KeyListerGetter<K> for Indexer<K> {
 
     fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
         Indexer::get_by_key(self, key)
+    }
+
+    fn is_empty(&self) -> bool {
+        Indexer::is_empty(self)
     }
 }

@@ -146,4 +146,9 @@ pub trait KeyListerGetter<K>: Send + Sync {
     fn list_keys(&self) -> Vec<ObjectKey>;
     /// The object under `key`, if cached.
     fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>>;
+    /// Whether the cache holds nothing (lets callers skip per-object lookups, as
+    /// during an initial list). Default: `false`, which is always safe.
+    fn is_empty(&self) -> bool {
+        false
+    }
 }
