@@ -19,25 +19,6 @@ pub(crate) enum Notification<K> {
     Delete(DeletedObject<K>),
 }
 
-impl<K> Clone for Notification<K> {
-    fn clone(&self) -> Self {
-        match self {
-            Notification::Add {
-                obj,
-                is_in_initial_list,
-            } => Notification::Add {
-                obj: Arc::clone(obj),
-                is_in_initial_list: *is_in_initial_list,
-            },
-            Notification::Update { old, new } => Notification::Update {
-                old: Arc::clone(old),
-                new: Arc::clone(new),
-            },
-            Notification::Delete(d) => Notification::Delete(d.clone()),
-        }
-    }
-}
-
 /// Notifications of one popped batch, shared by every listener: each entry says
 /// whether it is a resync (delivered only to listeners due for one).
 pub(crate) type Batch<K> = std::sync::Arc<[(Notification<K>, bool)]>;
