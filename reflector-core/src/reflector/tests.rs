@@ -262,6 +262,33 @@ impl Store<Pod> for RecordingStore {
     }
 }
 
+/// Runs one `list_and_watch` round of `r` in a task, stopped by the returned token.
+fn spawn_list_and_watch<L: ListerWatcher<Pod> + 'static>(
+    r: &Arc<Reflector<Pod, L>>,
+) -> (
+    CancellationToken,
+    tokio::task::JoinHandle<Result<(), ReflectorError>>,
+) {
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (Arc::clone(r), cancel.clone());
+        async move { r.list_and_watch(&c).await }
+    });
+    (cancel, task)
+}
+
+/// Runs `r`'s loop in a task, stopped by the returned token.
+fn spawn_run<L: ListerWatcher<Pod> + 'static>(
+    r: &Arc<Reflector<Pod, L>>,
+) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (Arc::clone(r), cancel.clone());
+        async move { r.run(c).await }
+    });
+    (cancel, task)
+}
+
 fn rv_of(p: &ListParams) -> String {
     p.resource_version.clone().unwrap_or_default()
 }
@@ -321,11 +348,7 @@ async fn reflector_list_and_watch() {
         store.clone(),
         ReflectorOptions::default(),
     ));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.list_and_watch(&c).await }
-    });
+    let (cancel, task) = spawn_list_and_watch(&r);
     tx.unbounded_send(Ok(WatchEvent::Modified(pod("foo", "2"))))
         .unwrap();
     for (name, rv) in [("bar", "3"), ("baz", "4"), ("qux", "5"), ("zoo", "6")] {
@@ -876,11 +899,7 @@ async fn bookmark_moves_resource_version_only() {
         store.clone(),
         ReflectorOptions::default(),
     ));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.list_and_watch(&c).await }
-    });
+    let (cancel, task) = spawn_list_and_watch(&r);
     tx.unbounded_send(Ok(bookmark("99", false))).unwrap();
     eventually(|| r.last_sync_resource_version() == "99").await;
     cancel.cancel();
@@ -979,11 +998,7 @@ async fn should_resync_gates_the_timer() {
             .resync_period(Duration::from_secs(1))
             .should_resync(move || a.fetch_add(1, Ordering::SeqCst) % 2 == 1),
     ));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.list_and_watch(&c).await }
-    });
+    let (cancel, task) = spawn_list_and_watch(&r);
     tokio::time::sleep(Duration::from_millis(4500)).await;
     cancel.cancel();
     task.await.unwrap().unwrap();
@@ -1044,11 +1059,7 @@ async fn closed_watch_rewatches_without_relist() {
         store.clone(),
         ReflectorOptions::default(),
     ));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.list_and_watch(&c).await }
-    });
+    let (cancel, task) = spawn_list_and_watch(&r);
     eventually(|| watch_rvs.lock().unwrap().len() == 3).await;
     cancel.cancel();
     task.await.unwrap().unwrap();
@@ -1072,11 +1083,7 @@ async fn unexpected_kind_events_are_dropped_and_counted() {
         store.clone(),
         ReflectorOptions::default(),
     ));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.list_and_watch(&c).await }
-    });
+    let (cancel, task) = spawn_list_and_watch(&r);
     tx.unbounded_send(Err(ListWatchError::UnexpectedKind {
         expected: "v1/Pod".into(),
         found: "v1/ConfigMap".into(),
@@ -1130,11 +1137,7 @@ async fn malformed_line_ends_the_watch_and_the_loop_recovers() {
         store.clone(),
         ReflectorOptions::default().backoff(no_jitter()),
     ));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.run(c).await }
-    });
+    let (cancel, task) = spawn_run(&r);
     eventually(|| watches.load(Ordering::SeqCst) == 2).await;
     cancel.cancel();
     task.await.unwrap();
@@ -1187,11 +1190,7 @@ async fn expired_watch_relists_from_last_resource_version() {
         Arc::new(RecordingStore::default()),
         ReflectorOptions::default().backoff(no_jitter()),
     ));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.run(c).await }
-    });
+    let (cancel, task) = spawn_run(&r);
     eventually(|| watches.load(Ordering::SeqCst) == 2).await;
     cancel.cancel();
     task.await.unwrap();
@@ -1216,11 +1215,7 @@ async fn list_errors_reach_the_watch_error_handler() {
             .backoff(no_jitter())
             .watch_error_handler(move |e| s.lock().unwrap().push(e.to_string())),
     ));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.run(c).await }
-    });
+    let (cancel, task) = spawn_run(&r);
     eventually(|| seen.lock().unwrap().len() >= 2).await;
     cancel.cancel();
     task.await.unwrap();
@@ -1246,11 +1241,7 @@ async fn run_backs_off_exponentially_between_rounds() {
         Arc::new(RecordingStore::default()),
         ReflectorOptions::default().backoff(no_jitter()),
     ));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.run(c).await }
-    });
+    let (cancel, task) = spawn_run(&r);
     eventually(|| times.lock().unwrap().len() >= 9).await;
     cancel.cancel();
     task.await.unwrap();
@@ -1341,11 +1332,7 @@ async fn watch_list_streams_then_keeps_the_watch() {
     );
     let store = Arc::new(RecordingStore::default());
     let r = Arc::new(watch_list_reflector(lw, store.clone()));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.list_and_watch(&c).await }
-    });
+    let (cancel, task) = spawn_list_and_watch(&r);
     tx.unbounded_send(Ok(WatchEvent::Added(pod("foo", "1"))))
         .unwrap();
     tx.unbounded_send(Ok(bookmark("1", true))).unwrap();
@@ -1396,11 +1383,7 @@ async fn watch_list_falls_back_to_list_on_refusal() {
     );
     let store = Arc::new(RecordingStore::default());
     let r = Arc::new(watch_list_reflector(lw, store.clone()));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.list_and_watch(&c).await }
-    });
+    let (cancel, task) = spawn_list_and_watch(&r);
     eventually(|| watch_kinds.lock().unwrap().len() == 2).await;
     cancel.cancel();
     task.await.unwrap().unwrap();
@@ -1436,11 +1419,7 @@ async fn watch_list_retries_too_many_requests() {
     );
     let store = Arc::new(RecordingStore::default());
     let r = Arc::new(watch_list_reflector(lw, store.clone()));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.list_and_watch(&c).await }
-    });
+    let (cancel, task) = spawn_list_and_watch(&r);
     eventually(|| r.last_sync_resource_version() == "2").await;
     cancel.cancel();
     task.await.unwrap().unwrap();
@@ -1461,11 +1440,7 @@ async fn watch_list_stop_before_sync() {
     );
     let store = Arc::new(RecordingStore::default());
     let r = Arc::new(watch_list_reflector(lw, store.clone()));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.list_and_watch(&c).await }
-    });
+    let (cancel, task) = spawn_list_and_watch(&r);
     tx.unbounded_send(Ok(WatchEvent::Added(pod("a", "1"))))
         .unwrap();
     eventually(|| r.stats().events == 1).await;
@@ -1491,11 +1466,7 @@ async fn watch_list_stop_after_sync() {
     );
     let store = Arc::new(RecordingStore::default());
     let r = Arc::new(watch_list_reflector(lw, store.clone()));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.list_and_watch(&c).await }
-    });
+    let (cancel, task) = spawn_list_and_watch(&r);
     tx.unbounded_send(Ok(WatchEvent::Added(pod("a", "1"))))
         .unwrap();
     tx.unbounded_send(Ok(WatchEvent::Added(pod("b", "2"))))
@@ -1537,11 +1508,7 @@ async fn watch_list_expired_restarts_from_empty_resource_version() {
     let store = Arc::new(RecordingStore::default());
     let r = Arc::new(watch_list_reflector(lw, store.clone()));
     r.set_last_sync_resource_version("4");
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.list_and_watch(&c).await }
-    });
+    let (cancel, task) = spawn_list_and_watch(&r);
     eventually(|| r.last_sync_resource_version() == "9").await;
     cancel.cancel();
     task.await.unwrap().unwrap();
@@ -1617,11 +1584,7 @@ async fn watch_list_reuses_cached_objects_whose_resource_version_is_unchanged() 
         .unwrap();
     let before = cached(&indexer);
     let r = Arc::new(watch_list_reflector(lw, indexer.clone()));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (r.clone(), cancel.clone());
-        async move { r.list_and_watch(&c).await }
-    });
+    let (cancel, task) = spawn_list_and_watch(&r);
     for (name, rv) in [("a", "1"), ("b", "7")] {
         tx.unbounded_send(Ok(WatchEvent::Added(pod(name, rv))))
             .unwrap();
