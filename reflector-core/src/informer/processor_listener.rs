@@ -17,6 +17,13 @@ use super::notification::{Batch, Message, Notification};
 /// `processorListener.run` (one second).
 pub(crate) const SLEEP_AFTER_PANIC: Duration = Duration::from_secs(1);
 
+/// A run of handler calls that reaches this long stops there and marks the handler
+/// as one that blocks its thread: the next run goes through [`may_block`], whose
+/// hand-over of the worker costs tens of microseconds — under 5% of such a run, too
+/// much for every batch of a quick handler. A handler that blocks thus holds its
+/// worker (and whatever the scheduler had queued there) for one call at most.
+const SLOW_RUN: Duration = Duration::from_millis(1);
+
 /// The resync schedule of one listener. Guarded by `ProcessorListener::resync`.
 #[derive(Debug)]
 struct ResyncSchedule {
@@ -162,10 +169,46 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
         }
     }
 
+    /// Calls the handler for `notifications` in order, up to and including the
+    /// first that panics, until the listener is halted, or — with a `limit` — once
+    /// the run is seen to have taken that long (the run is then `slow`).
+    fn deliver_run(&self, notifications: &[&Notification<K>], limit: Option<Duration>) -> Run {
+        let started = std::time::Instant::now();
+        let mut run = Run {
+            handled: 0,
+            panicked: false,
+            halted: false,
+            slow: false,
+        };
+        for n in notifications {
+            if self.halted.load(Ordering::SeqCst) {
+                run.halted = true;
+                break;
+            }
+            run.handled += 1;
+            if !self.deliver(n) {
+                run.panicked = true;
+                break;
+            }
+            // The clock is read after calls 1, 2, 4, ... and every 32nd: a handler
+            // that blocks is caught after its first call, and a quick one pays a
+            // handful of clock reads per batch, not one per call.
+            let check = run.handled.is_power_of_two() || run.handled.is_multiple_of(32);
+            if check && limit.is_some_and(|limit| started.elapsed() >= limit) {
+                run.slow = true;
+                break;
+            }
+        }
+        run
+    }
+
     /// Delivers notifications in order until stopped. A panicking handler is caught
     /// and logged; the listener pauses for [`SLEEP_AFTER_PANIC`] and goes on.
     async fn run(&self, mut rx: mpsc::UnboundedReceiver<Message<K>>) {
         let mut sleep_after_panic = false;
+        // Whether the last run of handler calls reached `SLOW_RUN`: the next run
+        // then goes through `may_block`.
+        let mut blocking = false;
         // Created once, not per notification.
         let stopped = self.stop.cancelled();
         tokio::pin!(stopped);
@@ -182,18 +225,16 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
             // to the scheduler for each message.
             let mut next = Some(first);
             while let Some(message) = next.take() {
-                let (one, batch, syncing) = match &message {
-                    Message::One(n) => (Some(n), &[][..], false),
-                    Message::Batch { items, syncing } => (None, &items[..], *syncing),
+                let wanted: Vec<&Notification<K>> = match &message {
+                    Message::One(n) => vec![n],
+                    Message::Batch { items, syncing } => items
+                        .iter()
+                        .filter(|(_, is_sync)| !is_sync || *syncing)
+                        .map(|(n, _)| n)
+                        .collect(),
                 };
-                let wanted = batch
-                    .iter()
-                    .filter(|(_, is_sync)| !is_sync || syncing)
-                    .map(|(n, _)| n);
-                for n in one.into_iter().chain(wanted) {
-                    if self.halted.load(Ordering::SeqCst) {
-                        break 'outer;
-                    }
+                let mut rest = &wanted[..];
+                while !rest.is_empty() {
                     if sleep_after_panic {
                         tokio::select! {
                             biased;
@@ -201,7 +242,17 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
                             () = tokio::time::sleep(SLEEP_AFTER_PANIC) => {}
                         }
                     }
-                    sleep_after_panic = !self.deliver(n);
+                    let run = if blocking {
+                        may_block(|| self.deliver_run(rest, None))
+                    } else {
+                        self.deliver_run(rest, Some(SLOW_RUN))
+                    };
+                    blocking = run.slow;
+                    rest = &rest[run.handled..];
+                    if run.halted {
+                        break 'outer;
+                    }
+                    sleep_after_panic = run.panicked;
                     // Yields only once the task's cooperative budget is spent, so a
                     // long backlog does not monopolize the worker thread.
                     tokio::task::consume_budget().await;
@@ -221,6 +272,35 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
                 self.pending_initial.fetch_sub(initial, Ordering::SeqCst);
             }
         }
+    }
+}
+
+/// What one [`ProcessorListener::deliver_run`] did.
+struct Run {
+    /// Notifications handed to the handler (the panicking one included).
+    handled: usize,
+    /// The last one handled panicked.
+    panicked: bool,
+    /// The listener was halted before the rest.
+    halted: bool,
+    /// The run stopped early because it reached its time limit.
+    slow: bool,
+}
+
+/// Runs handler code that may block its thread (handlers are synchronous and may
+/// sleep or do blocking I/O); used once a handler has been slow. On a multi-thread
+/// runtime this goes through
+/// `block_in_place`, which first hands the worker's other queued and deferred tasks
+/// to the rest of the pool, so a blocking handler holds up only its own listener:
+/// without it, a task the scheduler had parked on this worker (the informer's own,
+/// or another listener) would wait for the handler. Elsewhere (a current-thread
+/// runtime) `f` just runs.
+fn may_block<R>(f: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
     }
 }
 
