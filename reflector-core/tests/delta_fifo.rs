@@ -1,5 +1,7 @@
 //! Conformance tests of the DeltaFIFO: client-go's `delta_fifo_test.go`, ported test
-//! by test with the same expected delta sequences, plus cancel-safety tests.
+//! by test with the same expected delta sequences, plus cancel-safety tests, the
+//! processing lock (what waits for a running `pop` callback and what does not) and
+//! first lists streamed in page by page.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -73,6 +75,10 @@ impl KeyListerGetter<ConfigMap> for Literal {
             .iter()
             .find(|o| o.metadata.name.as_deref() == Some(key.as_str()))
             .cloned()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
@@ -979,4 +985,160 @@ async fn delta_fifo_wait_synced_wakes_after_last_initial_pop() {
     assert!(f.has_synced());
     // Already synced: returns at once.
     f.wait_synced().await;
+}
+
+// ---------- the processing lock ----------
+
+/// `add` (and `update`) do not wait for a running `pop` callback: the callback itself
+/// can queue (it would deadlock if `add` took the lock the callback runs under).
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_add_does_not_wait_for_a_running_pop_callback() {
+    let f = fifo();
+    f.add(mk("a", 1)).unwrap();
+    let popped = f
+        .pop(|item| {
+            f.add(mk("b", 2)).unwrap();
+            f.update(mk("a", 3)).unwrap();
+            item.key.to_string()
+        })
+        .await
+        .unwrap();
+    assert_eq!(popped, "a");
+    assert_eq!(
+        f.list_keys(),
+        [ObjectKey::new(None, "b"), ObjectKey::new(None, "a")]
+    );
+}
+
+/// `replace` waits for a running `pop` callback, so it never sees an item popped
+/// but not yet applied to the known objects (it would miss its deletion).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delta_fifo_replace_waits_for_a_running_pop_callback() {
+    use std::sync::atomic::AtomicBool;
+    let f = Arc::new(fifo());
+    f.add(mk("a", 1)).unwrap();
+    let replaced = Arc::new(AtomicBool::new(false));
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let replacer = std::thread::spawn({
+        let (f, replaced) = (Arc::clone(&f), Arc::clone(&replaced));
+        move || {
+            started_rx.recv().unwrap();
+            f.replace(vec![mk("b", 2)], "5").unwrap();
+            replaced.store(true, Ordering::SeqCst);
+        }
+    });
+    let replaced_during_callback = f
+        .pop(|_| {
+            started_tx.send(()).unwrap();
+            // Long enough for a `replace` that did not wait to finish.
+            std::thread::sleep(Duration::from_millis(50));
+            replaced.load(Ordering::SeqCst)
+        })
+        .await
+        .unwrap();
+    replacer.join().unwrap();
+    assert!(
+        !replaced_during_callback,
+        "replace ran while the callback held the item"
+    );
+    assert!(replaced.load(Ordering::SeqCst));
+}
+
+/// `has_synced` turns true only once the callback of the last initial item returned,
+/// even though the callback runs without the queue's lock.
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_has_synced_waits_for_the_last_callback_to_return() {
+    let f = fifo();
+    f.replace(vec![mk("a", 1)], "1").unwrap();
+    let synced_inside = f.pop(|_| f.has_synced()).await.unwrap();
+    assert!(!synced_inside);
+    assert!(f.has_synced());
+}
+
+// ---------- first lists streamed in page by page ----------
+
+fn streaming_fifo(known: Vec<Obj>) -> DeltaFIFO<ConfigMap> {
+    DeltaFIFO::new(
+        DeltaFifoOptions::default()
+            .known_objects(Arc::new(Literal(known)))
+            .emit_delta_type_replaced(true),
+    )
+}
+
+/// The pages of a first list into an empty FIFO are poppable as they come, each item
+/// marked as in the initial list; `has_synced` waits for the list's end and then for
+/// every item still queued.
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_streamed_first_list_pops_before_it_ends() {
+    let f = streaming_fifo(vec![]);
+    let (a, b, c, e) = (mk("a", 1), mk("b", 2), mk("c", 3), mk("e", 4));
+    assert!(f.stream_list_page(&[a.clone(), b.clone()], true).unwrap());
+    let first = pop(&f).await;
+    assert_eq!(first.key.as_str(), "a");
+    assert_eq!(first.deltas, deltas(vec![d(Replaced, &a)]));
+    assert!(first.is_in_initial_list);
+    assert!(!f.has_synced(), "the list has not ended");
+    assert!(f.stream_list_page(std::slice::from_ref(&c), false).unwrap());
+    f.finish_list_stream(vec![e.clone()], "9").unwrap();
+    assert!(!f.has_synced(), "b, c and e are still queued");
+    for (name, obj) in [("b", &b), ("c", &c), ("e", &e)] {
+        let item = pop(&f).await;
+        assert_eq!(item.key.as_str(), name);
+        assert_eq!(item.deltas, deltas(vec![d(Replaced, obj)]));
+        assert!(item.is_in_initial_list);
+    }
+    assert!(f.has_synced());
+    assert_nothing_to_pop(&f).await;
+}
+
+/// Only a first list into an empty FIFO streams: not after a `replace` or an `add`,
+/// not with known objects, not a page whose list's first page was refused.
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_stream_refused_unless_first_list_into_empty_fifo() {
+    let page = [mk("x", 1)];
+    let replaced = streaming_fifo(vec![]);
+    replaced.replace(vec![], "1").unwrap();
+    assert!(!replaced.stream_list_page(&page, true).unwrap());
+
+    let added = streaming_fifo(vec![]);
+    added.add(mk("a", 1)).unwrap();
+    assert!(!added.stream_list_page(&page, true).unwrap());
+
+    let known = streaming_fifo(vec![mk("k", 1)]);
+    assert!(!known.stream_list_page(&page, true).unwrap());
+
+    let no_first_page = streaming_fifo(vec![]);
+    assert!(!no_first_page.stream_list_page(&page, false).unwrap());
+    assert!(no_first_page.is_empty());
+
+    let closed = streaming_fifo(vec![]);
+    closed.close();
+    assert_eq!(
+        closed.stream_list_page(&page, true),
+        Err(StoreError::Closed)
+    );
+}
+
+/// A streamed list that is abandoned (its next page failed) is reconciled by the
+/// next list's `replace`: streamed objects the new list lacks get a tombstone, the
+/// ones it has get its version, and the initial population is everything queued.
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_abandoned_stream_is_reconciled_by_replace() {
+    let f = streaming_fifo(vec![]);
+    let (a, b) = (mk("a", 1), mk("b", 2));
+    assert!(f.stream_list_page(&[a.clone(), b.clone()], true).unwrap());
+    // The list starts over; its first page finds the FIFO no longer empty.
+    let (b2, c) = (mk("b", 3), mk("c", 4));
+    assert!(!f.stream_list_page(&[b2.clone(), c.clone()], true).unwrap());
+    f.replace(vec![b2.clone(), c.clone()], "9").unwrap();
+    assert_pops(
+        &f,
+        vec![
+            deltas(vec![d(Replaced, &a), tomb("a", &a)]),
+            deltas(vec![d(Replaced, &b), d(Replaced, &b2)]),
+            deltas(vec![d(Replaced, &c)]),
+        ],
+    )
+    .await;
+    assert!(f.has_synced());
 }

@@ -157,6 +157,23 @@ struct State<K> {
     /// Set by `close`; pops fail with `Closed` once the queue is drained, writes fail
     /// at once. Guarded by `DeltaFIFO::state`.
     closed: bool,
+    /// A first list is coming in page by page (`stream_list_page` took its first
+    /// page into an empty FIFO); `finish_list_stream` ends it, `replace` or a
+    /// refused first page cancels it. Guarded by `DeltaFIFO::state`.
+    streaming: bool,
+}
+
+/// Items a `pop` took, in its callback's hands; dropped when the callback returns
+/// (or unwinds), which counts them out of the initial population.
+struct Popped<'a, K> {
+    fifo: &'a DeltaFIFO<K>,
+    count: usize,
+}
+
+impl<K> Drop for Popped<'_, K> {
+    fn drop(&mut self) {
+        self.fifo.finish_processing(self.count);
+    }
 }
 
 /// A producer-consumer queue of per-object changes, as client-go's `DeltaFIFO`.
@@ -203,8 +220,16 @@ struct State<K> {
 /// # }
 /// ```
 pub struct DeltaFIFO<K> {
-    /// The one lock. Never held across an `.await`.
+    /// Guards the queue and its bookkeeping. Never held across an `.await`, nor
+    /// while a `pop` callback runs.
     state: Mutex<State<K>>,
+    /// Held by a `pop` from taking its items until its callback returned, and by
+    /// every write that consults the known objects (`delete`, `replace`,
+    /// `resync`), so those never see an item popped but not yet applied to the
+    /// consumer's cache. `add` and `update` do not take it: they run while a
+    /// callback applies the previous items. Lock order: this, then `state`. Never
+    /// held across an `.await`.
+    processing: Mutex<()>,
     /// Wakes `pop`s: `notify_one` per newly queued key, `notify_waiters` on `replace`,
     /// `resync` and `close`.
     notify: Notify,
@@ -251,7 +276,9 @@ impl<K> DeltaFIFO<K> {
                 initial_population_count: 0,
                 synced: false,
                 closed: false,
+                streaming: false,
             }),
+            processing: Mutex::new(()),
             notify: Notify::new(),
             synced_notify: Notify::new(),
             key_func: options.key_func,
@@ -266,6 +293,15 @@ impl<K> DeltaFIFO<K> {
     /// ignored.
     fn lock(&self) -> MutexGuard<'_, State<K>> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the processing lock (before `state`, never after). A panicking `pop`
+    /// callback poisons it; its items were popped and are lost, nothing else is
+    /// inconsistent, so poisoning is ignored.
+    fn lock_processing(&self) -> MutexGuard<'_, ()> {
+        self.processing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The key of `obj`, computed by the key function.
@@ -399,15 +435,19 @@ impl<K> DeltaFIFO<K> {
         self.lock().items.get(key).cloned()
     }
 
-    /// Waits for a queued item, removes it and runs `process` on it **while holding
-    /// the FIFO's lock**, as client-go's `Pop`: whatever `process` updates (the
-    /// informer's indexer, the known objects) changes atomically with the queue, so
-    /// `replace`, `resync` and [`has_synced`](DeltaFIFO::has_synced) never see the item
-    /// missing from both the queue and the cache. Items come out in the order their keys were first queued.
+    /// Waits for a queued item, removes it and runs `process` on it, as client-go's
+    /// `Pop`: whatever `process` updates (the informer's indexer, the known objects)
+    /// changes atomically with the queue for `delete`, `replace`, `resync` and
+    /// [`has_synced`](DeltaFIFO::has_synced), which wait for a running `process`,
+    /// so none of them sees the item missing from both the queue and the cache.
+    /// Unlike client-go, `add` and `update` do not wait: a reflector queues the next
+    /// events while the consumer applies the previous ones. Items come out in the
+    /// order their keys were first queued.
     ///
-    /// `process` must be quick and must not call this FIFO (the lock is not
-    /// reentrant: that deadlocks). If it panics, the item is lost and the panic
-    /// propagates; the FIFO stays usable.
+    /// `process` must be quick and must not call this FIFO's `pop`, `delete`,
+    /// `replace` or `resync` (the processing lock is not reentrant: that
+    /// deadlocks). If it panics, the item is lost and the panic propagates; the FIFO
+    /// stays usable.
     ///
     /// # Errors
     /// [`FifoError::Closed`] once the FIFO is closed **and** drained: items queued
@@ -442,8 +482,8 @@ impl<K> DeltaFIFO<K> {
     }
 
     /// As [`pop`](DeltaFIFO::pop), for up to `max` queued items at once (at least
-    /// one; `max` 0 counts as 1): `process` gets them in queue order, under the lock,
-    /// as if they were popped one after another with nothing queued in between.
+    /// one; `max` 0 counts as 1): `process` gets them in queue order, under the
+    /// processing lock, as if they were popped one after another with nothing queued in between.
     /// Handing items over in batches lets a consumer pay its own per-round costs
     /// (locks, wake-ups of downstream tasks) once per batch.
     ///
@@ -490,7 +530,7 @@ impl<K> DeltaFIFO<K> {
     }
 
     /// Waits for a queued item and pops it with up to `max - 1` more, handing
-    /// `process` the first and the rest under the lock.
+    /// `process` the first and the rest under the processing lock.
     async fn pop_some<R>(
         &self,
         max: usize,
@@ -504,6 +544,7 @@ impl<K> DeltaFIFO<K> {
         let mut registered = false;
         loop {
             {
+                let processing = self.lock_processing();
                 let mut state = self.lock();
                 if let Some(first) = Self::pop_front_locked(&mut state) {
                     let more = max.saturating_sub(1).min(state.queue.len());
@@ -514,12 +555,16 @@ impl<K> DeltaFIFO<K> {
                             None => break,
                         }
                     }
-                    let flipped = Self::check_synced_locked(&mut state);
-                    // `state` is still locked: `process` runs under the lock, so
-                    // `has_synced` turns true only once it returned.
-                    let result = process(first, rest);
                     drop(state);
-                    self.announce_synced(flipped);
+                    // The items count as popped (for `has_synced`) only once
+                    // `process` returned, or unwound.
+                    let popped = Popped {
+                        fifo: self,
+                        count: rest.len() + 1,
+                    };
+                    let result = process(first, rest);
+                    drop(popped);
+                    drop(processing);
                     return Ok(result);
                 }
                 if state.closed {
@@ -538,12 +583,11 @@ impl<K> DeltaFIFO<K> {
     }
 
     /// Removes the first queued key and its deltas, or returns `None` when the queue
-    /// is empty. Counts down the initial population, so `has_synced` turns true with
-    /// the last initial item (still under the lock its caller holds).
+    /// is empty. The caller counts the item out of the initial population (see
+    /// [`Popped`]) once it has been processed.
     fn pop_front_locked(state: &mut State<K>) -> Option<PoppedItem<K>> {
         while let Some(key) = state.queue.pop_front() {
             let is_in_initial_list = !Self::has_synced_locked(state);
-            state.initial_population_count = state.initial_population_count.saturating_sub(1);
             let removed = state.items.remove(&key);
             if state.queue.is_empty() && state.queue.capacity() > SHRINK_ABOVE {
                 // A list's worth of keys went through; give the room back rather
@@ -565,6 +609,17 @@ impl<K> DeltaFIFO<K> {
             }
         }
         None
+    }
+
+    /// Counts `count` processed items out of the initial population; the last one
+    /// makes [`has_synced`](DeltaFIFO::has_synced) true.
+    fn finish_processing(&self, count: usize) {
+        let flipped = {
+            let mut state = self.lock();
+            state.initial_population_count = state.initial_population_count.saturating_sub(count);
+            Self::check_synced_locked(&mut state)
+        };
+        self.announce_synced(flipped);
     }
 
     /// As [`pop`](DeltaFIFO::pop) with a callback that returns the item itself.
@@ -614,6 +669,15 @@ impl<K: Object> DeltaFIFO<K> {
                 e.insert(Deltas::one(delta));
                 true
             }
+        }
+    }
+
+    /// The delta type of a listed item: `Replaced` if so configured, else `Sync`.
+    fn list_delta_type(&self) -> DeltaType {
+        if self.emit_delta_type_replaced {
+            DeltaType::Replaced
+        } else {
+            DeltaType::Sync
         }
     }
 
@@ -688,6 +752,7 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
     fn delete(&self, obj: Arc<K>) -> Result<(), StoreError> {
         let key = (self.key_func)(&obj)?;
         let (queued, flipped) = {
+            let _processing = self.lock_processing();
             let mut state = self.lock();
             if state.closed {
                 return Err(StoreError::Closed);
@@ -768,11 +833,8 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
             .into_iter()
             .map(|obj| Ok(((self.key_func)(&obj)?, obj)))
             .collect::<Result<Vec<_>, KeyError>>()?;
-        let action = if self.emit_delta_type_replaced {
-            DeltaType::Replaced
-        } else {
-            DeltaType::Sync
-        };
+        let action = self.list_delta_type();
+        let processing = self.lock_processing();
         let mut state = self.lock();
         if state.closed {
             return Err(StoreError::Closed);
@@ -786,7 +848,6 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
             self.queue_action_locked(&mut state, key, action, DeltaObject::Object(obj), transform);
         }
 
-        let mut queued_deletions = 0;
         // Every listed key is queued now; when nothing else is, nothing is missing.
         let missing = if state.queue.len() > listed.len() {
             Self::missing_queued_locked(&state, &listed)
@@ -794,7 +855,6 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
             Vec::new()
         };
         for (key, obj) in missing {
-            queued_deletions += 1;
             let tombstone = DeletedFinalStateUnknown {
                 key: key.clone(),
                 obj,
@@ -811,7 +871,6 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
                     tracing::info!(key = %key, "DeltaFIFO: known key vanished from the known objects during replace; no tombstone queued");
                     continue;
                 };
-                queued_deletions += 1;
                 let tombstone = DeletedFinalStateUnknown {
                     key: key.clone(),
                     obj,
@@ -826,13 +885,114 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
             }
         }
 
+        state.streaming = false;
         if !state.populated {
             state.populated = true;
-            state.initial_population_count = listed.len() + queued_deletions;
+            // Every queued key: the listed ones and the inferred deletions, plus any
+            // a list streamed in and abandoned left queued (those are listed again or
+            // deleted now, so they belong to this first population too).
+            state.initial_population_count = state.queue.len();
         }
         let flipped = Self::check_synced_locked(&mut state);
         let any_queued = !state.queue.is_empty();
         drop(state);
+        drop(processing);
+        self.announce_synced(flipped);
+        if any_queued {
+            self.notify.notify_waiters();
+        }
+        Ok(())
+    }
+
+    /// Queues the page with a `Replaced` (or `Sync`) delta per item, as `replace`
+    /// would, if the page belongs to a first list into an empty FIFO: with
+    /// `first_page`, the FIFO must never have been populated and hold nothing, nor
+    /// may the known objects; later pages follow a first page it took. The consumer
+    /// pops these items while the rest of the list is read, each marked as in the
+    /// initial list; [`has_synced`](DeltaFIFO::has_synced) waits for
+    /// [`finish_list_stream`](Store::finish_list_stream). Refuses (`Ok(false)`)
+    /// otherwise, or if a key cannot be computed (the final `replace` reports it).
+    ///
+    /// Unlike client-go, whose `Replace` queues a list only once it is complete,
+    /// the first list's objects reach handlers while later pages are still being
+    /// read. Nothing else changes: nothing could be deleted, nothing compared, and a
+    /// list that fails part way is reconciled by the next one's `replace`.
+    fn stream_list_page(&self, items: &[Arc<K>], first_page: bool) -> Result<bool, StoreError> {
+        let Ok(keyed) = items
+            .iter()
+            .map(|obj| Ok(((self.key_func)(obj)?, Arc::clone(obj))))
+            .collect::<Result<Vec<_>, KeyError>>()
+        else {
+            return Ok(false);
+        };
+        // The processing lock makes the emptiness check see popped items as cached.
+        let processing = self.lock_processing();
+        let mut state = self.lock();
+        if state.closed {
+            return Err(StoreError::Closed);
+        }
+        if first_page {
+            state.streaming = !state.populated
+                && state.queue.is_empty()
+                && self.known_objects.as_ref().is_none_or(|k| k.is_empty());
+        }
+        drop(processing);
+        if !state.streaming {
+            return Ok(false);
+        }
+        let action = self.list_delta_type();
+        let transform = self.transform.is_some();
+        for (key, obj) in keyed {
+            self.queue_action_locked(&mut state, key, action, DeltaObject::Object(obj), transform);
+        }
+        let any_queued = !state.queue.is_empty();
+        drop(state);
+        if any_queued {
+            self.notify.notify_waiters();
+        }
+        Ok(true)
+    }
+
+    /// Queues `rest` as [`stream_list_page`](Store::stream_list_page) queued the
+    /// pages, and ends the streamed list: the FIFO is populated, and every item still
+    /// queued is the initial population [`has_synced`](DeltaFIFO::has_synced) waits
+    /// for. If no streamed list is under way, this is `replace(rest)`.
+    fn finish_list_stream(
+        &self,
+        rest: Vec<Arc<K>>,
+        resource_version: &str,
+    ) -> Result<(), StoreError> {
+        let keyed = rest
+            .iter()
+            .map(|obj| Ok(((self.key_func)(obj)?, Arc::clone(obj))))
+            .collect::<Result<Vec<_>, KeyError>>()?;
+        let processing = self.lock_processing();
+        let mut state = self.lock();
+        if state.closed {
+            return Err(StoreError::Closed);
+        }
+        if !state.streaming {
+            drop(state);
+            drop(processing);
+            // The list started over after its streamed pages (an expired continue token), and
+            // the new list found the FIFO no longer empty: `rest` is then the whole list.
+            tracing::debug!("DeltaFIFO: a streamed list was started over; replacing");
+            return self.replace(rest, resource_version);
+        }
+        let action = self.list_delta_type();
+        let transform = self.transform.is_some();
+        for (key, obj) in keyed {
+            self.queue_action_locked(&mut state, key, action, DeltaObject::Object(obj), transform);
+        }
+        state.streaming = false;
+        if !state.populated {
+            state.populated = true;
+            state.initial_population_count = state.queue.len();
+        }
+        let flipped = Self::check_synced_locked(&mut state);
+        let any_queued = !state.queue.is_empty();
+        drop(state);
+        drop(processing);
         self.announce_synced(flipped);
         if any_queued {
             self.notify.notify_waiters();
@@ -844,6 +1004,7 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
     /// delta (a pending delta is newer than the known object, so re-delivering the
     /// known one would go back in time). Does nothing without known objects.
     fn resync(&self) -> Result<(), StoreError> {
+        let processing = self.lock_processing();
         let mut state = self.lock();
         if state.closed {
             return Err(StoreError::Closed);
@@ -869,6 +1030,7 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
             );
         }
         drop(state);
+        drop(processing);
         if queued {
             self.notify.notify_waiters();
         }

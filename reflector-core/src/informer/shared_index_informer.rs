@@ -457,25 +457,37 @@ impl<K: Object> SharedIndexInformer<K> {
         let guard = StopGuard { informer: self };
         self.inner.processor.run();
 
-        let process = async {
-            loop {
-                match fifo
-                    .pop_batch(POP_BATCH, |items| {
-                        self.handle_batch(items, popped_key_is_cache_key);
-                    })
-                    .await
-                {
-                    Ok(()) => {}
-                    Err(FifoError::Closed) => break,
-                    Err(e) => tracing::error!(error = %e, "cannot pop from the DeltaFIFO"),
+        // The consumer runs in its own task, so applying popped items to the cache
+        // overlaps with the reflector decoding and queueing the next events. It ends
+        // when the FIFO is closed and drained; the guard aborts it if `run`'s future
+        // is dropped first.
+        let process = AbortOnDrop(Some(tokio::spawn({
+            let (this, fifo) = (self.clone(), Arc::clone(&fifo));
+            async move {
+                loop {
+                    match fifo
+                        .pop_batch(POP_BATCH, |items| {
+                            this.handle_batch(items, popped_key_is_cache_key);
+                        })
+                        .await
+                    {
+                        Ok(()) => {}
+                        Err(FifoError::Closed) => break,
+                        Err(e) => tracing::error!(error = %e, "cannot pop from the DeltaFIFO"),
+                    }
                 }
             }
-        };
+        })));
         let close_on_cancel = async {
             cancel.cancelled().await;
             fifo.close();
         };
-        tokio::join!(reflector.run(cancel.clone()), process, close_on_cancel);
+        tokio::join!(reflector.run(cancel.clone()), close_on_cancel);
+        if let Err(e) = process.join().await
+            && e.is_panic()
+        {
+            tracing::error!("the informer's processing task panicked");
+        }
 
         let tasks = self.inner.processor.stop();
         for task in tasks {
@@ -489,7 +501,7 @@ impl<K: Object> SharedIndexInformer<K> {
     }
 
     /// Applies popped items to the cache in order and notifies every listener once
-    /// per batch. Runs inside the FIFO's pop, under its lock, and holds
+    /// per batch. Runs inside the FIFO's pop, under its processing lock, and holds
     /// `block_deltas` until the batch is handed to the listeners, so a handler added
     /// meanwhile sees each object either in its initial adds or in a later batch.
     fn handle_batch(&self, items: Vec<PoppedItem<K>>, popped_key_is_cache_key: bool) {
@@ -575,6 +587,27 @@ impl<K: Object> SharedIndexInformer<K> {
 
     pub(crate) fn handler_count(&self) -> usize {
         self.inner.processor.listener_count()
+    }
+}
+
+/// Aborts a spawned task when dropped (a `run` future dropped before the task ended).
+struct AbortOnDrop(Option<tokio::task::JoinHandle<()>>);
+
+impl AbortOnDrop {
+    /// Waits for the task to end.
+    async fn join(mut self) -> Result<(), tokio::task::JoinError> {
+        match self.0.take() {
+            Some(task) => task.await,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
     }
 }
 

@@ -267,7 +267,7 @@ where
             let rv = self.relist_resource_version();
             result = self.list_at(&rv, page_size).await;
         }
-        let list = result.map_err(|source| {
+        let (list, streamed) = result.map_err(|source| {
             self.stats.count_error(&source);
             ReflectorError::List {
                 resource: self.name.clone(),
@@ -286,32 +286,58 @@ where
         if relist {
             bump(&self.stats.relists);
         }
-        tracing::debug!(reflector = %self.name, items = list.items.len(),
+        tracing::debug!(reflector = %self.name, items = list.items.len() + streamed,
             resource_version = %list.resource_version, "listed");
-        self.store
-            .replace(list.items, &list.resource_version)
-            .map_err(|source| ReflectorError::Sync {
-                resource: self.name.clone(),
-                source,
-            })?;
+        let stored = if streamed > 0 {
+            self.store
+                .finish_list_stream(list.items, &list.resource_version)
+        } else {
+            self.store.replace(list.items, &list.resource_version)
+        };
+        stored.map_err(|source| ReflectorError::Sync {
+            resource: self.name.clone(),
+            source,
+        })?;
         self.set_last_sync_resource_version(&list.resource_version);
         Ok(())
     }
 
     /// Lists everything at `rv`, page by page, each object the store already caches
     /// unchanged swapped for the cached copy as its page arrives.
+    ///
+    /// Each page is offered to the store ([`Store::stream_list_page`]); what it
+    /// takes is not kept in the returned list, and the count of such items comes
+    /// back beside it (the list must then end with `finish_list_stream`).
     async fn list_at(
         &self,
         rv: &str,
         page_size: Option<u32>,
-    ) -> Result<pager::FullList<K>, ListWatchError> {
-        let keep = |obj: K| {
-            self.store
-                .cached_unchanged(&obj)
-                .unwrap_or_else(|| Arc::new(obj))
+    ) -> Result<(pager::FullList<K>, usize), ListWatchError> {
+        let mut streamed = 0;
+        let keep = |page: Vec<K>, first_page: bool| {
+            let items: Vec<Arc<K>> = page
+                .into_iter()
+                .map(|obj| {
+                    self.store
+                        .cached_unchanged(&obj)
+                        .unwrap_or_else(|| Arc::new(obj))
+                })
+                .collect();
+            match self.store.stream_list_page(&items, first_page) {
+                Ok(true) => {
+                    streamed += items.len();
+                    Vec::new()
+                }
+                Ok(false) => items,
+                Err(e) => {
+                    // The list ends with a `replace`, which reports the same error.
+                    tracing::debug!(reflector = %self.name, error = %e, "the store did not take a list page");
+                    items
+                }
+            }
         };
         let base = ListParams::default();
-        pager::list_all(
+        let list = pager::list_all(
             &self.lister_watcher,
             &base,
             rv,
@@ -319,7 +345,8 @@ where
             &self.stats,
             keep,
         )
-        .await
+        .await?;
+        Ok((list, streamed))
     }
 
     /// The page size for a list at `rv`, as client-go decides it.

@@ -17,9 +17,11 @@ pub(crate) struct FullList<K> {
 }
 
 /// Lists everything at `resource_version`, in pages of `page_size` (`None`: one
-/// request without a limit). Each decoded item goes through `keep` as its page
-/// arrives (the reflector swaps unchanged objects for the cached copy there, so
-/// decoded duplicates are freed page by page).
+/// request without a limit). Each decoded page goes to `keep` as it arrives, with
+/// whether it starts a list (the first page, or the one page of a list started over);
+/// the returned items are what the whole list keeps (the reflector swaps unchanged
+/// objects for the cached copy there, so decoded duplicates are freed page by page,
+/// and may hand a page on to the store at once and keep nothing of it).
 ///
 /// Continuation pages are requested with no resource version, as the API server
 /// requires. If a continuation page is answered `410 Expired`, the whole list is
@@ -31,7 +33,7 @@ pub(crate) async fn list_all<K, L>(
     resource_version: &str,
     page_size: Option<u32>,
     stats: &StatsCounters,
-    keep: impl Fn(K) -> Arc<K>,
+    mut keep: impl FnMut(Vec<K>, bool) -> Vec<Arc<K>>,
 ) -> Result<FullList<K>, ListWatchError>
 where
     K: Clone,
@@ -58,18 +60,28 @@ where
                 full.limit = None;
                 bump(&stats.list_pages);
                 let list = lw.list(&full).await?;
-                return Ok(into_full(Vec::new(), list, None, paginated, &keep));
+                return Ok(into_full(
+                    Vec::new(),
+                    list,
+                    None,
+                    paginated,
+                    true,
+                    &mut keep,
+                ));
             }
             Err(e) => return Err(e),
         };
         let cont = page.metadata.continue_.clone().filter(|c| !c.is_empty());
+        let first = params.continue_token.is_none();
         let Some(token) = cont else {
-            return Ok(into_full(items, page, first_rv, paginated, &keep));
+            return Ok(into_full(
+                items, page, first_rv, paginated, first, &mut keep,
+            ));
         };
         if first_rv.is_none() {
             first_rv = page.metadata.resource_version.clone();
         }
-        items.extend(page.items.into_iter().map(&keep));
+        items.extend(keep(page.items, first));
         paginated = true;
         params.continue_token = Some(token);
         params.resource_version = None;
@@ -82,7 +94,8 @@ fn into_full<K>(
     last: ObjectList<K>,
     first_rv: Option<String>,
     paginated: bool,
-    keep: impl Fn(K) -> Arc<K>,
+    first: bool,
+    keep: &mut impl FnMut(Vec<K>, bool) -> Vec<Arc<K>>,
 ) -> FullList<K>
 where
     K: Clone,
@@ -90,7 +103,7 @@ where
     let resource_version = first_rv
         .or_else(|| last.metadata.resource_version.clone())
         .unwrap_or_default();
-    items.extend(last.items.into_iter().map(keep));
+    items.extend(keep(last.items, first));
     FullList {
         items,
         resource_version,

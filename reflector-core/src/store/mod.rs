@@ -131,6 +131,39 @@ pub trait Store<K: Object>: Send + Sync {
     fn cached_unchanged(&self, _obj: &K) -> Option<Arc<K>> {
         None
     }
+
+    /// Offered one page of a list still being read, so the consumer can start on its
+    /// objects before the last page is in; `first_page` says the page starts a list
+    /// (its first page, or the single page of a list started over). Returns whether
+    /// the store took the page; if it did, the reflector ends the list with
+    /// [`finish_list_stream`](Store::finish_list_stream) and the items no page
+    /// handed over, instead of [`replace`](Store::replace).
+    ///
+    /// A store takes pages only of a first list into an empty store (nothing queued,
+    /// nothing cached, never populated), where `replace` would find nothing to delete
+    /// and nothing to compare against, so taking the list page by page changes only
+    /// *when* objects arrive. Default: never (`Ok(false)`).
+    ///
+    /// # Errors
+    /// [`StoreError::Closed`] on a closed FIFO.
+    fn stream_list_page(&self, _items: &[Arc<K>], _first_page: bool) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+
+    /// Ends a list whose pages [`stream_list_page`](Store::stream_list_page) took:
+    /// `rest` holds the listed items no page handed over, `resource_version` is the
+    /// list's. Default: [`replace`](Store::replace) with `rest` (a store that takes
+    /// no page never sees this call).
+    ///
+    /// # Errors
+    /// As [`replace`](Store::replace).
+    fn finish_list_stream(
+        &self,
+        rest: Vec<Arc<K>>,
+        resource_version: &str,
+    ) -> Result<(), StoreError> {
+        self.replace(rest, resource_version)
+    }
 }
 
 /// `cached`, if it is `obj`'s state: same resourceVersion (set on both).
