@@ -457,37 +457,32 @@ impl<K: Object> SharedIndexInformer<K> {
         let guard = StopGuard { informer: self };
         self.inner.processor.run();
 
-        // The consumer runs in its own task, so applying popped items to the cache
-        // overlaps with the reflector decoding and queueing the next events. It ends
-        // when the FIFO is closed and drained; the guard aborts it if `run`'s future
-        // is dropped first.
-        let process = AbortOnDrop(Some(tokio::spawn({
-            let (this, fifo) = (self.clone(), Arc::clone(&fifo));
-            async move {
-                loop {
-                    match fifo
-                        .pop_batch(POP_BATCH, |items| {
-                            this.handle_batch(items, popped_key_is_cache_key);
-                        })
-                        .await
-                    {
-                        Ok(()) => {}
-                        Err(FifoError::Closed) => break,
-                        Err(e) => tracing::error!(error = %e, "cannot pop from the DeltaFIFO"),
-                    }
+        // The consumer shares the reflector's task: the two take turns whenever the
+        // watch stream waits, so a watch faster than the consumer cannot pile
+        // objects up in the FIFO. Run as two tasks, a churn of 100k events over 10k
+        // objects held up to 10k pending objects (+110–215 MB of heap for full
+        // ConfigMaps) for 5% more events/s. A first list still overlaps: its pages
+        // are decoded in the list read-ahead's task while this one applies the
+        // pages already streamed into the FIFO.
+        let process = async {
+            loop {
+                match fifo
+                    .pop_batch(POP_BATCH, |items| {
+                        self.handle_batch(items, popped_key_is_cache_key);
+                    })
+                    .await
+                {
+                    Ok(()) => {}
+                    Err(FifoError::Closed) => break,
+                    Err(e) => tracing::error!(error = %e, "cannot pop from the DeltaFIFO"),
                 }
             }
-        })));
+        };
         let close_on_cancel = async {
             cancel.cancelled().await;
             fifo.close();
         };
-        tokio::join!(reflector.run(cancel.clone()), close_on_cancel);
-        if let Err(e) = process.join().await
-            && e.is_panic()
-        {
-            tracing::error!("the informer's processing task panicked");
-        }
+        tokio::join!(reflector.run(cancel.clone()), process, close_on_cancel);
 
         let tasks = self.inner.processor.stop();
         for task in tasks {
@@ -587,27 +582,6 @@ impl<K: Object> SharedIndexInformer<K> {
 
     pub(crate) fn handler_count(&self) -> usize {
         self.inner.processor.listener_count()
-    }
-}
-
-/// Aborts a spawned task when dropped (a `run` future dropped before the task ended).
-struct AbortOnDrop(Option<tokio::task::JoinHandle<()>>);
-
-impl AbortOnDrop {
-    /// Waits for the task to end.
-    async fn join(mut self) -> Result<(), tokio::task::JoinError> {
-        match self.0.take() {
-            Some(task) => task.await,
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        if let Some(task) = self.0.take() {
-            task.abort();
-        }
     }
 }
 

@@ -154,10 +154,6 @@ pub(crate) async fn handle_watch<K: Object>(
         set_rv(&rv, past_initial_adds);
         event_count += 1;
         bump(&stats.events);
-        // A stream that is always ready (a fast server, a scripted source) must not
-        // keep this worker thread to itself: the task yields once its scheduling
-        // budget is spent, which also lets the informer's consumer run beside it.
-        tokio::task::consume_budget().await;
         if exit_on_initial_events_end && initial_events_end {
             tracing::debug!(
                 reflector = name,
