@@ -19,10 +19,11 @@ use crate::store::{KeyListerGetter, Store, StoreError};
 /// `TransformFunc`: typically strips fields the consumer never reads (such as
 /// `managedFields`) to save memory.
 ///
-/// It runs exactly once per object entering through `add`, `update`, `delete` or
-/// `replace`, before anyone else sees the object, and never on tombstones nor on
-/// the `Sync` deltas of `resync` (those objects come from the known objects, which
-/// were transformed already). Keep it fast: it runs under the FIFO's lock.
+/// It runs exactly once per object entering through `add`, `update`, `delete`,
+/// `replace` or a streamed list page, before anyone else sees the object, and never
+/// on tombstones nor on the `Sync` deltas of `resync` (those objects come from the
+/// known objects, which were transformed already). Keep it fast: it runs under the
+/// FIFO's lock.
 ///
 /// # Example
 /// ```

@@ -16,9 +16,12 @@
 //!
 //! The semantics are client-go's `tools/cache/delta_fifo.go`: consecutive deletes
 //! collapse, `replace` tombstones what disappeared, `resync` only re-delivers
-//! objects with nothing pending, `pop` runs its callback under the lock, and
-//! [`has_synced`](DeltaFIFO::has_synced) (or [`wait_synced`](DeltaFIFO::wait_synced))
-//! turns true once the first relist is popped.
+//! objects with nothing pending, `pop` runs its callback atomically with respect
+//! to `delete`, `replace` and `resync` (under a processing lock; `add` and `update`
+//! go on meanwhile), and [`has_synced`](DeltaFIFO::has_synced) (or
+//! [`wait_synced`](DeltaFIFO::wait_synced)) turns true once the first list is
+//! popped. One departure: the pages of a first list into an empty FIFO can be
+//! queued as they arrive ([`Store::stream_list_page`](crate::store::Store::stream_list_page)).
 
 mod delta;
 mod delta_fifo;
