@@ -673,6 +673,48 @@ impl<K: Object> DeltaFIFO<K> {
         }
     }
 
+    /// `items` with their keys; the first key error fails them all.
+    fn keyed(
+        &self,
+        items: impl IntoIterator<Item = Arc<K>>,
+    ) -> Result<Vec<(ObjectKey, Arc<K>)>, KeyError> {
+        items
+            .into_iter()
+            .map(|obj| Ok(((self.key_func)(&obj)?, obj)))
+            .collect()
+    }
+
+    /// Queues listed items with a `Replaced` (or `Sync`) delta each, as a streamed
+    /// list's pages: every one is new to the FIFO, so the transform runs on it.
+    fn queue_listed_locked(&self, state: &mut State<K>, keyed: Vec<(ObjectKey, Arc<K>)>) {
+        let action = self.list_delta_type();
+        let transform = self.transform.is_some();
+        for (key, obj) in keyed {
+            self.queue_action_locked(state, key, action, DeltaObject::Object(obj), transform);
+        }
+    }
+
+    /// Ends a list (`replace` or a streamed one) and unlocks: the first list makes
+    /// the FIFO populated, with every queued key as its initial population — the
+    /// listed ones and inferred deletions, plus any a list streamed in and abandoned
+    /// left queued (listed again or deleted now, so part of this population too).
+    /// Then wakes `wait_synced` and the poppers.
+    fn end_list(&self, mut state: MutexGuard<'_, State<K>>, processing: MutexGuard<'_, ()>) {
+        state.streaming = false;
+        if !state.populated {
+            state.populated = true;
+            state.initial_population_count = state.queue.len();
+        }
+        let flipped = Self::check_synced_locked(&mut state);
+        let any_queued = !state.queue.is_empty();
+        drop(state);
+        drop(processing);
+        self.announce_synced(flipped);
+        if any_queued {
+            self.notify.notify_waiters();
+        }
+    }
+
     /// The delta type of a listed item: `Replaced` if so configured, else `Sync`.
     fn list_delta_type(&self) -> DeltaType {
         if self.emit_delta_type_replaced {
@@ -830,10 +872,7 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
     /// The first `replace` sets the initial population that
     /// [`has_synced`](DeltaFIFO::has_synced) waits for: every key it queued.
     fn replace(&self, items: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
-        let keyed = items
-            .into_iter()
-            .map(|obj| Ok(((self.key_func)(&obj)?, obj)))
-            .collect::<Result<Vec<_>, KeyError>>()?;
+        let keyed = self.keyed(items)?;
         let action = self.list_delta_type();
         let processing = self.lock_processing();
         let mut state = self.lock();
@@ -886,22 +925,7 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
             }
         }
 
-        state.streaming = false;
-        if !state.populated {
-            state.populated = true;
-            // Every queued key: the listed ones and the inferred deletions, plus any
-            // a list streamed in and abandoned left queued (those are listed again or
-            // deleted now, so they belong to this first population too).
-            state.initial_population_count = state.queue.len();
-        }
-        let flipped = Self::check_synced_locked(&mut state);
-        let any_queued = !state.queue.is_empty();
-        drop(state);
-        drop(processing);
-        self.announce_synced(flipped);
-        if any_queued {
-            self.notify.notify_waiters();
-        }
+        self.end_list(state, processing);
         Ok(())
     }
 
@@ -919,11 +943,7 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
     /// read. Nothing else changes: nothing could be deleted, nothing compared, and a
     /// list that fails part way is reconciled by the next one's `replace`.
     fn stream_list_page(&self, items: &[Arc<K>], first_page: bool) -> Result<bool, StoreError> {
-        let Ok(keyed) = items
-            .iter()
-            .map(|obj| Ok(((self.key_func)(obj)?, Arc::clone(obj))))
-            .collect::<Result<Vec<_>, KeyError>>()
-        else {
+        let Ok(keyed) = self.keyed(items.iter().cloned()) else {
             return Ok(false);
         };
         // The processing lock makes the emptiness check see popped items as cached.
@@ -941,11 +961,7 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
         if !state.streaming {
             return Ok(false);
         }
-        let action = self.list_delta_type();
-        let transform = self.transform.is_some();
-        for (key, obj) in keyed {
-            self.queue_action_locked(&mut state, key, action, DeltaObject::Object(obj), transform);
-        }
+        self.queue_listed_locked(&mut state, keyed);
         let any_queued = !state.queue.is_empty();
         drop(state);
         if any_queued {
@@ -963,10 +979,7 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
         rest: Vec<Arc<K>>,
         resource_version: &str,
     ) -> Result<(), StoreError> {
-        let keyed = rest
-            .iter()
-            .map(|obj| Ok(((self.key_func)(obj)?, Arc::clone(obj))))
-            .collect::<Result<Vec<_>, KeyError>>()?;
+        let keyed = self.keyed(rest.iter().cloned())?;
         let processing = self.lock_processing();
         let mut state = self.lock();
         if state.closed {
@@ -980,24 +993,8 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
             tracing::debug!("DeltaFIFO: a streamed list was started over; replacing");
             return self.replace(rest, resource_version);
         }
-        let action = self.list_delta_type();
-        let transform = self.transform.is_some();
-        for (key, obj) in keyed {
-            self.queue_action_locked(&mut state, key, action, DeltaObject::Object(obj), transform);
-        }
-        state.streaming = false;
-        if !state.populated {
-            state.populated = true;
-            state.initial_population_count = state.queue.len();
-        }
-        let flipped = Self::check_synced_locked(&mut state);
-        let any_queued = !state.queue.is_empty();
-        drop(state);
-        drop(processing);
-        self.announce_synced(flipped);
-        if any_queued {
-            self.notify.notify_waiters();
-        }
+        self.queue_listed_locked(&mut state, keyed);
+        self.end_list(state, processing);
         Ok(())
     }
 

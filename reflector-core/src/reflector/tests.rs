@@ -1603,13 +1603,25 @@ async fn watch_list_reuses_cached_objects_whose_resource_version_is_unchanged() 
 
 // ---------- first lists streamed into an empty DeltaFIFO ----------
 
-/// A DeltaFIFO whose known objects are `indexer`, as an informer builds it.
-fn informer_fifo(indexer: &Arc<crate::store::Indexer<Pod>>) -> Arc<crate::fifo::DeltaFIFO<Pod>> {
-    Arc::new(crate::fifo::DeltaFIFO::new(
+/// A reflector into a DeltaFIFO whose known objects are an (empty) indexer, as an
+/// informer builds them.
+fn reflector_into_informer_fifo<L: ListerWatcher<Pod> + 'static>(
+    lw: L,
+) -> (Arc<crate::fifo::DeltaFIFO<Pod>>, Arc<Reflector<Pod, L>>) {
+    let indexer = Arc::new(crate::store::Indexer::<Pod>::new(
+        crate::store::Indexers::new(),
+    ));
+    let fifo = Arc::new(crate::fifo::DeltaFIFO::new(
         crate::fifo::DeltaFifoOptions::default()
-            .known_objects(indexer.clone())
+            .known_objects(indexer)
             .emit_delta_type_replaced(true),
-    ))
+    ));
+    let r = Arc::new(Reflector::new(
+        lw,
+        fifo.clone(),
+        ReflectorOptions::default(),
+    ));
+    (fifo, r)
 }
 
 /// Pops one item within a (paused-clock) second.
@@ -1666,15 +1678,7 @@ async fn first_list_streams_pages_into_an_empty_delta_fifo() {
         }),
         watch: Box::new(|_, _| futures::future::ready(Ok(pending_watch())).boxed()),
     };
-    let indexer = Arc::new(crate::store::Indexer::<Pod>::new(
-        crate::store::Indexers::new(),
-    ));
-    let fifo = informer_fifo(&indexer);
-    let r = Arc::new(Reflector::new(
-        lw,
-        fifo.clone(),
-        ReflectorOptions::default(),
-    ));
+    let (fifo, r) = reflector_into_informer_fifo(lw);
     let (cancel, task) = spawn_list_and_watch(&r);
     for name in ["a", "b"] {
         let item = pop_within_a_second(&fifo).await;
@@ -1720,15 +1724,7 @@ async fn streamed_list_started_over_after_expired_continue_is_reconciled() {
         },
         |_, _| Ok(pending_watch()),
     );
-    let indexer = Arc::new(crate::store::Indexer::<Pod>::new(
-        crate::store::Indexers::new(),
-    ));
-    let fifo = informer_fifo(&indexer);
-    let r = Arc::new(Reflector::new(
-        lw,
-        fifo.clone(),
-        ReflectorOptions::default(),
-    ));
+    let (fifo, r) = reflector_into_informer_fifo(lw);
     let (cancel, task) = spawn_list_and_watch(&r);
     eventually(|| r.last_sync_resource_version() == "20").await;
     use crate::fifo::DeltaType::{Deleted, Replaced};
