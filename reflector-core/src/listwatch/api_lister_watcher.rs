@@ -271,6 +271,12 @@ where
                 }
             };
             let _ = token_tx.send(peek_continue(&bytes));
+            // Let the woken pager send the next request before this task decodes:
+            // woken from here, it waits in this worker's LIFO slot, which other
+            // workers cannot take, until this task yields — it would otherwise ask
+            // for the next page only after the decode, and fetching never overlapped
+            // decoding.
+            tokio::task::yield_now().await;
             decode_list::<K>(&bytes, filter.as_deref()).map(Page::from)
         });
         self.prefetch.put(uri, token_rx, task);
