@@ -438,8 +438,15 @@ impl<K: Object> SharedIndexInformer<K> {
                 .clone()
                 .name(self.inner.name.clone())
                 .resync_period(st.resync_check_period);
-            let this = self.clone();
-            opts = opts.should_resync(move || this.inner.processor.should_resync());
+            // Weak: the reflector is kept in this informer's state, so a strong
+            // handle here would keep the informer, its cache and its handlers alive
+            // forever after the last user handle is dropped.
+            let inner = Arc::downgrade(&self.inner);
+            opts = opts.should_resync(move || {
+                inner
+                    .upgrade()
+                    .is_some_and(|inner| inner.processor.should_resync())
+            });
             if let Some(h) = &st.watch_error_handler {
                 let h = Arc::clone(h);
                 opts = opts.watch_error_handler(move |e| h(e));
