@@ -603,6 +603,39 @@ async fn shutdown() {
     );
 }
 
+/// Once stopped and no longer referenced, an informer frees its cache and its
+/// handlers: nothing it started keeps a handle to it.
+#[tokio::test(start_paused = true)]
+async fn dropped_informer_frees_its_cache_and_handlers() {
+    let source = FakeSource::<Pod>::new();
+    source.add(pod("pod1"));
+    let informer =
+        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
+    let handler = TestListener::default();
+    // The registration holds the informer (for its `has_synced`); drop it too.
+    drop(
+        informer
+            .add_event_handler_with_resync(handler.clone(), Duration::from_secs(1))
+            .unwrap(),
+    );
+    let (cancel, task) = start(&informer);
+    eventually(|| informer.has_synced()).await;
+    let cached = informer.lister().get(Some("ns"), "pod1").unwrap();
+    cancel.cancel();
+    task.await.unwrap();
+    drop(informer);
+    assert_eq!(
+        Arc::strong_count(&cached),
+        1,
+        "the cache still holds the object"
+    );
+    assert_eq!(
+        Arc::strong_count(&handler.received),
+        1,
+        "the handler was not dropped"
+    );
+}
+
 /// Deletes reach handlers, including tombstones for deletes seen only by a relist.
 #[tokio::test(start_paused = true)]
 async fn deletes_and_tombstones_reach_handlers() {
@@ -679,4 +712,118 @@ async fn slow_handler_does_not_delay_fast_handler() {
     assert!(slow_seen < 100, "slow handler already handled {slow_seen}");
     cancel.cancel();
     task.await.unwrap();
+}
+
+/// Lists nothing, then streams `events` ADDED pods that are all ready at once,
+/// counting how many the informer has pulled.
+struct AlwaysReady {
+    events: usize,
+    pulled: Arc<AtomicUsize>,
+}
+
+impl crate::listwatch::ListerWatcher<Pod> for AlwaysReady {
+    async fn list(
+        &self,
+        _: &kube::api::ListParams,
+    ) -> Result<kube::api::ObjectList<Pod>, ListWatchError> {
+        Ok(kube::api::ObjectList {
+            types: kube::api::TypeMeta {
+                api_version: "v1".into(),
+                kind: "PodList".into(),
+            },
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
+                resource_version: Some("1".into()),
+                ..Default::default()
+            },
+            items: Vec::new(),
+        })
+    }
+
+    async fn watch(
+        &self,
+        _: &kube::api::WatchParams,
+        _: &str,
+    ) -> Result<crate::listwatch::WatchStream<Pod>, ListWatchError> {
+        use futures::StreamExt;
+        let pulled = Arc::clone(&self.pulled);
+        Ok(futures::stream::iter(0..self.events)
+            .map(move |i| {
+                pulled.fetch_add(1, Ordering::SeqCst);
+                let mut p = pod(&format!("p{i}"));
+                p.metadata.resource_version = Some((i + 2).to_string());
+                Ok(kube::api::WatchEvent::Added(p))
+            })
+            .chain(futures::stream::pending())
+            .boxed())
+    }
+}
+
+/// A watch stream that never waits does not keep the informer's task from yielding:
+/// on a single-threaded runtime, handlers see the first events and another task
+/// runs while the stream is still being pulled (so the FIFO never holds the whole
+/// stream).
+#[tokio::test(flavor = "current_thread")]
+async fn always_ready_watch_does_not_monopolize_the_thread() {
+    const EVENTS: usize = 5_000;
+    let pulled = Arc::new(AtomicUsize::new(0));
+    let informer = SharedIndexInformer::new(
+        AlwaysReady {
+            events: EVENTS,
+            pulled: Arc::clone(&pulled),
+        },
+        Duration::ZERO,
+        Indexers::new(),
+    );
+    // How far the stream had been pulled when the handler saw its first event.
+    let pulled_at_first_event = Arc::new(AtomicUsize::new(usize::MAX));
+    let seen = Arc::new(AtomicUsize::new(0));
+    informer
+        .add_event_handler(crate::informer::EventHandlerFns::new().on_add({
+            let (pulled, first, seen) =
+                (pulled.clone(), pulled_at_first_event.clone(), seen.clone());
+            move |_: &Arc<Pod>, _| {
+                let _ = first.compare_exchange(
+                    usize::MAX,
+                    pulled.load(Ordering::SeqCst),
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                );
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
+        }))
+        .unwrap();
+    let ran_mid_stream = Arc::new(AtomicUsize::new(0));
+    let cancel = CancellationToken::new();
+    let ticker = tokio::spawn({
+        let (pulled, ran, cancel) = (pulled.clone(), ran_mid_stream.clone(), cancel.clone());
+        async move {
+            while !cancel.is_cancelled() {
+                let n = pulled.load(Ordering::SeqCst);
+                if n > 0 && n < EVENTS {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                }
+                tokio::task::yield_now().await;
+            }
+        }
+    });
+    let task = tokio::spawn({
+        let (i, c) = (informer.clone(), cancel.clone());
+        async move { i.run(c).await }
+    });
+    while seen.load(Ordering::SeqCst) < EVENTS {
+        tokio::task::yield_now().await;
+    }
+    cancel.cancel();
+    task.await.unwrap();
+    ticker.await.unwrap();
+    let first = pulled_at_first_event.load(Ordering::SeqCst);
+    assert!(
+        first < EVENTS,
+        "the first event reached the handler only after {first} of {EVENTS} were pulled"
+    );
+    assert!(
+        ran_mid_stream.load(Ordering::SeqCst) > 0,
+        "no other task ran while the stream was pulled"
+    );
+    assert_eq!(informer.indexer().len(), EVENTS);
 }
