@@ -48,9 +48,11 @@ fn config_map(i: usize) -> ConfigMap {
     }
 }
 
-/// Lists nothing, then streams the prepared events once.
+/// Lists `listed`, then — once `go` has a permit — streams the prepared events once.
 struct OneShot {
+    listed: Mutex<Option<Vec<ConfigMap>>>,
     events: Mutex<Option<Vec<WatchEvent<ConfigMap>>>>,
+    go: Arc<Notify>,
 }
 
 impl ListerWatcher<ConfigMap> for OneShot {
@@ -64,7 +66,7 @@ impl ListerWatcher<ConfigMap> for OneShot {
                 resource_version: Some("1".into()),
                 ..ListMeta::default()
             },
-            items: Vec::new(),
+            items: self.listed.lock().unwrap().take().unwrap_or_default(),
         })
     }
 
@@ -73,6 +75,7 @@ impl ListerWatcher<ConfigMap> for OneShot {
         _: &WatchParams,
         _: &str,
     ) -> Result<WatchStream<ConfigMap>, ListWatchError> {
+        self.go.notified().await;
         let events = self.events.lock().unwrap().take().unwrap_or_default();
         Ok(futures::stream::iter(events.into_iter().map(Ok))
             .chain(futures::stream::pending())
@@ -80,21 +83,211 @@ impl ListerWatcher<ConfigMap> for OneShot {
     }
 }
 
-/// Counts events; the last handler to reach the total wakes the benchmark.
+/// Handlers still short of a count; the last one to reach it wakes the benchmark.
+struct Phase {
+    remaining: AtomicUsize,
+    reached: Notify,
+}
+
+impl Phase {
+    fn new(handlers: usize) -> Arc<Self> {
+        Arc::new(Phase {
+            remaining: AtomicUsize::new(handlers),
+            reached: Notify::new(),
+        })
+    }
+
+    fn count(&self, seen: &AtomicUsize) {
+        if seen.fetch_add(1, Ordering::Relaxed) + 1 == EVENTS
+            && self.remaining.fetch_sub(1, Ordering::AcqRel) == 1
+        {
+            self.reached.notify_one();
+        }
+    }
+}
+
+/// Counts adds (the listed objects, or the ADDED events) and updates.
 struct Counter {
-    seen: AtomicUsize,
-    remaining: Arc<AtomicUsize>,
-    done: Arc<Notify>,
+    adds: AtomicUsize,
+    updates: AtomicUsize,
+    added: Arc<Phase>,
+    updated: Arc<Phase>,
 }
 
 impl EventHandler<ConfigMap> for Counter {
     fn on_add(&self, _: &Arc<ConfigMap>, _: bool) {
-        if self.seen.fetch_add(1, Ordering::Relaxed) + 1 == EVENTS
-            && self.remaining.fetch_sub(1, Ordering::AcqRel) == 1
-        {
-            self.done.notify_one();
-        }
+        self.added.count(&self.adds);
     }
+
+    fn on_update(&self, _: &Arc<ConfigMap>, _: &Arc<ConfigMap>) {
+        self.updated.count(&self.updates);
+    }
+}
+
+/// What the timed watch carries.
+#[derive(Clone, Copy)]
+enum Scenario {
+    /// 100k ADDED events into an empty cache: the cache, the FIFO and the heap grow
+    /// from nothing while the clock runs.
+    AddedIntoEmpty,
+    /// 100k MODIFIED events (each object once, new resource version) over 100k
+    /// listed and cached objects: a synced informer's steady state.
+    ModifiedOverCached,
+}
+
+/// Runs one informer through `scenario` with `handlers` counting handlers; returns
+/// the time from the first watch event to every handler having seen the last.
+fn run_once(
+    rt: &tokio::runtime::Runtime,
+    objects: &[ConfigMap],
+    scenario: Scenario,
+    handlers: usize,
+) -> Duration {
+    let (listed, events): (Vec<ConfigMap>, Vec<_>) = match scenario {
+        Scenario::AddedIntoEmpty => (
+            Vec::new(),
+            objects.iter().cloned().map(WatchEvent::Added).collect(),
+        ),
+        Scenario::ModifiedOverCached => (
+            objects.to_vec(),
+            objects
+                .iter()
+                .enumerate()
+                .map(|(i, o)| {
+                    let mut o = o.clone();
+                    o.metadata.resource_version = Some((EVENTS + 2 + i).to_string());
+                    WatchEvent::Modified(o)
+                })
+                .collect(),
+        ),
+    };
+    let listed_any = !listed.is_empty();
+    let go = Arc::new(Notify::new());
+    let lw = OneShot {
+        listed: Mutex::new(Some(listed)),
+        events: Mutex::new(Some(events)),
+        go: go.clone(),
+    };
+    let informer = SharedIndexInformer::new(lw, Duration::ZERO, Indexers::new());
+    let (added, updated) = (Phase::new(handlers), Phase::new(handlers));
+    for _ in 0..handlers {
+        informer
+            .add_event_handler(Counter {
+                adds: AtomicUsize::new(0),
+                updates: AtomicUsize::new(0),
+                added: added.clone(),
+                updated: updated.clone(),
+            })
+            .unwrap();
+    }
+    let done = match scenario {
+        Scenario::AddedIntoEmpty => Arc::clone(&added),
+        Scenario::ModifiedOverCached => updated,
+    };
+    rt.block_on(async {
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn({
+            let (i, c) = (informer.clone(), cancel.clone());
+            async move { i.run(c).await }
+        });
+        if listed_any {
+            added.reached.notified().await;
+        }
+        let start = Instant::now();
+        go.notify_one();
+        done.reached.notified().await;
+        let elapsed = start.elapsed();
+        cancel.cancel();
+        task.await.unwrap();
+        elapsed
+    })
+}
+
+/// As [`run_once`] for kube-runtime's reflector: the listed objects arrive as
+/// `Init`/`InitApply`/`InitDone` before the clock starts, then the timed events as
+/// `Apply`, until the consumer of `applied_objects()` has seen the last.
+fn run_kube_runtime(
+    rt: &tokio::runtime::Runtime,
+    objects: &[ConfigMap],
+    scenario: Scenario,
+) -> Duration {
+    use kube::runtime::WatchStreamExt;
+    use kube::runtime::{reflector as kr, watcher};
+
+    let (listed, timed): (Vec<watcher::Event<ConfigMap>>, Vec<_>) = match scenario {
+        Scenario::AddedIntoEmpty => (
+            Vec::new(),
+            objects.iter().cloned().map(watcher::Event::Apply).collect(),
+        ),
+        Scenario::ModifiedOverCached => (
+            std::iter::once(watcher::Event::Init)
+                .chain(objects.iter().cloned().map(watcher::Event::InitApply))
+                .chain(std::iter::once(watcher::Event::InitDone))
+                .collect(),
+            objects
+                .iter()
+                .enumerate()
+                .map(|(i, o)| {
+                    let mut o = o.clone();
+                    o.metadata.resource_version = Some((EVENTS + 2 + i).to_string());
+                    watcher::Event::Apply(o)
+                })
+                .collect(),
+        ),
+    };
+    let initial = if listed.is_empty() { 0 } else { EVENTS };
+    let go = Arc::new(Notify::new());
+    let (store, writer) = kr::store::<ConfigMap>();
+    let gate = {
+        let go = go.clone();
+        futures::stream::once(async move { go.notified().await }).filter_map(|()| async { None })
+    };
+    let stream = futures::stream::iter(listed.into_iter().map(Ok))
+        .chain(gate)
+        .chain(futures::stream::iter(timed.into_iter().map(Ok)))
+        .chain(futures::stream::pending());
+    let (added, updated) = (Phase::new(1), Phase::new(1));
+    let elapsed = rt.block_on(async {
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn({
+            let (added, updated, cancel) = (added.clone(), updated.clone(), cancel.clone());
+            async move {
+                let (adds, updates) = (AtomicUsize::new(0), AtomicUsize::new(0));
+                let mut seen = 0;
+                let consume = kr::reflector(writer, stream)
+                    .applied_objects()
+                    .for_each(|obj| {
+                        assert!(std::hint::black_box(obj).is_ok());
+                        seen += 1;
+                        if initial == 0 || seen <= initial {
+                            added.count(&adds);
+                        } else {
+                            updated.count(&updates);
+                        }
+                        async {}
+                    });
+                tokio::select! {
+                    () = consume => {}
+                    () = cancel.cancelled() => {}
+                }
+            }
+        });
+        if initial > 0 {
+            added.reached.notified().await;
+        }
+        let start = Instant::now();
+        go.notify_one();
+        match scenario {
+            Scenario::AddedIntoEmpty => added.reached.notified().await,
+            Scenario::ModifiedOverCached => updated.reached.notified().await,
+        }
+        let elapsed = start.elapsed();
+        cancel.cancel();
+        task.await.unwrap();
+        elapsed
+    });
+    assert_eq!(store.state().len(), EVENTS);
+    elapsed
 }
 
 fn pipeline(c: &mut Criterion) {
@@ -107,51 +300,64 @@ fn pipeline(c: &mut Criterion) {
     let mut group = c.benchmark_group("informer_pipeline");
     group.throughput(Throughput::Elements(EVENTS as u64));
     group.sample_size(10);
-    for handlers in [1usize, 4, 16] {
-        group.bench_with_input(
-            BenchmarkId::new("handlers", handlers),
-            &handlers,
-            |b, &handlers| {
+    for (name, scenario) in [
+        ("handlers", Scenario::AddedIntoEmpty),
+        ("updates_handlers", Scenario::ModifiedOverCached),
+    ] {
+        for handlers in [1usize, 4, 16] {
+            group.bench_with_input(BenchmarkId::new(name, handlers), &handlers, |b, &h| {
                 b.iter_custom(|iters| {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        let events: Vec<_> =
-                            objects.iter().cloned().map(WatchEvent::Added).collect();
-                        let lw = OneShot {
-                            events: Mutex::new(Some(events)),
-                        };
-                        let informer =
-                            SharedIndexInformer::new(lw, Duration::ZERO, Indexers::new());
-                        let remaining = Arc::new(AtomicUsize::new(handlers));
-                        let done = Arc::new(Notify::new());
-                        for _ in 0..handlers {
-                            informer
-                                .add_event_handler(Counter {
-                                    seen: AtomicUsize::new(0),
-                                    remaining: remaining.clone(),
-                                    done: done.clone(),
-                                })
-                                .unwrap();
-                        }
-                        total += rt.block_on(async {
-                            let cancel = CancellationToken::new();
-                            let start = Instant::now();
-                            let task = tokio::spawn({
-                                let (i, c) = (informer.clone(), cancel.clone());
-                                async move { i.run(c).await }
-                            });
-                            done.notified().await;
-                            let elapsed = start.elapsed();
-                            cancel.cancel();
-                            task.await.unwrap();
-                            elapsed
-                        });
-                    }
-                    total
+                    (0..iters)
+                        .map(|_| run_once(&rt, &objects, scenario, h))
+                        .sum()
                 });
-            },
-        );
+            });
+        }
     }
+    // Peer: kube-runtime's reflector on the same objects, consumed the way its docs
+    // show (`reflector(writer, stream).applied_objects()`), the consumer counting as
+    // one handler. It is fed `watcher::Event`s directly (no watcher state machine)
+    // and keeps no FIFO, no index and no per-handler buffer.
+    for (name, scenario) in [
+        ("kube_runtime_added", Scenario::AddedIntoEmpty),
+        ("kube_runtime_updates", Scenario::ModifiedOverCached),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| run_kube_runtime(&rt, &objects, scenario))
+                    .sum()
+            });
+        });
+    }
+    // Floor: the least any informer does per event, on the same runtime: take the
+    // object out of the watch event, put it in an `Arc`, keep it.
+    group.bench_function("floor_arc_and_keep", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let events: Vec<_> = objects.iter().cloned().map(WatchEvent::Added).collect();
+                let (elapsed, kept) = rt.block_on(async {
+                    let start = Instant::now();
+                    let kept = tokio::spawn(async move {
+                        let mut stream =
+                            futures::stream::iter(events.into_iter().map(Ok::<_, ()>)).boxed();
+                        let mut kept = Vec::new();
+                        while let Some(Ok(WatchEvent::Added(obj))) = stream.next().await {
+                            kept.push(Arc::new(obj));
+                        }
+                        kept
+                    })
+                    .await
+                    .unwrap();
+                    (start.elapsed(), kept)
+                });
+                assert_eq!(kept.len(), EVENTS);
+                total += elapsed;
+            }
+            total
+        });
+    });
     group.finish();
 }
 
