@@ -135,6 +135,15 @@ enum Scenario {
     ModifiedOverCached,
 }
 
+/// Each object once more, with a resource version newer than any listed.
+fn modified(objects: &[ConfigMap]) -> impl Iterator<Item = ConfigMap> + '_ {
+    objects.iter().enumerate().map(|(i, o)| {
+        let mut o = o.clone();
+        o.metadata.resource_version = Some((EVENTS + 2 + i).to_string());
+        o
+    })
+}
+
 /// Runs one informer through `scenario` with `handlers` counting handlers; returns
 /// the time from the first watch event to every handler having seen the last.
 fn run_once(
@@ -150,15 +159,7 @@ fn run_once(
         ),
         Scenario::ModifiedOverCached => (
             objects.to_vec(),
-            objects
-                .iter()
-                .enumerate()
-                .map(|(i, o)| {
-                    let mut o = o.clone();
-                    o.metadata.resource_version = Some((EVENTS + 2 + i).to_string());
-                    WatchEvent::Modified(o)
-                })
-                .collect(),
+            modified(objects).map(WatchEvent::Modified).collect(),
         ),
     };
     let listed_any = !listed.is_empty();
@@ -224,15 +225,7 @@ fn run_kube_runtime(
                 .chain(objects.iter().cloned().map(watcher::Event::InitApply))
                 .chain(std::iter::once(watcher::Event::InitDone))
                 .collect(),
-            objects
-                .iter()
-                .enumerate()
-                .map(|(i, o)| {
-                    let mut o = o.clone();
-                    o.metadata.resource_version = Some((EVENTS + 2 + i).to_string());
-                    watcher::Event::Apply(o)
-                })
-                .collect(),
+            modified(objects).map(watcher::Event::Apply).collect(),
         ),
     };
     let initial = if listed.is_empty() { 0 } else { EVENTS };
