@@ -26,8 +26,9 @@ const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
 /// its own whenever it waits for data; this bounds the run of an always-ready one,
 /// so the informer's consumer (which shares the reflector's task) drains the FIFO
 /// at least this often and other tasks on the worker get their turn. Measured with
-/// `benches/informer.rs`: a yield per event (tokio's coop budget, 128) cost 16
-/// handlers a fifth of their throughput; every 1024 events costs nothing visible.
+/// `benches/informer.rs`: consuming tokio's coop budget per event (a yield every
+/// 128) cost 16 handlers a fifth of their throughput; every 1024 events costs
+/// nothing visible.
 const YIELD_EVERY: u64 = 1024;
 
 /// How a watch stream ended without an error.
@@ -162,9 +163,6 @@ pub(crate) async fn handle_watch<K: Object>(
         set_rv(&rv, past_initial_adds);
         event_count += 1;
         if event_count.is_multiple_of(YIELD_EVERY) {
-            // A stream that is always ready (events already buffered, a scripted
-            // lister-watcher) would otherwise keep this task, and the informer's
-            // consumer that shares it, from yielding until the stream runs dry.
             tokio::task::yield_now().await;
         }
         bump(&stats.events);
