@@ -726,17 +726,7 @@ impl crate::listwatch::ListerWatcher<Pod> for AlwaysReady {
         &self,
         _: &kube::api::ListParams,
     ) -> Result<kube::api::ObjectList<Pod>, ListWatchError> {
-        Ok(kube::api::ObjectList {
-            types: kube::api::TypeMeta {
-                api_version: "v1".into(),
-                kind: "PodList".into(),
-            },
-            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
-                resource_version: Some("1".into()),
-                ..Default::default()
-            },
-            items: Vec::new(),
-        })
+        Ok(crate::reflector::tests::pod_list("1", None, Vec::new()))
     }
 
     async fn watch(
@@ -749,8 +739,7 @@ impl crate::listwatch::ListerWatcher<Pod> for AlwaysReady {
         Ok(futures::stream::iter(0..self.events)
             .map(move |i| {
                 pulled.fetch_add(1, Ordering::SeqCst);
-                let mut p = pod(&format!("p{i}"));
-                p.metadata.resource_version = Some((i + 2).to_string());
+                let p = crate::reflector::tests::pod(&format!("p{i}"), &(i + 2).to_string());
                 Ok(kube::api::WatchEvent::Added(p))
             })
             .chain(futures::stream::pending())

@@ -39,7 +39,7 @@ mod temporary_store;
 mod watch_handler;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;

@@ -70,7 +70,8 @@ where
     }
 }
 
-fn pod(name: &str, rv: &str) -> Pod {
+/// A pod without namespace, named `name` at `rv`. Also used by the informer's tests.
+pub(crate) fn pod(name: &str, rv: &str) -> Pod {
     Pod {
         metadata: ObjectMeta {
             name: Some(name.into()),
@@ -87,7 +88,8 @@ fn pods(n: usize) -> Vec<Pod> {
         .collect()
 }
 
-fn pod_list(rv: &str, cont: Option<&str>, items: Vec<Pod>) -> ObjectList<Pod> {
+/// A pod list at `rv`, continued by `cont`. Also used by the informer's tests.
+pub(crate) fn pod_list(rv: &str, cont: Option<&str>, items: Vec<Pod>) -> ObjectList<Pod> {
     ObjectList {
         types: TypeMeta {
             api_version: "v1".into(),
