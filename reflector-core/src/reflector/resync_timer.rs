@@ -1,6 +1,8 @@
 //! The reflector's resync timer.
 
+use std::future::Future;
 use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
@@ -24,18 +26,15 @@ impl ResyncTimer {
         }
     }
 
-    /// Waits until the timer fires and rearms it.
-    ///
-    /// # Cancel safety
-    /// Cancel-safe: a cancelled wait leaves the deadline unchanged.
-    pub(crate) async fn fired(&mut self) {
-        match &mut self.sleep {
-            Some(sleep) => {
-                sleep.as_mut().await;
-                let next = Instant::now() + self.period;
-                sleep.as_mut().reset(next);
-            }
-            None => std::future::pending().await,
-        }
+    /// Whether the timer fired (then it is rearmed); registers `cx` to be woken
+    /// when it will. Never ready for a timer without period.
+    pub(crate) fn poll_fired(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(sleep) = &mut self.sleep else {
+            return Poll::Pending;
+        };
+        ready!(sleep.as_mut().poll(cx));
+        let next = Instant::now() + self.period;
+        sleep.as_mut().reset(next);
+        Poll::Ready(())
     }
 }

@@ -960,6 +960,46 @@ async fn reflector_stop_watch() {
     assert_eq!(end, WatchEnd::Stopped);
 }
 
+/// A token cancelled between two events of an always-ready stream stops the
+/// handler before the next event: cancellation is checked per event, not only when
+/// the stream waits.
+#[tokio::test(start_paused = true)]
+async fn cancel_between_ready_events_stops_before_the_next() {
+    let store = RecordingStore::default();
+    let stats = StatsCounters::default();
+    let cancel = CancellationToken::new();
+    let (tx, mut stream) = fake_watch();
+    for i in 0..10 {
+        tx.unbounded_send(Ok(WatchEvent::Added(pod(
+            &format!("p{i}"),
+            &format!("{}", i + 2),
+        ))))
+        .unwrap();
+    }
+    let ctx = WatchContext {
+        name: "test",
+        store: &store,
+        stats: &stats,
+        cancel: &cancel,
+        resync: None,
+        exit_on_initial_events_end: false,
+    };
+    let mut seen = 0;
+    let end = handle_watch(ctx, Instant::now(), &mut stream, &mut |_, _| {
+        seen += 1;
+        if seen == 3 {
+            cancel.cancel();
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(end, WatchEnd::Stopped);
+    assert_eq!(
+        *store.ops.lock().unwrap(),
+        ["add p0@2", "add p1@3", "add p2@4"]
+    );
+}
+
 /// TestReflectorResync: the resync timer calls `store.resync()`; a resync error
 /// ends the current watch.
 #[tokio::test(start_paused = true)]
