@@ -365,12 +365,12 @@ impl InformerFactory {
     {
         let informer = self.informer::<K>();
         let present = informer.indexer().get_indexers();
-        for (name, f) in K::indexers().iter() {
+        for (name, entry) in K::indexers().entries() {
             if present.contains(name) {
                 continue;
             }
             let mut one = Indexers::new();
-            one.insert(name, Arc::clone(f));
+            one.insert_entry(name, entry.clone());
             // A concurrent `reflected` may have added it since: that is the same index.
             if let Err(e) = informer.add_indexers(one) {
                 tracing::debug!(index = name, error = %e, "index already registered");

@@ -141,10 +141,7 @@ impl<K: Object> SharedIndexInformer<K> {
     ) -> Self {
         let mut indexers = indexers;
         if !indexers.contains(crate::store::NAMESPACE_INDEX) {
-            indexers = indexers.with(
-                crate::store::NAMESPACE_INDEX,
-                crate::store::namespace_index_func::<K>,
-            );
+            indexers = indexers.with_namespace_index();
         }
         let name = std::any::type_name::<K>()
             .rsplit("::")

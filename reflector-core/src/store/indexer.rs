@@ -55,7 +55,32 @@ pub fn namespace_index_func<K: kube::Resource>(obj: &K) -> Vec<String> {
 /// ```
 pub struct Indexers<K> {
     /// The functions by index name.
-    funcs: HashMap<String, IndexFunc<K>>,
+    funcs: HashMap<String, IndexEntry<K>>,
+}
+
+/// One registered index: its function, and for the built-in namespace index a
+/// borrowing form the store uses instead.
+pub(crate) struct IndexEntry<K> {
+    /// The function as registered; what [`Indexers::get`] hands out.
+    pub(crate) func: IndexFunc<K>,
+    /// The one value of each object, borrowed from it: set only by
+    /// [`Indexers::with_namespace_index`]. The store indexes with it without
+    /// allocating, and it cannot panic.
+    pub(crate) single: Option<fn(&K) -> &str>,
+}
+
+impl<K> Clone for IndexEntry<K> {
+    fn clone(&self) -> Self {
+        IndexEntry {
+            func: Arc::clone(&self.func),
+            single: self.single,
+        }
+    }
+}
+
+/// An object's namespace, `""` when cluster-scoped: the namespace index's value.
+fn namespace_of<K: kube::Resource>(obj: &K) -> &str {
+    obj.meta().namespace.as_deref().unwrap_or_default()
 }
 
 impl<K> Indexers<K> {
@@ -73,19 +98,69 @@ impl<K> Indexers<K> {
     where
         F: Fn(&K) -> Vec<String> + Send + Sync + 'static,
     {
-        self.funcs.insert(name.into(), Arc::new(f));
+        self.insert(name, Arc::new(f));
+        self
+    }
+
+    /// Adds the built-in index by namespace, [`NAMESPACE_INDEX`], as
+    /// `with(NAMESPACE_INDEX, namespace_index_func::<K>)` does, but indexed without
+    /// allocating: the store reads each object's namespace in place instead of
+    /// collecting it into a `Vec<String>`. The informer registers it this way.
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_core::store::{Indexer, Indexers, Store, NAMESPACE_INDEX};
+    /// let cache = Indexer::new(Indexers::<ConfigMap>::new().with_namespace_index());
+    /// let mut cm = ConfigMap::default();
+    /// cm.metadata.namespace = Some("prod".into());
+    /// cm.metadata.name = Some("web".into());
+    /// cache.add(Arc::new(cm)).unwrap();
+    /// assert_eq!(cache.by_index(NAMESPACE_INDEX, "prod").unwrap().len(), 1);
+    /// ```
+    #[must_use]
+    pub fn with_namespace_index(mut self) -> Self
+    where
+        K: kube::Resource + 'static,
+    {
+        self.funcs.insert(
+            NAMESPACE_INDEX.to_owned(),
+            IndexEntry {
+                func: Arc::new(namespace_index_func::<K>),
+                single: Some(namespace_of::<K>),
+            },
+        );
         self
     }
 
     /// Adds the index `name` computed by `f`; returns the function it replaced.
     pub fn insert(&mut self, name: impl Into<String>, f: IndexFunc<K>) -> Option<IndexFunc<K>> {
-        self.funcs.insert(name.into(), f)
+        self.funcs
+            .insert(
+                name.into(),
+                IndexEntry {
+                    func: f,
+                    single: None,
+                },
+            )
+            .map(|old| old.func)
     }
 
     /// The function of index `name`.
     #[must_use]
     pub fn get(&self, name: &str) -> Option<&IndexFunc<K>> {
-        self.funcs.get(name)
+        self.funcs.get(name).map(|e| &e.func)
+    }
+
+    /// Adds `entry` as index `name`, keeping its borrowing form.
+    pub(crate) fn insert_entry(&mut self, name: impl Into<String>, entry: IndexEntry<K>) {
+        self.funcs.insert(name.into(), entry);
+    }
+
+    /// The (name, entry) pairs, in no particular order.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&str, &IndexEntry<K>)> {
+        self.funcs.iter().map(|(n, e)| (n.as_str(), e))
     }
 
     /// Whether an index is called `name`.
@@ -101,7 +176,7 @@ impl<K> Indexers<K> {
 
     /// The (name, function) pairs, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &IndexFunc<K>)> {
-        self.funcs.iter().map(|(n, f)| (n.as_str(), f))
+        self.funcs.iter().map(|(n, e)| (n.as_str(), &e.func))
     }
 
     /// How many indices.

@@ -16,7 +16,7 @@ type HashSet<T> = StdHashSet<T, foldhash::fast::RandomState>;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::StoreError;
-use super::indexer::{IndexFunc, Indexers};
+use super::indexer::{IndexEntry, IndexFunc, Indexers};
 use crate::object::ObjectKey;
 
 /// One index: index value → the keys of the objects that yield that value.
@@ -179,14 +179,14 @@ impl<K> ThreadSafeStore<K> {
         let indexers = self.read().indexers.clone();
         let items: HashMap<ObjectKey, Arc<K>> = items.into_iter().collect();
         let mut indices: HashMap<String, Index> = indexers
-            .iter()
-            .map(|(name, f)| (name.to_owned(), build_index(f, &items)))
+            .entries()
+            .map(|(name, entry)| (name.to_owned(), build_index(entry, &items)))
             .collect();
         let mut state = self.write();
         // Indexers only grow; index the new items for any added since the snapshot.
-        for (name, f) in state.indexers.iter() {
+        for (name, entry) in state.indexers.entries() {
             if !indices.contains_key(name) {
-                indices.insert(name.to_owned(), build_index(f, &items));
+                indices.insert(name.to_owned(), build_index(entry, &items));
             }
         }
         state.items = items;
@@ -289,12 +289,12 @@ impl<K> ThreadSafeStore<K> {
         }
         // Build every new index before touching the state.
         let built: Vec<(String, Index)> = new
-            .iter()
-            .map(|(name, f)| (name.to_owned(), build_index(f, &state.items)))
+            .entries()
+            .map(|(name, entry)| (name.to_owned(), build_index(entry, &state.items)))
             .collect();
         state.indices.extend(built);
-        for (name, f) in new.iter() {
-            state.indexers.insert(name, Arc::clone(f));
+        for (name, entry) in new.entries() {
+            state.indexers.insert_entry(name, entry.clone());
         }
         Ok(())
     }
@@ -316,8 +316,10 @@ impl<K> State<K> {
     }
 }
 
-/// Moves `key` from `old`'s index values to `new`'s. Every index function runs
-/// before any index changes, so one that panics leaves the indices as they were.
+/// Moves `key` from `old`'s index values to `new`'s. Every user index function
+/// runs before any index changes, so one that panics leaves the indices as they
+/// were; the built-in namespace index reads its value in place, cannot panic, and
+/// is applied last.
 fn reindex<K>(
     indexers: &Indexers<K>,
     indices: &mut HashMap<String, Index>,
@@ -325,17 +327,20 @@ fn reindex<K>(
     old: Option<&K>,
     new: Option<&K>,
 ) {
+    // Empty (no allocation) unless a user index's values changed.
     let changes: Vec<(&str, Vec<String>, Vec<String>)> = indexers
-        .iter()
-        .map(|(name, f)| {
-            let old_values = old.map(|o| f(o)).unwrap_or_default();
-            let new_values = new.map(|o| f(o)).unwrap_or_default();
+        .entries()
+        .filter(|(_, entry)| entry.single.is_none())
+        .map(|(name, entry)| {
+            let old_values = old.map(|o| (entry.func)(o)).unwrap_or_default();
+            let new_values = new.map(|o| (entry.func)(o)).unwrap_or_default();
             (name, old_values, new_values)
         })
         // The common case: the object's values did not change.
         .filter(|(_, old_values, new_values)| old_values != new_values)
         .collect();
     for (name, old_values, new_values) in changes {
+        // (The state holds an index per indexer: the `None` arm never runs.)
         let index = match indices.get_mut(name) {
             Some(index) => index,
             None => indices.entry(name.to_owned()).or_default(),
@@ -344,14 +349,38 @@ fn reindex<K>(
             remove_key(index, value, key);
         }
         for value in difference(&new_values, &old_values) {
-            match index.get_mut(value.as_str()) {
-                Some(keys) => {
-                    keys.insert(key.clone());
-                }
-                None => {
-                    index.insert(value.clone(), HashSet::from_iter([key.clone()]));
-                }
-            }
+            insert_key(index, value, key);
+        }
+    }
+    for (name, entry) in indexers.entries() {
+        let Some(value_of) = entry.single else {
+            continue;
+        };
+        let (old_value, new_value) = (old.map(value_of), new.map(value_of));
+        if old_value == new_value {
+            continue;
+        }
+        let index = match indices.get_mut(name) {
+            Some(index) => index,
+            None => indices.entry(name.to_owned()).or_default(),
+        };
+        if let Some(value) = old_value {
+            remove_key(index, value, key);
+        }
+        if let Some(value) = new_value {
+            insert_key(index, value, key);
+        }
+    }
+}
+
+/// Adds `key` to the set under `value`, creating the set if needed.
+fn insert_key(index: &mut Index, value: &str, key: &ObjectKey) {
+    match index.get_mut(value) {
+        Some(keys) => {
+            keys.insert(key.clone());
+        }
+        None => {
+            index.insert(value.to_owned(), HashSet::from_iter([key.clone()]));
         }
     }
 }
@@ -376,12 +405,17 @@ fn difference<'a>(a: &'a [String], b: &'a [String]) -> Vec<&'a String> {
     }
 }
 
-/// One index over `items`, computed with `f`.
-fn build_index<K>(f: &IndexFunc<K>, items: &HashMap<ObjectKey, Arc<K>>) -> Index {
+/// One index over `items`.
+fn build_index<K>(entry: &IndexEntry<K>, items: &HashMap<ObjectKey, Arc<K>>) -> Index {
     let mut index = Index::default();
     for (key, obj) in items {
-        for value in f(obj) {
-            index.entry(value).or_default().insert(key.clone());
+        match entry.single {
+            Some(value_of) => insert_key(&mut index, value_of(obj), key),
+            None => {
+                for value in (entry.func)(obj) {
+                    index.entry(value).or_default().insert(key.clone());
+                }
+            }
         }
     }
     index
@@ -539,6 +573,105 @@ mod tests {
         assert!(d.iter().all(|v| v.parse::<u32>().unwrap() < 30));
         let d: Vec<&String> = difference(&some, &many[..10]);
         assert_eq!(d.len(), 20);
+    }
+
+    /// A config map in namespace `ns` (none when empty) whose `v` annotation is `value`.
+    fn cm_in(ns: &str, name: &str, value: &str) -> Arc<ConfigMap> {
+        let mut cm = Arc::unwrap_or_clone(cm(name, value));
+        cm.metadata.namespace = (!ns.is_empty()).then(|| ns.to_owned());
+        Arc::new(cm)
+    }
+
+    /// The built-in namespace index follows adds, moves between namespaces and
+    /// deletes exactly as `namespace_index_func` registered by hand does.
+    #[test]
+    fn builtin_namespace_index_matches_the_index_function() {
+        use super::super::{NAMESPACE_INDEX, namespace_index_func};
+        let builtin = ThreadSafeStore::new(Indexers::new().with_namespace_index());
+        let by_hand = ThreadSafeStore::new(
+            Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<ConfigMap>),
+        );
+        let steps: [(&str, Option<&str>); 6] = [
+            ("a", Some("prod")),
+            ("b", Some("prod")),
+            ("c", Some("")),
+            ("a", Some("dev")),
+            ("b", None),
+            ("c", Some("dev")),
+        ];
+        for (name, ns) in steps {
+            for store in [&builtin, &by_hand] {
+                match ns {
+                    Some(ns) => {
+                        store.upsert(key(name), cm_in(ns, name, "v"));
+                    }
+                    None => {
+                        store.delete(&key(name));
+                    }
+                }
+            }
+            for value in ["prod", "dev", ""] {
+                assert_eq!(
+                    set_of(&builtin, NAMESPACE_INDEX, value),
+                    set_of(&by_hand, NAMESPACE_INDEX, value),
+                    "after {name} -> {ns:?}, namespace {value:?}"
+                );
+            }
+        }
+        assert_eq!(
+            set_of(&builtin, NAMESPACE_INDEX, "dev"),
+            Some(vec!["a".to_owned(), "c".to_owned()])
+        );
+        assert_eq!(set_of(&builtin, NAMESPACE_INDEX, "prod"), None);
+        assert_eq!(builtin.list_index_func_values(NAMESPACE_INDEX), ["dev"]);
+        // `replace` and `add_indexers` build it the same way too.
+        builtin.replace([
+            (key("x"), cm_in("", "x", "v")),
+            (key("y"), cm_in("qa", "y", "v")),
+        ]);
+        assert_eq!(
+            set_of(&builtin, NAMESPACE_INDEX, ""),
+            Some(vec!["x".to_owned()])
+        );
+        let late = ThreadSafeStore::new(Indexers::new());
+        late.add(key("z"), cm_in("qa", "z", "v"));
+        late.add_indexers(Indexers::new().with_namespace_index())
+            .unwrap();
+        assert_eq!(
+            set_of(&late, NAMESPACE_INDEX, "qa"),
+            Some(vec!["z".to_owned()])
+        );
+        late.update(key("z"), cm_in("ops", "z", "v"));
+        assert_eq!(set_of(&late, NAMESPACE_INDEX, "qa"), None);
+        assert_eq!(
+            set_of(&late, NAMESPACE_INDEX, "ops"),
+            Some(vec!["z".to_owned()])
+        );
+    }
+
+    /// A user index function that panics leaves the built-in namespace index as it
+    /// was too, though that one is applied without running user code.
+    #[test]
+    fn panicking_index_function_leaves_namespace_index_unchanged() {
+        use super::super::NAMESPACE_INDEX;
+        let store = ThreadSafeStore::new(Indexers::new().with_namespace_index().with(
+            "v",
+            |c: &ConfigMap| {
+                let v = annotation(c);
+                assert!(v != "boom", "index function refuses boom");
+                vec![v.to_owned()]
+            },
+        ));
+        store.add(key("a"), cm_in("prod", "a", "x"));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            store.update(key("a"), cm_in("dev", "a", "boom"));
+        }));
+        assert!(r.is_err());
+        assert_eq!(
+            set_of(&store, NAMESPACE_INDEX, "prod"),
+            Some(vec!["a".to_owned()])
+        );
+        assert_eq!(set_of(&store, NAMESPACE_INDEX, "dev"), None);
     }
 
     #[test]
