@@ -15,7 +15,7 @@ use crate::object::{DeletedObject, Object};
 use crate::reflector::{
     Reflector, ReflectorError, ReflectorOptions, ReflectorStats, WatchErrorHandler,
 };
-use crate::store::{Indexer, Indexers, Store};
+use crate::store::{BatchWriter, Indexer, Indexers, Store};
 
 use super::notification::{Batch, Notification};
 use super::processor_listener::ProcessorListener;
@@ -510,9 +510,12 @@ impl<K: Object> SharedIndexInformer<K> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let mut out = Vec::with_capacity(items.len());
-        for item in items {
-            self.handle_deltas(item, popped_key_is_cache_key, &mut out);
-        }
+        // One write lock for the batch; readers see it whole, before its handlers run.
+        self.inner.indexer.write_batch(|cache| {
+            for item in items {
+                self.handle_deltas(item, popped_key_is_cache_key, cache, &mut out);
+            }
+        });
         if !out.is_empty() {
             let batch: Batch<K> = out.into();
             self.inner.processor.distribute_batch(&batch);
@@ -525,6 +528,7 @@ impl<K: Object> SharedIndexInformer<K> {
         &self,
         item: PoppedItem<K>,
         popped_key_is_cache_key: bool,
+        cache: &mut BatchWriter<'_, K>,
         out: &mut Vec<(Notification<K>, bool)>,
     ) {
         let indexer = &self.inner.indexer;
@@ -543,7 +547,7 @@ impl<K: Object> SharedIndexInformer<K> {
                             }
                         }
                     };
-                    match indexer.upsert_by_key(key, Arc::clone(&obj)) {
+                    match cache.upsert(key, Arc::clone(&obj)) {
                         Some(old) => {
                             // An update that did not change the resource version is a
                             // resync: only handlers due for one get it.
@@ -565,7 +569,7 @@ impl<K: Object> SharedIndexInformer<K> {
                         DeltaObject::Object(o) => DeletedObject::Known(o),
                         tombstone @ DeltaObject::DeletedFinalStateUnknown(_) => tombstone.into(),
                     };
-                    indexer.delete_by_key(&item.key);
+                    cache.delete(&item.key);
                     out.push((Notification::Delete(deleted), false));
                 }
             }

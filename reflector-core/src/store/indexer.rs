@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use super::thread_safe_store::ThreadSafeStore;
+use super::thread_safe_store::{BatchWriter, ThreadSafeStore};
 use super::{KeyListerGetter, Store, StoreError};
 use crate::object::{KeyFunc, Object, ObjectKey, meta_namespace_key};
 
@@ -309,12 +309,11 @@ impl<K: Object> Indexer<K> {
         Ok((self.inner.key_fn)(obj)?)
     }
 
-    /// Stores `obj` under `key` (which must be the key this indexer's key function
-    /// gives `obj`; the informer passes the key the DeltaFIFO computed with the same
-    /// function) and returns the object it replaced. One lookup instead of a `get`
-    /// followed by an `update`, and no second key computation.
-    pub(crate) fn upsert_by_key(&self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
-        self.inner.store.upsert(key, obj)
+    /// Runs `apply` with the cache's write lock held: several writes for the price
+    /// of one lock, seen by readers all at once. `apply` must not read the cache
+    /// through another handle (the lock is not reentrant).
+    pub(crate) fn write_batch<R>(&self, apply: impl FnOnce(&mut BatchWriter<'_, K>) -> R) -> R {
+        self.inner.store.write_batch(apply)
     }
 
     /// Removes the object under `key`, as the informer does for a tombstone whose

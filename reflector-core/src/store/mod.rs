@@ -18,6 +18,7 @@ mod indexer;
 mod thread_safe_store;
 
 pub use indexer::{IndexFunc, Indexer, Indexers, NAMESPACE_INDEX, namespace_index_func};
+pub(crate) use thread_safe_store::BatchWriter;
 pub use thread_safe_store::ThreadSafeStore;
 
 use std::sync::Arc;

@@ -111,33 +111,22 @@ impl<K> ThreadSafeStore<K> {
     /// Stores `obj` under `key` and returns the object it replaced, looking the key
     /// up once (the informer's "was it cached?" and "store it" in one step).
     pub fn upsert(&self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
-        let mut state = self.write();
-        let State {
-            items,
-            indexers,
-            indices,
-        } = &mut *state;
-        // Indices first: a panicking index function leaves the object unstored.
-        match items.entry(key) {
-            Entry::Occupied(mut e) => {
-                reindex(indexers, indices, e.key(), Some(e.get()), Some(&obj));
-                Some(e.insert(obj))
-            }
-            Entry::Vacant(e) => {
-                reindex(indexers, indices, e.key(), None, Some(&obj));
-                e.insert(obj);
-                None
-            }
-        }
+        self.write().upsert_locked(key, obj)
     }
 
     /// Removes the object under `key` and its index entries; returns it, if it
     /// was there.
     pub fn delete(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        let mut state = self.write();
-        let old = state.items.get(key).cloned()?;
-        state.reindex_locked(key, Some(&old), None);
-        state.items.remove(key)
+        self.write().delete_locked(key)
+    }
+
+    /// Runs `apply` with the write lock held, so several writes take the lock once
+    /// and readers see all of them or none. The informer applies each popped batch
+    /// this way: one lock and unlock per item were a tenth of its pipeline.
+    pub(crate) fn write_batch<R>(&self, apply: impl FnOnce(&mut BatchWriter<'_, K>) -> R) -> R {
+        apply(&mut BatchWriter {
+            state: self.write(),
+        })
     }
 
     /// The object under `key`.
@@ -300,7 +289,56 @@ impl<K> ThreadSafeStore<K> {
     }
 }
 
+/// Writes to a [`ThreadSafeStore`] under one held write lock; see
+/// [`ThreadSafeStore::write_batch`].
+pub(crate) struct BatchWriter<'a, K> {
+    /// The held lock.
+    state: RwLockWriteGuard<'a, State<K>>,
+}
+
+impl<K> BatchWriter<'_, K> {
+    /// As [`ThreadSafeStore::upsert`].
+    pub(crate) fn upsert(&mut self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
+        self.state.upsert_locked(key, obj)
+    }
+
+    /// As [`ThreadSafeStore::delete`].
+    pub(crate) fn delete(&mut self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.state.delete_locked(key)
+    }
+}
+
 impl<K> State<K> {
+    /// Stores `obj` under `key`, re-indexing, and returns the object it replaced.
+    /// Expects the write lock held.
+    fn upsert_locked(&mut self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
+        let State {
+            items,
+            indexers,
+            indices,
+        } = self;
+        // Indices first: a panicking index function leaves the object unstored.
+        match items.entry(key) {
+            Entry::Occupied(mut e) => {
+                reindex(indexers, indices, e.key(), Some(e.get()), Some(&obj));
+                Some(e.insert(obj))
+            }
+            Entry::Vacant(e) => {
+                reindex(indexers, indices, e.key(), None, Some(&obj));
+                e.insert(obj);
+                None
+            }
+        }
+    }
+
+    /// Removes the object under `key` and its index entries; returns it. Expects
+    /// the write lock held.
+    fn delete_locked(&mut self, key: &ObjectKey) -> Option<Arc<K>> {
+        let old = self.items.get(key).cloned()?;
+        self.reindex_locked(key, Some(&old), None);
+        self.items.remove(key)
+    }
+
     /// The function and index called `name`. Expects the lock held.
     fn index_locked(&self, name: &str) -> Result<(&IndexFunc<K>, &Index), StoreError> {
         match (self.indexers.get(name), self.indices.get(name)) {
@@ -672,6 +710,37 @@ mod tests {
             Some(vec!["a".to_owned()])
         );
         assert_eq!(set_of(&store, NAMESPACE_INDEX, "dev"), None);
+    }
+
+    /// Writes through one held lock behave as the same writes one by one.
+    #[test]
+    fn batch_writes_return_what_they_replaced() {
+        let store = ThreadSafeStore::new(Indexers::new().with_namespace_index());
+        store.add(key("a"), cm_in("prod", "a", "1"));
+        let (replaced, added, deleted, missing) = store.write_batch(|w| {
+            (
+                w.upsert(key("a"), cm_in("prod", "a", "2")),
+                w.upsert(key("b"), cm_in("dev", "b", "1")),
+                w.delete(&key("a")),
+                w.delete(&key("zz")),
+            )
+        });
+        assert_eq!(
+            replaced.map(|o| annotation(&o).to_owned()),
+            Some("1".to_owned())
+        );
+        assert!(added.is_none());
+        assert_eq!(
+            deleted.map(|o| annotation(&o).to_owned()),
+            Some("2".to_owned())
+        );
+        assert!(missing.is_none());
+        assert_eq!(store.list_keys(), [key("b")]);
+        assert_eq!(
+            set_of(&store, super::super::NAMESPACE_INDEX, "dev"),
+            Some(vec!["b".to_owned()])
+        );
+        assert_eq!(set_of(&store, super::super::NAMESPACE_INDEX, "prod"), None);
     }
 
     #[test]
