@@ -49,8 +49,11 @@ const KEY_STACK_BYTES: usize = 320;
 
 /// The key of an object in a cache: `namespace/name`, or `name` when cluster-scoped.
 ///
-/// Stored as one shared string, so cloning is a reference-count bump. Equality,
-/// ordering and hashing follow the string form, so keys sort as client-go's do.
+/// Stored as one shared string, so cloning is a reference-count bump, beside the
+/// string's hash, computed once: the maps and sets that hold keys (the FIFO, the
+/// cache, every index, the work queue) hash and rehash them without reading the
+/// string, and tell most unequal keys apart without comparing bytes. Equality and
+/// ordering follow the string form, so keys sort as client-go's do.
 ///
 /// # Example
 /// ```
@@ -65,9 +68,19 @@ const KEY_STACK_BYTES: usize = 320;
 #[derive(Clone)]
 pub struct ObjectKey {
     /// `ns/name` or `name`. Kubernetes names and namespaces never contain `/`, so
-    /// the first `/` separates them (as in client-go's `SplitMetaNamespaceKey`); the
-    /// key is this one pointer pair, 16 bytes in every map and index that holds it.
+    /// the first `/` separates them (as in client-go's `SplitMetaNamespaceKey`).
     full: Arc<str>,
+    /// `full` hashed with [`key_hasher`]. With the pointer pair, 24 bytes in every
+    /// map and index that holds the key.
+    hash: u64,
+}
+
+/// The hasher of every key's string, seeded at random once per process, so key
+/// hashes cannot be predicted from outside (object names are chosen by users of
+/// the cluster).
+fn key_hasher() -> &'static foldhash::fast::RandomState {
+    static HASHER: std::sync::OnceLock<foldhash::fast::RandomState> = std::sync::OnceLock::new();
+    HASHER.get_or_init(foldhash::fast::RandomState::default)
 }
 
 impl ObjectKey {
@@ -86,17 +99,24 @@ impl ObjectKey {
                     buf[ns.len()] = b'/';
                     buf[ns.len() + 1..len].copy_from_slice(name.as_bytes());
                     if let Ok(full) = std::str::from_utf8(&buf[..len]) {
-                        return ObjectKey { full: full.into() };
+                        return ObjectKey::from_full(full.into());
                     }
                 }
                 let mut full = String::with_capacity(len);
                 full.push_str(ns);
                 full.push('/');
                 full.push_str(name);
-                ObjectKey { full: full.into() }
+                ObjectKey::from_full(full.into())
             }
-            None => ObjectKey { full: name.into() },
+            None => ObjectKey::from_full(name.into()),
         }
+    }
+
+    /// The key whose string is `full`.
+    fn from_full(full: Arc<str>) -> Self {
+        use std::hash::BuildHasher;
+        let hash = key_hasher().hash_one(&*full);
+        ObjectKey { full, hash }
     }
 
     /// The namespace, or `None` for a cluster-scoped key.
@@ -151,18 +171,20 @@ impl fmt::Debug for ObjectKey {
 }
 
 impl PartialEq for ObjectKey {
-    /// Clones of one key (the FIFO's queue and map, the cache) compare by pointer,
-    /// without reading the bytes.
+    /// Keys with different hashes differ without a look at their bytes; clones of
+    /// one key (the FIFO's queue and map, the cache) compare by pointer.
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.full, &other.full) || self.full == other.full
+        self.hash == other.hash && (Arc::ptr_eq(&self.full, &other.full) || self.full == other.full)
     }
 }
 
 impl Eq for ObjectKey {}
 
 impl Hash for ObjectKey {
+    /// Feeds the precomputed hash of the string, not the string: a `HashMap` keyed
+    /// by `ObjectKey` is therefore looked up by `ObjectKey`, not by `&str`.
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.full.hash(state);
+        state.write_u64(self.hash);
     }
 }
 
@@ -175,12 +197,6 @@ impl PartialOrd for ObjectKey {
 impl Ord for ObjectKey {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         self.full.cmp(&other.full)
-    }
-}
-
-impl std::borrow::Borrow<str> for ObjectKey {
-    fn borrow(&self) -> &str {
-        &self.full
     }
 }
 
@@ -351,8 +367,8 @@ mod tests {
             ObjectKey::new(Some("a"), "b"),
             ObjectKey::new(Some("a"), "c")
         );
-        // One shared string: two words in every map and index.
-        assert_eq!(std::mem::size_of::<ObjectKey>(), 16);
+        // One shared string and its hash: three words in every map and index.
+        assert_eq!(std::mem::size_of::<ObjectKey>(), 24);
         let cluster = ObjectKey::new(None, "node-1");
         assert_eq!((cluster.namespace(), cluster.name()), (None, "node-1"));
     }
@@ -422,7 +438,17 @@ mod tests {
         let strs: Vec<_> = keys.iter().map(ObjectKey::as_str).collect();
         assert_eq!(strs, ["a", "a/z", "b/x"]);
         let set: HashSet<ObjectKey> = keys.iter().cloned().collect();
-        assert!(set.contains("a/z"));
+        assert!(set.contains(&"a/z".parse::<ObjectKey>().unwrap()));
+        assert!(!set.contains(&ObjectKey::new(Some("a"), "y")));
+        // Built either way, equal keys are equal and hash alike.
+        let (built, parsed) = (
+            ObjectKey::new(Some("ns"), "n"),
+            "ns/n".parse::<ObjectKey>().unwrap(),
+        );
+        assert_eq!(built, parsed);
+        let hasher = std::collections::hash_map::RandomState::new();
+        use std::hash::BuildHasher;
+        assert_eq!(hasher.hash_one(&built), hasher.hash_one(&parsed));
     }
 
     #[test]
