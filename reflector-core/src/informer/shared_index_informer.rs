@@ -469,10 +469,12 @@ impl<K: Object> SharedIndexInformer<K> {
         // are decoded in the list read-ahead's task while this one applies the
         // pages already streamed into the FIFO.
         let process = async {
+            // Reused by every batch, so its memory stays in this thread's cache.
+            let mut out = Vec::new();
             loop {
                 match fifo
                     .pop_batch(POP_BATCH, |items| {
-                        self.handle_batch(items, popped_key_is_cache_key);
+                        self.handle_batch(items, popped_key_is_cache_key, &mut out);
                     })
                     .await
                 {
@@ -503,21 +505,28 @@ impl<K: Object> SharedIndexInformer<K> {
     /// per batch. Runs inside the FIFO's pop, under its processing lock, and holds
     /// `block_deltas` until the batch is handed to the listeners, so a handler added
     /// meanwhile sees each object either in its initial adds or in a later batch.
-    fn handle_batch(&self, items: Vec<PoppedItem<K>>, popped_key_is_cache_key: bool) {
+    ///
+    /// `out` is an empty buffer, left empty, for the notifications.
+    fn handle_batch(
+        &self,
+        items: Vec<PoppedItem<K>>,
+        popped_key_is_cache_key: bool,
+        out: &mut Vec<(Notification<K>, bool)>,
+    ) {
         let _block = self
             .inner
             .block_deltas
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let mut out = Vec::with_capacity(items.len());
         // One write lock for the batch; readers see it whole, before its handlers run.
         self.inner.indexer.write_batch(|cache| {
             for item in items {
-                self.handle_deltas(item, popped_key_is_cache_key, cache, &mut out);
+                self.handle_deltas(item, popped_key_is_cache_key, cache, out);
             }
         });
         if !out.is_empty() {
-            let batch: Batch<K> = out.into();
+            // Moved straight into the shared slice (one allocation, exact size).
+            let batch: Batch<K> = out.drain(..).collect();
             self.inner.processor.distribute_batch(&batch);
         }
     }
