@@ -558,10 +558,18 @@ impl<K: Object> SharedIndexInformer<K> {
                     };
                     match cache.upsert(key, Arc::clone(&obj)) {
                         Some(old) => {
-                            // An update that did not change the resource version is a
-                            // resync: only handlers due for one get it.
-                            let is_sync =
-                                old.meta().resource_version == obj.meta().resource_version;
+                            // A resync goes only to handlers due for one: every Sync
+                            // delta, and a relisted object whose resource version did
+                            // not change, as client-go's OnUpdate decides. A watch
+                            // update never is one (and its old object, likely out of
+                            // the CPU cache by now, is not read).
+                            let is_sync = match delta.delta_type {
+                                DeltaType::Sync => true,
+                                DeltaType::Replaced => {
+                                    old.meta().resource_version == obj.meta().resource_version
+                                }
+                                _ => false,
+                            };
                             out.push((Notification::Update { old, new: obj }, is_sync));
                         }
                         None => out.push((
@@ -599,6 +607,18 @@ impl<K: Object> SharedIndexInformer<K> {
 
     pub(crate) fn handler_count(&self) -> usize {
         self.inner.processor.listener_count()
+    }
+
+    /// Applies `item` to the cache; returns the notifications it makes.
+    pub(crate) fn handle_deltas_for_tests(
+        &self,
+        item: PoppedItem<K>,
+    ) -> Vec<(Notification<K>, bool)> {
+        let mut out = Vec::new();
+        self.inner
+            .indexer
+            .write_batch(|cache| self.handle_deltas(item, true, cache, &mut out));
+        out
     }
 }
 

@@ -816,3 +816,50 @@ async fn always_ready_watch_does_not_monopolize_the_thread() {
     );
     assert_eq!(informer.indexer().len(), EVENTS);
 }
+
+/// As client-go's OnUpdate: a Sync delta is a resync; a Replaced one is when the
+/// resource version did not change; an Updated one never is, even with the cached
+/// resource version (so handlers without resync still get it).
+#[tokio::test(start_paused = true)]
+async fn only_sync_and_unchanged_replaced_deltas_are_resyncs() {
+    use crate::fifo::{Delta, DeltaObject, DeltaType, Deltas, PoppedItem};
+    use crate::informer::notification::Notification;
+    use crate::store::Store;
+    let informer =
+        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let mut cached = pod("p");
+    cached.metadata.resource_version = Some("5".into());
+    let cached = Arc::new(cached);
+    informer.indexer().add(Arc::clone(&cached)).unwrap();
+    let mut newer = pod("p");
+    newer.metadata.resource_version = Some("6".into());
+    let newer = Arc::new(newer);
+    let cases = [
+        (DeltaType::Sync, &cached, true),
+        (DeltaType::Replaced, &cached, true),
+        (DeltaType::Replaced, &newer, false),
+        (DeltaType::Updated, &cached, false),
+        (DeltaType::Added, &cached, false),
+    ];
+    for (delta_type, obj, want) in cases {
+        let item = PoppedItem {
+            key: crate::object::meta_namespace_key(obj.as_ref()).unwrap(),
+            deltas: Deltas::one(Delta {
+                delta_type,
+                object: DeltaObject::Object(Arc::clone(obj)),
+            }),
+            is_in_initial_list: false,
+        };
+        let out = informer.handle_deltas_for_tests(item);
+        assert_eq!(out.len(), 1);
+        assert!(
+            matches!(out[0].0, Notification::Update { .. }),
+            "{delta_type:?} of a cached object is an update"
+        );
+        assert_eq!(
+            out[0].1, want,
+            "{delta_type:?} at rv {:?}",
+            obj.metadata.resource_version
+        );
+    }
+}
