@@ -272,7 +272,13 @@ impl<K: Object> Indexer<K> {
     /// An empty cache keyed by [`meta_namespace_key`] (`ns/name`).
     #[must_use]
     pub fn new(indexers: Indexers<K>) -> Self {
-        Indexer::with_key_func(Arc::new(meta_namespace_key::<K>), indexers)
+        Indexer {
+            inner: Arc::new(Inner {
+                key_fn: Arc::new(meta_namespace_key::<K>),
+                // Its keys are `ns/name`: the namespace index may read them.
+                store: ThreadSafeStore::with_key_namespaces(indexers, true),
+            }),
+        }
     }
 
     /// An empty cache keyed by `key_fn`.
@@ -475,5 +481,72 @@ impl<K: Object> KeyListerGetter<K> for Indexer<K> {
 
     fn is_empty(&self) -> bool {
         Indexer::is_empty(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn cm(ns: Option<&str>, name: &str) -> Arc<ConfigMap> {
+        let mut cm = ConfigMap::default();
+        cm.metadata.namespace = ns.map(Into::into);
+        cm.metadata.name = Some(name.into());
+        Arc::new(cm)
+    }
+
+    fn names_in(cache: &Indexer<ConfigMap>, ns: &str) -> Vec<String> {
+        let mut names: Vec<String> = cache
+            .by_index(NAMESPACE_INDEX, ns)
+            .unwrap()
+            .iter()
+            .map(|c| c.metadata.name.clone().unwrap_or_default())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// With `ns/name` keys the namespace index reads namespaces from the keys;
+    /// what it holds is the same as reading them from the objects.
+    #[test]
+    fn namespace_index_over_namespaced_keys() {
+        let cache = Indexer::new(Indexers::new().with_namespace_index());
+        cache.add(cm(Some("a"), "x")).unwrap();
+        cache.add(cm(Some("a"), "y")).unwrap();
+        cache.add(cm(None, "node")).unwrap();
+        cache.update(cm(Some("a"), "x")).unwrap();
+        cache.add(cm(Some("b"), "x")).unwrap();
+        assert_eq!(names_in(&cache, "a"), ["x", "y"]);
+        assert_eq!(names_in(&cache, "b"), ["x"]);
+        assert_eq!(names_in(&cache, ""), ["node"]);
+        cache.delete(cm(Some("a"), "x")).unwrap();
+        cache.delete(cm(None, "node")).unwrap();
+        assert_eq!(names_in(&cache, "a"), ["y"]);
+        assert!(names_in(&cache, "").is_empty());
+        let mut values = cache.list_index_func_values(NAMESPACE_INDEX);
+        values.sort();
+        assert_eq!(values, ["a", "b"]);
+    }
+
+    /// Under a key function that leaves the namespace out, an object that moves
+    /// to another namespace under the same key moves in the namespace index too.
+    #[test]
+    fn namespace_index_follows_objects_under_custom_keys() {
+        let cache = Indexer::<ConfigMap>::with_key_func(
+            Arc::new(|c: &ConfigMap| {
+                Ok(ObjectKey::new(
+                    None,
+                    c.metadata.name.as_deref().unwrap_or("?"),
+                ))
+            }),
+            Indexers::new().with_namespace_index(),
+        );
+        cache.add(cm(Some("a"), "x")).unwrap();
+        cache.update(cm(Some("b"), "x")).unwrap();
+        assert!(names_in(&cache, "a").is_empty());
+        assert_eq!(names_in(&cache, "b"), ["x"]);
+        cache.delete(cm(Some("b"), "x")).unwrap();
+        assert!(names_in(&cache, "b").is_empty());
     }
 }

@@ -66,12 +66,24 @@ struct State<K> {
     /// Index name → index. Has an entry (possibly empty) for every name in
     /// `indexers` and no other. Guarded by `ThreadSafeStore::state`.
     indices: HashMap<String, Index>,
+    /// Every key is `ns/name` (or `name`) of its object: see
+    /// [`ThreadSafeStore::with_key_namespaces`]. Set once, at construction.
+    keys_carry_namespace: bool,
 }
 
 impl<K> ThreadSafeStore<K> {
     /// An empty store with the given indices.
     #[must_use]
     pub fn new(indexers: Indexers<K>) -> Self {
+        Self::with_key_namespaces(indexers, false)
+    }
+
+    /// An empty store whose callers promise that every key carries its object's
+    /// namespace (the keys of [`meta_namespace_key`](crate::object::meta_namespace_key)):
+    /// the built-in namespace index then reads the namespace from the key, and an
+    /// object replaced under its key keeps its namespace without a look at either
+    /// object (the old one is likely out of the CPU cache).
+    pub(crate) fn with_key_namespaces(indexers: Indexers<K>, keys_carry_namespace: bool) -> Self {
         let indices = indexers
             .names()
             .map(|name| (name.to_owned(), Index::default()))
@@ -81,6 +93,7 @@ impl<K> ThreadSafeStore<K> {
                 items: HashMap::default(),
                 indexers,
                 indices,
+                keys_carry_namespace,
             }),
         }
     }
@@ -316,15 +329,24 @@ impl<K> State<K> {
             items,
             indexers,
             indices,
+            keys_carry_namespace,
         } = self;
+        let ns_from_key = *keys_carry_namespace;
         // Indices first: a panicking index function leaves the object unstored.
         match items.entry(key) {
             Entry::Occupied(mut e) => {
-                reindex(indexers, indices, e.key(), Some(e.get()), Some(&obj));
+                reindex(
+                    indexers,
+                    indices,
+                    ns_from_key,
+                    e.key(),
+                    Some(e.get()),
+                    Some(&obj),
+                );
                 Some(e.insert(obj))
             }
             Entry::Vacant(e) => {
-                reindex(indexers, indices, e.key(), None, Some(&obj));
+                reindex(indexers, indices, ns_from_key, e.key(), None, Some(&obj));
                 e.insert(obj);
                 None
             }
@@ -350,17 +372,26 @@ impl<K> State<K> {
     /// Moves `key` in every index from `old`'s values to `new`'s. All index
     /// functions run before anything is mutated. Expects the write lock held.
     fn reindex_locked(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&K>) {
-        reindex(&self.indexers, &mut self.indices, key, old, new);
+        let ns_from_key = self.keys_carry_namespace;
+        reindex(
+            &self.indexers,
+            &mut self.indices,
+            ns_from_key,
+            key,
+            old,
+            new,
+        );
     }
 }
 
 /// Moves `key` from `old`'s index values to `new`'s. Every user index function
 /// runs before any index changes, so one that panics leaves the indices as they
 /// were; the built-in namespace index reads its value in place, cannot panic, and
-/// is applied last.
+/// is applied last, with the namespace read from `key` when `ns_from_key`.
 fn reindex<K>(
     indexers: &Indexers<K>,
     indices: &mut HashMap<String, Index>,
+    ns_from_key: bool,
     key: &ObjectKey,
     old: Option<&K>,
     new: Option<&K>,
@@ -394,7 +425,12 @@ fn reindex<K>(
         let Some(value_of) = entry.single else {
             continue;
         };
-        let (old_value, new_value) = (old.map(value_of), new.map(value_of));
+        let (old_value, new_value) = if ns_from_key {
+            let ns = key.namespace().unwrap_or_default();
+            (old.map(|_| ns), new.map(|_| ns))
+        } else {
+            (old.map(value_of), new.map(value_of))
+        };
         if old_value == new_value {
             continue;
         }
