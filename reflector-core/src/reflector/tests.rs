@@ -938,6 +938,23 @@ async fn close_watch_channel_on_error() {
     assert_eq!(r.stats().errors_expired, 1);
 }
 
+/// What a watch handler needs, without resync and without stopping at the
+/// initial-events-end bookmark.
+fn plain_watch_context<'a>(
+    store: &'a RecordingStore,
+    stats: &'a StatsCounters,
+    cancel: &'a CancellationToken,
+) -> WatchContext<'a, Pod> {
+    WatchContext {
+        name: "test",
+        store,
+        stats,
+        cancel,
+        resync: None,
+        exit_on_initial_events_end: false,
+    }
+}
+
 /// TestReflectorStopWatch: a cancelled token stops the watch handler at once.
 #[tokio::test(start_paused = true)]
 async fn reflector_stop_watch() {
@@ -946,14 +963,7 @@ async fn reflector_stop_watch() {
     let cancel = CancellationToken::new();
     cancel.cancel();
     let (_tx, mut stream) = fake_watch();
-    let ctx = WatchContext {
-        name: "test",
-        store: &store,
-        stats: &stats,
-        cancel: &cancel,
-        resync: None,
-        exit_on_initial_events_end: false,
-    };
+    let ctx = plain_watch_context(&store, &stats, &cancel);
     let end = handle_watch(ctx, Instant::now(), &mut stream, &mut |_, _| {})
         .await
         .unwrap();
@@ -976,14 +986,7 @@ async fn cancel_between_ready_events_stops_before_the_next() {
         ))))
         .unwrap();
     }
-    let ctx = WatchContext {
-        name: "test",
-        store: &store,
-        stats: &stats,
-        cancel: &cancel,
-        resync: None,
-        exit_on_initial_events_end: false,
-    };
+    let ctx = plain_watch_context(&store, &stats, &cancel);
     let mut seen = 0;
     let end = handle_watch(ctx, Instant::now(), &mut stream, &mut |_, _| {
         seen += 1;
