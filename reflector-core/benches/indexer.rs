@@ -49,17 +49,24 @@ fn group_index(cm: &ConfigMap) -> Vec<String> {
         .collect()
 }
 
-/// An indexer (namespace + group indices) holding `objs`.
-fn filled(objs: &[Arc<ConfigMap>]) -> Indexer<ConfigMap> {
-    let indexer = Indexer::new(
-        Indexers::new()
-            .with(NAMESPACE_INDEX, namespace_index_func::<ConfigMap>)
-            .with("group", group_index),
-    );
+/// An indexer (namespace + group indices) holding `objs`; the namespace index is
+/// `namespace_index_func` registered by hand, or the built-in one if `builtin`.
+fn filled_with(objs: &[Arc<ConfigMap>], builtin: bool) -> Indexer<ConfigMap> {
+    let indexers = if builtin {
+        Indexers::new().with_namespace_index()
+    } else {
+        Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<ConfigMap>)
+    };
+    let indexer = Indexer::new(indexers.with("group", group_index));
     indexer
         .replace(objs.to_vec(), "1")
         .expect("bench objects have names");
     indexer
+}
+
+/// [`filled_with`] the hand-registered namespace index.
+fn filled(objs: &[Arc<ConfigMap>]) -> Indexer<ConfigMap> {
+    filled_with(objs, false)
 }
 
 fn updates(c: &mut Criterion) {
@@ -71,6 +78,16 @@ fn updates(c: &mut Criterion) {
     let indexer = filled(&v0);
     let mut i = 0;
     group.bench_function("same_values", |b| {
+        b.iter(|| {
+            i = (i + 1) % N;
+            indexer.update(Arc::clone(&v0[i])).expect("named");
+        });
+    });
+
+    // The same with the built-in namespace index (what the informer registers).
+    let indexer = filled_with(&v0, true);
+    let mut i = 0;
+    group.bench_function("same_values_builtin_namespace_index", |b| {
         b.iter(|| {
             i = (i + 1) % N;
             indexer.update(Arc::clone(&v0[i])).expect("named");
