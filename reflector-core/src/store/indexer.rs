@@ -58,28 +58,29 @@ pub struct Indexers<K> {
     funcs: HashMap<String, IndexEntry<K>>,
 }
 
-/// One registered index: its function, and for the built-in namespace index a
+/// One registered index: its function, and for the built-in namespace index the
 /// borrowing form the store uses instead.
 pub(crate) struct IndexEntry<K> {
     /// The function as registered; what [`Indexers::get`] hands out.
     pub(crate) func: IndexFunc<K>,
-    /// The one value of each object, borrowed from it: set only by
-    /// [`Indexers::with_namespace_index`]. The store indexes with it without
-    /// allocating, and it cannot panic.
-    pub(crate) single: Option<fn(&K) -> &str>,
+    /// Set only by [`Indexers::with_namespace_index`]: the object's namespace (`""`
+    /// when cluster-scoped), borrowed from it. The store indexes with it without
+    /// allocating, may take the namespace from the key instead (see
+    /// `ThreadSafeStore::with_key_namespaces`), and it cannot panic.
+    pub(crate) namespace_of: Option<fn(&K) -> &str>,
 }
 
 impl<K> Clone for IndexEntry<K> {
     fn clone(&self) -> Self {
         IndexEntry {
             func: Arc::clone(&self.func),
-            single: self.single,
+            namespace_of: self.namespace_of,
         }
     }
 }
 
 /// An object's namespace, `""` when cluster-scoped: the namespace index's value.
-fn namespace_of<K: kube::Resource>(obj: &K) -> &str {
+fn object_namespace<K: kube::Resource>(obj: &K) -> &str {
     obj.meta().namespace.as_deref().unwrap_or_default()
 }
 
@@ -128,7 +129,7 @@ impl<K> Indexers<K> {
             NAMESPACE_INDEX.to_owned(),
             IndexEntry {
                 func: Arc::new(namespace_index_func::<K>),
-                single: Some(namespace_of::<K>),
+                namespace_of: Some(object_namespace::<K>),
             },
         );
         self
@@ -141,7 +142,7 @@ impl<K> Indexers<K> {
                 name.into(),
                 IndexEntry {
                     func: f,
-                    single: None,
+                    namespace_of: None,
                 },
             )
             .map(|old| old.func)

@@ -399,7 +399,7 @@ fn reindex<K>(
     // Empty (no allocation) unless a user index's values changed.
     let changes: Vec<(&str, Vec<String>, Vec<String>)> = indexers
         .entries()
-        .filter(|(_, entry)| entry.single.is_none())
+        .filter(|(_, entry)| entry.namespace_of.is_none())
         .map(|(name, entry)| {
             let old_values = old.map(|o| (entry.func)(o)).unwrap_or_default();
             let new_values = new.map(|o| (entry.func)(o)).unwrap_or_default();
@@ -422,14 +422,14 @@ fn reindex<K>(
         }
     }
     for (name, entry) in indexers.entries() {
-        let Some(value_of) = entry.single else {
+        let Some(namespace_of) = entry.namespace_of else {
             continue;
         };
         let (old_value, new_value) = if ns_from_key {
             let ns = key.namespace().unwrap_or_default();
             (old.map(|_| ns), new.map(|_| ns))
         } else {
-            (old.map(value_of), new.map(value_of))
+            (old.map(namespace_of), new.map(namespace_of))
         };
         if old_value == new_value {
             continue;
@@ -483,8 +483,8 @@ fn difference<'a>(a: &'a [String], b: &'a [String]) -> Vec<&'a String> {
 fn build_index<K>(entry: &IndexEntry<K>, items: &HashMap<ObjectKey, Arc<K>>) -> Index {
     let mut index = Index::default();
     for (key, obj) in items {
-        match entry.single {
-            Some(value_of) => insert_key(&mut index, value_of(obj), key),
+        match entry.namespace_of {
+            Some(namespace_of) => insert_key(&mut index, namespace_of(obj), key),
             None => {
                 for value in (entry.func)(obj) {
                     index.entry(value).or_default().insert(key.clone());
