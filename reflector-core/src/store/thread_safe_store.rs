@@ -135,7 +135,7 @@ impl<K> ThreadSafeStore<K> {
 
     /// Runs `apply` with the write lock held, so several writes take the lock once
     /// and readers see all of them or none. The informer applies each popped batch
-    /// this way: one lock and unlock per item were a tenth of its pipeline.
+    /// this way, so that readers never see half a batch whose handlers have not run.
     pub(crate) fn write_batch<R>(&self, apply: impl FnOnce(&mut BatchWriter<'_, K>) -> R) -> R {
         apply(&mut BatchWriter {
             state: self.write(),
