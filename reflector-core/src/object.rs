@@ -122,15 +122,20 @@ impl ObjectKey {
     /// The namespace, or `None` for a cluster-scoped key.
     #[must_use]
     pub fn namespace(&self) -> Option<&str> {
-        self.full.split_once('/').map(|(ns, _)| ns)
+        self.slash().map(|at| &self.full[..at])
     }
 
     /// The name.
     #[must_use]
     pub fn name(&self) -> &str {
-        self.full
-            .split_once('/')
-            .map_or(&*self.full, |(_, name)| name)
+        self.slash().map_or(&*self.full, |at| &self.full[at + 1..])
+    }
+
+    /// Where the `/` between namespace and name is. A byte search: the indexer asks
+    /// for every cached object's namespace, and `split_once('/')` took 126
+    /// instructions a call where this takes 39 (callgrind).
+    fn slash(&self) -> Option<usize> {
+        self.full.bytes().position(|b| b == b'/')
     }
 
     /// The key as a string: `ns/name` or `name`.
