@@ -397,17 +397,18 @@ fn reindex<K>(
     new: Option<&K>,
 ) {
     // Empty (no allocation) unless a user index's values changed.
-    let changes: Vec<(&str, Vec<String>, Vec<String>)> = indexers
-        .entries()
-        .filter(|(_, entry)| entry.namespace_of.is_none())
-        .map(|(name, entry)| {
-            let old_values = old.map(|o| (entry.func)(o)).unwrap_or_default();
-            let new_values = new.map(|o| (entry.func)(o)).unwrap_or_default();
-            (name, old_values, new_values)
-        })
+    let mut changes: Vec<(&str, Vec<String>, Vec<String>)> = Vec::new();
+    for (name, entry) in indexers.entries() {
+        if entry.namespace_of.is_some() {
+            continue;
+        }
+        let old_values = old.map(|o| (entry.func)(o)).unwrap_or_default();
+        let new_values = new.map(|o| (entry.func)(o)).unwrap_or_default();
         // The common case: the object's values did not change.
-        .filter(|(_, old_values, new_values)| old_values != new_values)
-        .collect();
+        if old_values != new_values {
+            changes.push((name, old_values, new_values));
+        }
+    }
     for (name, old_values, new_values) in changes {
         // (The state holds an index per indexer: the `None` arm never runs.)
         let index = match indices.get_mut(name) {
