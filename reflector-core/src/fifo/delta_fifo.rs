@@ -13,7 +13,7 @@ use super::error::FifoError;
 use crate::object::{
     DeletedFinalStateUnknown, KeyError, KeyFunc, Object, ObjectKey, meta_namespace_key,
 };
-use crate::store::{KeyListerGetter, Store, StoreError};
+use crate::store::{KeyListerGetter, Store, StoreError, WatchAction};
 
 /// A function applied to each object as it enters a [`DeltaFIFO`], as client-go's
 /// `TransformFunc`: typically strips fields the consumer never reads (such as
@@ -759,6 +759,52 @@ impl<K: Object> DeltaFIFO<K> {
         Ok(())
     }
 
+    /// Queues `keyed` adds and updates under one lock, in order, and wakes the
+    /// poppers once; leaves `keyed` empty. On a closed FIFO each is refused.
+    fn queue_watch_run(
+        &self,
+        keyed: &mut Vec<(WatchAction, ObjectKey, Arc<K>)>,
+        failed: &mut dyn FnMut(WatchAction, StoreError),
+    ) {
+        let (newly_queued, flipped) = {
+            let mut state = self.lock();
+            if state.closed {
+                drop(state);
+                for (action, _, _) in keyed.drain(..) {
+                    failed(action, StoreError::Closed);
+                }
+                return;
+            }
+            state.populated = true;
+            let flipped = Self::check_synced_locked(&mut state);
+            let mut newly_queued = 0_usize;
+            for (action, key, obj) in keyed.drain(..) {
+                let delta_type = match action {
+                    WatchAction::Add => DeltaType::Added,
+                    _ => DeltaType::Updated,
+                };
+                if self.queue_action_locked(
+                    &mut state,
+                    key,
+                    delta_type,
+                    DeltaObject::Object(obj),
+                    true,
+                ) {
+                    newly_queued += 1;
+                }
+            }
+            (newly_queued, flipped)
+        };
+        self.announce_synced(flipped);
+        // Every waiting popper may find work now; one that has not registered yet
+        // checks the queue after registering, so nothing is missed.
+        match newly_queued {
+            0 => {}
+            1 => self.notify.notify_one(),
+            _ => self.notify.notify_waiters(),
+        }
+    }
+
     /// The deletions `replace` infers for queued keys missing from the list: each
     /// key with the newest object it holds (a tombstone's inner object).
     fn missing_queued_locked(
@@ -822,6 +868,43 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
             self.notify.notify_one();
         }
         Ok(())
+    }
+
+    /// Queues the run's adds and updates under one lock and wakes the poppers once
+    /// per stretch between deletions; a deletion is [`delete`](Store::delete)'s own
+    /// (it consults the known objects under the processing lock). Keys are computed
+    /// before locking, so a popper is never kept waiting on them.
+    fn apply_watch_run(
+        &self,
+        run: &mut Vec<(WatchAction, Arc<K>)>,
+        failed: &mut dyn FnMut(WatchAction, StoreError),
+    ) {
+        let mut keyed = Vec::with_capacity(run.len());
+        let mut events = run.drain(..);
+        loop {
+            let mut deletion = None;
+            for (action, obj) in events.by_ref() {
+                if action == WatchAction::Delete {
+                    deletion = Some(obj);
+                    break;
+                }
+                match (self.key_func)(&obj) {
+                    Ok(key) => keyed.push((action, key, obj)),
+                    Err(e) => failed(action, e.into()),
+                }
+            }
+            if !keyed.is_empty() {
+                self.queue_watch_run(&mut keyed, failed);
+            }
+            match deletion {
+                Some(obj) => {
+                    if let Err(e) = self.delete(obj) {
+                        failed(WatchAction::Delete, e);
+                    }
+                }
+                None => break,
+            }
+        }
     }
 
     /// The newest object of every queued key, in queue order (a tombstone's last

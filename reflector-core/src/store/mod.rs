@@ -16,10 +16,12 @@
 
 mod indexer;
 mod thread_safe_store;
+mod watch_action;
 
 pub use indexer::{IndexFunc, Indexer, Indexers, NAMESPACE_INDEX, namespace_index_func};
 pub(crate) use thread_safe_store::BatchWriter;
 pub use thread_safe_store::ThreadSafeStore;
+pub use watch_action::WatchAction;
 
 use std::sync::Arc;
 
@@ -118,6 +120,46 @@ pub trait Store<K: Object>: Send + Sync {
     /// # Errors
     /// [`StoreError::Closed`] on a closed FIFO.
     fn resync(&self) -> Result<(), StoreError>;
+
+    /// Applies a run of watch events in order, each as the [`WatchAction`]'s own
+    /// call would, and leaves `run` empty; `failed` is told of every event the store
+    /// refused, with the error that call would have returned. A reflector hands over
+    /// the events it takes from the stream in one poll this way (up to 1024), then
+    /// reports their resource versions. Default: one call per event; the
+    /// [`DeltaFIFO`](crate::fifo::DeltaFIFO) queues a run's adds and updates under
+    /// one lock with one wake-up.
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_core::store::{Indexer, Indexers, Store, WatchAction};
+    ///
+    /// let cache = Indexer::<ConfigMap>::new(Indexers::new());
+    /// let mut cm = ConfigMap::default();
+    /// cm.metadata.name = Some("a".into());
+    /// let cm = Arc::new(cm);
+    /// let mut run = vec![(WatchAction::Add, cm.clone()), (WatchAction::Delete, cm)];
+    /// cache.apply_watch_run(&mut run, &mut |action, e| panic!("{action}: {e}"));
+    /// assert!(run.is_empty());
+    /// assert_eq!(cache.len(), 0);
+    /// ```
+    fn apply_watch_run(
+        &self,
+        run: &mut Vec<(WatchAction, Arc<K>)>,
+        failed: &mut dyn FnMut(WatchAction, StoreError),
+    ) {
+        for (action, obj) in run.drain(..) {
+            let result = match action {
+                WatchAction::Add => self.add(obj),
+                WatchAction::Update => self.update(obj),
+                WatchAction::Delete => self.delete(obj),
+            };
+            if let Err(e) = result {
+                failed(action, e);
+            }
+        }
+    }
 
     /// Told the resource version of every watch event the reflector handles, bookmarks
     /// included, as client-go's optional `ResourceVersionUpdater`. Default: ignored.
