@@ -978,7 +978,7 @@ async fn cancel_between_ready_events_stops_before_the_next() {
     let store = RecordingStore::default();
     let stats = StatsCounters::default();
     let cancel = CancellationToken::new();
-    let (tx, mut stream) = fake_watch();
+    let (tx, stream) = fake_watch();
     for i in 0..10 {
         tx.unbounded_send(Ok(WatchEvent::Added(pod(
             &format!("p{i}"),
@@ -986,13 +986,21 @@ async fn cancel_between_ready_events_stops_before_the_next() {
         ))))
         .unwrap();
     }
+    // The token is cancelled as the stream hands out its third event.
+    let mut taken = 0;
+    let canceller = cancel.clone();
+    let mut stream: WatchStream<Pod> = stream
+        .inspect(move |_| {
+            taken += 1;
+            if taken == 3 {
+                canceller.cancel();
+            }
+        })
+        .boxed();
     let ctx = plain_watch_context(&store, &stats, &cancel);
-    let mut seen = 0;
-    let end = handle_watch(ctx, Instant::now(), &mut stream, &mut |_, _| {
-        seen += 1;
-        if seen == 3 {
-            cancel.cancel();
-        }
+    let mut rvs = Vec::new();
+    let end = handle_watch(ctx, Instant::now(), &mut stream, &mut |rv, _| {
+        rvs.push(rv.to_owned());
     })
     .await
     .unwrap();
@@ -1000,6 +1008,54 @@ async fn cancel_between_ready_events_stops_before_the_next() {
     assert_eq!(
         *store.ops.lock().unwrap(),
         ["add p0@2", "add p1@3", "add p2@4"]
+    );
+    assert_eq!(rvs, ["2", "3", "4"]);
+}
+
+/// The events taken from the stream in one poll reach the store before any of
+/// their resource versions is reported: a reported version is always one the
+/// store already has.
+#[tokio::test(start_paused = true)]
+async fn ready_events_reach_the_store_before_their_versions_are_reported() {
+    let store = RecordingStore::default();
+    let stats = StatsCounters::default();
+    let cancel = CancellationToken::new();
+    let (tx, mut stream) = fake_watch();
+    tx.unbounded_send(Ok(WatchEvent::Added(pod("a", "2"))))
+        .unwrap();
+    tx.unbounded_send(Ok(WatchEvent::Modified(pod("a", "3"))))
+        .unwrap();
+    tx.unbounded_send(Ok(bookmark("4", false))).unwrap();
+    tx.unbounded_send(Ok(WatchEvent::Deleted(pod("a", "5"))))
+        .unwrap();
+    drop(tx);
+    let ctx = plain_watch_context(&store, &stats, &cancel);
+    let mut reported = Vec::new();
+    handle_watch(
+        ctx,
+        Instant::now(),
+        &mut stream,
+        &mut |rv, past_initial_adds| {
+            let ops = store.ops.lock().unwrap();
+            reported.push((rv.to_owned(), past_initial_adds, ops.len()));
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        *store.ops.lock().unwrap(),
+        ["add a@2", "update a@3", "delete a@5"]
+    );
+    // Every version was reported with the whole run in the store, in event order,
+    // each with whether a non-ADDED event had been seen by then.
+    assert_eq!(
+        reported,
+        [
+            ("2".to_owned(), false, 3),
+            ("3".to_owned(), true, 3),
+            ("4".to_owned(), true, 3),
+            ("5".to_owned(), true, 3),
+        ]
     );
 }
 

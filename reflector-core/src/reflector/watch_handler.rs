@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::listwatch::{ListWatchError, WatchStream};
 use crate::object::Object;
-use crate::store::Store;
+use crate::store::{Store, WatchAction};
 
 use super::ReflectorError;
 use super::resync_timer::ResyncTimer;
@@ -85,7 +85,9 @@ pub(crate) async fn handle_watch<K: Object>(
         initial_events_end: false,
         past_initial_adds: false,
         events: 0,
-        rv: String::new(),
+        run: Vec::new(),
+        rvs: String::new(),
+        rv_ends: Vec::new(),
     };
     // Created once: a fresh `cancelled()` per wait would register and remove a
     // waiter every time.
@@ -96,60 +98,69 @@ pub(crate) async fn handle_watch<K: Object>(
         // select would: cancellation, the resync timer, the stream. Cancellation is
         // a flag read per event; its waker is registered only when the stream
         // waits (a select polling it per event cost a twentieth of the pipeline).
+        // The events taken in one poll go to the store together when it ends —
+        // before it returns, so before any await — and only then are their
+        // resource versions reported, in order.
         let run = std::future::poll_fn(|cx| {
-            for _ in 0..YIELD_EVERY {
-                if cancel.is_cancelled() {
-                    return Poll::Ready(Run::End(WatchEnd::Stopped));
-                }
-                if let Some((timer, should_resync)) = &mut resync
-                    && timer.poll_fired(cx).is_ready()
-                {
-                    if should_resync() {
-                        tracing::debug!(reflector = name, "forcing resync");
-                        bump(&stats.resyncs);
-                        if let Err(source) = store.resync() {
-                            return Poll::Ready(Run::Failed(ReflectorError::Resync {
+            let run = 'run: {
+                for _ in 0..YIELD_EVERY {
+                    if cancel.is_cancelled() {
+                        break 'run Poll::Ready(Run::End(WatchEnd::Stopped));
+                    }
+                    if let Some((timer, should_resync)) = &mut resync
+                        && timer.poll_fired(cx).is_ready()
+                    {
+                        if should_resync() {
+                            tracing::debug!(reflector = name, "forcing resync");
+                            bump(&stats.resyncs);
+                            // The resync follows the events before it.
+                            seen.flush(name, store, set_rv);
+                            if let Err(source) = store.resync() {
+                                break 'run Poll::Ready(Run::Failed(ReflectorError::Resync {
+                                    resource: name.to_owned(),
+                                    source,
+                                }));
+                            }
+                        }
+                        continue;
+                    }
+                    let event = match stream.poll_next_unpin(cx) {
+                        Poll::Pending => {
+                            if cancelled.as_mut().poll(cx).is_ready() {
+                                break 'run Poll::Ready(Run::End(WatchEnd::Stopped));
+                            }
+                            break 'run Poll::Pending;
+                        }
+                        Poll::Ready(None) => break 'run Poll::Ready(Run::Closed),
+                        Poll::Ready(Some(Ok(event))) => event,
+                        Poll::Ready(Some(Err(e))) if e.is_unexpected_kind() => {
+                            tracing::warn!(reflector = name, error = %e, "dropping watch event of an unexpected kind");
+                            bump(&stats.unexpected_kind_events);
+                            continue;
+                        }
+                        Poll::Ready(Some(Err(source))) => {
+                            break 'run Poll::Ready(Run::Failed(ReflectorError::WatchStream {
                                 resource: name.to_owned(),
                                 source,
                             }));
                         }
+                    };
+                    if let Err(e) = seen.take(event, name, stats) {
+                        break 'run Poll::Ready(Run::Failed(e));
                     }
-                    continue;
+                    if exit_on_initial_events_end && seen.initial_events_end {
+                        tracing::debug!(
+                            reflector = name,
+                            events = seen.events,
+                            "initial events ended; keeping the watch open"
+                        );
+                        break 'run Poll::Ready(Run::End(WatchEnd::InitialEventsEnd));
+                    }
                 }
-                let event = match stream.poll_next_unpin(cx) {
-                    Poll::Pending => {
-                        if cancelled.as_mut().poll(cx).is_ready() {
-                            return Poll::Ready(Run::End(WatchEnd::Stopped));
-                        }
-                        return Poll::Pending;
-                    }
-                    Poll::Ready(None) => return Poll::Ready(Run::Closed),
-                    Poll::Ready(Some(Ok(event))) => event,
-                    Poll::Ready(Some(Err(e))) if e.is_unexpected_kind() => {
-                        tracing::warn!(reflector = name, error = %e, "dropping watch event of an unexpected kind");
-                        bump(&stats.unexpected_kind_events);
-                        continue;
-                    }
-                    Poll::Ready(Some(Err(source))) => {
-                        return Poll::Ready(Run::Failed(ReflectorError::WatchStream {
-                            resource: name.to_owned(),
-                            source,
-                        }));
-                    }
-                };
-                if let Err(e) = seen.apply(event, name, store, stats, set_rv) {
-                    return Poll::Ready(Run::Failed(e));
-                }
-                if exit_on_initial_events_end && seen.initial_events_end {
-                    tracing::debug!(
-                        reflector = name,
-                        events = seen.events,
-                        "initial events ended; keeping the watch open"
-                    );
-                    return Poll::Ready(Run::End(WatchEnd::InitialEventsEnd));
-                }
-            }
-            Poll::Ready(Run::Yield)
+                Poll::Ready(Run::Yield)
+            };
+            seen.flush(name, store, set_rv);
+            run
         });
         match run.await {
             Run::Yield => tokio::task::yield_now().await,
@@ -181,57 +192,43 @@ enum Run {
     Failed(ReflectorError),
 }
 
-/// What a watch has seen so far.
-struct Seen {
+/// What a watch has seen so far, and the events taken in the current poll.
+struct Seen<K> {
     /// The initial-events-end bookmark arrived.
     initial_events_end: bool,
     /// An event other than ADDED arrived.
     past_initial_adds: bool,
     /// Events handled.
     events: u64,
-    /// The last event's resource version: one buffer reused across events.
-    rv: String,
+    /// This poll's events for the store, in order. Reused across polls.
+    run: Vec<(WatchAction, Arc<K>)>,
+    /// This poll's resource versions, bookmarks' included, one after another.
+    /// Reused across polls.
+    rvs: String,
+    /// Where each of `rvs` ends, and whether an event other than ADDED had been
+    /// seen by then. Reused across polls.
+    rv_ends: Vec<(usize, bool)>,
 }
 
-impl Seen {
-    /// Hands one event to the store and records its resource version. The object
-    /// goes to the store unshared, so a transform may take it.
-    fn apply<K: Object>(
+impl<K: Object> Seen<K> {
+    /// Takes one event: its object (unshared, so a transform may take it) joins the
+    /// run for the store, its resource version the ones to report.
+    fn take(
         &mut self,
         event: WatchEvent<K>,
         name: &str,
-        store: &dyn Store<K>,
         stats: &StatsCounters,
-        set_rv: &mut (dyn FnMut(&str, bool) + Send),
     ) -> Result<(), ReflectorError> {
-        self.rv.clear();
-        match event {
+        let (action, obj) = match event {
             WatchEvent::Error(status) => {
                 return Err(ReflectorError::WatchStream {
                     resource: name.to_owned(),
                     source: ListWatchError::Api(status),
                 });
             }
-            WatchEvent::Added(obj) => {
-                self.rv.push_str(resource_version_of(&obj));
-                if let Err(e) = store.add(Arc::new(obj)) {
-                    tracing::error!(reflector = name, error = %e, "unable to add watch event object to store");
-                }
-            }
-            WatchEvent::Modified(obj) => {
-                self.past_initial_adds = true;
-                self.rv.push_str(resource_version_of(&obj));
-                if let Err(e) = store.update(Arc::new(obj)) {
-                    tracing::error!(reflector = name, error = %e, "unable to update watch event object in store");
-                }
-            }
-            WatchEvent::Deleted(obj) => {
-                self.past_initial_adds = true;
-                self.rv.push_str(resource_version_of(&obj));
-                if let Err(e) = store.delete(Arc::new(obj)) {
-                    tracing::error!(reflector = name, error = %e, "unable to delete watch event object from store");
-                }
-            }
+            WatchEvent::Added(obj) => (WatchAction::Add, Arc::new(obj)),
+            WatchEvent::Modified(obj) => (WatchAction::Update, Arc::new(obj)),
+            WatchEvent::Deleted(obj) => (WatchAction::Delete, Arc::new(obj)),
             WatchEvent::Bookmark(bookmark) => {
                 self.past_initial_adds = true;
                 bump(&stats.bookmarks);
@@ -243,13 +240,47 @@ impl Seen {
                 {
                     self.initial_events_end = true;
                 }
-                self.rv.push_str(&bookmark.metadata.resource_version);
+                self.push_rv(&bookmark.metadata.resource_version);
+                self.events += 1;
+                bump(&stats.events);
+                return Ok(());
             }
+        };
+        if action != WatchAction::Add {
+            self.past_initial_adds = true;
         }
-        set_rv(&self.rv, self.past_initial_adds);
+        self.push_rv(resource_version_of(&*obj));
+        self.run.push((action, obj));
         self.events += 1;
         bump(&stats.events);
         Ok(())
+    }
+
+    fn push_rv(&mut self, rv: &str) {
+        self.rvs.push_str(rv);
+        self.rv_ends.push((self.rvs.len(), self.past_initial_adds));
+    }
+
+    /// Hands the run to the store, then reports each taken event's resource
+    /// version, in order, with whether it was past the initial adds.
+    fn flush(
+        &mut self,
+        name: &str,
+        store: &dyn Store<K>,
+        set_rv: &mut (dyn FnMut(&str, bool) + Send),
+    ) {
+        if !self.run.is_empty() {
+            store.apply_watch_run(&mut self.run, &mut |action, e| {
+                tracing::error!(reflector = name, error = %e, "unable to {action} watch event object in store");
+            });
+        }
+        let mut start = 0;
+        for &(end, past_initial_adds) in &self.rv_ends {
+            set_rv(&self.rvs[start..end], past_initial_adds);
+            start = end;
+        }
+        self.rvs.clear();
+        self.rv_ends.clear();
     }
 }
 
