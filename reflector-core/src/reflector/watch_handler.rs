@@ -61,12 +61,15 @@ pub(crate) struct WatchContext<'a, K> {
 /// Feeds events from `stream` into the store until it ends, an error event or
 /// decode failure arrives, the resync fails, or `cancel` fires.
 ///
-/// `set_rv(rv, past_initial_adds)` is called after every event with its resource
-/// version and whether an event other than ADDED has been seen on this stream.
+/// The events taken from the stream in one poll (up to YIELD_EVERY) reach the
+/// store as one run ([`Store::apply_watch_run`]); then `set_rv(rv, past_initial_adds)`
+/// is called for each of them, in order, with its resource version and whether an
+/// event other than ADDED had been seen on this stream by then — so a reported
+/// version is always one the store already has.
 ///
 /// # Cancel safety
-/// Dropping the future drops no event: each is in the store once taken from the
-/// stream.
+/// Dropping the future drops no event: each is in the store before the poll that
+/// took it from the stream returns.
 pub(crate) async fn handle_watch<K: Object>(
     ctx: WatchContext<'_, K>,
     start: Instant,

@@ -53,8 +53,10 @@ impl From<KeyError> for StoreError {
 
 /// A keyed collection of objects, as client-go's `cache.Store`.
 ///
-/// A reflector writes into a `Store` with `add`/`update`/`delete` for watch events,
-/// `replace` after each list, and `resync` on its resync timer.
+/// A reflector writes into a `Store` with `add`/`update`/`delete` for watch events
+/// (handed over in runs through [`apply_watch_run`](Store::apply_watch_run), which
+/// calls them one by one unless the store overrides it), `replace` after each list,
+/// and `resync` on its resync timer.
 ///
 /// # Example
 /// ```
