@@ -63,6 +63,25 @@ impl<K> DeltaObject<K> {
         }
     }
 
+    /// The object, taken: the carried state, or the tombstone's last known state.
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_core::fifo::DeltaObject;
+    /// let cm = Arc::new(ConfigMap::default());
+    /// let taken = DeltaObject::Object(Arc::clone(&cm)).into_object();
+    /// assert!(Arc::ptr_eq(&taken, &cm));
+    /// ```
+    #[must_use]
+    pub fn into_object(self) -> Arc<K> {
+        match self {
+            DeltaObject::Object(o) => o,
+            DeltaObject::DeletedFinalStateUnknown(t) => t.obj,
+        }
+    }
+
     /// Whether this is a [`DeletedFinalStateUnknown`] tombstone.
     #[must_use]
     pub fn is_tombstone(&self) -> bool {

@@ -15,13 +15,15 @@ pub(crate) enum Notification<K> {
     Update {
         old: Arc<K>,
         new: Arc<K>,
+        /// A resync (delivered only to listeners due for one): every `Sync` delta,
+        /// and a relisted object whose resource version did not change.
+        is_sync: bool,
     },
     Delete(DeletedObject<K>),
 }
 
-/// Notifications of one popped batch, shared by every listener: each entry says
-/// whether it is a resync (delivered only to listeners due for one).
-pub(crate) type Batch<K> = std::sync::Arc<[(Notification<K>, bool)]>;
+/// Notifications of one popped batch, shared by every listener.
+pub(crate) type Batch<K> = std::sync::Arc<[Notification<K>]>;
 
 /// What a listener's buffer holds.
 pub(crate) enum Message<K> {
@@ -32,6 +34,11 @@ pub(crate) enum Message<K> {
 }
 
 impl<K: 'static> Notification<K> {
+    /// Whether this is a resync, which goes only to listeners due for one.
+    pub(crate) fn is_sync(&self) -> bool {
+        matches!(self, Notification::Update { is_sync: true, .. })
+    }
+
     /// Whether this is an add from the initial list (tracked for the handler's
     /// `has_synced`).
     pub(crate) fn is_initial_add(&self) -> bool {
@@ -51,7 +58,7 @@ impl<K: 'static> Notification<K> {
                 obj,
                 is_in_initial_list,
             } => handler.on_add(obj, *is_in_initial_list),
-            Notification::Update { old, new } => handler.on_update(old, new),
+            Notification::Update { old, new, .. } => handler.on_update(old, new),
             Notification::Delete(d) => handler.on_delete(d),
         }
     }

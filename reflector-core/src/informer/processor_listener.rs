@@ -227,11 +227,9 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
             while let Some(message) = next.take() {
                 let wanted: Vec<&Notification<K>> = match &message {
                     Message::One(n) => vec![n],
-                    Message::Batch { items, syncing } => items
-                        .iter()
-                        .filter(|(_, is_sync)| !is_sync || *syncing)
-                        .map(|(n, _)| n)
-                        .collect(),
+                    Message::Batch { items, syncing } => {
+                        items.iter().filter(|n| *syncing || !n.is_sync()).collect()
+                    }
                 };
                 let mut rest = &wanted[..];
                 while !rest.is_empty() {
@@ -309,6 +307,6 @@ fn may_block<R>(f: impl FnOnce() -> R) -> R {
 fn initial_adds<K: 'static>(items: &Batch<K>, syncing: bool) -> usize {
     items
         .iter()
-        .filter(|(n, is_sync)| (!is_sync || syncing) && n.is_initial_add())
+        .filter(|n| (syncing || !n.is_sync()) && n.is_initial_add())
         .count()
 }

@@ -511,7 +511,7 @@ impl<K: Object> SharedIndexInformer<K> {
         &self,
         items: Vec<PoppedItem<K>>,
         popped_key_is_cache_key: bool,
-        out: &mut Vec<(Notification<K>, bool)>,
+        out: &mut Vec<Notification<K>>,
     ) {
         let _block = self
             .inner
@@ -538,23 +538,44 @@ impl<K: Object> SharedIndexInformer<K> {
         item: PoppedItem<K>,
         popped_key_is_cache_key: bool,
         cache: &mut BatchWriter<'_, K>,
-        out: &mut Vec<(Notification<K>, bool)>,
+        out: &mut Vec<Notification<K>>,
     ) {
         let indexer = &self.inner.indexer;
-        for delta in item.deltas {
+        let PoppedItem {
+            key: popped_key,
+            deltas,
+            is_in_initial_list,
+        } = item;
+        // The popped key and each delta's object are moved into the cache, not
+        // cloned and dropped: every reference-count change is a locked instruction,
+        // which waits until the cache's pending writes (table slots not in the CPU
+        // cache) have landed. perf put most of this function's samples on such a
+        // wait while it cloned them.
+        let count = deltas.as_slice().len();
+        let mut popped_key = Some(popped_key);
+        for (i, delta) in deltas.into_iter().enumerate() {
+            let last = i + 1 == count;
+            // Some until the last delta takes it.
+            let Some(item_key) = popped_key.as_ref() else {
+                break;
+            };
             match delta.delta_type {
                 DeltaType::Sync | DeltaType::Replaced | DeltaType::Added | DeltaType::Updated => {
-                    let obj = Arc::clone(delta.object.object());
-                    let key = if popped_key_is_cache_key {
-                        item.key.clone()
-                    } else {
+                    let delta_type = delta.delta_type;
+                    let obj = delta.object.into_object();
+                    let key = if !popped_key_is_cache_key {
                         match indexer.key_of(&obj) {
                             Ok(key) => key,
                             Err(e) => {
-                                tracing::error!(key = %item.key, error = %e, "cannot cache the object");
+                                tracing::error!(key = %item_key, error = %e, "cannot cache the object");
                                 continue;
                             }
                         }
+                    } else if last {
+                        let Some(key) = popped_key.take() else { break };
+                        key
+                    } else {
+                        item_key.clone()
                     };
                     match cache.upsert(key, Arc::clone(&obj)) {
                         Some(old) => {
@@ -563,22 +584,23 @@ impl<K: Object> SharedIndexInformer<K> {
                             // not change, as client-go's OnUpdate decides. A watch
                             // update never is one (and its old object, likely out of
                             // the CPU cache by now, is not read).
-                            let is_sync = match delta.delta_type {
+                            let is_sync = match delta_type {
                                 DeltaType::Sync => true,
                                 DeltaType::Replaced => {
                                     old.meta().resource_version == obj.meta().resource_version
                                 }
                                 _ => false,
                             };
-                            out.push((Notification::Update { old, new: obj }, is_sync));
+                            out.push(Notification::Update {
+                                old,
+                                new: obj,
+                                is_sync,
+                            });
                         }
-                        None => out.push((
-                            Notification::Add {
-                                obj,
-                                is_in_initial_list: item.is_in_initial_list,
-                            },
-                            false,
-                        )),
+                        None => out.push(Notification::Add {
+                            obj,
+                            is_in_initial_list,
+                        }),
                     }
                 }
                 DeltaType::Deleted => {
@@ -586,8 +608,8 @@ impl<K: Object> SharedIndexInformer<K> {
                         DeltaObject::Object(o) => DeletedObject::Known(o),
                         tombstone @ DeltaObject::DeletedFinalStateUnknown(_) => tombstone.into(),
                     };
-                    cache.delete(&item.key);
-                    out.push((Notification::Delete(deleted), false));
+                    cache.delete(item_key);
+                    out.push(Notification::Delete(deleted));
                 }
             }
         }
@@ -610,10 +632,7 @@ impl<K: Object> SharedIndexInformer<K> {
     }
 
     /// Applies `item` to the cache; returns the notifications it makes.
-    pub(crate) fn handle_deltas_for_tests(
-        &self,
-        item: PoppedItem<K>,
-    ) -> Vec<(Notification<K>, bool)> {
+    pub(crate) fn handle_deltas_for_tests(&self, item: PoppedItem<K>) -> Vec<Notification<K>> {
         let mut out = Vec::new();
         self.inner
             .indexer

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::notification::Batch;
+use super::notification::{Batch, Notification};
 use super::processor_listener::ProcessorListener;
 
 /// Guarded by `SharedProcessor::state`.
@@ -67,7 +67,7 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
     /// entries that are not resyncs to the others (a listener with nothing to take
     /// is skipped).
     pub(crate) fn distribute_batch(&self, items: &Batch<K>) {
-        let all_sync = items.iter().all(|(_, is_sync)| *is_sync);
+        let all_sync = items.iter().all(Notification::is_sync);
         let st = self.lock();
         for (listener, syncing) in &st.listeners {
             if *syncing || !all_sync {

@@ -853,11 +853,12 @@ async fn only_sync_and_unchanged_replaced_deltas_are_resyncs() {
         let out = informer.handle_deltas_for_tests(item);
         assert_eq!(out.len(), 1);
         assert!(
-            matches!(out[0].0, Notification::Update { .. }),
+            matches!(out[0], Notification::Update { .. }),
             "{delta_type:?} of a cached object is an update"
         );
         assert_eq!(
-            out[0].1, want,
+            out[0].is_sync(),
+            want,
             "{delta_type:?} at rv {:?}",
             obj.metadata.resource_version
         );
