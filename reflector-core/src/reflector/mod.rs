@@ -63,7 +63,7 @@ use resync_timer::ResyncTimer;
 use retry_with_deadline::RetryWithDeadline;
 use stats::{StatsCounters, bump};
 use temporary_store::TemporaryStore;
-use watch_handler::{WatchContext, WatchEnd, handle_watch};
+use watch_handler::{RunVersions, WatchContext, WatchEnd, handle_watch};
 
 /// Keeps a [`Store`] in step with the API server by list-then-watch.
 ///
@@ -425,10 +425,18 @@ where
                 }
             };
             let store = self.store.as_ref();
-            let mut set_rv = |rv: &str, past_initial_adds: bool| {
-                if propagate_rv_from_start || past_initial_adds {
+            // The store is told every version; the reflector's own is set once
+            // per run, to the run's last (one lock per run, not per event).
+            let mut set_rv = |versions: RunVersions<'_>| {
+                let mut last = None;
+                for (rv, past_initial_adds) in versions.iter() {
+                    if propagate_rv_from_start || past_initial_adds {
+                        store.update_resource_version(rv);
+                        last = Some(rv);
+                    }
+                }
+                if let Some(rv) = last {
                     self.set_last_sync_resource_version(rv);
-                    store.update_resource_version(rv);
                 }
             };
             let ctx = WatchContext {
@@ -513,8 +521,9 @@ where
                 }
             };
             let mut resource_version = String::new();
-            let mut set_rv = |rv: &str, past_initial_adds: bool| {
-                if past_initial_adds {
+            let mut set_rv = |versions: RunVersions<'_>| {
+                let last = versions.iter().filter(|(_, past)| *past).last();
+                if let Some((rv, _)) = last {
                     rv.clone_into(&mut resource_version);
                 }
             };

@@ -964,7 +964,7 @@ async fn reflector_stop_watch() {
     cancel.cancel();
     let (_tx, mut stream) = fake_watch();
     let ctx = plain_watch_context(&store, &stats, &cancel);
-    let end = handle_watch(ctx, Instant::now(), &mut stream, &mut |_, _| {})
+    let end = handle_watch(ctx, Instant::now(), &mut stream, &mut |_| {})
         .await
         .unwrap();
     assert_eq!(end, WatchEnd::Stopped);
@@ -999,8 +999,8 @@ async fn cancel_between_ready_events_stops_before_the_next() {
         .boxed();
     let ctx = plain_watch_context(&store, &stats, &cancel);
     let mut rvs = Vec::new();
-    let end = handle_watch(ctx, Instant::now(), &mut stream, &mut |rv, _| {
-        rvs.push(rv.to_owned());
+    let end = handle_watch(ctx, Instant::now(), &mut stream, &mut |versions| {
+        rvs.extend(versions.iter().map(|(rv, _)| rv.to_owned()));
     })
     .await
     .unwrap();
@@ -1031,15 +1031,12 @@ async fn ready_events_reach_the_store_before_their_versions_are_reported() {
     drop(tx);
     let ctx = plain_watch_context(&store, &stats, &cancel);
     let mut reported = Vec::new();
-    handle_watch(
-        ctx,
-        Instant::now(),
-        &mut stream,
-        &mut |rv, past_initial_adds| {
-            let ops = store.ops.lock().unwrap();
+    handle_watch(ctx, Instant::now(), &mut stream, &mut |versions| {
+        let ops = store.ops.lock().unwrap();
+        for (rv, past_initial_adds) in versions.iter() {
             reported.push((rv.to_owned(), past_initial_adds, ops.len()));
-        },
-    )
+        }
+    })
     .await
     .unwrap();
     assert_eq!(

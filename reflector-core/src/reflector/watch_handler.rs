@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 use std::task::Poll;
 use std::time::Duration;
 
@@ -62,10 +63,9 @@ pub(crate) struct WatchContext<'a, K> {
 /// decode failure arrives, the resync fails, or `cancel` fires.
 ///
 /// The events taken from the stream in one poll (up to YIELD_EVERY) reach the
-/// store as one run ([`Store::apply_watch_run`]); then `set_rv(rv, past_initial_adds)`
-/// is called for each of them, in order, with its resource version and whether an
-/// event other than ADDED had been seen on this stream by then — so a reported
-/// version is always one the store already has.
+/// store as one run ([`Store::apply_watch_run`]); then `set_rv` is called once with
+/// their [`RunVersions`] — so a reported version is always one the store already
+/// has.
 ///
 /// # Cancel safety
 /// Dropping the future drops no event: each is in the store before the poll that
@@ -74,7 +74,7 @@ pub(crate) async fn handle_watch<K: Object>(
     ctx: WatchContext<'_, K>,
     start: Instant,
     stream: &mut WatchStream<K>,
-    set_rv: &mut (dyn FnMut(&str, bool) + Send),
+    set_rv: &mut (dyn FnMut(RunVersions<'_>) + Send),
 ) -> Result<WatchEnd, ReflectorError> {
     let WatchContext {
         name,
@@ -88,6 +88,7 @@ pub(crate) async fn handle_watch<K: Object>(
         initial_events_end: false,
         past_initial_adds: false,
         events: 0,
+        unreported_events: 0,
         run: Vec::new(),
         rvs: String::new(),
         rv_ends: Vec::new(),
@@ -117,7 +118,7 @@ pub(crate) async fn handle_watch<K: Object>(
                             tracing::debug!(reflector = name, "forcing resync");
                             bump(&stats.resyncs);
                             // The resync follows the events before it.
-                            seen.flush(name, store, set_rv);
+                            seen.flush(name, store, stats, set_rv);
                             if let Err(source) = store.resync() {
                                 break 'run Poll::Ready(Run::Failed(ReflectorError::Resync {
                                     resource: name.to_owned(),
@@ -162,7 +163,7 @@ pub(crate) async fn handle_watch<K: Object>(
                 }
                 Poll::Ready(Run::Yield)
             };
-            seen.flush(name, store, set_rv);
+            seen.flush(name, store, stats, set_rv);
             run
         });
         match run.await {
@@ -203,6 +204,9 @@ struct Seen<K> {
     past_initial_adds: bool,
     /// Events handled.
     events: u64,
+    /// Events of this poll not yet added to the reflector's statistics (added once
+    /// per poll: a shared counter bumped per event is a locked instruction each).
+    unreported_events: u64,
     /// This poll's events for the store, in order. Reused across polls.
     run: Vec<(WatchAction, Arc<K>)>,
     /// This poll's resource versions, bookmarks' included, one after another.
@@ -245,7 +249,7 @@ impl<K: Object> Seen<K> {
                 }
                 self.push_rv(&bookmark.metadata.resource_version);
                 self.events += 1;
-                bump(&stats.events);
+                self.unreported_events += 1;
                 return Ok(());
             }
         };
@@ -255,7 +259,7 @@ impl<K: Object> Seen<K> {
         self.push_rv(resource_version_of(&*obj));
         self.run.push((action, obj));
         self.events += 1;
-        bump(&stats.events);
+        self.unreported_events += 1;
         Ok(())
     }
 
@@ -264,26 +268,56 @@ impl<K: Object> Seen<K> {
         self.rv_ends.push((self.rvs.len(), self.past_initial_adds));
     }
 
-    /// Hands the run to the store, then reports each taken event's resource
-    /// version, in order, with whether it was past the initial adds.
+    /// Hands the run to the store, then reports the taken events' resource
+    /// versions and counts the events.
     fn flush(
         &mut self,
         name: &str,
         store: &dyn Store<K>,
-        set_rv: &mut (dyn FnMut(&str, bool) + Send),
+        stats: &StatsCounters,
+        set_rv: &mut (dyn FnMut(RunVersions<'_>) + Send),
     ) {
         if !self.run.is_empty() {
             store.apply_watch_run(&mut self.run, &mut |action, e| {
                 tracing::error!(reflector = name, error = %e, "unable to {action} watch event object in store");
             });
         }
-        let mut start = 0;
-        for &(end, past_initial_adds) in &self.rv_ends {
-            set_rv(&self.rvs[start..end], past_initial_adds);
-            start = end;
+        if !self.rv_ends.is_empty() {
+            set_rv(RunVersions {
+                rvs: &self.rvs,
+                ends: &self.rv_ends,
+            });
         }
         self.rvs.clear();
         self.rv_ends.clear();
+        if self.unreported_events > 0 {
+            stats
+                .events
+                .fetch_add(std::mem::take(&mut self.unreported_events), Relaxed);
+        }
+    }
+}
+
+/// The resource versions of the events one poll took from a watch (bookmarks'
+/// included), in order.
+pub(crate) struct RunVersions<'a> {
+    /// The versions, one after another.
+    rvs: &'a str,
+    /// Where each version ends in `rvs`, and whether an event other than ADDED had
+    /// been seen on the stream by then.
+    ends: &'a [(usize, bool)],
+}
+
+impl<'a> RunVersions<'a> {
+    /// Each version with whether an event other than ADDED had been seen by then.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&'a str, bool)> + '_ {
+        let rvs = self.rvs;
+        let mut start = 0;
+        self.ends.iter().map(move |&(end, past_initial_adds)| {
+            let rv = &rvs[start..end];
+            start = end;
+            (rv, past_initial_adds)
+        })
     }
 }
 
