@@ -1,13 +1,18 @@
 //! Informer benchmarks (in process, no HTTP):
 //!
-//! - `informer_pipeline/{1,4,16}_handlers`: 100k ADDED watch events from a scripted
+//! - `informer_pipeline/handlers/{1,4,16}`: 100k ADDED watch events from a scripted
 //!   lister-watcher through reflector → DeltaFIFO → indexer → every handler's
 //!   buffer and task; time until every handler has seen every event.
+//!   `informer_pipeline/updates_handlers/{1,4,16}`: the same with 100k MODIFIED
+//!   events over 100k listed and cached objects. In the same run, kube-runtime's
+//!   reflector over the same events (`kube_runtime_added`, `kube_runtime_updates`)
+//!   and the least any cache does (`floor_arc_and_keep`).
 //! - `indexer_reads/{get,by_index}/{0,4,16}_readers`: one reader's throughput while
 //!   N other reader threads and one writer thread hammer the same indexer (the shape
 //!   of client-go's BenchmarkSharedIndexInformer).
 //!
-//! `cargo bench -p reflector-core --bench informer -- --sample-size 10`
+//! `cargo bench -p reflector-core --bench informer -- --sample-size 10`; add
+//! `--features bench-mimalloc` to run every scenario (the peer's too) on mimalloc.
 #![allow(
     missing_docs,
     reason = "criterion_group! generates an undocumented public function"
@@ -17,6 +22,12 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// mimalloc for the allocator A/B (`--features bench-mimalloc`): every scenario of
+/// the run, kube-runtime's included, allocates with it.
+#[cfg(feature = "bench-mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
