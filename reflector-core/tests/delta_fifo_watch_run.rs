@@ -12,13 +12,8 @@ use proptest::prelude::*;
 use reflector_core::fifo::{DeltaFIFO, DeltaFifoOptions, DeltaType, PoppedItem};
 use reflector_core::store::{Indexer, Indexers, Store, StoreError, WatchAction};
 
-fn cm(k: u8, version: u64) -> Arc<ConfigMap> {
-    let mut c = ConfigMap::default();
-    c.metadata.name = Some(format!("cm-{k}"));
-    c.metadata.namespace = Some("ns".into());
-    c.metadata.resource_version = Some(version.to_string());
-    Arc::new(c)
-}
+mod support;
+use support::cm;
 
 #[derive(Debug, Clone)]
 enum Op {

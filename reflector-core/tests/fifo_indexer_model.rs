@@ -13,6 +13,9 @@ use reflector_core::fifo::{DeltaFIFO, DeltaFifoOptions, DeltaType, PoppedItem};
 use reflector_core::object::ObjectKey;
 use reflector_core::store::{Indexer, Indexers, Store};
 
+mod support;
+use support::cm;
+
 #[derive(Debug, Clone)]
 enum Op {
     /// The server creates or changes key `k`; the watch reports it.
@@ -42,14 +45,6 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Resync),
         4 => Just(Op::Pop),
     ]
-}
-
-fn cm(k: u8, version: u64) -> Arc<ConfigMap> {
-    let mut c = ConfigMap::default();
-    c.metadata.name = Some(format!("cm-{k}"));
-    c.metadata.namespace = Some("ns".into());
-    c.metadata.resource_version = Some(version.to_string());
-    Arc::new(c)
 }
 
 /// What the consumer observed.
