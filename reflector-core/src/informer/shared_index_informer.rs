@@ -531,8 +531,8 @@ impl<K: Object> SharedIndexInformer<K> {
         }
     }
 
-    /// Applies one key's deltas to the cache and collects the notifications, each
-    /// with whether it is a resync, as client-go's `processDeltas`.
+    /// Applies one key's deltas to the cache and collects the notifications (an
+    /// update says whether it is a resync), as client-go's `processDeltas`.
     fn handle_deltas(
         &self,
         item: PoppedItem<K>,
