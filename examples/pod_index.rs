@@ -72,11 +72,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         c
     };
 
-    let informer = SharedIndexInformer::new(
-        ApiListerWatcher::new(Api::<Pod>::all(client.clone())),
-        Duration::ZERO,
-        Indexers::new().with(BY_NODE, node_of),
-    );
+    let informer =
+        SharedIndexInformer::builder(ApiListerWatcher::new(Api::<Pod>::all(client.clone())))
+            .indexers(Indexers::new().with(BY_NODE, node_of))
+            .build();
     // Two handlers, one watch: a logger and a counter.
     informer.add_event_handler(
         EventHandlerFns::<Pod>::new()
@@ -111,9 +110,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (i, c) = (informer.clone(), cancel.clone());
         async move { i.run(c).await }
     });
-    if !informer.wait_for_cache_sync(&cancel).await {
-        return Err("cache did not sync".into());
-    }
+    informer.wait_synced().await?;
 
     if cluster {
         println!("watching pods; Ctrl+C to stop");

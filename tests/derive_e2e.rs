@@ -176,13 +176,10 @@ async fn typed_queries_follow_200_widgets_through_sync_updates_and_deletes() {
         let cancel = cancel.clone();
         async move { informer.run(cancel).await }
     });
-    let synced = tokio::time::timeout(
-        Duration::from_secs(30),
-        informer.wait_for_cache_sync(&cancel),
-    )
-    .await
-    .expect("sync in time");
-    assert!(synced);
+    tokio::time::timeout(Duration::from_secs(30), informer.wait_synced())
+        .await
+        .expect("sync in time")
+        .expect("not stopped");
     expect_events(&mut rx, "added", N).await;
     assert!(reg.has_synced());
     assert_queries(&informer, &model, "after sync");
@@ -246,15 +243,12 @@ async fn factory_reflected_informer_answers_typed_queries() {
     }
     let factory = InformerFactory::new(server.client());
     let widgets = factory.reflected::<Widget>();
-    let cancel = CancellationToken::new();
-    factory.start(&cancel);
-    let synced = tokio::time::timeout(
-        Duration::from_secs(30),
-        factory.wait_for_cache_sync(&cancel),
-    )
-    .await
-    .expect("sync in time");
-    assert!(synced.values().all(|s| *s));
+    factory.start();
+    tokio::time::timeout(Duration::from_secs(30), factory.wait_synced())
+        .await
+        .expect("sync in time")
+        .expect("not stopped");
+    assert!(widgets.has_synced());
     let mut alices: Vec<String> = widgets
         .by_owner("alice")
         .iter()

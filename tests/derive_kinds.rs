@@ -229,7 +229,9 @@ async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
 async fn on_event_delivers_typed_events_and_queries_follow_the_informer() {
     let source = FakeSource::<Gadget>::new();
     source.add((*gadget("a", "red", [1, 2], "web")).clone());
-    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Gadget::indexers());
+    let informer = SharedIndexInformer::builder(source.clone())
+        .indexers(Gadget::indexers())
+        .build();
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let reg = Gadget::on_event(&informer, {
         let seen = Arc::clone(&seen);
@@ -254,7 +256,7 @@ async fn on_event_delivers_typed_events_and_queries_follow_the_informer() {
         let cancel = cancel.clone();
         async move { informer.run(cancel).await }
     });
-    assert!(informer.wait_for_cache_sync(&cancel).await);
+    informer.wait_synced().await.unwrap();
     assert_eq!(names(informer.by_color("red")), ["a"]);
 
     let mut a = (*gadget("a", "blue", [1, 2], "web")).clone();

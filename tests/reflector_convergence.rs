@@ -22,7 +22,6 @@ use reflector::informer::{EventHandlerFns, SharedIndexInformer};
 use reflector::listwatch::ApiListerWatcher;
 use reflector::object::DeletedObject;
 use reflector::reflector::ReflectorOptions;
-use reflector::store::Indexers;
 use reflector_testkit::{ApiServer, BadLine, Fault, Matcher, Verb};
 use tokio_util::sync::CancellationToken;
 
@@ -124,16 +123,15 @@ async fn converge(seed: u64) -> Result<(), String> {
         server.client_without_retries(),
         NS,
     ));
-    let informer = SharedIndexInformer::new(lw, Duration::ZERO, Indexers::new());
-    informer
-        .set_reflector_options(
+    let informer = SharedIndexInformer::builder(lw)
+        .reflector_options(
             ReflectorOptions::default().page_size(97).backoff(
                 BackoffConfig::default()
                     .initial(Duration::from_millis(10))
                     .max(Duration::from_millis(100)),
             ),
         )
-        .map_err(|e| e.to_string())?;
+        .build();
     let seen = Arc::new(Mutex::new(Seen::default()));
     let (a, u, d) = (seen.clone(), seen.clone(), seen.clone());
     let name_rv = |o: &ConfigMap| {
@@ -172,15 +170,10 @@ async fn converge(seed: u64) -> Result<(), String> {
         let (i, c) = (informer.clone(), cancel.clone());
         async move { i.run(c).await }
     });
-    let synced = tokio::time::timeout(
-        Duration::from_secs(20),
-        informer.wait_for_cache_sync(&cancel),
-    )
-    .await
-    .map_err(|_| format!("seed {seed}: no initial sync"))?;
-    if !synced {
-        return Err(format!("seed {seed}: cancelled before sync"));
-    }
+    tokio::time::timeout(Duration::from_secs(20), informer.wait_synced())
+        .await
+        .map_err(|_| format!("seed {seed}: no initial sync"))?
+        .map_err(|e| format!("seed {seed}: {e}"))?;
 
     // The writer: random creates, updates and deletes, with a fault every 50 writes.
     let api = Api::<ConfigMap>::namespaced(server.client(), NS);

@@ -24,7 +24,6 @@
 
 use std::fmt::Debug;
 use std::sync::Arc;
-use std::time::Duration;
 
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
@@ -182,7 +181,9 @@ where
     K: Reflect + DeserializeOwned + Debug,
     K::DynamicType: Default + Clone + Send + Sync + 'static,
 {
-    SharedIndexInformer::new(lister_watcher::<K>(client), Duration::ZERO, K::indexers())
+    SharedIndexInformer::builder(lister_watcher::<K>(client))
+        .indexers(K::indexers())
+        .build()
 }
 
 /// Support for the code `#[derive(Reflect)]` generates. Not a public API: it changes

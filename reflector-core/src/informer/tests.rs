@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::*;
 use crate::listwatch::{FakeSource, ListWatchError};
 use crate::object::DeletedObject;
+use crate::reflector::ReflectorOptions;
 use crate::store::Indexers;
 
 fn pod(name: &str) -> Pod {
@@ -111,20 +112,18 @@ async fn indexer() {
     let source = FakeSource::<Pod>::new();
     source.add(labelled("a", "app", "web"));
     source.add(labelled("b", "app", "db"));
-    let informer = SharedIndexInformer::new(
-        source.clone(),
-        Duration::ZERO,
-        Indexers::new().with("by_app", |p: &Pod| {
+    let informer = SharedIndexInformer::builder(source.clone())
+        .indexers(Indexers::new().with("by_app", |p: &Pod| {
             p.metadata
                 .labels
                 .as_ref()
                 .and_then(|l| l.get("app").cloned())
                 .into_iter()
                 .collect()
-        }),
-    );
+        }))
+        .build();
     let (cancel, task) = start(&informer);
-    assert!(informer.wait_for_cache_sync(&cancel).await);
+    informer.wait_synced().await.unwrap();
     let names = |v: Vec<Arc<Pod>>| -> BTreeSet<String> {
         v.iter().map(|p| p.metadata.name.clone().unwrap()).collect()
     };
@@ -162,8 +161,9 @@ async fn listener_resync_periods() {
     let source = FakeSource::<Pod>::new();
     source.add(pod("pod1"));
     source.add(pod("pod2"));
-    let informer =
-        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
+    let informer = SharedIndexInformer::builder(source.clone())
+        .resync(Duration::from_secs(1))
+        .build();
     let listeners: Vec<TestListener> = (0..3).map(|_| TestListener::default()).collect();
     for (l, period) in listeners.iter().zip([0, 2, 3]) {
         informer
@@ -214,8 +214,9 @@ async fn listener_resync_periods() {
 #[tokio::test(start_paused = true)]
 async fn resync_check_period() {
     let source = FakeSource::<Pod>::new();
-    let informer =
-        SharedIndexInformer::new(source, Duration::from_secs(12 * 3600), Indexers::new());
+    let informer = SharedIndexInformer::builder(source)
+        .resync(Duration::from_secs(12 * 3600))
+        .build();
     let check = |i: &SharedIndexInformer<Pod>| i.lock_state_for_tests().0;
     let h1 = informer
         .add_event_handler_with_resync(TestListener::default(), Duration::ZERO)
@@ -277,8 +278,9 @@ async fn shared_informer_watch_disruption() {
     let source = FakeSource::<Pod>::new();
     source.add(pod("pod1"));
     source.add(pod("pod2"));
-    let informer =
-        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
+    let informer = SharedIndexInformer::builder(source.clone())
+        .resync(Duration::from_secs(1))
+        .build();
     let no_resync = TestListener::default();
     let resync = TestListener::default();
     informer
@@ -325,12 +327,11 @@ async fn shared_informer_error_handling() {
     let mut denied = kube::core::Status::failure("Access Denied", "Forbidden").with_code(403);
     denied.reason = "Forbidden".into();
     source.fail_lists(ListWatchError::Api(Box::new(denied)));
-    let informer =
-        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
     let errors = Arc::new(Mutex::new(Vec::<String>::new()));
     let e = errors.clone();
-    informer
-        .set_watch_error_handler(move |err| {
+    let informer = SharedIndexInformer::builder(source.clone())
+        .resync(Duration::from_secs(1))
+        .reflector_options(ReflectorOptions::default().watch_error_handler(move |err| {
             let mut msg = err.to_string();
             let mut src = std::error::Error::source(err);
             while let Some(s) = src {
@@ -338,8 +339,8 @@ async fn shared_informer_error_handling() {
                 src = s.source();
             }
             e.lock().unwrap().push(msg);
-        })
-        .unwrap();
+        }))
+        .build();
     let (cancel, task) = start(&informer);
     eventually(|| !errors.lock().unwrap().is_empty()).await;
     assert!(
@@ -348,33 +349,29 @@ async fn shared_informer_error_handling() {
         errors.lock().unwrap()
     );
     assert!(!informer.has_synced());
-    assert_eq!(
-        informer.set_watch_error_handler(|_| {}),
-        Err(InformerError::AlreadyStarted)
-    );
     cancel.cancel();
     task.await.unwrap();
 }
 
 /// TestSharedInformerTransformer: the transform runs before objects are cached and
-/// handlers see the transformed objects; it cannot be set after start.
+/// handlers see the transformed objects. (It cannot be set after start: only the
+/// builder sets it.)
 #[tokio::test(start_paused = true)]
 async fn shared_informer_transformer() {
     let source = FakeSource::<Pod>::new();
     source.add(pod("pod1"));
     source.add(pod("pod2"));
-    let informer =
-        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
     let calls = Arc::new(AtomicUsize::new(0));
     let c = calls.clone();
-    informer
-        .set_transform(Arc::new(move |p: Arc<Pod>| {
+    let informer = SharedIndexInformer::builder(source.clone())
+        .resync(Duration::from_secs(1))
+        .transform(Arc::new(move |p: Arc<Pod>| {
             c.fetch_add(1, Ordering::SeqCst);
             let mut p = Arc::unwrap_or_clone(p);
             p.metadata.name = p.metadata.name.map(|n| n.to_uppercase());
             Arc::new(p)
         }))
-        .unwrap();
+        .build();
     let l = TestListener::default();
     informer.add_event_handler(l.clone()).unwrap();
     let (cancel, task) = start(&informer);
@@ -382,10 +379,6 @@ async fn shared_informer_transformer() {
     assert_eq!(l.names(), set(&["POD1", "POD2"]));
     assert_eq!(calls.load(Ordering::SeqCst), 2, "once per object");
     assert!(informer.lister().get(Some("ns"), "POD1").is_some());
-    assert_eq!(
-        informer.set_transform(Arc::new(|p| p)),
-        Err(InformerError::AlreadyStarted)
-    );
     cancel.cancel();
     task.await.unwrap();
 }
@@ -394,8 +387,7 @@ async fn shared_informer_transformer() {
 /// removing it again is harmless.
 #[tokio::test(start_paused = true)]
 async fn shared_informer_remove_handler() {
-    let informer =
-        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
     let reg1 = informer.add_event_handler(EventHandlerFns::new()).unwrap();
     let reg2 = informer.add_event_handler(EventHandlerFns::new()).unwrap();
     assert_eq!(informer.handler_count(), 2);
@@ -411,8 +403,8 @@ async fn shared_informer_remove_handler() {
 /// is a no-op.
 #[tokio::test(start_paused = true)]
 async fn shared_informer_remove_foreign_handler() {
-    let a = SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
-    let b = SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let a = SharedIndexInformer::new(FakeSource::<Pod>::new());
+    let b = SharedIndexInformer::new(FakeSource::<Pod>::new());
     let reg_a = a.add_event_handler(EventHandlerFns::new()).unwrap();
     let reg_b = b.add_event_handler(EventHandlerFns::new()).unwrap();
     a.remove_event_handler(&reg_b);
@@ -427,8 +419,7 @@ async fn shared_informer_remove_foreign_handler() {
 /// two registrations, removable one at a time.
 #[tokio::test(start_paused = true)]
 async fn shared_informer_multiple_registration() {
-    let informer =
-        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
     let shared = TestListener::default();
     let reg1 = informer.add_event_handler(shared.clone()).unwrap();
     let reg2 = informer.add_event_handler(shared).unwrap();
@@ -444,8 +435,7 @@ async fn shared_informer_multiple_registration() {
 /// TestRemovingRemovedSharedInformer: removing twice is fine.
 #[tokio::test(start_paused = true)]
 async fn removing_removed_shared_informer() {
-    let informer =
-        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
     let reg = informer.add_event_handler(EventHandlerFns::new()).unwrap();
     informer.remove_event_handler(&reg);
     informer.remove_event_handler(&reg);
@@ -456,8 +446,7 @@ async fn removing_removed_shared_informer() {
 /// TestAddOnStoppedSharedInformer: adding to a stopped informer is an error.
 #[tokio::test(start_paused = true)]
 async fn add_on_stopped_shared_informer() {
-    let informer =
-        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
     let (cancel, task) = start(&informer);
     settle().await;
     cancel.cancel();
@@ -476,7 +465,9 @@ async fn add_on_stopped_shared_informer() {
 async fn remove_on_stopped_shared_informer() {
     let source = FakeSource::<Pod>::new();
     source.add(pod("pod1"));
-    let informer = SharedIndexInformer::new(source, Duration::from_secs(1), Indexers::new());
+    let informer = SharedIndexInformer::builder(source)
+        .resync(Duration::from_secs(1))
+        .build();
     let reg = informer.add_event_handler(TestListener::default()).unwrap();
     let (cancel, task) = start(&informer);
     settle().await;
@@ -491,7 +482,7 @@ async fn remove_on_stopped_shared_informer() {
 #[tokio::test(start_paused = true)]
 async fn remove_while_active() {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(source.clone());
     let l = TestListener::default();
     let reg = informer.add_event_handler(l.clone()).unwrap();
     let (cancel, task) = start(&informer);
@@ -513,7 +504,7 @@ async fn remove_while_active() {
 #[tokio::test(start_paused = true)]
 async fn add_while_active() {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(source.clone());
     let l1 = TestListener::default();
     let reg1 = informer.add_event_handler(l1.clone()).unwrap();
     assert!(!reg1.has_synced(), "synced before run");
@@ -550,7 +541,7 @@ async fn add_while_active() {
 #[tokio::test(start_paused = true)]
 async fn event_panics() {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(source.clone());
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let s = seen.clone();
     informer
@@ -587,7 +578,7 @@ async fn event_panics() {
 async fn shutdown() {
     let source = FakeSource::<Pod>::new();
     source.add(pod("pod1"));
-    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(source.clone());
     let handler = TestListener::default();
     informer.add_event_handler(handler.clone()).unwrap();
     let (cancel, task) = start(&informer);
@@ -609,8 +600,9 @@ async fn shutdown() {
 async fn dropped_informer_frees_its_cache_and_handlers() {
     let source = FakeSource::<Pod>::new();
     source.add(pod("pod1"));
-    let informer =
-        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
+    let informer = SharedIndexInformer::builder(source.clone())
+        .resync(Duration::from_secs(1))
+        .build();
     let handler = TestListener::default();
     // The registration holds the informer (for its `has_synced`); drop it too.
     drop(
@@ -643,7 +635,7 @@ async fn deletes_and_tombstones_reach_handlers() {
     source.add(pod("kept"));
     let gone = source.add(pod("gone"));
     let missed = source.add(pod("missed"));
-    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(source.clone());
     let deletes = Arc::new(Mutex::new(Vec::<(String, bool)>::new()));
     let d = deletes.clone();
     informer
@@ -678,7 +670,7 @@ async fn deletes_and_tombstones_reach_handlers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn slow_handler_does_not_delay_fast_handler() {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(source.clone());
     let fast = Arc::new(AtomicUsize::new(0));
     let slow = Arc::new(AtomicUsize::new(0));
     let (f, s) = (fast.clone(), slow.clone());
@@ -755,14 +747,10 @@ impl crate::listwatch::ListerWatcher<Pod> for AlwaysReady {
 async fn always_ready_watch_does_not_monopolize_the_thread() {
     const EVENTS: usize = 5_000;
     let pulled = Arc::new(AtomicUsize::new(0));
-    let informer = SharedIndexInformer::new(
-        AlwaysReady {
-            events: EVENTS,
-            pulled: Arc::clone(&pulled),
-        },
-        Duration::ZERO,
-        Indexers::new(),
-    );
+    let informer = SharedIndexInformer::new(AlwaysReady {
+        events: EVENTS,
+        pulled: Arc::clone(&pulled),
+    });
     // How far the stream had been pulled when the handler saw its first event.
     let pulled_at_first_event = Arc::new(AtomicUsize::new(usize::MAX));
     let seen = Arc::new(AtomicUsize::new(0));
@@ -825,8 +813,7 @@ async fn only_sync_and_unchanged_replaced_deltas_are_resyncs() {
     use crate::fifo::{Delta, DeltaObject, DeltaType, Deltas, PoppedItem};
     use crate::informer::notification::Notification;
     use crate::store::Store;
-    let informer =
-        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
     let mut cached = pod("p");
     cached.metadata.resource_version = Some("5".into());
     let cached = Arc::new(cached);
