@@ -92,12 +92,33 @@ pub use reflector_core::reflect::Reflect;
 pub use reflector_core::*;
 pub use reflector_derive::Reflect;
 
-/// The names most programs need, in one `use reflector::prelude::*;`.
+/// What an operator author needs, in one `use reflector::prelude::*;`: the
+/// controller and its request, action and stop token; the informer factory, its
+/// informers, listers and events; the typed key; `Reflect` (the derive and the
+/// trait).
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector::prelude::*;
+///
+/// async fn reconcile(req: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> {
+///     println!("{}: {}", req.key, if req.object.is_some() { "present" } else { "deleted" });
+///     Ok(Action::done())
+/// }
+///
+/// # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+/// Controller::for_kind::<ConfigMap>(client)
+///     .shutdown_on_signal()
+///     .run(reconcile, Arc::new(()))
+///     .await?;
+/// # Ok(()) }
+/// ```
 pub mod prelude {
-    pub use reflector_core::listwatch::{ApiListerWatcher, ListerWatcher};
-    pub use reflector_core::object::{DeletedObject, ObjectKey};
+    pub use reflector_core::controller::{Action, CancellationToken, Controller, Request};
+    pub use reflector_core::informer::{Event, InformerFactory, SharedIndexInformer};
+    pub use reflector_core::lister::Lister;
+    pub use reflector_core::object::ObjectRef;
     pub use reflector_core::reflect::{IndexQuery, Reflect};
-    pub use reflector_core::reflector::{Reflector, ReflectorOptions};
-    pub use reflector_core::store::Store;
     pub use reflector_derive::Reflect;
 }
