@@ -925,3 +925,171 @@ async fn active_workers_counts_reconciles_in_flight() {
     cancel.cancel();
     run.await.unwrap().unwrap();
 }
+
+/// The request carries the object as cached when a worker takes the key: a key
+/// queued while its object changed three times is reconciled with the last state.
+#[tokio::test(start_paused = true)]
+async fn request_carries_the_latest_cached_object() {
+    let source = FakeSource::<ConfigMap>::new();
+    source.add(cm("a"));
+    let informer = informer(&source);
+    let ctx = GateCtx::new(informer.lister());
+    let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let cancel = CancellationToken::new();
+    let run: RunHandle = tokio::spawn(Controller::new(informer.clone()).run_until(
+        {
+            let seen = Arc::clone(&seen);
+            move |req: Request<ConfigMap>, ctx: Arc<GateCtx>| {
+                let data = req
+                    .object
+                    .as_ref()
+                    .and_then(|o| o.data.as_ref()?.get("v").cloned());
+                seen.lock().unwrap().push(data);
+                gated_reconcile(req, ctx)
+            }
+        },
+        Arc::clone(&ctx),
+        cancel.clone().cancelled_owned(),
+    ));
+    ctx.entered.notified().await;
+    for v in ["1", "2", "3"] {
+        let mut c = cm("a");
+        c.data = Some([("v".to_owned(), v.to_owned())].into());
+        source.modify(c);
+    }
+    settle(Duration::from_secs(1)).await;
+    ctx.gate.notify_one();
+    eventually("reconciled again", || ctx.record.len() == 2).await;
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+    assert_eq!(*seen.lock().unwrap(), [None, Some("3".to_owned())]);
+}
+
+/// `anyhow::Error` is a reconcile error like any other: logged, counted and retried
+/// with the key's exponential backoff (5 ms, 10 ms, 20 ms).
+#[tokio::test(start_paused = true)]
+async fn anyhow_errors_are_retried_with_backoff() {
+    let source = FakeSource::<ConfigMap>::new();
+    source.add(cm("a"));
+    let record = Arc::new(Record::default());
+    let cancel = CancellationToken::new();
+    let run: RunHandle = tokio::spawn(Controller::new(informer(&source)).run_until(
+        |req: Request<ConfigMap>, rec: Arc<Record>| async move {
+            let key = req.key.into_key();
+            rec.push(&key, req.object.is_some());
+            anyhow::ensure!(rec.len() > 3, "attempt {} of {key} fails", rec.len());
+            Ok(Action::done())
+        },
+        Arc::clone(&record),
+        cancel.clone().cancelled_owned(),
+    ));
+    eventually("fourth attempt", || record.len() == 4).await;
+    settle(Duration::from_secs(5)).await;
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+    let t = record.times(&key("a"));
+    assert_eq!(t.len(), 4, "retried after the success");
+    let delays: Vec<Duration> = t.windows(2).map(|w| w[1] - w[0]).collect();
+    assert_eq!(
+        delays,
+        [5, 10, 20].map(Duration::from_millis),
+        "not the per-key backoff"
+    );
+}
+
+/// An error policy set with `error_policy` decides after each failure: a terminal
+/// error (`Action::done()`) is not retried, another is retried after a fixed delay.
+#[tokio::test(start_paused = true)]
+async fn error_policy_decides_what_follows_a_failure() {
+    #[derive(Debug, thiserror::Error)]
+    enum Error {
+        #[error("invalid")]
+        Invalid,
+        #[error("unavailable")]
+        Unavailable,
+    }
+    let source = FakeSource::<ConfigMap>::new();
+    source.add(cm("bad"));
+    source.add(cm("flaky"));
+    let record = Arc::new(Record::default());
+    let cancel = CancellationToken::new();
+    let run: RunHandle = tokio::spawn(
+        Controller::new(informer(&source))
+            .error_policy(|key: &ObjectRef<ConfigMap>, e: &Error, _: Arc<Record>| {
+                assert_eq!(key.namespace(), Some("ns"));
+                match e {
+                    Error::Invalid => Action::done(),
+                    Error::Unavailable => Action::requeue_after(Duration::from_secs(7)),
+                }
+            })
+            .run_until(
+                |req: Request<ConfigMap>, rec: Arc<Record>| async move {
+                    let key = req.key.into_key();
+                    rec.push(&key, true);
+                    match key.name() {
+                        "bad" => Err(Error::Invalid),
+                        _ if rec.count(&key) == 1 => Err(Error::Unavailable),
+                        _ => Ok(Action::done()),
+                    }
+                },
+                Arc::clone(&record),
+                cancel.clone().cancelled_owned(),
+            ),
+    );
+    eventually("flaky retried", || record.count(&key("flaky")) == 2).await;
+    settle(Duration::from_secs(60)).await;
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+    assert_eq!(record.count(&key("bad")), 1, "a terminal error was retried");
+    let t = record.times(&key("flaky"));
+    assert_eq!(t[1] - t[0], Duration::from_secs(7));
+}
+
+/// The controller's sync wait is woken by the informers: with the paused clock, the
+/// first reconcile runs at the instant the cache synced, not at a 100 ms poll.
+#[tokio::test(start_paused = true)]
+async fn first_reconcile_runs_at_sync_without_polling() {
+    let source = FakeSource::<ConfigMap>::new();
+    source.add(cm("a"));
+    source.fail_lists(ListWatchError::Api(Box::new(
+        kube::core::Status::failure("unavailable", "InternalError").with_code(500),
+    )));
+    let informer = informer(&source);
+    let synced_at: Arc<Mutex<Option<Instant>>> = Arc::default();
+    {
+        let synced_at = Arc::clone(&synced_at);
+        informer
+            .add_event_handler(
+                reflector_core::informer::EventHandlerFns::<ConfigMap>::new().on_add(
+                    move |_, initial| {
+                        if initial {
+                            *synced_at.lock().unwrap() = Some(Instant::now());
+                        }
+                    },
+                ),
+            )
+            .unwrap();
+    }
+    let record = Arc::new(Record::default());
+    let cancel = CancellationToken::new();
+    let run: RunHandle = tokio::spawn(Controller::new(informer).run_until(
+        |req: Request<ConfigMap>, rec: Arc<Record>| async move {
+            rec.push(&req.key.into_key(), true);
+            Ok::<_, Fail>(Action::done())
+        },
+        Arc::clone(&record),
+        cancel.clone().cancelled_owned(),
+    ));
+    tokio::time::sleep(Duration::from_millis(1_234)).await;
+    source.clear_list_error();
+    eventually("reconciled", || record.len() == 1).await;
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+    let synced = synced_at.lock().unwrap().expect("initial add seen");
+    let reconciled = record.times(&key("a"))[0];
+    assert!(
+        reconciled.duration_since(synced) < Duration::from_millis(1),
+        "first reconcile {:?} after sync",
+        reconciled.duration_since(synced)
+    );
+}
