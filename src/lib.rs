@@ -108,7 +108,7 @@ pub use reflector_derive::Reflect;
 /// }
 ///
 /// # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
-/// Controller::for_kind::<ConfigMap>(client)
+/// Controller::<ConfigMap>::for_kind(client)
 ///     .shutdown_on_signal()
 ///     .run(reconcile, Arc::new(()))
 ///     .await?;

@@ -73,7 +73,7 @@ const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
 ///
 /// async fn reconcile(req: Request<ConfigMap>, _ctx: Arc<()>) -> Result<Action, kube::Error> {
 ///     match req.object {
-///         Some(cm) => println!("{}: {} keys", req.key, cm.data.map_or(0, |d| d.len())),
+///         Some(cm) => println!("{}: {} keys", req.key, cm.data.as_ref().map_or(0, |d| d.len())),
 ///         None => println!("{}: deleted", req.key),
 ///     }
 ///     Ok(Action::done())
@@ -81,7 +81,7 @@ const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
 ///
 /// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
 /// let client = kube::Client::try_default().await?;
-/// Controller::for_kind::<ConfigMap>(client)
+/// Controller::<ConfigMap>::for_kind(client)
 ///     .shutdown_on_signal()
 ///     .run(reconcile, Arc::new(()))
 ///     .await?;
@@ -91,6 +91,7 @@ const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
 /// Owned children and other watched kinds come from a shared factory:
 /// ```no_run
 /// # use std::sync::Arc;
+/// # use kube::ResourceExt;
 /// # use k8s_openapi::api::apps::v1::Deployment;
 /// # use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 /// # use reflector_core::controller::{Action, Controller, Request};
@@ -103,7 +104,7 @@ const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
 ///     .owns(factory.informer::<ConfigMap>())
 ///     .watches(factory.informer::<Secret>(), |s: &Secret| {
 ///         // a Secret named after its Deployment
-///         ObjectRef::<Deployment>::from_obj(s).ok()
+///         Some(ObjectRef::new(s.namespace().as_deref(), &s.name_any()))
 ///     })
 ///     .concurrency(4)
 ///     .run(reconcile, Arc::new(()))
@@ -369,7 +370,7 @@ impl<K: Object, P> Controller<K, P> {
     ///     Ok(Action::done())
     /// }
     /// # async fn f(client: kube::Client) -> Result<(), reflector_core::controller::ControllerError> {
-    /// Controller::for_kind::<ConfigMap>(client).run(reconcile, Arc::new(())).await
+    /// Controller::<ConfigMap>::for_kind(client).run(reconcile, Arc::new(())).await
     /// # }
     /// ```
     ///
@@ -411,7 +412,7 @@ impl<K: Object, P> Controller<K, P> {
     /// # async fn reconcile(_: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
     /// # async fn f(client: kube::Client) {
     /// let stop = CancellationToken::new();
-    /// let run = Controller::for_kind::<ConfigMap>(client)
+    /// let run = Controller::<ConfigMap>::for_kind(client)
     ///     .run_until(reconcile, Arc::new(()), stop.clone().cancelled_owned());
     /// # let _ = run;
     /// stop.cancel(); // graceful shutdown

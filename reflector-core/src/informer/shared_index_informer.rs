@@ -95,26 +95,23 @@ struct Inner<K: Object> {
 ///
 /// # Example
 /// ```no_run
-/// use std::time::Duration;
 /// use k8s_openapi::api::core::v1::Pod;
 /// use reflector_core::informer::{EventHandlerFns, SharedIndexInformer};
 /// use reflector_core::listwatch::ApiListerWatcher;
 /// use reflector_core::store::Indexers;
 /// use tokio_util::sync::CancellationToken;
 /// # async fn f(client: kube::Client) {
-/// let informer = SharedIndexInformer::new(
-///     ApiListerWatcher::new(kube::Api::<Pod>::all(client)),
-///     Duration::ZERO,
-///     Indexers::new().with("by_node", |p: &Pod| {
+/// let informer = SharedIndexInformer::builder(ApiListerWatcher::new(kube::Api::<Pod>::all(client)))
+///     .indexers(Indexers::new().with("by_node", |p: &Pod| {
 ///         p.spec.as_ref().and_then(|s| s.node_name.clone()).into_iter().collect()
-///     }),
-/// );
+///     }))
+///     .build();
 /// informer
 ///     .add_event_handler(EventHandlerFns::<Pod>::new().on_add(|p, _| println!("{:?}", p.metadata.name)))
 ///     .unwrap();
 /// let cancel = CancellationToken::new();
 /// let run = tokio::spawn({ let i = informer.clone(); let c = cancel.clone(); async move { i.run(c).await } });
-/// informer.wait_for_cache_sync(&cancel).await;
+/// informer.wait_synced().await.unwrap();
 /// let on_node_a = informer.lister().by_index("by_node", "node-a").unwrap();
 /// # }
 /// ```
