@@ -15,7 +15,12 @@ fn minimal_controller_fits_in_22_lines_and_5_uses() {
         .filter(|l| !l.is_empty() && !l.starts_with("//"))
         .collect();
     let uses = code.iter().filter(|l| l.starts_with("use ")).count();
-    assert!(code.len() <= 22, "{} lines:\n{}", code.len(), code.join("\n"));
+    assert!(
+        code.len() <= 22,
+        "{} lines:\n{}",
+        code.len(),
+        code.join("\n")
+    );
     assert!(uses <= 5, "{uses} use lines");
     assert!(code.iter().any(|l| l.contains(".shutdown_on_signal()")));
 }

@@ -164,7 +164,7 @@ async fn fill_phases(informer: &SharedIndexInformer<ConfigMap>) -> Result<Value,
     tokio::pin!(synced);
     let full = loop {
         heap_max = heap_max.max(mem::heap());
-        if first.is_none() && informer.indexer().len() > 0 {
+        if first.is_none() && !informer.indexer().is_empty() {
             first = Some((start.elapsed().as_secs_f64(), mem::heap()));
         }
         tokio::select! {

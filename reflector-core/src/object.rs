@@ -349,6 +349,15 @@ pub fn deletion_handling_key<K: kube::Resource>(
     }
 }
 
+/// A type's last path segment without generics (`ConfigMap` for
+/// `k8s_openapi::api::core::v1::ConfigMap`): names a kind in logs, metrics and
+/// [`ObjectRef`]'s `Display` without needing its `DynamicType`.
+pub(crate) fn short_type_name<T>() -> &'static str {
+    let full = std::any::type_name::<T>();
+    let base = full.split('<').next().unwrap_or(full);
+    base.rsplit("::").next().unwrap_or(base)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,13 +485,4 @@ mod tests {
         assert!(t.is_tombstone());
         assert_eq!(deletion_handling_key(&t).unwrap().as_str(), "ns/other");
     }
-}
-
-/// A type's last path segment without generics (`ConfigMap` for
-/// `k8s_openapi::api::core::v1::ConfigMap`): names a kind in logs, metrics and
-/// [`ObjectRef`]'s `Display` without needing its `DynamicType`.
-pub(crate) fn short_type_name<T>() -> &'static str {
-    let full = std::any::type_name::<T>();
-    let base = full.split('<').next().unwrap_or(full);
-    base.rsplit("::").next().unwrap_or(base)
 }

@@ -306,9 +306,9 @@ async fn requeue_after_is_honoured() {
             let key = req.key.into_key();
             rec.push(&key, true);
             if rec.len() == 1 {
-                Ok::<_, Fail>(Action::requeue(Duration::from_secs(30)))
+                Ok::<_, Fail>(Action::requeue_after(Duration::from_secs(30)))
             } else {
-                Ok(Action::await_change())
+                Ok(Action::done())
             }
         },
         Arc::clone(&record),
@@ -1092,4 +1092,21 @@ async fn first_reconcile_runs_at_sync_without_polling() {
         "first reconcile {:?} after sync",
         reconciled.duration_since(synced)
     );
+}
+
+/// A plain `Box<dyn Error>` (not `Send`) is a reconcile error too: the controller
+/// only needs `Display`. Compiled, not run.
+#[allow(dead_code)]
+fn box_dyn_error_is_a_reconcile_error(informer: SharedIndexInformer<ConfigMap>) {
+    async fn reconcile(
+        req: Request<ConfigMap>,
+        _: Arc<()>,
+    ) -> Result<Action, Box<dyn std::error::Error>> {
+        let cm = req.object.ok_or("deleted")?;
+        let _: u32 = cm.metadata.name.as_deref().unwrap_or("x").parse()?;
+        Ok(Action::done())
+    }
+    let run = Controller::new(informer).run(reconcile, Arc::new(()));
+    fn spawnable<F: std::future::Future + Send + 'static>(_: F) {}
+    spawnable(run);
 }
