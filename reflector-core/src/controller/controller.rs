@@ -442,8 +442,124 @@ impl<K: Object, P> Controller<K, P> {
         } else {
             None
         };
+        // `cancel` starts the graceful shutdown of the loop below.
         let cancel = CancellationToken::new();
-        let run = self.run_with_token(reconcile, ctx, cancel.clone());
+        let run = async {
+            let Controller {
+                name,
+                primary,
+                mut sources,
+                concurrency,
+                rate_limiter,
+                metrics,
+                graceful_shutdown_timeout,
+                cache_sync_timeout,
+                start_informers,
+                shutdown_on_signal: _,
+                error_policy,
+            } = self;
+            let cache = primary.indexer().clone();
+            sources.insert(0, Box::new(InformerSource::new(primary, KeyMapping::Own)));
+            let labels: Vec<String> = sources
+                .iter()
+                .map(|s| format!("{name}/{}", s.kind()))
+                .collect();
+
+            let mut queue_config = QueueConfig::default().name(name.clone());
+            if let Some(m) = &metrics {
+                queue_config = queue_config.metrics(m.workqueue().queue_metrics(&name));
+            }
+            let queue = RateLimitingQueue::with_config(rate_limiter, queue_config);
+            let recorder = metrics
+                .as_ref()
+                .map(|m| m.reconcile().init_controller(&name, concurrency));
+            if let Some(m) = &metrics {
+                for (s, label) in sources.iter().zip(&labels) {
+                    s.export_stats(m.reflectors(), label);
+                }
+            }
+
+            // Handlers first, so no event between sync and workers is lost.
+            let mut registrations: Vec<(String, ActiveRegistration)> = Vec::new();
+            for (s, label) in sources.iter().zip(&labels) {
+                let r = s
+                    .register(&queue)
+                    .map_err(|source| ControllerError::Informer {
+                        informer: label.clone(),
+                        source,
+                    })?;
+                registrations.push((label.clone(), r));
+            }
+
+            // Informers this run started: stopped by `informer_cancel` (a child of
+            // `cancel`, also cancelled when this future is dropped).
+            let informer_cancel = cancel.child_token();
+            let _stop_informers = informer_cancel.clone().drop_guard();
+            let mut informer_tasks = JoinSet::new();
+            if start_informers {
+                for (s, label) in sources
+                    .iter()
+                    .zip(&labels)
+                    .filter(|(s, _)| !s.has_started())
+                {
+                    tracing::debug!(controller = %name, informer = %label, "starting informer");
+                    informer_tasks.spawn(s.run(informer_cancel.clone()));
+                }
+            }
+
+            let result = async {
+                tracing::info!(controller = %name, "waiting for caches to sync");
+                if !wait_for_sync(&registrations, &cancel, cache_sync_timeout).await? {
+                    return Ok(());
+                }
+                tracing::info!(controller = %name, workers = concurrency, "starting workers");
+                let shared = Arc::new(WorkerShared {
+                    name: name.clone(),
+                    queue: queue.clone(),
+                    cache,
+                    reconcile,
+                    error_policy,
+                    ctx,
+                    recorder,
+                });
+                let mut workers = JoinSet::new();
+                let mut slots: Vec<CurrentKey> = Vec::with_capacity(concurrency);
+                for _ in 0..concurrency {
+                    let slot: CurrentKey = Arc::new(Mutex::new(None));
+                    slots.push(Arc::clone(&slot));
+                    workers.spawn(worker(Arc::clone(&shared), slot, cancel.clone()));
+                }
+                drop(shared);
+
+                let mut tick = tokio::time::interval(UNFINISHED_WORK_PERIOD);
+                loop {
+                    tokio::select! {
+                        () = cancel.cancelled() => break,
+                        _ = tick.tick(), if metrics.is_some() => queue.update_unfinished_work(),
+                        Some(joined) = workers.join_next() => {
+                            // Workers only end on cancel or shutdown; log anything else.
+                            if let Err(e) = joined {
+                                tracing::error!(controller = %name, error = %e, "a worker ended unexpectedly");
+                            }
+                        }
+                    }
+                }
+                tracing::info!(controller = %name, "shutdown signal received, waiting for workers to finish");
+                queue.shut_down();
+                shut_down_workers(&name, workers, &slots, graceful_shutdown_timeout).await
+            }
+            .await;
+
+            drop(registrations);
+            informer_cancel.cancel();
+            while let Some(joined) = informer_tasks.join_next().await {
+                if let Err(e) = joined {
+                    tracing::error!(controller = %name, error = %e, "an informer task failed");
+                }
+            }
+            tracing::info!(controller = %name, "controller stopped");
+            result
+        };
         let mut run = std::pin::pin!(run);
         let stop = async {
             match signals.as_mut() {
@@ -460,136 +576,6 @@ impl<K: Object, P> Controller<K, P> {
             () = stop => cancel.cancel(),
         }
         run.await
-    }
-
-    /// The controller's loop; `cancel` starts the graceful shutdown.
-    async fn run_with_token<R, Fut, E, Ctx>(
-        self,
-        reconcile: R,
-        ctx: Arc<Ctx>,
-        cancel: CancellationToken,
-    ) -> Result<(), ControllerError>
-    where
-        R: Fn(Request<K>, Arc<Ctx>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Action, E>> + Send + 'static,
-        E: Display + 'static,
-        P: ErrorPolicy<K, E, Ctx>,
-        Ctx: Send + Sync + 'static,
-    {
-        let Controller {
-            name,
-            primary,
-            mut sources,
-            concurrency,
-            rate_limiter,
-            metrics,
-            graceful_shutdown_timeout,
-            cache_sync_timeout,
-            start_informers,
-            shutdown_on_signal: _,
-            error_policy,
-        } = self;
-        let cache = primary.indexer().clone();
-        sources.insert(0, Box::new(InformerSource::new(primary, KeyMapping::Own)));
-        let labels: Vec<String> = sources
-            .iter()
-            .map(|s| format!("{name}/{}", s.kind()))
-            .collect();
-
-        let mut queue_config = QueueConfig::default().name(name.clone());
-        if let Some(m) = &metrics {
-            queue_config = queue_config.metrics(m.workqueue().queue_metrics(&name));
-        }
-        let queue = RateLimitingQueue::with_config(rate_limiter, queue_config);
-        let recorder = metrics
-            .as_ref()
-            .map(|m| m.reconcile().init_controller(&name, concurrency));
-        if let Some(m) = &metrics {
-            for (s, label) in sources.iter().zip(&labels) {
-                s.export_stats(m.reflectors(), label);
-            }
-        }
-
-        // Handlers first, so no event between sync and workers is lost.
-        let mut registrations: Vec<(String, ActiveRegistration)> = Vec::new();
-        for (s, label) in sources.iter().zip(&labels) {
-            let r = s
-                .register(&queue)
-                .map_err(|source| ControllerError::Informer {
-                    informer: label.clone(),
-                    source,
-                })?;
-            registrations.push((label.clone(), r));
-        }
-
-        // Informers this run started: stopped by `informer_cancel` (a child of
-        // `cancel`, also cancelled when this future is dropped).
-        let informer_cancel = cancel.child_token();
-        let _stop_informers = informer_cancel.clone().drop_guard();
-        let mut informer_tasks = JoinSet::new();
-        if start_informers {
-            for (s, label) in sources
-                .iter()
-                .zip(&labels)
-                .filter(|(s, _)| !s.has_started())
-            {
-                tracing::debug!(controller = %name, informer = %label, "starting informer");
-                informer_tasks.spawn(s.run(informer_cancel.clone()));
-            }
-        }
-
-        let result = async {
-            tracing::info!(controller = %name, "waiting for caches to sync");
-            if !wait_for_sync(&registrations, &cancel, cache_sync_timeout).await? {
-                return Ok(());
-            }
-            tracing::info!(controller = %name, workers = concurrency, "starting workers");
-            let shared = Arc::new(WorkerShared {
-                name: name.clone(),
-                queue: queue.clone(),
-                cache,
-                reconcile,
-                error_policy,
-                ctx,
-                recorder,
-            });
-            let mut workers = JoinSet::new();
-            let mut slots: Vec<CurrentKey> = Vec::with_capacity(concurrency);
-            for _ in 0..concurrency {
-                let slot: CurrentKey = Arc::new(Mutex::new(None));
-                slots.push(Arc::clone(&slot));
-                workers.spawn(worker(Arc::clone(&shared), slot, cancel.clone()));
-            }
-            drop(shared);
-
-            let mut tick = tokio::time::interval(UNFINISHED_WORK_PERIOD);
-            loop {
-                tokio::select! {
-                    () = cancel.cancelled() => break,
-                    _ = tick.tick(), if metrics.is_some() => queue.update_unfinished_work(),
-                    Some(joined) = workers.join_next() => {
-                        // Workers only end on cancel or shutdown; log anything else.
-                        if let Err(e) = joined {
-                            tracing::error!(controller = %name, error = %e, "a worker ended unexpectedly");
-                        }
-                    }
-                }
-            }
-            tracing::info!(controller = %name, "shutdown signal received, waiting for workers to finish");
-            queue.shut_down();
-            shut_down_workers(&name, workers, &slots, graceful_shutdown_timeout).await
-        }
-        .await;
-
-        drop(registrations);
-        informer_cancel.cancel();
-        while let Some(joined) = informer_tasks.join_next().await {
-            if let Err(e) = joined {
-                tracing::error!(controller = %name, error = %e, "an informer task failed");
-            }
-        }
-        tracing::info!(controller = %name, "controller stopped");
-        result
     }
 }
 
