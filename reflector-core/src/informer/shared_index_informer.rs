@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::fifo::{
-    DeltaFIFO, DeltaFifoOptions, DeltaObject, DeltaType, FifoError, PoppedItem, TransformFunc,
+    DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, FifoError, PoppedItem, TransformFunc,
 };
 use crate::lister::Lister;
 use crate::listwatch::{BoxListerWatcher, ListerWatcher};
@@ -53,7 +53,7 @@ struct InformerState<K: Object> {
     /// Options for the reflector made at start; name, resync period and
     /// `should_resync` are the informer's.
     reflector_options: ReflectorOptions,
-    fifo: Option<Arc<DeltaFIFO<K>>>,
+    fifo: Option<Arc<DeltaFifo<K>>>,
     reflector: Option<Arc<Reflector<K, BoxListerWatcher<K>>>>,
 }
 
@@ -429,7 +429,7 @@ impl<K: Object> SharedIndexInformer<K> {
             // is the object's cache key; a transform may change the key, which is then
             // computed from the transformed object, as client-go's processDeltas does.
             let popped_key_is_cache_key = st.transform.is_none();
-            let fifo = Arc::new(DeltaFIFO::new(fifo_opts));
+            let fifo = Arc::new(DeltaFifo::new(fifo_opts));
             let mut opts = st
                 .reflector_options
                 .clone()
@@ -480,7 +480,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 {
                     Ok(()) => {}
                     Err(FifoError::Closed) => break,
-                    Err(e) => tracing::error!(error = %e, "cannot pop from the DeltaFIFO"),
+                    Err(e) => tracing::error!(error = %e, "cannot pop from the DeltaFifo"),
                 }
             }
         };

@@ -395,8 +395,8 @@ impl<K: Object> Indexer<K> {
 
     /// The registered index functions.
     #[must_use]
-    pub fn get_indexers(&self) -> Indexers<K> {
-        self.inner.store.get_indexers()
+    pub fn indexers(&self) -> Indexers<K> {
+        self.inner.store.indexers()
     }
 
     /// Registers more indices, indexing every object already cached, as

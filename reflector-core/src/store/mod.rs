@@ -1,7 +1,7 @@
 //! Stores: where objects live once they leave the reflector.
 //!
 //! [`Store`] is the contract every sink of a reflector implements, as client-go's
-//! `cache.Store`: the [`DeltaFIFO`](crate::fifo::DeltaFIFO) in front of an informer,
+//! `cache.Store`: the [`DeltaFifo`](crate::fifo::DeltaFifo) in front of an informer,
 //! or a plain cache. [`KeyListerGetter`] is the read-only view the FIFO needs of the
 //! informer's cache to detect deletions missed across a relist.
 //!
@@ -40,7 +40,7 @@ pub enum StoreError {
     /// `add_indexers` named an index that already exists. Not retryable.
     #[error("index {0:?} already exists")]
     IndexConflict(String),
-    /// The store was closed (a closed DeltaFIFO). Not retryable.
+    /// The store was closed (a closed DeltaFifo). Not retryable.
     #[error("store is closed")]
     Closed,
 }
@@ -117,7 +117,7 @@ pub trait Store<K: Object>: Send + Sync {
     fn replace(&self, items: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError>;
 
     /// Re-delivers every object to whoever consumes the store (a no-op for a plain
-    /// cache; `Sync` deltas for a DeltaFIFO).
+    /// cache; `Sync` deltas for a DeltaFifo).
     ///
     /// # Errors
     /// [`StoreError::Closed`] on a closed FIFO.
@@ -128,7 +128,7 @@ pub trait Store<K: Object>: Send + Sync {
     /// refused, with the error that call would have returned. A reflector hands over
     /// the events it takes from the stream in one poll this way (up to 1024), then
     /// reports their resource versions. Default: one call per event; the
-    /// [`DeltaFIFO`](crate::fifo::DeltaFIFO) queues a run's adds and updates under
+    /// [`DeltaFifo`](crate::fifo::DeltaFifo) queues a run's adds and updates under
     /// one lock with one wake-up.
     ///
     /// # Example
@@ -217,7 +217,7 @@ pub(crate) fn same_state<K: Object>(cached: Option<Arc<K>>, obj: &K) -> Option<A
     cached.filter(|c| c.meta().resource_version.as_deref() == Some(rv))
 }
 
-/// The read-only view of a cache a [`DeltaFIFO`](crate::fifo::DeltaFIFO) consults to
+/// The read-only view of a cache a [`DeltaFifo`](crate::fifo::DeltaFifo) consults to
 /// find objects deleted while the watch was down, as client-go's `KeyListerGetter`.
 pub trait KeyListerGetter<K>: Send + Sync {
     /// Every key the cache holds.
