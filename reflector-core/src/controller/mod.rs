@@ -12,7 +12,7 @@
 //!
 //! [`Controller::run`] then registers an enqueueing handler on each informer, waits
 //! until they have all synced, and runs `concurrency` workers. Each worker takes a
-//! key from a [`RateLimitingQueue`](crate::workqueue::RateLimitingQueue), calls
+//! key from a [`WorkQueue`](crate::workqueue::WorkQueue), calls
 //! `reconcile(key, ctx)`, and files the key back according to the returned
 //! [`Action`]:
 //!

@@ -11,14 +11,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::{ControllerRecorder, ReconcileResult};
 use crate::object::ObjectKey;
-use crate::workqueue::RateLimitingQueue;
+use crate::workqueue::WorkQueue;
 
 use super::action::{Action, ActionKind};
 
 /// What every worker of one `run` shares.
 pub(crate) struct WorkerShared<R, P, Ctx> {
     pub(crate) name: String,
-    pub(crate) queue: RateLimitingQueue<ObjectKey>,
+    pub(crate) queue: WorkQueue<ObjectKey>,
     pub(crate) reconcile: R,
     pub(crate) error_policy: P,
     pub(crate) ctx: Arc<Ctx>,
