@@ -21,11 +21,14 @@
 //! go on meanwhile), and [`has_synced`](DeltaFifo::has_synced) (or
 //! [`wait_synced`](DeltaFifo::wait_synced)) turns true once the first list is
 //! popped. One departure: the pages of a first list into an empty FIFO can be
-//! queued as they arrive ([`Store::stream_list_page`](crate::store::Store::stream_list_page)).
+//! queued as they arrive (the reflector offers each page to the FIFO).
 
 mod delta;
 mod delta_fifo;
 mod error;
+
+#[cfg(test)]
+mod tests;
 
 pub use delta::{Delta, DeltaObject, DeltaType, Deltas, DeltasIntoIter};
 pub use delta_fifo::{DeltaFifo, DeltaFifoOptions, PoppedItem, TransformFunc};

@@ -21,7 +21,7 @@ use super::*;
 use crate::backoff::BackoffConfig;
 use crate::listwatch::{ListWatchError, ListerWatcher, WatchStream};
 use crate::object::ObjectKey;
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, StoreSink};
 
 // ---------- scaffolding ----------
 
@@ -256,6 +256,9 @@ impl Store<Pod> for RecordingStore {
             Ok(())
         }
     }
+}
+
+impl StoreSink<Pod> for RecordingStore {
     fn update_resource_version(&self, resource_version: &str) {
         self.resource_versions
             .lock()
@@ -863,7 +866,7 @@ async fn reflector_resource_version_update() {
         move |_, _| Ok(stream.lock().unwrap().take().unwrap_or_else(pending_watch)),
     );
     let store = Arc::new(RecordingStore::default());
-    let r = Reflector::new(lw, store.clone(), ReflectorOptions::default());
+    let r = Reflector::with_sink(lw, store.clone(), ReflectorOptions::default());
     tx.unbounded_send(Ok(WatchEvent::Added(pod("p", "10"))))
         .unwrap();
     tx.unbounded_send(Ok(WatchEvent::Modified(pod("p", "20"))))

@@ -7,13 +7,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::fifo::{DeltaFifo, DeltaFifoOptions, DeltaType, PoppedItem};
+use crate::store::{Indexer, Indexers, Store, StoreError, StoreSink, WatchAction};
 use k8s_openapi::api::core::v1::ConfigMap;
 use proptest::prelude::*;
-use reflector_core::fifo::{DeltaFifo, DeltaFifoOptions, DeltaType, PoppedItem};
-use reflector_core::store::{Indexer, Indexers, Store, StoreError, WatchAction};
 
-mod support;
-use support::cm;
+use super::cm;
 
 #[derive(Debug, Clone)]
 enum Op {

@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ConfigMap;
-use reflector_core::fifo::{
+use crate::fifo::{
     Delta, DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, Deltas, FifoError, PoppedItem,
     TransformFunc,
 };
-use reflector_core::object::{DeletedFinalStateUnknown, ObjectKey};
-use reflector_core::store::{KeyListerGetter, Store, StoreError};
+use crate::object::{DeletedFinalStateUnknown, ObjectKey};
+use crate::store::{KeyListerGetter, Store, StoreError, StoreSink};
+use k8s_openapi::api::core::v1::ConfigMap;
 
 use DeltaType::{Added, Deleted, Replaced, Sync, Updated};
 
