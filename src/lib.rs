@@ -1,6 +1,6 @@
 //! # reflector
 //!
-//! Kubernetes client-go's informer machinery — Reflector, DeltaFIFO,
+//! Kubernetes client-go's informer machinery — Reflector, DeltaFifo,
 //! SharedIndexInformer, Indexer, WorkQueue — for async Rust on [`kube`] and
 //! [`k8s_openapi`].
 //!

@@ -176,12 +176,7 @@ async fn lister_watcher_lists_every_namespace_and_narrows() {
 }
 
 fn sorted_index_names<K: reflector::object::Object>(i: &SharedIndexInformer<K>) -> Vec<String> {
-    let mut n: Vec<String> = i
-        .indexer()
-        .get_indexers()
-        .names()
-        .map(str::to_owned)
-        .collect();
+    let mut n: Vec<String> = i.indexer().indexers().names().map(str::to_owned).collect();
     n.sort();
     n
 }

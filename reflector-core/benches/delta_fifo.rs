@@ -1,4 +1,4 @@
-//! DeltaFIFO throughput: add+pop of distinct keys, the update-dedup path, and a
+//! DeltaFifo throughput: add+pop of distinct keys, the update-dedup path, and a
 //! relist `replace` that tombstones 10% of the known keys.
 //!
 //! Run: `cargo bench -p reflector-core --bench delta_fifo`.
@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_main};
 use k8s_openapi::api::core::v1::ConfigMap;
-use reflector_core::fifo::{DeltaFIFO, DeltaFifoOptions};
+use reflector_core::fifo::{DeltaFifo, DeltaFifoOptions};
 use reflector_core::object::ObjectKey;
 use reflector_core::store::{KeyListerGetter, Store};
 
@@ -50,7 +50,7 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("a current-thread runtime")
 }
 
-async fn drain(fifo: &DeltaFIFO<ConfigMap>) -> usize {
+async fn drain(fifo: &DeltaFifo<ConfigMap>) -> usize {
     let mut deltas = 0;
     while !fifo.is_empty() {
         deltas += fifo.pop(|item| item.deltas.len()).await.expect("fifo open");
@@ -66,7 +66,7 @@ fn add_pop(c: &mut Criterion) {
     group.throughput(Throughput::Elements(N as u64));
     group.bench_function("add_pop_100k_distinct", |b| {
         b.iter_batched(
-            DeltaFIFO::<ConfigMap>::default,
+            DeltaFifo::<ConfigMap>::default,
             |fifo| {
                 for obj in &objs {
                     fifo.add(Arc::clone(obj)).expect("add");
@@ -89,7 +89,7 @@ fn update_dedup(c: &mut Criterion) {
     group.throughput(Throughput::Elements(N as u64));
     group.bench_function("update_100k_over_1k_keys_then_drain", |b| {
         b.iter_batched(
-            DeltaFIFO::<ConfigMap>::default,
+            DeltaFifo::<ConfigMap>::default,
             |fifo| {
                 for i in 0..N {
                     fifo.update(Arc::clone(&objs[i % KEYS])).expect("update");
@@ -134,7 +134,7 @@ fn replace_with_deletions(c: &mut Criterion) {
     group.bench_function("replace_100k_with_10pct_known_missing", |b| {
         b.iter_batched(
             || {
-                let fifo = DeltaFIFO::<ConfigMap>::new(
+                let fifo = DeltaFifo::<ConfigMap>::new(
                     DeltaFifoOptions::default().known_objects(known.clone()),
                 );
                 (fifo, list.clone())

@@ -1,7 +1,7 @@
 //! Informer benchmarks (in process, no HTTP):
 //!
 //! - `informer_pipeline/handlers/{1,4,16}`: 100k ADDED watch events from a scripted
-//!   lister-watcher through reflector → DeltaFIFO → indexer → every handler's
+//!   lister-watcher through reflector → DeltaFifo → indexer → every handler's
 //!   buffer and task; time until every handler has seen every event.
 //!   `informer_pipeline/updates_handlers/{1,4,16}`: the same with 100k MODIFIED
 //!   events over 100k listed and cached objects. In the same run, kube-runtime's

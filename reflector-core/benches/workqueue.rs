@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use reflector_core::object::ObjectKey;
-use reflector_core::workqueue::Queue;
+use reflector_core::workqueue::WorkQueue;
 use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
 
@@ -35,7 +35,7 @@ fn keys(distinct: usize) -> Vec<ObjectKey> {
 /// seen the queue shut down and drained, and how many items were processed.
 fn run(rt: &Runtime, keys: &[ObjectKey], workers: usize) -> (Duration, usize) {
     rt.block_on(async {
-        let queue: Queue<ObjectKey> = Queue::new();
+        let queue: WorkQueue<ObjectKey> = WorkQueue::new();
         let mut set = JoinSet::new();
         for _ in 0..workers {
             let queue = queue.clone();

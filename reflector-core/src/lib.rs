@@ -5,7 +5,7 @@
 //! - [`object`]: keys (`ns/name`), key functions and the deletion tombstone;
 //! - [`listwatch`]: listing and watching through `kube::Api` (or any source);
 //! - [`reflector`]: the list-then-watch loop that keeps a store in step;
-//! - [`fifo`]: the `DeltaFIFO` between the reflector and the informer;
+//! - [`fifo`]: the `DeltaFifo` between the reflector and the informer;
 //! - [`store`]: the `Store` contract, the thread-safe store and the `Indexer`;
 //! - [`informer`]: the shared informer, its handlers and the informer factory;
 //! - [`lister`]: typed read-only views of an informer's cache;

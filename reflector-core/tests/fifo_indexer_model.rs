@@ -1,5 +1,5 @@
 //! Property test: any sequence of watch events, missed deletes, relists and resyncs
-//! pushed through a `DeltaFIFO` and popped into an `Indexer` (as the informer
+//! pushed through a `DeltaFifo` and popped into an `Indexer` (as the informer
 //! processes deltas) leaves the Indexer equal to the server's state, and every key
 //! that disappeared was delivered as a Deleted delta (plain or tombstone): no delete
 //! is ever lost.
@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use proptest::prelude::*;
-use reflector_core::fifo::{DeltaFIFO, DeltaFifoOptions, DeltaType, PoppedItem};
+use reflector_core::fifo::{DeltaFifo, DeltaFifoOptions, DeltaType, PoppedItem};
 use reflector_core::object::ObjectKey;
 use reflector_core::store::{Indexer, Indexers, Store};
 
@@ -81,7 +81,7 @@ fn apply(indexer: &Indexer<ConfigMap>, item: PoppedItem<ConfigMap>, seen: &mut O
     }
 }
 
-fn pop_now(fifo: &DeltaFIFO<ConfigMap>) -> Option<PoppedItem<ConfigMap>> {
+fn pop_now(fifo: &DeltaFifo<ConfigMap>) -> Option<PoppedItem<ConfigMap>> {
     if fifo.is_empty() {
         return None;
     }
@@ -94,7 +94,7 @@ proptest! {
     #[test]
     fn fifo_into_indexer_matches_model_and_loses_no_delete(ops in proptest::collection::vec(op(), 0..80)) {
         let indexer = Indexer::<ConfigMap>::new(Indexers::new());
-        let fifo = DeltaFIFO::new(
+        let fifo = DeltaFifo::new(
             DeltaFifoOptions::default()
                 .known_objects(Arc::new(indexer.clone()))
                 .emit_delta_type_replaced(true),
@@ -169,7 +169,7 @@ proptest! {
 #[test]
 fn missed_delete_arrives_as_tombstone() {
     let indexer = Indexer::<ConfigMap>::new(Indexers::new());
-    let fifo = DeltaFIFO::new(DeltaFifoOptions::default().known_objects(Arc::new(indexer.clone())));
+    let fifo = DeltaFifo::new(DeltaFifoOptions::default().known_objects(Arc::new(indexer.clone())));
     let mut seen = Observed::default();
     fifo.add(cm(1, 1)).unwrap();
     apply(&indexer, pop_now(&fifo).unwrap(), &mut seen);

@@ -342,7 +342,7 @@ fn add_indexers_after_items_exist() {
         )
         .unwrap_err();
     assert_eq!(err, StoreError::IndexConflict("testmodes".to_owned()));
-    let mut names: Vec<String> = store.get_indexers().names().map(str::to_owned).collect();
+    let mut names: Vec<String> = store.indexers().names().map(str::to_owned).collect();
     names.sort();
     assert_eq!(names, [NAMESPACE_INDEX, "testmodes"]);
     assert!(store.by_index("fresh", "bar").is_err());

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use reflector_core::workqueue::DelayingQueue;
+use reflector_core::workqueue::WorkQueue;
 use tokio::time::{Instant, advance};
 
 const MS: Duration = Duration::from_millis(1);
@@ -12,7 +12,7 @@ const GUARD: Duration = Duration::from_secs(3600);
 
 #[tokio::test(start_paused = true)]
 async fn simple_queue() {
-    let queue = DelayingQueue::new();
+    let queue = WorkQueue::new();
     let first = "foo";
 
     queue.add_after(first, 50 * MS);
@@ -33,7 +33,7 @@ async fn simple_queue() {
 
 #[tokio::test(start_paused = true)]
 async fn deduping() {
-    let queue = DelayingQueue::new();
+    let queue = WorkQueue::new();
     let first = "foo";
 
     queue.add_after(first, 50 * MS);
@@ -83,7 +83,7 @@ async fn deduping() {
 
 #[tokio::test(start_paused = true)]
 async fn add_two_fire_early() {
-    let queue = DelayingQueue::new();
+    let queue = WorkQueue::new();
     let (first, second, third) = ("foo", "bar", "baz");
 
     queue.add_after(first, Duration::from_secs(1));
@@ -108,7 +108,7 @@ async fn add_two_fire_early() {
 
 #[tokio::test(start_paused = true)]
 async fn copy_shifting() {
-    let queue = DelayingQueue::new();
+    let queue = WorkQueue::new();
     let (first, second, third) = ("foo", "bar", "baz");
 
     queue.add_after(first, Duration::from_secs(1));
@@ -126,7 +126,7 @@ async fn copy_shifting() {
 
 #[tokio::test(start_paused = true)]
 async fn zero_delay_adds_now() {
-    let queue = DelayingQueue::new();
+    let queue = WorkQueue::new();
     queue.add_after("foo", Duration::ZERO);
     assert_eq!(queue.waiting_len(), 0);
     assert_eq!(queue.len(), 1);
@@ -134,7 +134,7 @@ async fn zero_delay_adds_now() {
 
 #[tokio::test(start_paused = true)]
 async fn get_sleeps_until_the_earliest_ready_time() {
-    let queue = DelayingQueue::new();
+    let queue = WorkQueue::new();
     let start = Instant::now();
     queue.add_after("late", 80 * MS);
     queue.add_after("early", 30 * MS);
@@ -147,7 +147,7 @@ async fn get_sleeps_until_the_earliest_ready_time() {
 
 #[tokio::test(start_paused = true)]
 async fn waiting_getter_sees_a_later_add_after() {
-    let queue: DelayingQueue<&str> = DelayingQueue::new();
+    let queue: WorkQueue<&str> = WorkQueue::new();
     let start = Instant::now();
     let getter = {
         let queue = queue.clone();
@@ -165,7 +165,7 @@ async fn waiting_getter_sees_a_later_add_after() {
 
 #[tokio::test(start_paused = true)]
 async fn items_due_together_reach_every_waiting_getter() {
-    let queue: DelayingQueue<u32> = DelayingQueue::new();
+    let queue: WorkQueue<u32> = WorkQueue::new();
     let mut getters = tokio::task::JoinSet::new();
     for _ in 0..3 {
         let queue = queue.clone();
@@ -189,7 +189,7 @@ async fn items_due_together_reach_every_waiting_getter() {
 
 #[tokio::test(start_paused = true)]
 async fn shut_down_drops_waiting_items() {
-    let queue = DelayingQueue::new();
+    let queue = WorkQueue::new();
     queue.add_after("foo", 10 * MS);
     queue.shut_down();
     queue.add_after("bar", 10 * MS);

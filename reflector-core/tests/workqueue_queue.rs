@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
-use reflector_core::workqueue::Queue;
+use reflector_core::workqueue::WorkQueue;
 use tokio::task::JoinSet;
 use tokio::time::timeout;
 
@@ -16,7 +16,7 @@ const GUARD: Duration = Duration::from_secs(60);
 /// Sentinel the `basic` test adds after shutdown (client-go's "added after shutdown!").
 const ADDED_AFTER_SHUTDOWN: i32 = -1;
 
-async fn shut_down(queue: &Queue<i32>, drain: bool) {
+async fn shut_down(queue: &WorkQueue<i32>, drain: bool) {
     if drain {
         queue.shut_down_with_drain().await;
     } else {
@@ -25,7 +25,7 @@ async fn shut_down(queue: &Queue<i32>, drain: bool) {
 }
 
 async fn run_basic(drain: bool) {
-    let queue: Queue<i32> = Queue::new();
+    let queue: WorkQueue<i32> = WorkQueue::new();
     let processed: Arc<Mutex<HashMap<i32, usize>>> = Arc::default();
 
     let mut producers = JoinSet::new();
@@ -85,7 +85,7 @@ async fn basic() {
 }
 
 async fn run_add_while_processing(drain: bool) {
-    let queue: Queue<i32> = Queue::new();
+    let queue: WorkQueue<i32> = WorkQueue::new();
     let mut producers = JoinSet::new();
     for i in 0..50 {
         let queue = queue.clone();
@@ -130,7 +130,7 @@ async fn add_while_processing() {
 
 #[test]
 fn len() {
-    let queue = Queue::new();
+    let queue = WorkQueue::new();
     queue.add("foo");
     assert_eq!(queue.len(), 1);
     queue.add("bar");
@@ -141,7 +141,7 @@ fn len() {
 
 #[tokio::test]
 async fn reinsert() {
-    let queue = Queue::new();
+    let queue = WorkQueue::new();
     queue.add("foo");
     // Start processing.
     let item = queue.get().await.unwrap();
@@ -162,7 +162,7 @@ async fn reinsert() {
 
 #[tokio::test]
 async fn processing_item_is_not_handed_to_a_second_worker() {
-    let queue = Queue::new();
+    let queue = WorkQueue::new();
     queue.add("foo");
     let first = queue.get().await.unwrap();
     queue.add("foo");
@@ -182,7 +182,7 @@ async fn finishes_soon(task: &tokio::task::JoinHandle<()>) -> bool {
 
 #[tokio::test]
 async fn queue_drainage_using_shut_down_with_drain() {
-    let queue = Queue::new();
+    let queue = WorkQueue::new();
     queue.add("foo");
     queue.add("bar");
     let first = queue.get().await.unwrap();
@@ -210,20 +210,20 @@ async fn queue_drainage_using_shut_down_with_drain() {
 
 #[tokio::test]
 async fn no_queue_drainage_using_shut_down() {
-    let queue = Queue::new();
+    let queue = WorkQueue::new();
     queue.add("foo");
     queue.add("bar");
     let _first = queue.get().await.unwrap();
     let _second = queue.get().await.unwrap();
     // ShutDown returns at once although nothing was marked done.
     queue.shut_down();
-    assert!(queue.is_shutting_down());
+    assert!(queue.shutting_down());
     assert_eq!(queue.get().await, None);
 }
 
 #[tokio::test]
 async fn force_queue_shutdown_using_shut_down() {
-    let queue = Queue::new();
+    let queue = WorkQueue::new();
     queue.add("foo");
     queue.add("bar");
     let _first = queue.get().await.unwrap();
@@ -246,7 +246,7 @@ async fn force_queue_shutdown_using_shut_down() {
 
 #[tokio::test]
 async fn queue_drainage_using_shut_down_with_drain_with_dirty_item() {
-    let queue = Queue::new();
+    let queue = WorkQueue::new();
     queue.add("foo");
     let gotten = queue.get().await.unwrap();
     queue.add("foo");
@@ -272,7 +272,7 @@ async fn queue_drainage_using_shut_down_with_drain_with_dirty_item() {
 
 #[tokio::test]
 async fn get_is_cancel_safe() {
-    let queue: Queue<&str> = Queue::new();
+    let queue: WorkQueue<&str> = WorkQueue::new();
 
     // The getter to be dropped registers first (tokio wakes waiters in FIFO
     // order), a second getter is waiting behind it.
@@ -308,7 +308,7 @@ async fn get_is_cancel_safe() {
 
 #[tokio::test]
 async fn shut_down_wakes_waiting_getters() {
-    let queue: Queue<&str> = Queue::new();
+    let queue: WorkQueue<&str> = WorkQueue::new();
     let mut getters = JoinSet::new();
     for _ in 0..3 {
         let queue = queue.clone();

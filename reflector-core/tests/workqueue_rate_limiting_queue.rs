@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reflector_core::workqueue::{ItemExponentialFailureRateLimiter, RateLimitingQueue};
+use reflector_core::workqueue::{ItemExponentialFailureRateLimiter, WorkQueue};
 use tokio::time::{Instant, advance};
 
 const MS: Duration = Duration::from_millis(1);
@@ -11,15 +11,8 @@ const MS: Duration = Duration::from_millis(1);
 /// Asserts `item` waits exactly `expected`, then lets it become due and runs
 /// it through a worker so the next `add_rate_limited` is not merged into this
 /// wait (client-go reads each wait entry off its channel instead).
-async fn expect_wait(
-    queue: &RateLimitingQueue<&'static str>,
-    item: &'static str,
-    expected: Duration,
-) {
-    let ready_at = queue
-        .delaying_queue()
-        .ready_at(&item)
-        .expect("item is waiting");
+async fn expect_wait(queue: &WorkQueue<&'static str>, item: &'static str, expected: Duration) {
+    let ready_at = queue.ready_at(&item).expect("item is waiting");
     assert_eq!(ready_at - Instant::now(), expected, "wait of {item}");
     advance(expected).await;
     assert_eq!(queue.get().await, Some(item));
@@ -29,7 +22,7 @@ async fn expect_wait(
 #[tokio::test(start_paused = true)]
 async fn rate_limiting_queue() {
     let limiter = ItemExponentialFailureRateLimiter::new(MS, Duration::from_secs(1));
-    let queue = RateLimitingQueue::with_rate_limiter(Arc::new(limiter));
+    let queue = WorkQueue::with_rate_limiter(Arc::new(limiter));
 
     queue.add_rate_limited("one");
     expect_wait(&queue, "one", MS).await;
@@ -51,7 +44,7 @@ async fn rate_limiting_queue() {
 #[tokio::test(start_paused = true)]
 async fn add_rate_limited_keeps_the_earliest_wait() {
     let limiter = ItemExponentialFailureRateLimiter::new(MS, Duration::from_secs(1));
-    let queue = RateLimitingQueue::with_rate_limiter(Arc::new(limiter));
+    let queue = WorkQueue::with_rate_limiter(Arc::new(limiter));
     queue.add_rate_limited("one"); // 1 ms
     queue.add_rate_limited("one"); // 2 ms, merged: the earlier time stays
     assert_eq!(queue.num_requeues(&"one"), 2);

@@ -14,9 +14,7 @@ use crate::informer::{InformerFactory, InformerScope, SharedIndexInformer};
 use crate::lister::Lister;
 use crate::metrics::Metrics;
 use crate::object::{Object, ObjectKey, ObjectRef};
-use crate::workqueue::{
-    QueueConfig, RateLimiter, RateLimitingQueue, default_controller_rate_limiter,
-};
+use crate::workqueue::{QueueConfig, RateLimiter, WorkQueue, default_controller_rate_limiter};
 
 use super::action::Action;
 use super::error::ControllerError;
@@ -51,7 +49,7 @@ const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
 ///   watches has synced and its handler has seen the initial list (events meanwhile
 ///   are queued). The wait is woken by the informers, never polled.
 /// - **One key, one worker.** `concurrency` workers share a
-///   [`RateLimitingQueue`], which never hands a key being reconciled to a second
+///   [`WorkQueue`], which never hands a key being reconciled to a second
 ///   worker, and re-queues it once if it changed meanwhile.
 /// - **Requeues** follow the returned [`Action`]; errors go to the error policy
 ///   ([`BackoffOnError`] unless [`error_policy`](Self::error_policy) sets another:
@@ -469,7 +467,7 @@ impl<K: Object, P> Controller<K, P> {
             if let Some(m) = &metrics {
                 queue_config = queue_config.metrics(m.workqueue().queue_metrics(&name));
             }
-            let queue = RateLimitingQueue::with_config(rate_limiter, queue_config);
+            let queue = WorkQueue::with_config(rate_limiter, queue_config);
             let recorder = metrics
                 .as_ref()
                 .map(|m| m.reconcile().init_controller(&name, concurrency));

@@ -14,7 +14,7 @@
 //! [`Controller::run`] then registers an enqueueing handler on each informer, starts
 //! the informers nobody started, waits until they have all synced, and runs
 //! `concurrency` workers. Each worker takes a key from a
-//! [`RateLimitingQueue`](crate::workqueue::RateLimitingQueue), reads the object from
+//! [`WorkQueue`](crate::workqueue::WorkQueue), reads the object from
 //! the primary's cache, calls `reconcile(Request { key, object }, ctx)`, and files
 //! the key back according to the returned [`Action`]:
 //!

@@ -12,7 +12,7 @@ use crate::metrics::ReflectorCollector;
 use crate::object::{
     DeletedObject, Object, ObjectKey, deletion_handling_key, meta_namespace_key, short_type_name,
 };
-use crate::workqueue::RateLimitingQueue;
+use crate::workqueue::WorkQueue;
 
 /// Maps a watched object to the keys of the primaries to reconcile.
 pub(crate) type Mapper<O> = Arc<dyn Fn(&O) -> Vec<ObjectKey> + Send + Sync>;
@@ -36,7 +36,7 @@ impl<O> Clone for KeyMapping<O> {
 
 /// Enqueues the keys an informer's events map to.
 struct EnqueueHandler<O> {
-    queue: RateLimitingQueue<ObjectKey>,
+    queue: WorkQueue<ObjectKey>,
     mapping: KeyMapping<O>,
 }
 
@@ -111,10 +111,7 @@ pub(crate) trait WatchSource: Send + Sync {
     /// informer in logs and metrics.
     fn kind(&self) -> &'static str;
     /// Registers the enqueueing handler.
-    fn register(
-        &self,
-        queue: &RateLimitingQueue<ObjectKey>,
-    ) -> Result<ActiveRegistration, InformerError>;
+    fn register(&self, queue: &WorkQueue<ObjectKey>) -> Result<ActiveRegistration, InformerError>;
     fn has_started(&self) -> bool;
     /// The informer's `run`.
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'static, ()>;
@@ -137,10 +134,7 @@ impl<O: Object> WatchSource for InformerSource<O> {
         short_type_name::<O>()
     }
 
-    fn register(
-        &self,
-        queue: &RateLimitingQueue<ObjectKey>,
-    ) -> Result<ActiveRegistration, InformerError> {
+    fn register(&self, queue: &WorkQueue<ObjectKey>) -> Result<ActiveRegistration, InformerError> {
         let registration = self.informer.add_event_handler(EnqueueHandler {
             queue: queue.clone(),
             mapping: self.mapping.clone(),

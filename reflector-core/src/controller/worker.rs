@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::metrics::{ControllerRecorder, ReconcileResult};
 use crate::object::{Object, ObjectKey, ObjectRef};
 use crate::store::Indexer;
-use crate::workqueue::RateLimitingQueue;
+use crate::workqueue::WorkQueue;
 
 use super::action::{Action, ActionKind};
 use super::error_policy::ErrorPolicy;
@@ -22,7 +22,7 @@ use super::request::Request;
 /// What every worker of one `run` shares.
 pub(crate) struct WorkerShared<K: Object, R, P, Ctx> {
     pub(crate) name: String,
-    pub(crate) queue: RateLimitingQueue<ObjectKey>,
+    pub(crate) queue: WorkQueue<ObjectKey>,
     /// The primary informer's cache: each request carries the object read from it.
     pub(crate) cache: Indexer<K>,
     pub(crate) reconcile: R,

@@ -1,4 +1,4 @@
-//! The DeltaFIFO: per-key accumulated deltas, queued in first-enqueue order.
+//! The DeltaFifo: per-key accumulated deltas, queued in first-enqueue order.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
@@ -13,9 +13,9 @@ use super::error::FifoError;
 use crate::object::{
     DeletedFinalStateUnknown, KeyError, KeyFunc, Object, ObjectKey, meta_namespace_key,
 };
-use crate::store::{KeyListerGetter, Store, StoreError, WatchAction};
+use crate::store::{KeyListerGetter, Store, StoreError, StoreSink, WatchAction};
 
-/// A function applied to each object as it enters a [`DeltaFIFO`], as client-go's
+/// A function applied to each object as it enters a [`DeltaFifo`], as client-go's
 /// `TransformFunc`: typically strips fields the consumer never reads (such as
 /// `managedFields`) to save memory.
 ///
@@ -39,14 +39,14 @@ use crate::store::{KeyListerGetter, Store, StoreError, WatchAction};
 /// ```
 pub type TransformFunc<K> = Arc<dyn Fn(Arc<K>) -> Arc<K> + Send + Sync>;
 
-/// Configuration of a [`DeltaFIFO`], as client-go's `DeltaFIFOOptions`. Every field
+/// Configuration of a [`DeltaFifo`], as client-go's `DeltaFIFOOptions`. Every field
 /// is optional.
 ///
 /// # Example
 /// ```
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::fifo::{DeltaFIFO, DeltaFifoOptions};
-/// let fifo = DeltaFIFO::<ConfigMap>::new(DeltaFifoOptions::default().emit_delta_type_replaced(true));
+/// use reflector_core::fifo::{DeltaFifo, DeltaFifoOptions};
+/// let fifo = DeltaFifo::<ConfigMap>::new(DeltaFifoOptions::default().emit_delta_type_replaced(true));
 /// assert!(fifo.is_empty());
 /// ```
 #[non_exhaustive]
@@ -119,7 +119,7 @@ impl<K> fmt::Debug for DeltaFifoOptions<K> {
     }
 }
 
-/// One item handed out by [`DeltaFIFO::pop`].
+/// One item handed out by [`DeltaFifo::pop`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct PoppedItem<K> {
     /// The object's key.
@@ -132,42 +132,42 @@ pub struct PoppedItem<K> {
     pub is_in_initial_list: bool,
 }
 
-/// The FIFO's state. Every field is guarded by `DeltaFIFO::state`.
+/// The FIFO's state. Every field is guarded by `DeltaFifo::state`.
 /// Queue capacity above which a drained FIFO frees its room (a relist of more keys
 /// than this). Small enough to matter, large enough that watch traffic, whose queue
 /// stays short, never shrinks and regrows it.
 const SHRINK_ABOVE: usize = 4096;
 
 struct State<K> {
-    /// Key to its pending deltas. Guarded by `DeltaFIFO::state`. Every entry holds at
+    /// Key to its pending deltas. Guarded by `DeltaFifo::state`. Every entry holds at
     /// least one delta; a key is here if and only if it is in `queue`. Hashed with
     /// foldhash (randomly seeded, as hashbrown's default): each add+pop hashes the
     /// key twice, and SipHash was a tenth of that path.
     items: HashMap<ObjectKey, Deltas<K>, RandomState>,
-    /// Keys in first-enqueue order, each at most once. Guarded by `DeltaFIFO::state`.
+    /// Keys in first-enqueue order, each at most once. Guarded by `DeltaFifo::state`.
     queue: VecDeque<ObjectKey>,
     /// Whether the first `replace` happened, or an `add`/`update`/`delete` came
-    /// first. Guarded by `DeltaFIFO::state`.
+    /// first. Guarded by `DeltaFifo::state`.
     populated: bool,
-    /// Items of the first `replace` not yet popped. Guarded by `DeltaFIFO::state`.
+    /// Items of the first `replace` not yet popped. Guarded by `DeltaFifo::state`.
     initial_population_count: usize,
     /// Latched `populated && initial_population_count == 0`: set once, by
     /// `check_synced_locked`, whose caller then wakes `wait_synced`. Guarded by
-    /// `DeltaFIFO::state`.
+    /// `DeltaFifo::state`.
     synced: bool,
     /// Set by `close`; pops fail with `Closed` once the queue is drained, writes fail
-    /// at once. Guarded by `DeltaFIFO::state`.
+    /// at once. Guarded by `DeltaFifo::state`.
     closed: bool,
     /// A first list is coming in page by page (`stream_list_page` took its first
     /// page into an empty FIFO); `finish_list_stream` ends it, `replace` or a
-    /// refused first page cancels it. Guarded by `DeltaFIFO::state`.
+    /// refused first page cancels it. Guarded by `DeltaFifo::state`.
     streaming: bool,
 }
 
 /// Items a `pop` took, in its callback's hands; dropped when the callback returns
 /// (or unwinds), which counts them out of the initial population.
 struct Popped<'a, K> {
-    fifo: &'a DeltaFIFO<K>,
+    fifo: &'a DeltaFifo<K>,
     count: usize,
 }
 
@@ -180,7 +180,7 @@ impl<K> Drop for Popped<'_, K> {
 /// A producer-consumer queue of per-object changes, as client-go's `DeltaFIFO`.
 ///
 /// A reflector produces (through [`Store`]: `add`, `update`, `delete`, `replace`,
-/// `resync`) and an informer consumes with [`pop`](DeltaFIFO::pop). Each key
+/// `resync`) and an informer consumes with [`pop`](DeltaFifo::pop). Each key
 /// accumulates its [`Deltas`] while it waits, and is queued once, in the order it was
 /// first enqueued; popping hands out everything that happened to the object since it
 /// was last popped. Two consecutive `Deleted` deltas collapse into one.
@@ -196,7 +196,7 @@ impl<K> Drop for Popped<'_, K> {
 /// Differences from client-go: writes to a closed FIFO fail with
 /// [`StoreError::Closed`] (client-go accepts them and never pops them); the
 /// [`Store`] getters return the newest object (use
-/// [`get_deltas`](DeltaFIFO::get_deltas) for the whole `Deltas`).
+/// [`deltas`](DeltaFifo::deltas) for the whole `Deltas`).
 ///
 /// # Example
 /// ```
@@ -204,10 +204,10 @@ impl<K> Drop for Popped<'_, K> {
 /// # async fn main() {
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::fifo::{DeltaFIFO, DeltaFifoOptions, DeltaType};
+/// use reflector_core::fifo::{DeltaFifo, DeltaFifoOptions, DeltaType};
 /// use reflector_core::store::Store;
 ///
-/// let fifo = DeltaFIFO::<ConfigMap>::new(DeltaFifoOptions::default());
+/// let fifo = DeltaFifo::<ConfigMap>::new(DeltaFifoOptions::default());
 /// let mut cm = ConfigMap::default();
 /// cm.metadata.name = Some("a".into());
 /// let cm = Arc::new(cm);
@@ -220,7 +220,7 @@ impl<K> Drop for Popped<'_, K> {
 /// assert_eq!(types, [DeltaType::Added, DeltaType::Updated]);
 /// # }
 /// ```
-pub struct DeltaFIFO<K> {
+pub struct DeltaFifo<K> {
     /// Guards the queue and its bookkeeping. Never held across an `.await`, nor
     /// while a `pop` callback runs.
     state: Mutex<State<K>>,
@@ -247,16 +247,16 @@ pub struct DeltaFIFO<K> {
     transform: Option<TransformFunc<K>>,
 }
 
-impl<K: Object> Default for DeltaFIFO<K> {
+impl<K: Object> Default for DeltaFifo<K> {
     fn default() -> Self {
-        DeltaFIFO::new(DeltaFifoOptions::default())
+        DeltaFifo::new(DeltaFifoOptions::default())
     }
 }
 
-impl<K> fmt::Debug for DeltaFIFO<K> {
+impl<K> fmt::Debug for DeltaFifo<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.lock();
-        f.debug_struct("DeltaFIFO")
+        f.debug_struct("DeltaFifo")
             .field("len", &state.queue.len())
             .field("populated", &state.populated)
             .field("initial_population_count", &state.initial_population_count)
@@ -265,11 +265,11 @@ impl<K> fmt::Debug for DeltaFIFO<K> {
     }
 }
 
-impl<K> DeltaFIFO<K> {
+impl<K> DeltaFifo<K> {
     /// A FIFO configured by `options`, as client-go's `NewDeltaFIFOWithOptions`.
     #[must_use]
     pub fn new(options: DeltaFifoOptions<K>) -> Self {
-        DeltaFIFO {
+        DeltaFifo {
             state: Mutex::new(State {
                 items: HashMap::default(),
                 queue: VecDeque::new(),
@@ -365,7 +365,7 @@ impl<K> DeltaFIFO<K> {
         }
     }
 
-    /// Waits until [`has_synced`](DeltaFIFO::has_synced) is true, as client-go's
+    /// Waits until [`has_synced`](DeltaFifo::has_synced) is true, as client-go's
     /// `HasSyncedChecker().Done()`. Returns at once if it already is.
     ///
     /// # Cancel safety
@@ -376,9 +376,9 @@ impl<K> DeltaFIFO<K> {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::fifo::DeltaFIFO;
+    /// use reflector_core::fifo::DeltaFifo;
     /// use reflector_core::store::Store;
-    /// let fifo = DeltaFIFO::<ConfigMap>::default();
+    /// let fifo = DeltaFifo::<ConfigMap>::default();
     /// fifo.replace(vec![], "1").unwrap(); // an empty first list: synced at once
     /// fifo.wait_synced().await;
     /// assert!(fifo.has_synced());
@@ -402,7 +402,7 @@ impl<K> DeltaFIFO<K> {
         self.notify.notify_waiters();
     }
 
-    /// Whether [`close`](DeltaFIFO::close) was called.
+    /// Whether [`close`](DeltaFifo::close) was called.
     #[must_use]
     pub fn is_closed(&self) -> bool {
         self.lock().closed
@@ -431,22 +431,22 @@ impl<K> DeltaFIFO<K> {
     ///
     /// # Errors
     /// [`FifoError::Key`] when the key function fails.
-    pub fn get_deltas(&self, obj: &K) -> Result<Option<Deltas<K>>, FifoError> {
+    pub fn deltas(&self, obj: &K) -> Result<Option<Deltas<K>>, FifoError> {
         let key = self.key_of(obj)?;
-        Ok(self.get_deltas_by_key(&key))
+        Ok(self.deltas_by_key(&key))
     }
 
     /// A copy of the pending deltas under `key`, as client-go's `GetByKey`. The copy
     /// shares the objects (`Arc`s), not the list.
     #[must_use]
-    pub fn get_deltas_by_key(&self, key: &ObjectKey) -> Option<Deltas<K>> {
+    pub fn deltas_by_key(&self, key: &ObjectKey) -> Option<Deltas<K>> {
         self.lock().items.get(key).cloned()
     }
 
     /// Waits for a queued item, removes it and runs `process` on it, as client-go's
     /// `Pop`: whatever `process` updates (the informer's indexer, the known objects)
     /// changes atomically with the queue for `delete`, `replace`, `resync` and
-    /// [`has_synced`](DeltaFIFO::has_synced), which wait for a running `process`,
+    /// [`has_synced`](DeltaFifo::has_synced), which wait for a running `process`,
     /// so none of them sees the item missing from both the queue and the cache.
     /// Unlike client-go, `add` and `update` do not wait: a reflector queues the next
     /// events while the consumer applies the previous ones. Items come out in the
@@ -472,10 +472,10 @@ impl<K> DeltaFIFO<K> {
     /// # async fn main() {
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::fifo::{DeltaFIFO, FifoError};
+    /// use reflector_core::fifo::{DeltaFifo, FifoError};
     /// use reflector_core::store::Store;
     ///
-    /// let fifo = DeltaFIFO::<ConfigMap>::default();
+    /// let fifo = DeltaFifo::<ConfigMap>::default();
     /// let mut cm = ConfigMap::default();
     /// cm.metadata.name = Some("a".into());
     /// fifo.add(Arc::new(cm)).unwrap();
@@ -489,7 +489,7 @@ impl<K> DeltaFIFO<K> {
         self.pop_some(1, |first, _| process(first)).await
     }
 
-    /// As [`pop`](DeltaFIFO::pop), for up to `max` queued items at once (at least
+    /// As [`pop`](DeltaFifo::pop), for up to `max` queued items at once (at least
     /// one; `max` 0 counts as 1): `process` gets them in queue order, under the
     /// processing lock, as if they were popped one after another with nothing queued in between.
     /// Handing items over in batches lets a consumer pay its own per-round costs
@@ -499,7 +499,7 @@ impl<K> DeltaFIFO<K> {
     /// [`FifoError::Closed`] once the FIFO is closed and drained.
     ///
     /// # Cancel safety
-    /// Cancel-safe, as [`pop`](DeltaFIFO::pop).
+    /// Cancel-safe, as [`pop`](DeltaFifo::pop).
     ///
     /// # Example
     /// ```
@@ -507,10 +507,10 @@ impl<K> DeltaFIFO<K> {
     /// # async fn main() {
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::fifo::DeltaFIFO;
+    /// use reflector_core::fifo::DeltaFifo;
     /// use reflector_core::store::Store;
     ///
-    /// let fifo = DeltaFIFO::<ConfigMap>::default();
+    /// let fifo = DeltaFifo::<ConfigMap>::default();
     /// for name in ["a", "b", "c"] {
     ///     let mut cm = ConfigMap::default();
     ///     cm.metadata.name = Some(name.into());
@@ -612,7 +612,7 @@ impl<K> DeltaFIFO<K> {
                     });
                 }
                 None => {
-                    tracing::error!(key = %key, "DeltaFIFO: key was queued without deltas; skipped")
+                    tracing::error!(key = %key, "DeltaFifo: key was queued without deltas; skipped")
                 }
             }
         }
@@ -620,7 +620,7 @@ impl<K> DeltaFIFO<K> {
     }
 
     /// Counts `count` processed items out of the initial population; the last one
-    /// makes [`has_synced`](DeltaFIFO::has_synced) true.
+    /// makes [`has_synced`](DeltaFifo::has_synced) true.
     fn finish_processing(&self, count: usize) {
         let flipped = {
             let mut state = self.lock();
@@ -630,19 +630,19 @@ impl<K> DeltaFIFO<K> {
         self.announce_synced(flipped);
     }
 
-    /// As [`pop`](DeltaFIFO::pop) with a callback that returns the item itself.
+    /// As [`pop`](DeltaFifo::pop) with a callback that returns the item itself.
     ///
     /// # Errors
-    /// As [`pop`](DeltaFIFO::pop).
+    /// As [`pop`](DeltaFifo::pop).
     ///
     /// # Cancel safety
-    /// Cancel safe, as [`pop`](DeltaFIFO::pop).
+    /// Cancel safe, as [`pop`](DeltaFifo::pop).
     pub async fn pop_item(&self) -> Result<PoppedItem<K>, FifoError> {
         self.pop(|item| item).await
     }
 }
 
-impl<K: Object> DeltaFIFO<K> {
+impl<K: Object> DeltaFifo<K> {
     /// Applies the transform, if any.
     fn transformed(&self, obj: Arc<K>) -> Arc<K> {
         match &self.transform {
@@ -831,7 +831,7 @@ impl<K: Object> DeltaFIFO<K> {
 }
 
 /// The producer side, as client-go's `DeltaFIFO` methods of the same names.
-impl<K: Object> Store<K> for DeltaFIFO<K> {
+impl<K: Object> Store<K> for DeltaFifo<K> {
     /// Appends an `Added` delta.
     fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
         self.add_or_update(DeltaType::Added, obj)
@@ -877,43 +877,6 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
         Ok(())
     }
 
-    /// Queues the run's adds and updates under one lock and wakes the poppers once
-    /// per stretch between deletions; a deletion is [`delete`](Store::delete)'s own
-    /// (it consults the known objects under the processing lock). Keys are computed
-    /// before locking, so a popper is never kept waiting on them.
-    fn apply_watch_run(
-        &self,
-        run: &mut Vec<(WatchAction, Arc<K>)>,
-        failed: &mut dyn FnMut(WatchAction, StoreError),
-    ) {
-        let mut keyed = Vec::with_capacity(run.len());
-        let mut events = run.drain(..);
-        loop {
-            let mut deletion = None;
-            for (action, obj) in events.by_ref() {
-                if action == WatchAction::Delete {
-                    deletion = Some(obj);
-                    break;
-                }
-                match (self.key_func)(&obj) {
-                    Ok(key) => keyed.push((action, key, obj)),
-                    Err(e) => failed(action, e.into()),
-                }
-            }
-            if !keyed.is_empty() {
-                self.queue_watch_run(&mut keyed, failed);
-            }
-            match deletion {
-                Some(obj) => {
-                    if let Err(e) = self.delete(obj) {
-                        failed(WatchAction::Delete, e);
-                    }
-                }
-                None => break,
-            }
-        }
-    }
-
     /// The newest object of every queued key, in queue order (a tombstone's last
     /// known object for an inferred deletion).
     fn list(&self) -> Vec<Arc<K>> {
@@ -944,13 +907,6 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
         Some(Arc::clone(newest.object.object()))
     }
 
-    /// The known object under `obj`'s key, if it has `obj`'s resourceVersion.
-    fn cached_unchanged(&self, obj: &K) -> Option<Arc<K>> {
-        let known = self.known_objects.as_ref().filter(|k| !k.is_empty())?;
-        let key = (self.key_func)(obj).ok()?;
-        crate::store::same_state(known.get_by_key(&key), obj)
-    }
-
     /// Appends a `Sync` (or `Replaced`) delta for each item, then a `Deleted`
     /// delta with a [`DeletedFinalStateUnknown`] tombstone for every key that is
     /// queued, or known, but missing from `items`. The tombstone carries the newest
@@ -960,7 +916,7 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
     /// (client-go queues one without an object).
     ///
     /// The first `replace` sets the initial population that
-    /// [`has_synced`](DeltaFIFO::has_synced) waits for: every key it queued.
+    /// [`has_synced`](DeltaFifo::has_synced) waits for: every key it queued.
     fn replace(&self, items: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
         let keyed = self.keyed(items)?;
         let action = self.list_delta_type();
@@ -998,7 +954,7 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
                     continue;
                 }
                 let Some(obj) = known.get_by_key(&key) else {
-                    tracing::info!(key = %key, "DeltaFIFO: known key vanished from the known objects during replace; no tombstone queued");
+                    tracing::info!(key = %key, "DeltaFifo: known key vanished from the known objects during replace; no tombstone queued");
                     continue;
                 };
                 let tombstone = DeletedFinalStateUnknown {
@@ -1019,13 +975,97 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
         Ok(())
     }
 
+    /// Appends a `Sync` delta for every known object whose key has no pending
+    /// delta (a pending delta is newer than the known object, so re-delivering the
+    /// known one would go back in time). Does nothing without known objects.
+    fn resync(&self) -> Result<(), StoreError> {
+        let processing = self.lock_processing();
+        let mut state = self.lock();
+        if state.closed {
+            return Err(StoreError::Closed);
+        }
+        let Some(known) = &self.known_objects else {
+            return Ok(());
+        };
+        let mut queued = false;
+        for key in known.list_keys() {
+            if state.items.contains_key(&key) {
+                continue;
+            }
+            let Some(obj) = known.get_by_key(&key) else {
+                tracing::info!(key = %key, "DeltaFifo: known key vanished from the known objects during resync; not synced");
+                continue;
+            };
+            queued |= self.queue_action_locked(
+                &mut state,
+                key,
+                DeltaType::Sync,
+                DeltaObject::Object(obj),
+                false,
+            );
+        }
+        drop(state);
+        drop(processing);
+        if queued {
+            self.notify.notify_waiters();
+        }
+        Ok(())
+    }
+}
+
+/// The reflector's batching and streaming hooks.
+impl<K: Object> StoreSink<K> for DeltaFifo<K> {
+    /// Queues the run's adds and updates under one lock and wakes the poppers once
+    /// per stretch between deletions; a deletion is [`delete`](Store::delete)'s own
+    /// (it consults the known objects under the processing lock). Keys are computed
+    /// before locking, so a popper is never kept waiting on them.
+    fn apply_watch_run(
+        &self,
+        run: &mut Vec<(WatchAction, Arc<K>)>,
+        failed: &mut dyn FnMut(WatchAction, StoreError),
+    ) {
+        let mut keyed = Vec::with_capacity(run.len());
+        let mut events = run.drain(..);
+        loop {
+            let mut deletion = None;
+            for (action, obj) in events.by_ref() {
+                if action == WatchAction::Delete {
+                    deletion = Some(obj);
+                    break;
+                }
+                match (self.key_func)(&obj) {
+                    Ok(key) => keyed.push((action, key, obj)),
+                    Err(e) => failed(action, e.into()),
+                }
+            }
+            if !keyed.is_empty() {
+                self.queue_watch_run(&mut keyed, failed);
+            }
+            match deletion {
+                Some(obj) => {
+                    if let Err(e) = self.delete(obj) {
+                        failed(WatchAction::Delete, e);
+                    }
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// The known object under `obj`'s key, if it has `obj`'s resourceVersion.
+    fn cached_unchanged(&self, obj: &K) -> Option<Arc<K>> {
+        let known = self.known_objects.as_ref().filter(|k| !k.is_empty())?;
+        let key = (self.key_func)(obj).ok()?;
+        crate::store::same_state(known.get_by_key(&key), obj)
+    }
+
     /// Queues the page with a `Replaced` (or `Sync`) delta per item, as `replace`
     /// would, if the page belongs to a first list into an empty FIFO: with
     /// `first_page`, the FIFO must never have been populated and hold nothing, nor
     /// may the known objects; later pages follow a first page it took. The consumer
     /// pops these items while the rest of the list is read, each marked as in the
-    /// initial list; [`has_synced`](DeltaFIFO::has_synced) waits for
-    /// [`finish_list_stream`](Store::finish_list_stream). Refuses (`Ok(false)`)
+    /// initial list; [`has_synced`](DeltaFifo::has_synced) waits for
+    /// [`finish_list_stream`](StoreSink::finish_list_stream). Refuses (`Ok(false)`)
     /// otherwise, or if a key cannot be computed (the final `replace` reports it).
     ///
     /// Unlike client-go, whose `Replace` queues a list only once it is complete,
@@ -1060,9 +1100,9 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
         Ok(true)
     }
 
-    /// Queues `rest` as [`stream_list_page`](Store::stream_list_page) queued the
+    /// Queues `rest` as [`stream_list_page`](StoreSink::stream_list_page) queued the
     /// pages, and ends the streamed list: the FIFO is populated, and every item still
-    /// queued is the initial population [`has_synced`](DeltaFIFO::has_synced) waits
+    /// queued is the initial population [`has_synced`](DeltaFifo::has_synced) waits
     /// for. If no streamed list is under way, this is `replace(rest)`.
     fn finish_list_stream(
         &self,
@@ -1080,48 +1120,11 @@ impl<K: Object> Store<K> for DeltaFIFO<K> {
             drop(processing);
             // The list started over after its streamed pages (an expired continue token), and
             // the new list found the FIFO no longer empty: `rest` is then the whole list.
-            tracing::debug!("DeltaFIFO: a streamed list was started over; replacing");
+            tracing::debug!("DeltaFifo: a streamed list was started over; replacing");
             return self.replace(rest, resource_version);
         }
         self.queue_listed_locked(&mut state, keyed);
         self.end_list(state, processing);
-        Ok(())
-    }
-
-    /// Appends a `Sync` delta for every known object whose key has no pending
-    /// delta (a pending delta is newer than the known object, so re-delivering the
-    /// known one would go back in time). Does nothing without known objects.
-    fn resync(&self) -> Result<(), StoreError> {
-        let processing = self.lock_processing();
-        let mut state = self.lock();
-        if state.closed {
-            return Err(StoreError::Closed);
-        }
-        let Some(known) = &self.known_objects else {
-            return Ok(());
-        };
-        let mut queued = false;
-        for key in known.list_keys() {
-            if state.items.contains_key(&key) {
-                continue;
-            }
-            let Some(obj) = known.get_by_key(&key) else {
-                tracing::info!(key = %key, "DeltaFIFO: known key vanished from the known objects during resync; not synced");
-                continue;
-            };
-            queued |= self.queue_action_locked(
-                &mut state,
-                key,
-                DeltaType::Sync,
-                DeltaObject::Object(obj),
-                false,
-            );
-        }
-        drop(state);
-        drop(processing);
-        if queued {
-            self.notify.notify_waiters();
-        }
         Ok(())
     }
 }
@@ -1143,7 +1146,7 @@ mod tests {
     /// holding the last initial item.
     #[tokio::test]
     async fn pop_batch_takes_up_to_max_in_order() {
-        let fifo = DeltaFIFO::<ConfigMap>::default();
+        let fifo = DeltaFifo::<ConfigMap>::default();
         fifo.replace((0..5).map(cm).collect(), "1").unwrap();
         let first = fifo
             .pop_batch(3, |items| {
@@ -1172,7 +1175,7 @@ mod tests {
     /// (watch traffic) keep theirs.
     #[tokio::test]
     async fn drained_fifo_frees_the_room_of_a_large_list() {
-        let fifo = DeltaFIFO::<ConfigMap>::default();
+        let fifo = DeltaFifo::<ConfigMap>::default();
         fifo.replace((0..10_000).map(cm).collect(), "1").unwrap();
         assert!(fifo.lock().queue.capacity() >= 10_000);
         for _ in 0..10_000 {

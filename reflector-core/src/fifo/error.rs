@@ -1,14 +1,14 @@
-//! Errors of the DeltaFIFO.
+//! Errors of the DeltaFifo.
 
 use crate::object::KeyError;
 
-/// Why a [`DeltaFIFO`](super::DeltaFIFO) operation failed.
+/// Why a [`DeltaFifo`](super::DeltaFifo) operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FifoError {
     /// The FIFO was closed and every queued item has been popped, as client-go's
     /// `ErrFIFOClosed`. Not retryable: the consumer loop should exit.
-    #[error("DeltaFIFO: manipulating with closed queue")]
+    #[error("DeltaFifo: manipulating with closed queue")]
     Closed,
     /// The key function failed for an object. Not retryable: the object is
     /// malformed.

@@ -1,8 +1,8 @@
-//! The DeltaFIFO: the queue between a reflector and an informer.
+//! The DeltaFifo: the queue between a reflector and an informer.
 //!
-//! A reflector writes every watch event and every relist into a [`DeltaFIFO`]
+//! A reflector writes every watch event and every relist into a [`DeltaFifo`]
 //! through the [`Store`](crate::store::Store) methods; an informer
-//! [`pop`](DeltaFIFO::pop)s it. The FIFO keeps, per object key, the list of
+//! [`pop`](DeltaFifo::pop)s it. The FIFO keeps, per object key, the list of
 //! [`Deltas`] that happened since the key was last popped, and queues each key once,
 //! in the order it was first enqueued — so a burst of updates to one object is
 //! handled in one go, and no object starves another.
@@ -10,7 +10,7 @@
 //! - [`DeltaType`], [`Delta`], [`DeltaObject`], [`Deltas`]: what a popped item holds.
 //!   A `Deleted` delta inferred from a relist carries a
 //!   [`DeletedFinalStateUnknown`](crate::object::DeletedFinalStateUnknown) tombstone.
-//! - [`DeltaFIFO`], [`DeltaFifoOptions`], [`TransformFunc`], [`PoppedItem`]: the queue
+//! - [`DeltaFifo`], [`DeltaFifoOptions`], [`TransformFunc`], [`PoppedItem`]: the queue
 //!   and its configuration.
 //! - [`FifoError`]: what `pop` and the key helpers return.
 //!
@@ -18,15 +18,18 @@
 //! collapse, `replace` tombstones what disappeared, `resync` only re-delivers
 //! objects with nothing pending, `pop` runs its callback atomically with respect
 //! to `delete`, `replace` and `resync` (under a processing lock; `add` and `update`
-//! go on meanwhile), and [`has_synced`](DeltaFIFO::has_synced) (or
-//! [`wait_synced`](DeltaFIFO::wait_synced)) turns true once the first list is
+//! go on meanwhile), and [`has_synced`](DeltaFifo::has_synced) (or
+//! [`wait_synced`](DeltaFifo::wait_synced)) turns true once the first list is
 //! popped. One departure: the pages of a first list into an empty FIFO can be
-//! queued as they arrive ([`Store::stream_list_page`](crate::store::Store::stream_list_page)).
+//! queued as they arrive (the reflector offers each page to the FIFO).
 
 mod delta;
 mod delta_fifo;
 mod error;
 
+#[cfg(test)]
+mod tests;
+
 pub use delta::{Delta, DeltaObject, DeltaType, Deltas, DeltasIntoIter};
-pub use delta_fifo::{DeltaFIFO, DeltaFifoOptions, PoppedItem, TransformFunc};
+pub use delta_fifo::{DeltaFifo, DeltaFifoOptions, PoppedItem, TransformFunc};
 pub use error::FifoError;

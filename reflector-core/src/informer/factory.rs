@@ -363,7 +363,7 @@ impl InformerFactory {
         K::DynamicType: Default + Clone + Send + Sync + 'static,
     {
         let informer = self.informer::<K>();
-        let present = informer.indexer().get_indexers();
+        let present = informer.indexer().indexers();
         for (name, entry) in K::indexers().entries() {
             if present.contains(name) {
                 continue;

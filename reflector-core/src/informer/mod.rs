@@ -1,7 +1,7 @@
 //! Informers: one watch per resource type, shared by every handler and lister.
 //!
 //! A [`SharedIndexInformer`] owns a [`Reflector`](crate::reflector::Reflector)
-//! feeding a [`DeltaFIFO`](crate::fifo::DeltaFIFO); it pops each key's deltas,
+//! feeding a [`DeltaFifo`](crate::fifo::DeltaFifo); it pops each key's deltas,
 //! applies them to an [`Indexer`](crate::store::Indexer) and notifies every
 //! registered [`EventHandler`], as client-go's `sharedIndexInformer`:
 //!

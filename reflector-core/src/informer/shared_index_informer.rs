@@ -9,7 +9,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::fifo::{
-    DeltaFIFO, DeltaFifoOptions, DeltaObject, DeltaType, FifoError, PoppedItem, TransformFunc,
+    DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, FifoError, PoppedItem, TransformFunc,
 };
 use crate::lister::Lister;
 use crate::listwatch::{BoxListerWatcher, ListerWatcher};
@@ -46,7 +46,7 @@ struct InformerState<K: Object> {
     /// The reflector's resync period: the smallest handler period asked for before
     /// start (client-go's `resyncCheckPeriod`).
     resync_check_period: Duration,
-    fifo: Option<Arc<DeltaFIFO<K>>>,
+    fifo: Option<Arc<DeltaFifo<K>>>,
     reflector: Option<Arc<Reflector<K, BoxListerWatcher<K>>>>,
 }
 
@@ -455,7 +455,7 @@ impl<K: Object> SharedIndexInformer<K> {
             // is the object's cache key; a transform may change the key, which is then
             // computed from the transformed object, as client-go's processDeltas does.
             let popped_key_is_cache_key = self.inner.transform.is_none();
-            let fifo = Arc::new(DeltaFIFO::new(fifo_opts));
+            let fifo = Arc::new(DeltaFifo::new(fifo_opts));
             let mut opts = self
                 .inner
                 .reflector_options
@@ -503,7 +503,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 {
                     Ok(()) => {}
                     Err(FifoError::Closed) => break,
-                    Err(e) => tracing::error!(error = %e, "cannot pop from the DeltaFIFO"),
+                    Err(e) => tracing::error!(error = %e, "cannot pop from the DeltaFifo"),
                 }
             }
         };

@@ -52,7 +52,7 @@ use tokio_util::sync::CancellationToken;
 use crate::backoff::Backoff;
 use crate::listwatch::{ListWatchError, ListerWatcher, WatchStream};
 use crate::object::Object;
-use crate::store::Store;
+use crate::store::{Store, StoreSink, sink_for};
 
 pub use error::ReflectorError;
 pub use options::{ReflectorOptions, ShouldResync, WatchErrorHandler};
@@ -86,7 +86,7 @@ use watch_handler::{RunVersions, WatchContext, WatchEnd, handle_watch};
 pub struct Reflector<K, L> {
     name: String,
     lister_watcher: L,
-    store: Arc<dyn Store<K>>,
+    store: Arc<dyn StoreSink<K>>,
     options: ReflectorOptions,
     /// Resource-version bookkeeping; guarded by its own mutex, never held across an
     /// await.
@@ -129,6 +129,15 @@ where
     /// A reflector that fills `store` from `lister_watcher`.
     #[must_use]
     pub fn new(lister_watcher: L, store: Arc<dyn Store<K>>, options: ReflectorOptions) -> Self {
+        Self::with_sink(lister_watcher, sink_for(store), options)
+    }
+
+    /// A reflector that writes through `store`'s own hooks (a test store's, say).
+    pub(crate) fn with_sink(
+        lister_watcher: L,
+        store: Arc<dyn StoreSink<K>>,
+        options: ReflectorOptions,
+    ) -> Self {
         let name = if options.name.is_empty() {
             short_type_name::<K>().to_owned()
         } else {
@@ -305,7 +314,7 @@ where
     /// Lists everything at `rv`, page by page, each object the store already caches
     /// unchanged swapped for the cached copy as its page arrives.
     ///
-    /// Each page is offered to the store ([`Store::stream_list_page`]); what it
+    /// Each page is offered to the store ([`StoreSink::stream_list_page`]); what it
     /// takes is not kept in the returned list, and the count of such items comes
     /// back beside it (the list must then end with `finish_list_stream`).
     async fn list_at(
@@ -494,7 +503,7 @@ where
                 return Ok(None);
             }
             let last_known = self.rewatch_resource_version();
-            let temporary = TemporaryStore::<K>::new(self.store.as_ref());
+            let temporary = TemporaryStore::<K>::new(Arc::clone(&self.store));
             let params = WatchParams {
                 bookmarks: true,
                 send_initial_events: true,

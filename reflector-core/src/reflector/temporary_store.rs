@@ -4,21 +4,21 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::object::{Object, ObjectKey, meta_namespace_key};
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, StoreSink};
 
 /// A plain map from key to object: it collects the initial events of a watch-list
 /// so the real store sees them as one `replace`, as client-go's temporary store.
 /// An object the real store already caches unchanged is kept as the cached copy, so
 /// the decoded duplicate is freed as soon as it arrives.
-pub(crate) struct TemporaryStore<'a, K> {
+pub(crate) struct TemporaryStore<K: Object> {
     /// Guarded by its own mutex; never held across an await.
     items: Mutex<HashMap<ObjectKey, Arc<K>>>,
     /// The reflector's store, asked for cached copies of unchanged objects.
-    cache: &'a dyn Store<K>,
+    cache: Arc<dyn StoreSink<K>>,
 }
 
-impl<'a, K: Object> TemporaryStore<'a, K> {
-    pub(crate) fn new(cache: &'a dyn Store<K>) -> Self {
+impl<K: Object> TemporaryStore<K> {
+    pub(crate) fn new(cache: Arc<dyn StoreSink<K>>) -> Self {
         TemporaryStore {
             items: Mutex::new(HashMap::new()),
             cache,
@@ -35,7 +35,7 @@ impl<'a, K: Object> TemporaryStore<'a, K> {
     }
 }
 
-impl<K: Object> Store<K> for TemporaryStore<'_, K> {
+impl<K: Object> Store<K> for TemporaryStore<K> {
     fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
         let key = meta_namespace_key(obj.as_ref())?;
         let obj = self.cache.cached_unchanged(&obj).unwrap_or(obj);
@@ -83,3 +83,5 @@ impl<K: Object> Store<K> for TemporaryStore<'_, K> {
         Ok(())
     }
 }
+
+impl<K: Object> StoreSink<K> for TemporaryStore<K> {}

@@ -21,7 +21,7 @@ use super::*;
 use crate::backoff::BackoffConfig;
 use crate::listwatch::{ListWatchError, ListerWatcher, WatchStream};
 use crate::object::ObjectKey;
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, StoreSink};
 
 // ---------- scaffolding ----------
 
@@ -256,6 +256,9 @@ impl Store<Pod> for RecordingStore {
             Ok(())
         }
     }
+}
+
+impl StoreSink<Pod> for RecordingStore {
     fn update_resource_version(&self, resource_version: &str) {
         self.resource_versions
             .lock()
@@ -863,7 +866,7 @@ async fn reflector_resource_version_update() {
         move |_, _| Ok(stream.lock().unwrap().take().unwrap_or_else(pending_watch)),
     );
     let store = Arc::new(RecordingStore::default());
-    let r = Reflector::new(lw, store.clone(), ReflectorOptions::default());
+    let r = Reflector::with_sink(lw, store.clone(), ReflectorOptions::default());
     tx.unbounded_send(Ok(WatchEvent::Added(pod("p", "10"))))
         .unwrap();
     tx.unbounded_send(Ok(WatchEvent::Modified(pod("p", "20"))))
@@ -1699,17 +1702,17 @@ async fn watch_list_reuses_cached_objects_whose_resource_version_is_unchanged() 
     assert_eq!(after["b"].metadata.resource_version.as_deref(), Some("7"));
 }
 
-// ---------- first lists streamed into an empty DeltaFIFO ----------
+// ---------- first lists streamed into an empty DeltaFifo ----------
 
-/// A reflector into a DeltaFIFO whose known objects are an (empty) indexer, as an
+/// A reflector into a DeltaFifo whose known objects are an (empty) indexer, as an
 /// informer builds them.
 fn reflector_into_informer_fifo<L: ListerWatcher<Pod> + 'static>(
     lw: L,
-) -> (Arc<crate::fifo::DeltaFIFO<Pod>>, Arc<Reflector<Pod, L>>) {
+) -> (Arc<crate::fifo::DeltaFifo<Pod>>, Arc<Reflector<Pod, L>>) {
     let indexer = Arc::new(crate::store::Indexer::<Pod>::new(
         crate::store::Indexers::new(),
     ));
-    let fifo = Arc::new(crate::fifo::DeltaFIFO::new(
+    let fifo = Arc::new(crate::fifo::DeltaFifo::new(
         crate::fifo::DeltaFifoOptions::default()
             .known_objects(indexer)
             .emit_delta_type_replaced(true),
@@ -1723,7 +1726,7 @@ fn reflector_into_informer_fifo<L: ListerWatcher<Pod> + 'static>(
 }
 
 /// Pops one item within a (paused-clock) second.
-async fn pop_within_a_second(fifo: &crate::fifo::DeltaFIFO<Pod>) -> crate::fifo::PoppedItem<Pod> {
+async fn pop_within_a_second(fifo: &crate::fifo::DeltaFifo<Pod>) -> crate::fifo::PoppedItem<Pod> {
     tokio::time::timeout(Duration::from_secs(1), fifo.pop_item())
         .await
         .expect("an item to pop")
@@ -1747,7 +1750,7 @@ fn delta_summary(item: &crate::fifo::PoppedItem<Pod>) -> Vec<(crate::fifo::Delta
         .collect()
 }
 
-/// The first list's pages reach an empty DeltaFIFO as they arrive: its consumer pops
+/// The first list's pages reach an empty DeltaFifo as they arrive: its consumer pops
 /// page one while page two is still being served, each item marked as in the
 /// initial list, and the FIFO syncs only once the list has ended.
 #[tokio::test(start_paused = true)]

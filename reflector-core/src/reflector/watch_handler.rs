@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::listwatch::{ListWatchError, WatchStream};
 use crate::object::Object;
-use crate::store::{Store, WatchAction};
+use crate::store::{StoreSink, WatchAction};
 
 use super::ReflectorError;
 use super::resync_timer::ResyncTimer;
@@ -50,7 +50,7 @@ pub(crate) enum WatchEnd {
 /// What a watch handler needs besides the stream.
 pub(crate) struct WatchContext<'a, K> {
     pub(crate) name: &'a str,
-    pub(crate) store: &'a dyn Store<K>,
+    pub(crate) store: &'a dyn StoreSink<K>,
     pub(crate) stats: &'a StatsCounters,
     pub(crate) cancel: &'a CancellationToken,
     /// `Some` when store resyncs run alongside this watch.
@@ -63,7 +63,7 @@ pub(crate) struct WatchContext<'a, K> {
 /// decode failure arrives, the resync fails, or `cancel` fires.
 ///
 /// The events taken from the stream in one poll (up to YIELD_EVERY) reach the
-/// store as one run ([`Store::apply_watch_run`]); then `set_rv` is called once with
+/// store as one run ([`StoreSink::apply_watch_run`]); then `set_rv` is called once with
 /// their [`RunVersions`] — so a reported version is always one the store already
 /// has.
 ///
@@ -273,7 +273,7 @@ impl<K: Object> Seen<K> {
     fn flush(
         &mut self,
         name: &str,
-        store: &dyn Store<K>,
+        store: &dyn StoreSink<K>,
         stats: &StatsCounters,
         set_rv: &mut (dyn FnMut(RunVersions<'_>) + Send),
     ) {

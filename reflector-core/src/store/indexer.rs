@@ -395,8 +395,8 @@ impl<K: Object> Indexer<K> {
 
     /// The registered index functions.
     #[must_use]
-    pub fn get_indexers(&self) -> Indexers<K> {
-        self.inner.store.get_indexers()
+    pub fn indexers(&self) -> Indexers<K> {
+        self.inner.store.indexers()
     }
 
     /// Registers more indices, indexing every object already cached, as
@@ -446,14 +446,6 @@ impl<K: Object> Store<K> for Indexer<K> {
         Indexer::get_by_key(self, key)
     }
 
-    fn cached_unchanged(&self, obj: &K) -> Option<Arc<K>> {
-        if Indexer::is_empty(self) {
-            return None;
-        }
-        let key = self.key_of(obj).ok()?;
-        super::same_state(self.inner.store.get(&key), obj)
-    }
-
     /// Keys every item first; on a key error nothing is replaced. The resource
     /// version is not recorded.
     fn replace(&self, items: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
@@ -468,6 +460,16 @@ impl<K: Object> Store<K> for Indexer<K> {
     /// A no-op: a cache has no consumer to re-deliver to.
     fn resync(&self) -> Result<(), StoreError> {
         Ok(())
+    }
+}
+
+impl<K: Object> super::StoreSink<K> for Indexer<K> {
+    fn cached_unchanged(&self, obj: &K) -> Option<Arc<K>> {
+        if Indexer::is_empty(self) {
+            return None;
+        }
+        let key = self.key_of(obj).ok()?;
+        super::same_state(self.inner.store.get(&key), obj)
     }
 }
 

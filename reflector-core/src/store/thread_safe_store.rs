@@ -270,7 +270,7 @@ impl<K> ThreadSafeStore<K> {
 
     /// The registered index functions.
     #[must_use]
-    pub fn get_indexers(&self) -> Indexers<K> {
+    pub fn indexers(&self) -> Indexers<K> {
         self.read().indexers.clone()
     }
 

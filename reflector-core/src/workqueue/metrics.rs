@@ -82,13 +82,17 @@ type FloatGauge = Gauge<f64, AtomicU64>;
 ///
 /// ```
 /// use prometheus_client::registry::Registry;
-/// use reflector_core::workqueue::{PrometheusMetricsProvider, Queue, QueueConfig};
+/// use std::sync::Arc;
+/// use reflector_core::workqueue::{
+///     PrometheusMetricsProvider, QueueConfig, WorkQueue, default_controller_rate_limiter,
+/// };
 ///
 /// let mut registry = Registry::default();
 /// let provider = PrometheusMetricsProvider::new();
 /// provider.register(&mut registry);
 ///
-/// let queue: Queue<String> = Queue::with_config(
+/// let queue: WorkQueue<String> = WorkQueue::with_config(
+///     Arc::new(default_controller_rate_limiter()),
 ///     QueueConfig::default()
 ///         .name("widgets")
 ///         .metrics(provider.queue_metrics("widgets")),
@@ -242,14 +246,17 @@ mod tests {
     use tokio::time::advance;
 
     use super::PrometheusMetricsProvider;
-    use crate::workqueue::{DelayingQueue, QueueConfig};
+    use std::sync::Arc;
+
+    use crate::workqueue::{QueueConfig, WorkQueue, default_controller_rate_limiter};
 
     #[tokio::test(start_paused = true)]
     async fn prometheus_metrics_follow_adds_gets_and_dones() {
         let mut registry = Registry::default();
         let provider = PrometheusMetricsProvider::new();
         provider.register(&mut registry);
-        let queue = DelayingQueue::with_config(
+        let queue = WorkQueue::with_config(
+            Arc::new(default_controller_rate_limiter()),
             QueueConfig::default()
                 .name("test")
                 .metrics(provider.queue_metrics("test")),

@@ -1,9 +1,10 @@
-//! The deduplicating work queue, client-go's `workqueue.Type`.
+//! The work queue: client-go's `workqueue.Type`, `DelayingInterface` and
+//! `RateLimitingInterface` in one type.
 //!
 //! All state lives behind one `std::sync::Mutex` ([`State`]); waiting getters
 //! park on a `tokio::sync::Notify`. The lock is never held across an `.await`.
 //! The same state also holds the delayed ("waiting") items of
-//! [`DelayingQueue`](super::DelayingQueue), so that promoting a due item and
+//! [`add_after`](WorkQueue::add_after), so that promoting a due item and
 //! handing it to a worker happen under one lock, with no background task.
 
 use std::cmp::Ordering;
@@ -18,6 +19,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::metrics::QueueMetrics;
+use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
 
 /// What a work queue can hold: cheap to clone, hashable, shareable between tasks.
 ///
@@ -73,7 +75,9 @@ impl fmt::Debug for QueueConfig {
     }
 }
 
-/// A deduplicating FIFO work queue, client-go's `workqueue.Type`.
+/// A deduplicating, delaying, rate-limited work queue: client-go's
+/// `workqueue.Type`, `DelayingInterface` and `RateLimitingInterface` in one type,
+/// the queue controllers use.
 ///
 /// Guarantees (the contract of client-go's `workqueue.Interface`):
 ///
@@ -85,16 +89,30 @@ impl fmt::Debug for QueueConfig {
 /// - after [`shut_down`](Self::shut_down) adds are ignored, getters drain what
 ///   is already queued and then receive `None`.
 ///
-/// `Queue` is a cheap handle: clones share the same queue.
+/// Delays: [`add_after`](Self::add_after) queues an item once a delay has
+/// elapsed (adding it again keeps the earliest time). Delayed items wait in a
+/// heap inside the queue's own state; there is no background task. A due item is
+/// promoted into the queue by whichever call comes first ([`get`](Self::get),
+/// [`len`](Self::len)), and a getter with nothing to do sleeps until the earliest
+/// ready time (or an add). Time is `tokio::time`, so tests can pause and advance it.
+///
+/// Retries: a worker that fails calls [`add_rate_limited`](Self::add_rate_limited),
+/// which waits as long as the queue's [`RateLimiter`] says (by default
+/// [`default_controller_rate_limiter`]); one that succeeds calls
+/// [`forget`](Self::forget) so the item's backoff resets. Either way it calls
+/// [`done`](Self::done).
+///
+/// `WorkQueue` is a cheap handle: clones share the same queue.
 ///
 /// # Example
 ///
 /// ```
-/// use reflector_core::workqueue::Queue;
+/// use std::time::Duration;
+/// use reflector_core::workqueue::WorkQueue;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
-/// let queue = Queue::new();
+/// let queue = WorkQueue::new(); // default controller rate limiter
 /// queue.add("ns/a");
 /// queue.add("ns/a"); // deduplicated
 /// assert_eq!(queue.len(), 1);
@@ -103,31 +121,43 @@ impl fmt::Debug for QueueConfig {
 /// // ... reconcile `item` ...
 /// queue.done(&item);
 ///
+/// queue.add_after("ns/b", Duration::from_millis(10));
+/// assert_eq!(queue.len(), 0); // not yet due
+/// let item = queue.get().await.unwrap(); // sleeps ~10 ms
+/// assert_eq!(item, "ns/b");
+/// queue.add_rate_limited(item.clone()); // failed: retry after a backoff
+/// assert_eq!(queue.num_requeues(&item), 1);
+/// queue.forget(&item); // (on a later success) the backoff resets
+/// assert_eq!(queue.num_requeues(&item), 0);
+/// queue.done(&item);
+///
 /// queue.shut_down();
-/// assert_eq!(queue.get().await, None);
+/// assert!(queue.shutting_down());
 /// # }
 /// ```
-pub struct Queue<T> {
+pub struct WorkQueue<T> {
     inner: Arc<Inner<T>>,
 }
 
-impl<T> Clone for Queue<T> {
+impl<T> Clone for WorkQueue<T> {
     fn clone(&self) -> Self {
-        Queue {
+        WorkQueue {
             inner: Arc::clone(&self.inner),
         }
     }
 }
 
-impl<T> fmt::Debug for Queue<T> {
+impl<T> fmt::Debug for WorkQueue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Queue")
+        f.debug_struct("WorkQueue")
             .field("name", &self.inner.name)
             .finish_non_exhaustive()
     }
 }
 
 struct Inner<T> {
+    /// How long `add_rate_limited` makes an item wait.
+    limiter: Arc<dyn RateLimiter<T>>,
     name: String,
     /// The metrics hook; `None` records nothing and reads no clock.
     metrics: Option<Arc<dyn QueueMetrics>>,
@@ -334,24 +364,32 @@ impl<T: QueueItem> State<T> {
     }
 }
 
-impl<T: QueueItem> Default for Queue<T> {
+impl<T: QueueItem> Default for WorkQueue<T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<T: QueueItem> Queue<T> {
-    /// A new, unnamed queue without metrics (client-go's `New()`).
+impl<T: QueueItem> WorkQueue<T> {
+    /// A new, unnamed queue without metrics, with [`default_controller_rate_limiter`]
+    /// (client-go's `New()`, and `NewRateLimitingQueue(DefaultControllerRateLimiter())`).
     #[must_use]
     pub fn new() -> Self {
-        Self::with_config(QueueConfig::default())
+        Self::with_rate_limiter(Arc::new(default_controller_rate_limiter()))
     }
 
-    /// A new queue with a name and optional metrics.
+    /// A new unnamed queue with the given limiter (client-go's `NewRateLimitingQueue`).
     #[must_use]
-    pub fn with_config(config: QueueConfig) -> Self {
-        Queue {
+    pub fn with_rate_limiter(limiter: Arc<dyn RateLimiter<T>>) -> Self {
+        Self::with_config(limiter, QueueConfig::default())
+    }
+
+    /// A new queue with the given limiter, name and metrics.
+    #[must_use]
+    pub fn with_config(limiter: Arc<dyn RateLimiter<T>>, config: QueueConfig) -> Self {
+        WorkQueue {
             inner: Arc::new(Inner {
+                limiter,
                 name: config.name,
                 metrics: config.metrics,
                 state: Mutex::new(State::new()),
@@ -557,7 +595,7 @@ impl<T: QueueItem> Queue<T> {
 
     /// Whether either shutdown has been called.
     #[must_use]
-    pub fn is_shutting_down(&self) -> bool {
+    pub fn shutting_down(&self) -> bool {
         self.lock().shutting_down
     }
 
@@ -571,9 +609,10 @@ impl<T: QueueItem> Queue<T> {
         }
     }
 
-    /// Queues `item` once `delay` has elapsed; see
-    /// [`DelayingQueue::add_after`](super::DelayingQueue::add_after).
-    pub(crate) fn add_after(&self, item: T, delay: Duration) {
+    /// Queues `item` once `delay` has elapsed (client-go's `AddAfter`); a zero
+    /// delay adds it now. Adding an item that is already waiting keeps the
+    /// earlier ready time. Ignored after shutdown.
+    pub fn add_after(&self, item: T, delay: Duration) {
         let metrics = self.metrics();
         if delay.is_zero() {
             // Ignored after shutdown, like `add`; the retry is still counted
@@ -619,7 +658,8 @@ impl<T: QueueItem> Queue<T> {
     }
 
     /// Number of delayed items whose ready time has not been reached yet.
-    pub(crate) fn waiting_len(&self) -> usize {
+    #[must_use]
+    pub fn waiting_len(&self) -> usize {
         let mut state = self.lock();
         if !state.heap.is_empty() {
             let pushed = state.promote_due_locked(Instant::now(), self.metrics());
@@ -631,7 +671,28 @@ impl<T: QueueItem> Queue<T> {
     }
 
     /// The ready time of a delayed item, if it is waiting.
-    pub(crate) fn ready_at(&self, item: &T) -> Option<Instant> {
+    #[must_use]
+    pub fn ready_at(&self, item: &T) -> Option<Instant> {
         self.lock().waiting.get(item).map(|&(at, _)| at)
+    }
+
+    /// Adds `item` after the delay the rate limiter answers for it (which
+    /// counts one more requeue of the item).
+    pub fn add_rate_limited(&self, item: T) {
+        let delay = self.inner.limiter.when(&item);
+        self.add_after(item, delay);
+    }
+
+    /// Resets the rate limiter's memory of `item`. Does not remove the item
+    /// from the queue.
+    pub fn forget(&self, item: &T) {
+        self.inner.limiter.forget(item);
+    }
+
+    /// How many times `item` was requeued through the rate limiter since it
+    /// was last forgotten.
+    #[must_use]
+    pub fn num_requeues(&self, item: &T) -> usize {
+        self.inner.limiter.num_requeues(item)
     }
 }

@@ -1,4 +1,4 @@
-//! Objects shared by the DeltaFIFO integration tests.
+//! Objects shared by the DeltaFifo integration tests.
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! `DeltaFIFO::apply_watch_run` — a run of watch events queued at once — against
+//! `DeltaFifo::apply_watch_run` — a run of watch events queued at once — against
 //! the same events handed over one `add`/`update`/`delete` call each: a property
 //! test that both FIFOs (each in front of its own cache) hand out the same items,
 //! plus the cases a run must get right on its own: a closed FIFO, a key error in
@@ -7,13 +7,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::fifo::{DeltaFifo, DeltaFifoOptions, DeltaType, PoppedItem};
+use crate::store::{Indexer, Indexers, Store, StoreError, StoreSink, WatchAction};
 use k8s_openapi::api::core::v1::ConfigMap;
 use proptest::prelude::*;
-use reflector_core::fifo::{DeltaFIFO, DeltaFifoOptions, DeltaType, PoppedItem};
-use reflector_core::store::{Indexer, Indexers, Store, StoreError, WatchAction};
 
-mod support;
-use support::cm;
+use super::cm;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -41,13 +40,13 @@ fn op() -> impl Strategy<Value = Op> {
 /// A FIFO in front of its own cache, as an informer has them.
 struct Pipeline {
     cache: Indexer<ConfigMap>,
-    fifo: DeltaFIFO<ConfigMap>,
+    fifo: DeltaFifo<ConfigMap>,
 }
 
 impl Pipeline {
     fn new() -> Self {
         let cache = Indexer::<ConfigMap>::new(Indexers::new());
-        let fifo = DeltaFIFO::new(
+        let fifo = DeltaFifo::new(
             DeltaFifoOptions::default()
                 .known_objects(Arc::new(cache.clone()))
                 .emit_delta_type_replaced(true),
@@ -138,7 +137,7 @@ proptest! {
 /// run empty.
 #[test]
 fn a_closed_fifo_refuses_each_event_of_a_run() {
-    let fifo = DeltaFIFO::<ConfigMap>::default();
+    let fifo = DeltaFifo::<ConfigMap>::default();
     fifo.close();
     let mut run = vec![
         (WatchAction::Add, cm(1, 1)),
@@ -162,7 +161,7 @@ fn a_closed_fifo_refuses_each_event_of_a_run() {
 /// are queued in order.
 #[test]
 fn a_key_error_refuses_only_its_own_event() {
-    let fifo = DeltaFIFO::<ConfigMap>::default();
+    let fifo = DeltaFifo::<ConfigMap>::default();
     let mut run = vec![
         (WatchAction::Add, cm(1, 1)),
         (WatchAction::Add, Arc::new(ConfigMap::default())),
@@ -180,8 +179,8 @@ fn a_key_error_refuses_only_its_own_event() {
 /// not per key, must still reach every waiting popper).
 #[tokio::test(start_paused = true)]
 async fn a_run_wakes_every_waiting_popper() {
-    let fifo = Arc::new(DeltaFIFO::<ConfigMap>::default());
-    let popper = |fifo: Arc<DeltaFIFO<ConfigMap>>| {
+    let fifo = Arc::new(DeltaFifo::<ConfigMap>::default());
+    let popper = |fifo: Arc<DeltaFifo<ConfigMap>>| {
         tokio::spawn(async move { fifo.pop_item().await.map(|item| item.key.to_string()) })
     };
     let (a, b) = (popper(Arc::clone(&fifo)), popper(Arc::clone(&fifo)));

@@ -1,4 +1,4 @@
-//! Conformance tests of the DeltaFIFO: client-go's `delta_fifo_test.go`, ported test
+//! Conformance tests of the DeltaFifo: client-go's `delta_fifo_test.go`, ported test
 //! by test with the same expected delta sequences, plus cancel-safety tests, the
 //! processing lock (what waits for a running `pop` callback and what does not) and
 //! first lists streamed in page by page.
@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ConfigMap;
-use reflector_core::fifo::{
-    Delta, DeltaFIFO, DeltaFifoOptions, DeltaObject, DeltaType, Deltas, FifoError, PoppedItem,
+use crate::fifo::{
+    Delta, DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, Deltas, FifoError, PoppedItem,
     TransformFunc,
 };
-use reflector_core::object::{DeletedFinalStateUnknown, ObjectKey};
-use reflector_core::store::{KeyListerGetter, Store, StoreError};
+use crate::object::{DeletedFinalStateUnknown, ObjectKey};
+use crate::store::{KeyListerGetter, Store, StoreError, StoreSink};
+use k8s_openapi::api::core::v1::ConfigMap;
 
 use DeltaType::{Added, Deleted, Replaced, Sync, Updated};
 
@@ -82,17 +82,17 @@ impl KeyListerGetter<ConfigMap> for Literal {
     }
 }
 
-fn fifo() -> DeltaFIFO<ConfigMap> {
-    DeltaFIFO::new(DeltaFifoOptions::default())
+fn fifo() -> DeltaFifo<ConfigMap> {
+    DeltaFifo::new(DeltaFifoOptions::default())
 }
 
-fn fifo_known(known: Vec<Obj>) -> DeltaFIFO<ConfigMap> {
-    DeltaFIFO::new(DeltaFifoOptions::default().known_objects(Arc::new(Literal(known))))
+fn fifo_known(known: Vec<Obj>) -> DeltaFifo<ConfigMap> {
+    DeltaFifo::new(DeltaFifoOptions::default().known_objects(Arc::new(Literal(known))))
 }
 
 /// Pops one item; fails the test if none arrives within a second (instant under
 /// paused time).
-async fn pop(f: &DeltaFIFO<ConfigMap>) -> PoppedItem<ConfigMap> {
+async fn pop(f: &DeltaFifo<ConfigMap>) -> PoppedItem<ConfigMap> {
     tokio::time::timeout(Duration::from_secs(1), f.pop_item())
         .await
         .expect("an item to pop")
@@ -100,7 +100,7 @@ async fn pop(f: &DeltaFIFO<ConfigMap>) -> PoppedItem<ConfigMap> {
 }
 
 /// Asserts nothing is left to pop.
-async fn assert_nothing_to_pop(f: &DeltaFIFO<ConfigMap>) {
+async fn assert_nothing_to_pop(f: &DeltaFifo<ConfigMap>) {
     assert!(f.is_empty(), "queue not empty: {:?}", f.list_keys());
     let r = tokio::time::timeout(Duration::from_millis(50), f.pop_item()).await;
     assert!(r.is_err(), "unexpected item: {r:?}");
@@ -160,7 +160,7 @@ async fn delta_fifo_replace_with_delete_delta_in() {
 async fn delta_fifo_replace_makes_deletions_for_objects_only_in_queue() {
     let obj = mk("foo", 2);
     let obj_v2 = mk("foo", 3);
-    type Ops = Box<dyn Fn(&DeltaFIFO<ConfigMap>)>;
+    type Ops = Box<dyn Fn(&DeltaFifo<ConfigMap>)>;
     let cases: Vec<(&str, bool, Ops, Deltas<ConfigMap>)> = vec![
         (
             "Added object should be deleted on Replace",
@@ -258,7 +258,7 @@ async fn delta_fifo_replace_makes_deletions_for_objects_only_in_queue() {
             if with_known {
                 options = options.known_objects(Arc::new(Literal(vec![])));
             }
-            let f = DeltaFIFO::new(options);
+            let f = DeltaFifo::new(options);
             ops(&f);
             assert_eq!(
                 pop(&f).await.deltas,
@@ -286,7 +286,7 @@ async fn delta_fifo_add_update() {
     let first = pop(&f).await;
     assert_eq!(newest_val(&first.deltas), "15");
     assert_nothing_to_pop(&f).await;
-    assert!(f.get_deltas(&mk("foo", "")).unwrap().is_none());
+    assert!(f.deltas(&mk("foo", "")).unwrap().is_none());
 }
 
 #[tokio::test(start_paused = true)]
@@ -304,7 +304,7 @@ async fn delta_fifo_transformer() {
             Arc::new(obj)
         })
     };
-    let f = DeltaFIFO::new(DeltaFifoOptions::default().transform(xfrm));
+    let f = DeltaFifo::new(DeltaFifoOptions::default().transform(xfrm));
     f.add(mk("foo", 10)).unwrap();
     f.add(mk("bar", 11)).unwrap();
     f.update(mk("foo", 12)).unwrap();
@@ -369,7 +369,7 @@ fn counting_identity() -> (Arc<AtomicUsize>, TransformFunc<ConfigMap>) {
 async fn delta_fifo_transformer_skips_resync() {
     let (calls, xfrm) = counting_identity();
     let known = mk("foo", 5);
-    let f = DeltaFIFO::new(
+    let f = DeltaFifo::new(
         DeltaFifoOptions::default()
             .known_objects(Arc::new(Literal(vec![known.clone()])))
             .transform(xfrm),
@@ -393,7 +393,7 @@ async fn delta_fifo_replace_does_not_transform_reused_known_objects() {
         Arc::new(cm)
     };
     let (foo, bar) = (with_rv("foo", "5"), with_rv("bar", "6"));
-    let f = DeltaFIFO::new(
+    let f = DeltaFifo::new(
         DeltaFifoOptions::default()
             .known_objects(Arc::new(Literal(vec![foo.clone(), bar.clone()])))
             .emit_delta_type_replaced(true)
@@ -460,7 +460,7 @@ async fn delta_fifo_add_replace() {
     let first = pop(&f).await;
     assert_eq!(newest_val(&first.deltas), "15");
     assert_nothing_to_pop(&f).await;
-    assert!(f.get_deltas(&mk("foo", "")).unwrap().is_none());
+    assert!(f.deltas(&mk("foo", "")).unwrap().is_none());
 }
 
 #[test]
@@ -468,7 +468,7 @@ fn delta_fifo_resync_non_existing() {
     let f = fifo_known(vec![mk("foo", 5)]);
     f.delete(mk("foo", 10)).unwrap();
     f.resync().unwrap();
-    let ds = f.get_deltas_by_key(&ObjectKey::new(None, "foo")).unwrap();
+    let ds = f.deltas_by_key(&ObjectKey::new(None, "foo")).unwrap();
     assert_eq!(ds.len(), 1, "{ds:?}");
     assert_eq!(ds[0].delta_type, Deleted);
 }
@@ -477,7 +477,7 @@ fn delta_fifo_resync_non_existing() {
 fn delta_fifo_resync() {
     let f = fifo_known(vec![mk("foo", 5)]);
     f.resync().unwrap();
-    let ds = f.get_deltas_by_key(&ObjectKey::new(None, "foo")).unwrap();
+    let ds = f.deltas_by_key(&ObjectKey::new(None, "foo")).unwrap();
     assert_eq!(ds.len(), 1, "{ds:?}");
     assert_eq!(ds[0].delta_type, Sync);
 }
@@ -494,12 +494,12 @@ fn delta_fifo_delete_existing_non_propagated() {
     let f = fifo_known(vec![]);
     f.add(mk("foo", 5)).unwrap();
     f.delete(mk("foo", 6)).unwrap();
-    let ds = f.get_deltas_by_key(&ObjectKey::new(None, "foo")).unwrap();
+    let ds = f.deltas_by_key(&ObjectKey::new(None, "foo")).unwrap();
     assert_eq!(ds.len(), 2, "{ds:?}");
     assert_eq!(ds.newest().unwrap().delta_type, Deleted);
 }
 
-async fn assert_pops(f: &DeltaFIFO<ConfigMap>, expected: Vec<Deltas<ConfigMap>>) {
+async fn assert_pops(f: &DeltaFifo<ConfigMap>, expected: Vec<Deltas<ConfigMap>>) {
     for (i, e) in expected.into_iter().enumerate() {
         assert_eq!(pop(f).await.deltas, e, "pop #{i}");
     }
@@ -593,7 +593,7 @@ async fn delta_fifo_replace_makes_deletions() {
 
 #[tokio::test(start_paused = true)]
 async fn delta_fifo_replace_makes_deletions_replaced() {
-    let f = DeltaFIFO::new(
+    let f = DeltaFifo::new(
         DeltaFifoOptions::default()
             .known_objects(Arc::new(Literal(vec![
                 mk("foo", 5),
@@ -618,7 +618,7 @@ async fn delta_fifo_replace_makes_deletions_replaced() {
 
 #[tokio::test(start_paused = true)]
 async fn delta_fifo_replace_delta_type() {
-    let f = DeltaFIFO::new(
+    let f = DeltaFifo::new(
         DeltaFifoOptions::default()
             .known_objects(Arc::new(Literal(vec![mk("foo", 5)])))
             .emit_delta_type_replaced(true),
@@ -895,7 +895,7 @@ fn op() -> impl proptest::strategy::Strategy<Value = Op> {
     ]
 }
 
-fn pop_now(f: &DeltaFIFO<ConfigMap>, cache: &Cache) {
+fn pop_now(f: &DeltaFifo<ConfigMap>, cache: &Cache) {
     use futures::FutureExt;
     f.pop(|item| cache.apply(&item))
         .now_or_never()
@@ -915,7 +915,7 @@ proptest::proptest! {
         last_list in proptest::collection::vec(0u8..6, 0..6),
     ) {
         let cache = Arc::new(Cache::default());
-        let f = DeltaFIFO::new(DeltaFifoOptions::default().known_objects(cache.clone()));
+        let f = DeltaFifo::new(DeltaFifoOptions::default().known_objects(cache.clone()));
         let mut version = 0;
         let mut mk_v = |k: u8| {
             version += 1;
@@ -940,7 +940,7 @@ proptest::proptest! {
             proptest::prop_assert_eq!(unique.len(), keys.len());
             proptest::prop_assert_eq!(f.len(), keys.len());
             for key in &keys {
-                let ds = f.get_deltas_by_key(key).expect("queued key has deltas");
+                let ds = f.deltas_by_key(key).expect("queued key has deltas");
                 proptest::prop_assert!(!ds.is_empty());
                 proptest::prop_assert!(
                     !ds.windows(2).any(|w| w[0].delta_type == Deleted && w[1].delta_type == Deleted),
@@ -1057,8 +1057,8 @@ async fn delta_fifo_has_synced_waits_for_the_last_callback_to_return() {
 
 // ---------- first lists streamed in page by page ----------
 
-fn streaming_fifo(known: Vec<Obj>) -> DeltaFIFO<ConfigMap> {
-    DeltaFIFO::new(
+fn streaming_fifo(known: Vec<Obj>) -> DeltaFifo<ConfigMap> {
+    DeltaFifo::new(
         DeltaFifoOptions::default()
             .known_objects(Arc::new(Literal(known)))
             .emit_delta_type_replaced(true),

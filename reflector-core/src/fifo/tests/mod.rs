@@ -1,0 +1,19 @@
+//! The DeltaFifo's tests: client-go's conformance suite and watch runs. They live
+//! in the crate because they drive the reflector's crate-private hooks
+//! (`StoreSink`: `apply_watch_run`, `cached_unchanged`, streamed list pages).
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+
+mod conformance;
+mod watch_run;
+
+/// ConfigMap `ns/cm-{k}` at resource version `version`.
+fn cm(k: u8, version: u64) -> Arc<ConfigMap> {
+    let mut c = ConfigMap::default();
+    c.metadata.name = Some(format!("cm-{k}"));
+    c.metadata.namespace = Some("ns".into());
+    c.metadata.resource_version = Some(version.to_string());
+    Arc::new(c)
+}

@@ -1,0 +1,211 @@
+//! The reflector's side of a store: what it hands a store besides the [`Store`]
+//! verbs. Crate-private: only the [`DeltaFifo`] (and the [`Indexer`]) use these
+//! hooks; any other store gets the plain behaviour, one call per event.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use super::{Indexer, Store, StoreError};
+use crate::fifo::DeltaFifo;
+use crate::object::{Object, ObjectKey};
+
+/// The store call a watch event stands for: `ADDED` → [`Store::add`],
+/// `MODIFIED` → [`Store::update`], `DELETED` → [`Store::delete`]. A reflector hands
+/// a store the events of one poll together, as `(WatchAction, object)` pairs, through
+/// [`StoreSink::apply_watch_run`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum WatchAction {
+    /// An `ADDED` event: [`Store::add`].
+    Add,
+    /// A `MODIFIED` event: [`Store::update`].
+    Update,
+    /// A `DELETED` event: [`Store::delete`].
+    Delete,
+}
+
+impl WatchAction {
+    /// The store call's name: `add`, `update` or `delete`.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            WatchAction::Add => "add",
+            WatchAction::Update => "update",
+            WatchAction::Delete => "delete",
+        }
+    }
+}
+
+impl std::fmt::Display for WatchAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A [`Store`] as the reflector writes through it: the store verbs plus the
+/// batching and streaming hooks only the [`DeltaFifo`] implements (and
+/// `cached_unchanged`, which the [`Indexer`] answers too). Every hook defaults to
+/// what a plain store does with the verbs alone.
+pub(crate) trait StoreSink<K: Object>: Store<K> {
+    /// Applies a run of watch events in order, each as the [`WatchAction`]'s own
+    /// call would, and leaves `run` empty; `failed` is told of every event the store
+    /// refused, with the error that call would have returned. A reflector hands over
+    /// the events it takes from the stream in one poll this way (up to 1024), then
+    /// reports their resource versions. Default: one call per event; the
+    /// [`DeltaFifo`](crate::fifo::DeltaFifo) queues a run's adds and updates under
+    /// one lock with one wake-up.
+
+    fn apply_watch_run(
+        &self,
+        run: &mut Vec<(WatchAction, Arc<K>)>,
+        failed: &mut dyn FnMut(WatchAction, StoreError),
+    ) {
+        for (action, obj) in run.drain(..) {
+            let result = match action {
+                WatchAction::Add => self.add(obj),
+                WatchAction::Update => self.update(obj),
+                WatchAction::Delete => self.delete(obj),
+            };
+            if let Err(e) = result {
+                failed(action, e);
+            }
+        }
+    }
+
+    /// Told the resource version of every watch event the reflector handles, bookmarks
+    /// included, as client-go's optional `ResourceVersionUpdater`. Default: ignored.
+    fn update_resource_version(&self, _resource_version: &str) {}
+
+    /// The object this store (or the cache behind it) already holds under `obj`'s key,
+    /// if it has `obj`'s resourceVersion: the same state of the same object, since the
+    /// API server gives every change a new resourceVersion. The reflector hands the
+    /// cached `Arc` to [`replace`](Store::replace) instead of the freshly decoded copy,
+    /// so a relist holds one copy of every unchanged object rather than two (its peak
+    /// memory is the old cache plus what changed, not twice the cache). Default: `None`.
+    fn cached_unchanged(&self, _obj: &K) -> Option<Arc<K>> {
+        None
+    }
+
+    /// Offered one page of a list still being read, so the consumer can start on its
+    /// objects before the last page is in; `first_page` says the page starts a list
+    /// (its first page, or the single page of a list started over). Returns whether
+    /// the store took the page; if it did, the reflector ends the list with
+    /// [`finish_list_stream`](StoreSink::finish_list_stream) and the items no page
+    /// handed over, instead of [`replace`](Store::replace).
+    ///
+    /// A store takes pages only of a first list into an empty store (nothing queued,
+    /// nothing cached, never populated), where `replace` would find nothing to delete
+    /// and nothing to compare against, so taking the list page by page changes only
+    /// *when* objects arrive. Default: never (`Ok(false)`).
+    ///
+    /// # Errors
+    /// [`StoreError::Closed`] on a closed FIFO.
+    fn stream_list_page(&self, _items: &[Arc<K>], _first_page: bool) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+
+    /// Ends a list whose pages [`stream_list_page`](StoreSink::stream_list_page) took:
+    /// `rest` holds the listed items no page handed over, `resource_version` is the
+    /// list's. Default: [`replace`](Store::replace) with `rest` (a store that takes
+    /// no page never sees this call).
+    ///
+    /// # Errors
+    /// As [`replace`](Store::replace).
+    fn finish_list_stream(
+        &self,
+        rest: Vec<Arc<K>>,
+        resource_version: &str,
+    ) -> Result<(), StoreError> {
+        self.replace(rest, resource_version)
+    }
+}
+
+/// A user's store behind a reflector: the verbs, and every hook's default.
+struct PlainStore<K>(Arc<dyn Store<K>>);
+
+impl<K: Object> Store<K> for PlainStore<K> {
+    fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.0.add(obj)
+    }
+    fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.0.update(obj)
+    }
+    fn delete(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.0.delete(obj)
+    }
+    fn list(&self) -> Vec<Arc<K>> {
+        self.0.list()
+    }
+    fn list_keys(&self) -> Vec<ObjectKey> {
+        self.0.list_keys()
+    }
+    fn get(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
+        self.0.get(obj)
+    }
+    fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.0.get_by_key(key)
+    }
+    fn replace(&self, items: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
+        self.0.replace(items, resource_version)
+    }
+    fn resync(&self) -> Result<(), StoreError> {
+        self.0.resync()
+    }
+}
+
+impl<K: Object> StoreSink<K> for PlainStore<K> {}
+
+/// The sink a reflector writes `store` through: the [`DeltaFifo`]'s and the
+/// [`Indexer`]'s own hooks when `store` is one of them (as client-go asserts a
+/// store's type for its optional interfaces), every hook's default otherwise.
+pub(crate) fn sink_for<K: Object>(store: Arc<dyn Store<K>>) -> Arc<dyn StoreSink<K>> {
+    let any: Arc<dyn Any + Send + Sync> = store.clone();
+    let any = match any.downcast::<DeltaFifo<K>>() {
+        Ok(fifo) => return fifo,
+        Err(any) => any,
+    };
+    if let Ok(indexer) = any.downcast::<Indexer<K>>() {
+        return indexer;
+    }
+    Arc::new(PlainStore(store))
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use super::*;
+    use crate::fifo::DeltaFifoOptions;
+    use crate::store::Indexers;
+
+    fn cm(name: &str, rv: &str) -> Arc<ConfigMap> {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name.into());
+        cm.metadata.resource_version = Some(rv.into());
+        Arc::new(cm)
+    }
+
+    /// A DeltaFifo handed over as a plain `dyn Store` keeps its own hooks (the
+    /// informer's fast path), as does an Indexer; any other store gets the defaults.
+    #[test]
+    fn sink_for_recognises_the_fifo_and_the_indexer() {
+        let fifo: Arc<dyn Store<ConfigMap>> =
+            Arc::new(DeltaFifo::<ConfigMap>::new(DeltaFifoOptions::default()));
+        assert!(
+            sink_for(fifo)
+                .stream_list_page(&[cm("a", "1")], true)
+                .unwrap()
+        );
+
+        let indexer = Arc::new(Indexer::<ConfigMap>::new(Indexers::new()));
+        let a = cm("a", "1");
+        indexer.add(a.clone()).unwrap();
+        let sink = sink_for(indexer.clone() as Arc<dyn Store<ConfigMap>>);
+        assert!(Arc::ptr_eq(
+            &sink.cached_unchanged(&cm("a", "1")).unwrap(),
+            &a
+        ));
+
+        let plain = sink_for(Arc::new(PlainStore(indexer as Arc<dyn Store<ConfigMap>>)));
+        assert!(plain.cached_unchanged(&cm("a", "1")).is_none());
+        assert!(!plain.stream_list_page(&[cm("b", "1")], true).unwrap());
+    }
+}
