@@ -9,9 +9,10 @@ use crate::object::{Repr, key_of};
 use crate::patch::merge_patch;
 use crate::query::ListOptions;
 use crate::router::{RequestBody, json_response};
+use crate::selector::FieldLabels;
 use crate::server::Shared;
-use crate::state::{Preconditions, ResourceId};
-use crate::status::ApiError;
+use crate::state::{Deleted, Preconditions, ResourceId};
+use crate::status::{ApiError, status_details};
 
 fn parse_json(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     let media = content_type.split(';').next().unwrap_or_default().trim();
@@ -110,10 +111,34 @@ pub(crate) fn delete(
     body: &[u8],
 ) -> Result<Response, ApiError> {
     let preconditions = delete_preconditions(body)?;
-    let deleted = shared
-        .state()
-        .delete(rid, namespace, name, &preconditions)?;
-    Ok(json_response(200, repr.render(&deleted)))
+    let mut state = shared.state();
+    let deleted = state.delete(rid, namespace, name, &preconditions)?;
+    let info = &state.resources[rid];
+    match deleted {
+        // Like the real generic registry: an object removed at once is answered with a
+        // success `Status` (details.kind is the plural resource), unless the resource's
+        // storage returns the deleted object.
+        Deleted::Removed(object) if !info.delete_returns_object => {
+            let mut details = status_details(&object.name, &info.group, &info.plural);
+            if let Some(uid) = object.value().pointer("/metadata/uid") {
+                details["uid"] = uid.clone();
+            }
+            let status = serde_json::json!({
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": details,
+            });
+            Ok(json_response(
+                200,
+                serde_json::to_vec(&status).unwrap_or_default(),
+            ))
+        }
+        Deleted::Removed(object) | Deleted::Pending(object) => {
+            Ok(json_response(200, repr.render(&object)))
+        }
+    }
 }
 
 fn delete_preconditions(body: &[u8]) -> Result<Preconditions, ApiError> {
@@ -140,9 +165,9 @@ pub(crate) fn delete_collection(
     namespace: Option<&str>,
     pairs: &[(String, String)],
 ) -> Result<Response, ApiError> {
-    let options = ListOptions::parse(pairs)?;
     let mut state = shared.state();
     let info = state.resources[rid].clone();
+    let options = ListOptions::parse(pairs, FieldLabels::of(&info.group, &info.kind))?;
     let names: Vec<(Option<String>, String)> = state
         .snapshot(rid, namespace)
         .iter()
@@ -152,7 +177,7 @@ pub(crate) fn delete_collection(
     let mut items = Vec::with_capacity(names.len());
     for (ns, name) in names {
         let deleted = state.delete(rid, ns.as_deref(), &name, &Preconditions::default())?;
-        items.push(deleted.value());
+        items.push(deleted.object().value());
     }
     let list = serde_json::json!({
         "kind": format!("{}List", info.kind),

@@ -36,10 +36,15 @@
 //!   A write that changes nothing is a no-op (no new resourceVersion, no event), as in
 //!   the real server.
 //! * Verbs: get, list, watch, create (409 `AlreadyExists`; `generateName` supported;
-//!   500 when `resourceVersion` is set, as the real storage layer), replace (409 `Conflict`
-//!   on a stale `resourceVersion`; unset means unconditional), delete (preconditions
-//!   honoured; with finalizers it sets `deletionTimestamp` and the object stays until an
-//!   update empties `finalizers`; the response is the object), deletecollection, and the
+//!   `resourceVersion` set: 500 with the storage layer's bare message and no `reason`, as the
+//!   real server), replace (409 `Conflict` on a stale `resourceVersion`; unset means
+//!   unconditional), delete (preconditions honoured, a failed one is a 409 naming the Kind
+//!   as the real `BeforeDelete`; with finalizers it sets `deletionTimestamp`, answers with
+//!   the object, and the object stays until an update empties `finalizers`; without, the
+//!   object goes at once and the answer is a success `Status` whose `details` carry name,
+//!   group, plural resource as `kind`, and uid — except core Pods, Namespaces and Services,
+//!   whose real storage answers with the deleted object; see
+//!   [`ResourceInfo::delete_returns_object`]), deletecollection, and the
 //!   `status` subresource (get/replace/patch) for resources that have one: main-resource
 //!   writes keep the stored `status`, status writes keep everything but `status` (and
 //!   `managedFields`). Creating an object of such a resource drops its `status`.
@@ -47,8 +52,10 @@
 //! * Not supported: `dryRun` (answers 400 rather than silently writing), server-side apply
 //!   and JSON patch (415), aggregated discovery (`Discovery::run_aggregated`), Table and
 //!   protobuf encodings (every response is JSON), field selectors other than
-//!   `metadata.name`/`metadata.namespace`, and namespace lifecycle (deleting a namespace
-//!   does not delete its objects).
+//!   `metadata.name`/`metadata.namespace` (400; the real server also accepts a few
+//!   resource-specific ones such as a Pod's `spec.nodeName`), graceful deletion (a Pod
+//!   without finalizers goes at once), and namespace lifecycle (deleting a namespace does
+//!   not delete its objects).
 //!
 //! ## Patch types
 //!
@@ -58,11 +65,16 @@
 //!
 //! ## LIST
 //!
+//! * Items of built-in (typed) resources carry no `kind`/`apiVersion`, only the list does;
+//!   custom resources are unstructured on the real server and keep both
+//!   ([`ResourceInfo::unstructured`]). Single objects and watch events always carry them.
 //! * `resourceVersion` unset or `"0"`: the current state. `"N"` with
 //!   `resourceVersionMatch=NotOlderThan` (or unset without `limit`): the current state;
 //!   with `Exact` (or unset with `limit`, as the real server's legacy rule): the state at
 //!   N, rebuilt from the event log; 410 `Expired` when N is below the compaction floor.
-//!   N above the current RV: 504 with cause `ResourceVersionTooLarge` and `Retry-After`.
+//!   N above the current RV: 504 `Timeout: Too large resource version: N, current: M` with
+//!   cause `ResourceVersionTooLarge` and `Retry-After: 1`. A `resourceVersion` that is not
+//!   an unsigned integer is a 400 quoting Go's `strconv.ParseUint` error, as the real one.
 //! * `limit` + `continue`: the token is base64 JSON of the snapshot RV and last key; every
 //!   page is served from the first page's snapshot and carries its RV. A token older than
 //!   the compaction floor answers 410 `Expired` with the real message and a fresh token in
@@ -71,10 +83,15 @@
 //! * `resourceVersion=0` with `limit`: the real server ignores `limit` (watch cache); this
 //!   server honours it by default, so tests can see a paginated RV=0 list
 //!   ([`ApiServerBuilder::paginate_rv0`] turns that off).
-//! * Label selectors (`=`, `==`, `!=`, `in`, `notin`, exists, `!`exists, `>`, `<`) and field
-//!   selectors on `metadata.name` / `metadata.namespace` (`=`, `==`, `!=`); anything else
-//!   is a 400. Invalid list options answer 422 (`ListOptions` Invalid) like the real
-//!   `ValidateListOptions`; unparsable numbers/booleans answer 400.
+//! * Label selectors (`=`, `==`, `!=`, `in`, `notin`, exists, `!`exists, `>`, `<`) are
+//!   parsed with the real parser's tokens and grammar, so a malformed one answers 400 with
+//!   the real text (`unable to parse requirement: found '', expected: ',' or ')'`, ...).
+//!   Field selectors on `metadata.name` / `metadata.namespace` (`=`, `==`, `!=`, split and
+//!   unescaped as the real parser, no trimming); another field is a 400 with the real
+//!   conversion's wording (`"f" is not a known field selector: only "metadata.name",
+//!   "metadata.namespace"`, or `field label not supported: f` for core Pods, Nodes,
+//!   Namespaces and Secrets). Invalid list options answer 422 (`ListOptions` Invalid) like
+//!   the real `ValidateListOptions`; unparsable numbers/booleans answer 400.
 //!
 //! ## WATCH
 //!
@@ -86,9 +103,9 @@
 //! watcher that falls behind the bounded log gets the same. `allowWatchBookmarks=true`:
 //! `BOOKMARK`s every [`ApiServerBuilder::bookmark_interval`] carrying the RV the watcher
 //! has read up to. `timeoutSeconds` ends the stream cleanly. `sendInitialEvents=true`
-//! (requires `resourceVersionMatch=NotOlderThan` and `allowWatchBookmarks=true`, else 422):
-//! the current state as `ADDED`, then a `BOOKMARK` annotated
-//! `k8s.io/initial-events-end: "true"`. Selectors apply to events: an object that stops
+//! (requires `resourceVersionMatch=NotOlderThan`, else 422): the current state as `ADDED`,
+//! then, with `allowWatchBookmarks=true`, a `BOOKMARK` annotated
+//! `k8s.io/initial-events-end: "true"` (without it, no bookmark, as the real server). Selectors apply to events: an object that stops
 //! matching arrives as `DELETED`, one that starts matching as `ADDED`.
 //!
 //! # Faults

@@ -12,6 +12,7 @@ use crate::fault::Fired;
 use crate::object::Repr;
 use crate::query::{ListOptions, Rv, RvMatch};
 use crate::router::json_response;
+use crate::selector::FieldLabels;
 use crate::server::Shared;
 use crate::state::ResourceId;
 use crate::status::ApiError;
@@ -27,7 +28,12 @@ pub(crate) fn list_or_watch(
     pairs: &[(String, String)],
     fired: Fired,
 ) -> Result<Response, ApiError> {
-    let options = ListOptions::parse(pairs)?;
+    let field_labels = {
+        let state = shared.state();
+        let info = &state.resources[rid];
+        FieldLabels::of(&info.group, &info.kind)
+    };
+    let options = ListOptions::parse(pairs, field_labels)?;
     if options.watch {
         return crate::watch::start(shared, repr, rid, namespace, options, fired);
     }
@@ -114,22 +120,21 @@ fn list(
         metadata.insert("remainingItemCount".to_owned(), json!(remaining));
     }
     let (list_kind, list_api_version) = repr.list_type(&info.kind, &info.api_version());
-    let items: Vec<bytes::Bytes> = page.items.iter().map(|o| repr.render(o)).collect();
     let head = json!({
         "kind": list_kind,
         "apiVersion": list_api_version,
         "metadata": metadata,
     });
     let head = serde_json::to_vec(&head).unwrap_or_default();
-    let size = head.len() + 16 + items.iter().map(|o| o.len() + 1).sum::<usize>();
+    let size = head.len() + 16 + page.items.iter().map(|o| o.json.len() + 1).sum::<usize>();
     let mut body = BytesMut::with_capacity(size);
     body.put_slice(&head[..head.len() - 1]);
     body.put_slice(b",\"items\":[");
-    for (i, item) in items.iter().enumerate() {
+    for (i, item) in page.items.iter().enumerate() {
         if i > 0 {
             body.put_u8(b',');
         }
-        body.put_slice(item);
+        repr.write_item(item, info.unstructured, &mut body);
     }
     body.put_slice(b"]}");
     Ok(json_response(200, body.freeze()))

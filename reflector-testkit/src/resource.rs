@@ -21,29 +21,45 @@ pub struct ResourceInfo {
     /// Whether `/status` is a subresource (main-resource writes then ignore `status`, and
     /// status writes ignore everything else).
     pub status_subresource: bool,
+    /// Whether a DELETE that removes the object at once answers with the deleted object
+    /// (the real Pod, Namespace and Service storage) rather than a success `Status`
+    /// (every other resource, CRDs included).
+    pub delete_returns_object: bool,
+    /// Whether objects are served as unstructured JSON, like custom resources: list items
+    /// then keep their `kind` and `apiVersion`. Built-in (typed) resources list their
+    /// items without them, as the real server does.
+    pub unstructured: bool,
 }
 
 impl ResourceInfo {
     /// Describes a `kube::Resource` with a static type, e.g. any k8s-openapi type.
-    /// The scope comes from `K::Scope`.
+    /// The scope comes from `K::Scope`; it is served as a typed built-in (list items without
+    /// `kind`/`apiVersion`), and DELETE answers with the object only for core Pods,
+    /// Namespaces and Services.
     #[must_use]
     pub fn of<K>(status_subresource: bool) -> Self
     where
         K: kube::Resource<DynamicType = ()>,
         K::Scope: 'static,
     {
+        let group = K::group(&()).into_owned();
+        let kind = K::kind(&()).into_owned();
         Self {
-            group: K::group(&()).into_owned(),
+            delete_returns_object: group.is_empty()
+                && matches!(kind.as_str(), "Pod" | "Namespace" | "Service"),
+            group,
             version: K::version(&()).into_owned(),
-            kind: K::kind(&()).into_owned(),
+            kind,
             plural: K::plural(&()).into_owned(),
             namespaced: TypeId::of::<K::Scope>()
                 == TypeId::of::<k8s_openapi::NamespaceResourceScope>(),
             status_subresource,
+            unstructured: false,
         }
     }
 
-    /// Describes a custom resource: scope and the status subresource are read from `K::crd()`.
+    /// Describes a custom resource: scope and the status subresource are read from `K::crd()`;
+    /// it is served as unstructured JSON and DELETE answers a `Status`.
     #[must_use]
     pub fn of_crd<K>() -> Self
     where
@@ -64,6 +80,8 @@ impl ResourceInfo {
             plural: K::plural(&()).into_owned(),
             namespaced: crd.spec.scope == "Namespaced",
             status_subresource,
+            delete_returns_object: false,
+            unstructured: true,
         }
     }
 

@@ -71,6 +71,24 @@ pub(crate) struct Page {
     pub remaining: Option<u64>,
 }
 
+/// What a DELETE did.
+#[derive(Debug)]
+pub(crate) enum Deleted {
+    /// The object is gone; this is its last state (carrying the delete's RV).
+    Removed(Arc<StoredObject>),
+    /// The object has finalizers: it stays, with `deletionTimestamp` set.
+    Pending(Arc<StoredObject>),
+}
+
+impl Deleted {
+    /// The object's last (or current) state.
+    pub(crate) fn object(&self) -> &Arc<StoredObject> {
+        match self {
+            Self::Removed(o) | Self::Pending(o) => o,
+        }
+    }
+}
+
 /// Delete preconditions from `DeleteOptions.preconditions`.
 #[derive(Debug, Default)]
 pub(crate) struct Preconditions {
@@ -275,7 +293,7 @@ impl State {
         Self::check_type(&info, &body)?;
         Self::normalize(&info, &mut body, namespace)?;
         if meta_str(&body, "resourceVersion").is_some() {
-            return Err(ApiError::internal(
+            return Err(ApiError::unknown(
                 "resourceVersion should not be set on objects to be created",
             ));
         }
@@ -440,63 +458,77 @@ impl State {
     }
 
     /// DELETE. With finalizers the object gets `deletionTimestamp` and stays; otherwise it
-    /// is removed. Returns the object either way.
+    /// is removed.
     pub(crate) fn delete(
         &mut self,
         rid: ResourceId,
         namespace: Option<&str>,
         name: &str,
         preconditions: &Preconditions,
-    ) -> Result<Arc<StoredObject>, ApiError> {
+    ) -> Result<Deleted, ApiError> {
         let info = self.resources[rid].clone();
         let key = key_of(namespace.filter(|_| info.namespaced), name);
         let old = self
             .get(rid, &key)
             .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
         let mut value = old.value();
+        // The real server checks preconditions in `BeforeDelete` and names the object by
+        // its Kind there, not by its plural resource.
         if let Some(rv) = preconditions
             .resource_version
             .as_deref()
             .filter(|rv| !rv.is_empty())
             && rv != old.rv.to_string()
         {
-            return Err(ApiError::new(
-                409,
-                "Conflict",
-                format!(
-                    "Operation cannot be fulfilled on {} \"{name}\": the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
-                    info.plural, old.rv
+            return Err(ApiError::conflict_because(
+                &info.kind,
+                &info.group,
+                name,
+                &format!(
+                    "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
+                    old.rv
                 ),
-            )
-            .with_details(json!({"name": name, "group": info.group, "kind": info.plural})));
+            ));
         }
         let uid = meta_str(&value, "uid").unwrap_or_default().to_owned();
         if let Some(want) = preconditions.uid.as_deref().filter(|u| !u.is_empty())
             && want != uid
         {
-            return Err(ApiError::new(
-                409,
-                "Conflict",
-                format!("Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {want}, UID in object meta: {uid}", info.plural),
-            )
-            .with_details(json!({"name": name, "group": info.group, "kind": info.plural})));
+            return Err(ApiError::conflict_because(
+                &info.kind,
+                &info.group,
+                name,
+                &format!(
+                    "the UID in the precondition ({want}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+                ),
+            ));
         }
         let has_finalizers = metadata(&value)
             .and_then(|m| m.get("finalizers"))
             .and_then(Value::as_array)
             .is_some_and(|f| !f.is_empty());
         if !has_finalizers {
-            return Ok(self.commit(rid, key, value, EventType::Deleted));
+            return Ok(Deleted::Removed(self.commit(
+                rid,
+                key,
+                value,
+                EventType::Deleted,
+            )));
         }
         let meta = metadata_mut(&mut value);
         if meta.contains_key("deletionTimestamp") {
-            return Ok(old);
+            return Ok(Deleted::Pending(old));
         }
         let generation = meta.get("generation").and_then(Value::as_i64).unwrap_or(1);
         meta.insert("deletionTimestamp".to_owned(), now_timestamp());
         meta.insert("deletionGracePeriodSeconds".to_owned(), json!(0));
         meta.insert("generation".to_owned(), json!(generation + 1));
-        Ok(self.commit(rid, key, value, EventType::Modified))
+        Ok(Deleted::Pending(self.commit(
+            rid,
+            key,
+            value,
+            EventType::Modified,
+        )))
     }
 
     /// Direct create-or-replace, bypassing preconditions and subresource rules.

@@ -84,7 +84,11 @@ pub(crate) fn start(
         }
     }
     let start = match (options.send_initial_events, options.rv) {
-        (Some(true), _) => Start::Initial { end_bookmark: true },
+        // Without `allowWatchBookmarks` the real watch cache still sends the initial
+        // events, just no bookmark marking their end.
+        (Some(true), _) => Start::Initial {
+            end_bookmark: options.allow_bookmarks,
+        },
         (_, Rv::Unset | Rv::Any) => Start::Initial {
             end_bookmark: false,
         },

@@ -122,7 +122,10 @@ async fn create_get_replace_patch_delete() {
     );
 
     let deleted = api.delete("a", &DeleteParams::default()).await.unwrap();
-    assert!(deleted.is_left(), "delete returns the object");
+    let gone = deleted
+        .right()
+        .expect("a ConfigMap's delete answers a Status");
+    assert_eq!(gone.details.unwrap().kind, "configmaps");
     let status = api_status(api.get("a").await.unwrap_err());
     assert_eq!((status.code, status.reason.as_str()), (404, "NotFound"));
     assert_eq!(status.message, "configmaps \"a\" not found");
@@ -615,7 +618,9 @@ async fn list_resource_version_semantics() {
     );
     assert_eq!(status.code, 504);
     assert!(
-        status.message.starts_with("Too large resource version"),
+        status
+            .message
+            .starts_with("Timeout: Too large resource version"),
         "{}",
         status.message
     );

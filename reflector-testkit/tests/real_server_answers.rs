@@ -1,0 +1,333 @@
+//! Answers that must match a real `k8s.io/apiserver` (1.37, etcd3, watch cache on) byte
+//! for byte where clients can see it: status code, `reason`, `message`, `details` and
+//! body shape (issue 24). Each test sends plain HTTP through a `kube::Client`.
+
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::CustomResource;
+use reflector_testkit::ApiServer;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// The sample API server's Flunder, as a CRD.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "wardle.example.com",
+    version = "v1alpha1",
+    kind = "Flunder",
+    namespaced
+)]
+pub struct FlunderSpec {
+    /// What it refers to.
+    pub reference: String,
+}
+
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+/// Sends one request without kube's retries; returns (code, headers, JSON body).
+async fn send(
+    server: &ApiServer,
+    method: &str,
+    uri: &str,
+    body: Option<Value>,
+) -> (u16, http::HeaderMap, Value) {
+    let mut request = http::Request::builder().method(method).uri(uri);
+    let bytes = match body {
+        Some(body) => {
+            request = request.header("content-type", "application/json");
+            serde_json::to_vec(&body).unwrap()
+        }
+        None => Vec::new(),
+    };
+    let response = server
+        .client_without_retries()
+        .send(request.body(kube::client::Body::from(bytes)).unwrap())
+        .await
+        .unwrap();
+    let code = response.status().as_u16();
+    let headers = response.headers().clone();
+    let bytes = response.into_body().collect_bytes().await.unwrap();
+    let body = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&bytes)));
+    (code, headers, body)
+}
+
+/// `GET` of `uri`.
+async fn get(server: &ApiServer, uri: &str) -> (u16, http::HeaderMap, Value) {
+    send(server, "GET", uri, None).await
+}
+
+/// Asserts a failure `Status` answered with HTTP `code`: its `code`, `reason` (`None`:
+/// absent) and `message`.
+fn assert_failure(answer: (u16, &Value), code: u16, reason: Option<&str>, message: &str) {
+    let (http_code, body) = answer;
+    assert_eq!(http_code, code, "{body}");
+    assert_eq!(body["kind"], "Status", "{body}");
+    assert_eq!(body["status"], "Failure", "{body}");
+    assert_eq!(body["code"], code, "{body}");
+    assert_eq!(body.get("reason").and_then(Value::as_str), reason, "{body}");
+    assert_eq!(body["message"], message, "{body}");
+}
+
+fn config_map(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}})
+}
+
+async fn seeded() -> ApiServer {
+    let server = ApiServer::start().await.unwrap();
+    for name in ["a", "b"] {
+        let (code, _, _) = send(&server, "POST", CMS, Some(config_map(name))).await;
+        assert_eq!(code, 201);
+    }
+    server
+}
+
+#[tokio::test]
+async fn list_items_carry_no_kind_or_api_version() {
+    let server = seeded().await;
+    let (code, _, list) = get(&server, CMS).await;
+    assert_eq!(code, 200);
+    assert_eq!(list["kind"], "ConfigMapList");
+    assert_eq!(list["apiVersion"], "v1");
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2);
+    for item in items {
+        assert!(item.get("kind").is_none(), "{item}");
+        assert!(item.get("apiVersion").is_none(), "{item}");
+        assert_eq!(item["data"]["k"], "v");
+        assert!(item["metadata"]["uid"].is_string());
+    }
+    // A single GET keeps them, and kube's typed list still decodes the items.
+    let (_, _, one) = get(&server, &format!("{CMS}/a")).await;
+    assert_eq!(
+        (&one["kind"], &one["apiVersion"]),
+        (&json!("ConfigMap"), &json!("v1"))
+    );
+    let api: kube::Api<ConfigMap> = kube::Api::namespaced(server.client(), "default");
+    let typed = api.list(&Default::default()).await.unwrap();
+    assert_eq!(typed.items.len(), 2);
+    // Custom resources are unstructured on the real server: their items keep both.
+    server.register::<Flunder>();
+    let flunders = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders";
+    let flunder = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+        "metadata": {"name": "f"}, "spec": {"reference": "x"}});
+    assert_eq!(send(&server, "POST", flunders, Some(flunder)).await.0, 201);
+    let (_, _, list) = get(&server, flunders).await;
+    assert_eq!(list["items"][0]["kind"], "Flunder");
+    assert_eq!(
+        list["items"][0]["apiVersion"],
+        "wardle.example.com/v1alpha1"
+    );
+}
+
+#[tokio::test]
+async fn watch_list_without_bookmarks_sends_initial_events_and_no_bookmark() {
+    let server = seeded().await;
+    let response = server
+        .client_without_retries()
+        .send(
+            http::Request::get(format!(
+                "{CMS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1"
+            ))
+            .body(kube::client::Body::empty())
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let bytes = response.into_body().collect_bytes().await.unwrap();
+    let events: Vec<Value> = String::from_utf8_lossy(&bytes)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seen: Vec<(String, String)> = events
+        .iter()
+        .map(|e| {
+            let name = e["object"]["metadata"]["name"].as_str().unwrap_or_default();
+            (e["type"].as_str().unwrap().to_owned(), name.to_owned())
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [("ADDED".into(), "a".into()), ("ADDED".into(), "b".into())]
+    );
+}
+
+#[tokio::test]
+async fn delete_without_finalizers_answers_a_success_status() {
+    let server = seeded().await;
+    let uid = server
+        .get::<ConfigMap>(Some("default"), "a")
+        .unwrap()
+        .unwrap()
+        .metadata
+        .uid;
+    let (code, _, body) = send(&server, "DELETE", &format!("{CMS}/a"), None).await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": {"name": "a", "kind": "configmaps", "uid": uid.unwrap()}})
+    );
+    // A CRD's details carry its group.
+    server.register::<Flunder>();
+    let flunders = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders";
+    let flunder = json!({"metadata": {"name": "f"}, "spec": {"reference": "x"}});
+    assert_eq!(send(&server, "POST", flunders, Some(flunder)).await.0, 201);
+    let (code, _, body) = send(&server, "DELETE", &format!("{flunders}/f"), None).await;
+    assert_eq!(code, 200);
+    assert_eq!(body["status"], "Success");
+    assert_eq!(body["details"]["group"], "wardle.example.com");
+    assert_eq!(body["details"]["kind"], "flunders");
+    // Pods keep answering with the deleted object.
+    let pods = "/api/v1/namespaces/default/pods";
+    let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": []}});
+    assert_eq!(send(&server, "POST", pods, Some(pod)).await.0, 201);
+    let (code, _, body) = send(&server, "DELETE", &format!("{pods}/p"), None).await;
+    assert_eq!(code, 200);
+    assert_eq!(body["kind"], "Pod");
+    assert_eq!(body["metadata"]["name"], "p");
+    assert_eq!(server.count::<Pod>().unwrap(), 0);
+}
+
+#[tokio::test]
+async fn delete_with_a_stale_precondition_names_the_kind() {
+    let server = ApiServer::start().await.unwrap();
+    server.register::<Flunder>();
+    let flunders = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders";
+    let flunder = json!({"metadata": {"name": "b1"}, "spec": {"reference": "x"}});
+    let (_, _, created) = send(&server, "POST", flunders, Some(flunder)).await;
+    let rv = created["metadata"]["resourceVersion"].as_str().unwrap();
+    let options = json!({"kind": "DeleteOptions", "apiVersion": "v1",
+        "preconditions": {"resourceVersion": "1"}});
+    let (code, _, body) = send(&server, "DELETE", &format!("{flunders}/b1"), Some(options)).await;
+    let message = format!(
+        "Operation cannot be fulfilled on Flunder.wardle.example.com \"b1\": the ResourceVersion in the precondition (1) does not match the ResourceVersion in record ({rv}). The object might have been modified"
+    );
+    assert_failure((code, &body), 409, Some("Conflict"), &message);
+    let details = json!({"name": "b1", "group": "wardle.example.com", "kind": "Flunder"});
+    assert_eq!(body["details"], details);
+    // A core resource: no group in the message or the details.
+    let (_, _, cm) = send(&server, "POST", CMS, Some(config_map("c"))).await;
+    let options = json!({"preconditions": {"uid": "other"}});
+    let (code, _, body) = send(&server, "DELETE", &format!("{CMS}/c"), Some(options)).await;
+    let uid = cm["metadata"]["uid"].as_str().unwrap();
+    let message = format!(
+        "Operation cannot be fulfilled on ConfigMap \"c\": the UID in the precondition (other) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+    );
+    assert_failure((code, &body), 409, Some("Conflict"), &message);
+    assert_eq!(body["details"], json!({"name": "c", "kind": "ConfigMap"}));
+}
+
+#[tokio::test]
+async fn create_with_resource_version_is_a_bare_500() {
+    let server = ApiServer::start().await.unwrap();
+    let mut cm = config_map("x");
+    cm["metadata"]["resourceVersion"] = json!("5");
+    let (code, _, body) = send(&server, "POST", CMS, Some(cm)).await;
+    let message = "resourceVersion should not be set on objects to be created";
+    assert_failure((code, &body), 500, None, message);
+    assert!(body.get("details").is_none(), "{body}");
+}
+
+#[tokio::test]
+async fn list_at_a_too_large_resource_version_says_timeout() {
+    let server = seeded().await;
+    let current = server.current_resource_version();
+    let too_large = current + 10;
+    let (code, headers, body) = get(&server, &format!("{CMS}?resourceVersion={too_large}")).await;
+    let message = format!("Timeout: Too large resource version: {too_large}, current: {current}");
+    assert_failure((code, &body), 504, Some("Timeout"), &message);
+    assert_eq!(headers["retry-after"], "1");
+    let cause = &body["details"]["causes"][0]["reason"];
+    assert_eq!(cause, "ResourceVersionTooLarge");
+    assert_eq!(body["details"]["retryAfterSeconds"], 1);
+}
+
+#[tokio::test]
+async fn unparsable_resource_version_quotes_parse_uint() {
+    let server = seeded().await;
+    let huge = "99999999999999999999";
+    for (raw, query, why) in [
+        ("abc", "abc", "invalid syntax"),
+        ("-1", "-1", "invalid syntax"),
+        ("+1", "%2B1", "invalid syntax"),
+        (huge, huge, "value out of range"),
+    ] {
+        let (code, _, body) = get(&server, &format!("{CMS}?resourceVersion={query}")).await;
+        let message = format!(
+            "invalid resource version: resourceVersion: Invalid value: \"{raw}\": strconv.ParseUint: parsing \"{raw}\": {why}"
+        );
+        assert_failure((code, &body), 400, Some("BadRequest"), &message);
+    }
+}
+
+/// Lists ConfigMaps with `selector` (percent-encoded whole) as `param`.
+async fn select(server: &ApiServer, param: &str, selector: &str) -> (u16, Value) {
+    let query: String = selector.bytes().map(|b| format!("%{b:02X}")).collect();
+    let (code, _, body) = get(server, &format!("{CMS}?{param}={query}")).await;
+    (code, body)
+}
+
+#[tokio::test]
+async fn label_selector_errors_follow_the_real_parser() {
+    let server = seeded().await;
+    let prefix = "unable to parse requirement: ";
+    let key_error = "<nil>: Invalid value: \"a~b\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+    let gt_error =
+        "values[0]: Invalid value: \"x\": for 'Gt', 'Lt' operators, the value must be an integer";
+    let cases = [
+        ("a in (b", prefix, "found '', expected: ',' or ')'"),
+        (
+            "=x",
+            "",
+            "found '=', expected: !, identifier, or 'end of string'",
+        ),
+        ("a=b,", "", "found '', expected: identifier after ','"),
+        (
+            "a ~ b",
+            prefix,
+            "found '~', expected: in, notin, =, ==, !=, gt, lt",
+        ),
+        ("a in b", prefix, "found 'b' expected: '('"),
+        ("a=b c", "", "found 'c', expected: ',' or 'end of string'"),
+        ("a,,b", "", "found ',', expected: identifier after ','"),
+        ("!a=b", "", "found '=', expected: ',' or 'end of string'"),
+        ("a>x", prefix, gt_error),
+        ("a~b", prefix, key_error),
+    ];
+    for (selector, prefix, message) in cases {
+        let (code, body) = select(&server, "labelSelector", selector).await;
+        let message = format!("{prefix}{message}");
+        assert_failure((code, &body), 400, Some("BadRequest"), &message);
+    }
+    // What the real parser accepts: `==`, spaces, an empty set, `in` as a value.
+    let valid = [
+        "a == b",
+        " a in ( in , b ) ",
+        "a notin ()",
+        "!c",
+        "a",
+        "a!=b,x",
+    ];
+    for selector in valid {
+        let (code, body) = select(&server, "labelSelector", selector).await;
+        assert_eq!(code, 200, "{selector}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn unsupported_field_selector_names_the_known_fields() {
+    let server = seeded().await;
+    let (code, body) = select(&server, "fieldSelector", "spec.reference=x").await;
+    let message = r#""spec.reference" is not a known field selector: only "metadata.name", "metadata.namespace""#;
+    assert_failure((code, &body), 400, Some("BadRequest"), message);
+    // Pods have their own field-label conversion, with its own wording.
+    let pods = "/api/v1/namespaces/default/pods?fieldSelector=spec.reference%3Dx";
+    let (code, _, body) = get(&server, pods).await;
+    let message = "field label not supported: spec.reference";
+    assert_failure((code, &body), 400, Some("BadRequest"), message);
+    let (code, body) = select(&server, "fieldSelector", "metadata.name=a").await;
+    assert_eq!(code, 200);
+    assert_eq!(body["items"].as_array().unwrap().len(), 1);
+}
