@@ -72,17 +72,19 @@
 //!   `resourceVersionMatch=NotOlderThan` (or unset without `limit`): the current state;
 //!   with `Exact` (or unset with `limit`, as the real server's legacy rule): the state at
 //!   N, rebuilt from the event log; 410 `Expired` when N is below the compaction floor.
-//!   N above the current RV: 504 `Timeout: Too large resource version: N, current: M` with
-//!   cause `ResourceVersionTooLarge` and `Retry-After: 1`. A `resourceVersion` that is not
+//!   N above the current RV: the list waits for it like the real watch cache (served as
+//!   soon as a write reaches N); after [`ApiServerBuilder::too_large_resource_version_wait`]
+//!   (3 s) it answers 504 `Timeout: Too large resource version: N, current: M` with cause
+//!   `ResourceVersionTooLarge`, `details.retryAfterSeconds: 1` and `Retry-After: 1`. A `resourceVersion` that is not
 //!   an unsigned integer is a 400 quoting Go's `strconv.ParseUint` error, as the real one.
 //! * `limit` + `continue`: the token is base64 JSON of the snapshot RV and last key; every
 //!   page is served from the first page's snapshot and carries its RV. A token older than
 //!   the compaction floor answers 410 `Expired` with the real message and a fresh token in
 //!   the Status' `metadata.continue`. `remainingItemCount` is set when there is no selector.
 //!   `continue` with a `resourceVersion` other than unset/`"0"` answers 400.
-//! * `resourceVersion=0` with `limit`: the real server ignores `limit` (watch cache); this
-//!   server honours it by default, so tests can see a paginated RV=0 list
-//!   ([`ApiServerBuilder::paginate_rv0`] turns that off).
+//! * `resourceVersion=0` with `limit`: `limit` is ignored (one page, no `continue`), as the
+//!   real server serves RV=0 from its watch cache; [`ApiServerBuilder::paginate_rv0`] makes
+//!   it page, for tests of a client's pager on its first list.
 //! * Label selectors (`=`, `==`, `!=`, `in`, `notin`, exists, `!`exists, `>`, `<`) are
 //!   parsed with the real parser's tokens and grammar, so a malformed one answers 400 with
 //!   the real text (`unable to parse requirement: found '', expected: ',' or ')'`, ...).
@@ -97,8 +99,9 @@
 //!
 //! `watch=true` streams newline-delimited `{"type","object"}` JSON with chunked encoding.
 //! RV unset/`"0"`: synthetic `ADDED` for the current state, then live events. RV=N: events
-//! after N from the event log (N above the current RV: 504 `ResourceVersionTooLarge` at once,
-//! where the real watch cache first waits up to 3 s); N below the compaction floor: HTTP 200, one `ERROR` event
+//! after N from the event log (N above the current RV: 200, and no events, nor bookmarks,
+//! until writes pass N, then the events after N, as the real watch cache); N below the
+//! compaction floor: HTTP 200, one `ERROR` event
 //! with a 410 `Expired` Status (`too old resource version: N (floor)`), end of stream. A
 //! watcher that falls behind the bounded log gets the same. `allowWatchBookmarks=true`:
 //! `BOOKMARK`s every [`ApiServerBuilder::bookmark_interval`] carrying the RV the watcher

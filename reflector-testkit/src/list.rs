@@ -20,7 +20,10 @@ use crate::status::ApiError;
 /// The real server's message for a continue token older than the compaction floor.
 pub(crate) const CONTINUE_EXPIRED_MESSAGE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 
-pub(crate) fn list_or_watch(
+/// # Cancel safety
+/// Cancel safe: the only await is the wait for a future resourceVersion, before anything
+/// is read or written.
+pub(crate) async fn list_or_watch(
     shared: &Arc<Shared>,
     repr: Repr,
     rid: ResourceId,
@@ -37,7 +40,27 @@ pub(crate) fn list_or_watch(
     if options.watch {
         return crate::watch::start(shared, repr, rid, namespace, options, fired);
     }
+    if let (Rv::At(n), None) = (options.rv, &options.continue_token) {
+        wait_for_resource_version(shared, n).await;
+    }
     list(shared, repr, rid, namespace, &options)
+}
+
+/// Waits (at most the configured time, or until the server stops) for the current
+/// resourceVersion to reach `n`, as the real watch cache does before serving a list at a
+/// resourceVersion it has not seen yet. Returns at once when it already has.
+///
+/// # Cancel safety
+/// Cancel safe: it only reads the resourceVersion channel.
+async fn wait_for_resource_version(shared: &Shared, n: u64) {
+    let mut rv = shared.rv_rx.clone();
+    let reached = async move {
+        let _ = rv.wait_for(|current| *current >= n).await;
+    };
+    tokio::select! {
+        _ = tokio::time::timeout(shared.config.too_large_rv_wait, reached) => {}
+        () = shared.token.cancelled() => {}
+    }
 }
 
 fn list(

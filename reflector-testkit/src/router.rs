@@ -273,6 +273,7 @@ async fn dispatch(
         Target::Collection { rid, namespace, .. } => match method.as_str() {
             "GET" => {
                 crate::list::list_or_watch(shared, repr, *rid, namespace.as_deref(), pairs, fired)
+                    .await
             }
             "POST" => match read_body(request).await {
                 Ok(body) => {

@@ -24,6 +24,7 @@ use crate::state::{ResourceId, State};
 pub(crate) struct ServerConfig {
     pub bookmark_interval: Duration,
     pub paginate_rv0: bool,
+    pub too_large_rv_wait: Duration,
     pub history_len: usize,
     pub port: u16,
 }
@@ -32,7 +33,8 @@ impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             bookmark_interval: Duration::from_secs(1),
-            paginate_rv0: true,
+            paginate_rv0: false,
+            too_large_rv_wait: Duration::from_secs(3),
             history_len: 10_000,
             port: 0,
         }
@@ -98,10 +100,19 @@ impl ApiServerBuilder {
     }
 
     /// Whether a list with `resourceVersion=0` honours `limit`. The real server serves
-    /// RV=0 from its watch cache and ignores `limit`; honouring it lets tests see a
-    /// paginated RV=0 list. Default `true`.
+    /// RV=0 from its watch cache and ignores `limit` (one page, no `continue`), and so does
+    /// this server by default; `true` pages it, so tests can exercise a client's pager on
+    /// its first (RV=0) list. Default `false`.
     pub fn paginate_rv0(mut self, paginate: bool) -> Self {
         self.config.paginate_rv0 = paginate;
+        self
+    }
+
+    /// How long a list at a resourceVersion above the current one waits for it to be
+    /// reached before answering 504 `Timeout` (`ResourceVersionTooLarge`,
+    /// `Retry-After: 1`). Default 3 s, the real watch cache's wait.
+    pub fn too_large_resource_version_wait(mut self, wait: Duration) -> Self {
+        self.config.too_large_rv_wait = wait;
         self
     }
 

@@ -76,13 +76,6 @@ pub(crate) fn start(
     options: ListOptions,
     fired: Fired,
 ) -> Result<Response, ApiError> {
-    if let Rv::At(n) = options.rv {
-        // The real watch cache waits up to 3 s for a future RV before answering this.
-        let current = shared.state().rv;
-        if n > current {
-            return Err(ApiError::too_large_rv(n, current));
-        }
-    }
     let start = match (options.send_initial_events, options.rv) {
         // Without `allowWatchBookmarks` the real watch cache still sends the initial
         // events, just no bookmark marking their end.
@@ -281,7 +274,11 @@ impl Watch {
                 changed = rv_rx.changed() => if changed.is_err() { return Ok(()) },
                 () = tokio::time::sleep_until(next_bookmark), if self.bookmarks => {
                     next_bookmark = tokio::time::Instant::now() + interval;
-                    self.write(self.bookmark(cursor, false)).await?;
+                    // A watch that started at a resourceVersion the server has not
+                    // reached yet has nothing to bookmark until it gets there.
+                    if cursor <= *rv_rx.borrow() {
+                        self.write(self.bookmark(cursor, false)).await?;
+                    }
                 }
             }
         }

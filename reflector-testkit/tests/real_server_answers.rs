@@ -1,6 +1,9 @@
 //! Answers that must match a real `k8s.io/apiserver` (1.37, etcd3, watch cache on) byte
 //! for byte where clients can see it: status code, `reason`, `message`, `details` and
-//! body shape (issue 24). Each test sends plain HTTP through a `kube::Client`.
+//! body shape (issue 24), and the watch cache's timing for lists and watches at
+//! resourceVersions (issue 21). Each test sends plain HTTP through a `kube::Client`.
+
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::CustomResource;
@@ -120,37 +123,116 @@ async fn list_items_carry_no_kind_or_api_version() {
     );
 }
 
-#[tokio::test]
-async fn watch_list_without_bookmarks_sends_initial_events_and_no_bookmark() {
-    let server = seeded().await;
-    let response = server
-        .client_without_retries()
-        .send(
-            http::Request::get(format!(
-                "{CMS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1"
-            ))
-            .body(kube::client::Body::empty())
-            .unwrap(),
-        )
-        .await
+/// `GET` of `uri` with `client`, to the end of the body; returns the code and the body.
+async fn get_with(client: kube::Client, uri: String) -> (u16, bytes::Bytes) {
+    let request = http::Request::get(uri)
+        .body(kube::client::Body::empty())
         .unwrap();
-    assert_eq!(response.status().as_u16(), 200);
-    let bytes = response.into_body().collect_bytes().await.unwrap();
-    let events: Vec<Value> = String::from_utf8_lossy(&bytes)
+    let response = client.send(request).await.unwrap();
+    let code = response.status().as_u16();
+    (code, response.into_body().collect_bytes().await.unwrap())
+}
+
+/// Opens a watch at `uri` (which should carry `timeoutSeconds`) and reads it to its end;
+/// returns the code and `(type, object name or bookmark resourceVersion)` per event.
+async fn watch_to_end(client: kube::Client, uri: String) -> (u16, Vec<(String, String)>) {
+    let (code, bytes) = get_with(client, uri).await;
+    let events = String::from_utf8_lossy(&bytes)
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let seen: Vec<(String, String)> = events
-        .iter()
-        .map(|e| {
-            let name = e["object"]["metadata"]["name"].as_str().unwrap_or_default();
-            (e["type"].as_str().unwrap().to_owned(), name.to_owned())
+        .map(|line| {
+            let event: Value = serde_json::from_str(line).unwrap();
+            let kind = event["type"].as_str().unwrap().to_owned();
+            let meta = &event["object"]["metadata"];
+            let what = match kind.as_str() {
+                "BOOKMARK" => &meta["resourceVersion"],
+                _ => &meta["name"],
+            };
+            (kind, what.as_str().unwrap_or_default().to_owned())
         })
         .collect();
-    assert_eq!(
-        seen,
-        [("ADDED".into(), "a".into()), ("ADDED".into(), "b".into())]
+    (code, events)
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_list_without_bookmarks_sends_initial_events_and_no_bookmark() {
+    let server = seeded().await;
+    let uri = format!(
+        "{CMS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1"
     );
+    let (code, events) = watch_to_end(server.client_without_retries(), uri).await;
+    assert_eq!(code, 200);
+    let added = |name: &str| ("ADDED".to_owned(), name.to_owned());
+    assert_eq!(events, [added("a"), added("b")]);
+}
+
+#[tokio::test]
+async fn resource_version_0_lists_ignore_limit_unless_paginate_rv0() {
+    for paginate in [false, true] {
+        let server = ApiServer::builder()
+            .paginate_rv0(paginate)
+            .start()
+            .await
+            .unwrap();
+        for i in 0..5 {
+            send(&server, "POST", CMS, Some(config_map(&format!("cm-{i}")))).await;
+        }
+        let (code, _, list) = get(&server, &format!("{CMS}?resourceVersion=0&limit=2")).await;
+        assert_eq!(code, 200);
+        let items = list["items"].as_array().unwrap().len();
+        let meta = &list["metadata"];
+        if paginate {
+            assert_eq!(items, 2);
+            assert!(meta["continue"].is_string(), "{list}");
+            assert_eq!(meta["remainingItemCount"], 3);
+        } else {
+            assert_eq!(items, 5, "one page of everything");
+            assert!(meta.get("continue").is_none(), "{list}");
+            assert!(meta.get("remainingItemCount").is_none(), "{list}");
+        }
+        // Unset resourceVersion is paged either way.
+        let (_, _, page) = get(&server, &format!("{CMS}?limit=2")).await;
+        assert_eq!(page["items"].as_array().unwrap().len(), 2);
+        assert!(page["metadata"]["continue"].is_string());
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_at_a_future_resource_version_waits_for_it() {
+    let server = seeded().await;
+    let current = server.current_resource_version();
+    // Far ahead: accepted, then nothing at all until timeoutSeconds.
+    let far = current + 1000;
+    let uri =
+        format!("{CMS}?watch=true&resourceVersion={far}&allowWatchBookmarks=true&timeoutSeconds=5");
+    let start = tokio::time::Instant::now();
+    let (code, events) = watch_to_end(server.client_without_retries(), uri).await;
+    assert_eq!((code, events), (200, vec![]));
+    assert!(
+        start.elapsed() >= Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    // Two writes ahead: the events after it arrive once writes pass it.
+    let target = current + 2;
+    let uri = format!(
+        "{CMS}?watch=true&resourceVersion={target}&allowWatchBookmarks=true&timeoutSeconds=5"
+    );
+    let watching = tokio::spawn(watch_to_end(server.client_without_retries(), uri));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for name in ["c", "d", "e"] {
+        assert_eq!(
+            send(&server, "POST", CMS, Some(config_map(name))).await.0,
+            201
+        );
+    }
+    let (code, events) = watching.await.unwrap();
+    assert_eq!(code, 200);
+    let (bookmarks, others): (Vec<_>, Vec<_>) =
+        events.into_iter().partition(|(t, _)| t == "BOOKMARK");
+    assert_eq!(others, [("ADDED".to_owned(), "e".to_owned())]);
+    for (_, rv) in bookmarks {
+        assert!(rv.parse::<u64>().unwrap() > target, "bookmark at {rv}");
+    }
 }
 
 #[tokio::test]
@@ -230,18 +312,61 @@ async fn create_with_resource_version_is_a_bare_500() {
     assert!(body.get("details").is_none(), "{body}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn list_at_a_too_large_resource_version_says_timeout() {
     let server = seeded().await;
     let current = server.current_resource_version();
     let too_large = current + 10;
+    let start = tokio::time::Instant::now();
     let (code, headers, body) = get(&server, &format!("{CMS}?resourceVersion={too_large}")).await;
+    let waited = start.elapsed();
+    assert!(waited >= Duration::from_secs(3), "{waited:?}");
     let message = format!("Timeout: Too large resource version: {too_large}, current: {current}");
     assert_failure((code, &body), 504, Some("Timeout"), &message);
     assert_eq!(headers["retry-after"], "1");
     let cause = &body["details"]["causes"][0]["reason"];
     assert_eq!(cause, "ResourceVersionTooLarge");
     assert_eq!(body["details"]["retryAfterSeconds"], 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn list_at_a_future_resource_version_waits_for_it() {
+    // The wait is configurable.
+    let server = ApiServer::builder()
+        .too_large_resource_version_wait(Duration::from_millis(500))
+        .start()
+        .await
+        .unwrap();
+    let target = server.current_resource_version() + 1;
+    let start = tokio::time::Instant::now();
+    let (code, _, _) = get(&server, &format!("{CMS}?resourceVersion={target}")).await;
+    let waited = start.elapsed();
+    assert_eq!(code, 504);
+    assert!(
+        waited >= Duration::from_millis(500) && waited < Duration::from_secs(3),
+        "{waited:?}"
+    );
+    // A write reaching it while the list waits: the list is served.
+    let server = seeded().await;
+    let target = server.current_resource_version() + 1;
+    let client = server.client_without_retries();
+    let uri = format!("{CMS}?resourceVersion={target}");
+    let listing = tokio::spawn(get_with(client, uri));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        send(&server, "POST", CMS, Some(config_map("c"))).await.0,
+        201
+    );
+    let (code, bytes) = listing.await.unwrap();
+    let list: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(code, 200, "{list}");
+    assert_eq!(list["items"].as_array().unwrap().len(), 3);
+    let rv: u64 = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(rv >= target);
 }
 
 #[tokio::test]
