@@ -24,7 +24,9 @@
 //!
 //! * Paths `/api/v1/{resource}`, `/api/v1/namespaces/{ns}/{resource}[/{name}[/status]]` and
 //!   the same under `/apis/{group}/{version}`; discovery at `/api`, `/apis`, `/api/v1`,
-//!   `/apis/{group}/{version}` and `/version`. Anything else is a 404 `Status`.
+//!   `/apis/{group}/{version}` and `/version`, listing each resource's verbs and, as the
+//!   real server, its `shortNames` and `categories` (built-ins: the real ones, e.g. `po`
+//!   and `all` for Pods; CRDs: from their `names`). Anything else is a 404 `Status`.
 //! * Resources: Namespace, Node, Pod (with `status` subresources), ConfigMap, Secret and
 //!   Lease by default; [`ApiServer::register`] adds a CRD type (scope and status
 //!   subresource from `K::crd()`), [`ApiServer::register_resource`] any k8s-openapi type.

@@ -29,6 +29,10 @@ pub struct ResourceInfo {
     /// then keep their `kind` and `apiVersion`. Built-in (typed) resources list their
     /// items without them, as the real server does.
     pub unstructured: bool,
+    /// Short names discovery lists (`cm` for ConfigMaps); kubectl accepts them.
+    pub short_names: Vec<String>,
+    /// Categories discovery lists (`all` for Pods); `kubectl get all` expands them.
+    pub categories: Vec<String>,
 }
 
 impl ResourceInfo {
@@ -44,7 +48,10 @@ impl ResourceInfo {
     {
         let group = K::group(&()).into_owned();
         let kind = K::kind(&()).into_owned();
+        let (short_names, categories) = builtin_names(&group, &kind);
         Self {
+            short_names: short_names.iter().map(|s| (*s).to_owned()).collect(),
+            categories: categories.iter().map(|s| (*s).to_owned()).collect(),
             delete_returns_object: group.is_empty()
                 && matches!(kind.as_str(), "Pod" | "Namespace" | "Service"),
             group,
@@ -82,6 +89,8 @@ impl ResourceInfo {
             status_subresource,
             delete_returns_object: false,
             unstructured: true,
+            short_names: crd.spec.names.short_names.unwrap_or_default(),
+            categories: crd.spec.names.categories.unwrap_or_default(),
         }
     }
 
@@ -95,9 +104,65 @@ impl ResourceInfo {
         }
     }
 
+    /// The verbs discovery lists for the resource itself (the real Namespace storage has
+    /// no deletecollection).
+    pub(crate) fn verbs(&self) -> &'static [&'static str] {
+        if self.group.is_empty() && self.kind == "Namespace" {
+            &[
+                "create", "delete", "get", "list", "patch", "update", "watch",
+            ]
+        } else {
+            &[
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch",
+            ]
+        }
+    }
+
     /// Singular name used by discovery (lower-case kind).
     pub(crate) fn singular(&self) -> String {
         self.kind.to_lowercase()
+    }
+}
+
+/// Short names and categories of the well-known built-in kinds, as the real server's
+/// discovery lists them; none for any other kind.
+fn builtin_names(group: &str, kind: &str) -> (&'static [&'static str], &'static [&'static str]) {
+    const ALL: &[&str] = &["all"];
+    match (group, kind) {
+        ("", "Pod") => (&["po"], ALL),
+        ("", "Service") => (&["svc"], ALL),
+        ("", "ReplicationController") => (&["rc"], ALL),
+        ("", "ConfigMap") => (&["cm"], &[]),
+        ("", "Namespace") => (&["ns"], &[]),
+        ("", "Node") => (&["no"], &[]),
+        ("", "Endpoints") => (&["ep"], &[]),
+        ("", "Event") => (&["ev"], &[]),
+        ("", "ServiceAccount") => (&["sa"], &[]),
+        ("", "PersistentVolume") => (&["pv"], &[]),
+        ("", "PersistentVolumeClaim") => (&["pvc"], &[]),
+        ("", "LimitRange") => (&["limits"], &[]),
+        ("", "ResourceQuota") => (&["quota"], &[]),
+        ("apps", "Deployment") => (&["deploy"], ALL),
+        ("apps", "ReplicaSet") => (&["rs"], ALL),
+        ("apps", "StatefulSet") => (&["sts"], ALL),
+        ("apps", "DaemonSet") => (&["ds"], ALL),
+        ("batch", "Job") => (&[], ALL),
+        ("batch", "CronJob") => (&["cj"], ALL),
+        ("autoscaling", "HorizontalPodAutoscaler") => (&["hpa"], ALL),
+        ("networking.k8s.io", "Ingress") => (&["ing"], &[]),
+        ("networking.k8s.io", "NetworkPolicy") => (&["netpol"], &[]),
+        ("policy", "PodDisruptionBudget") => (&["pdb"], &[]),
+        ("storage.k8s.io", "StorageClass") => (&["sc"], &[]),
+        ("scheduling.k8s.io", "PriorityClass") => (&["pc"], &[]),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => (&["crd", "crds"], &[]),
+        _ => (&[], &[]),
     }
 }
 

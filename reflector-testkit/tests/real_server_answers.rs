@@ -18,7 +18,9 @@ use serde_json::{Value, json};
     group = "wardle.example.com",
     version = "v1alpha1",
     kind = "Flunder",
-    namespaced
+    namespaced,
+    shortname = "fl",
+    category = "wardle"
 )]
 pub struct FlunderSpec {
     /// What it refers to.
@@ -455,4 +457,55 @@ async fn unsupported_field_selector_names_the_known_fields() {
     let (code, body) = select(&server, "fieldSelector", "metadata.name=a").await;
     assert_eq!(code, 200);
     assert_eq!(body["items"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn discovery_lists_short_names_categories_and_verbs() {
+    let server = ApiServer::start().await.unwrap();
+    server.register::<Flunder>();
+    let resource = |list: &Value, name: &str| {
+        let resources = list["resources"].as_array().unwrap();
+        let found = resources.iter().find(|r| r["name"] == name);
+        found.unwrap_or_else(|| panic!("{name} in {list}")).clone()
+    };
+    let all_verbs = json!([
+        "create",
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "update",
+        "watch"
+    ]);
+    let (_, _, core) = get(&server, "/api/v1").await;
+    let pods = resource(&core, "pods");
+    assert_eq!(pods["shortNames"], json!(["po"]));
+    assert_eq!(pods["categories"], json!(["all"]));
+    assert_eq!(pods["verbs"], all_verbs);
+    assert_eq!(resource(&core, "configmaps")["shortNames"], json!(["cm"]));
+    assert_eq!(resource(&core, "nodes")["shortNames"], json!(["no"]));
+    let namespaces = resource(&core, "namespaces");
+    assert_eq!(namespaces["shortNames"], json!(["ns"]));
+    let no_collection_delete = json!([
+        "create", "delete", "get", "list", "patch", "update", "watch"
+    ]);
+    assert_eq!(namespaces["verbs"], no_collection_delete);
+    let secrets = resource(&core, "secrets");
+    assert!(secrets.get("shortNames").is_none(), "{secrets}");
+    assert!(secrets.get("categories").is_none(), "{secrets}");
+    assert_eq!(
+        resource(&core, "pods/status")["verbs"],
+        json!(["get", "patch", "update"])
+    );
+    let (_, _, coordination) = get(&server, "/apis/coordination.k8s.io/v1").await;
+    let leases = resource(&coordination, "leases");
+    assert!(leases.get("shortNames").is_none(), "{leases}");
+    assert_eq!(leases["verbs"], all_verbs);
+    // A CRD's come from its names.
+    let (_, _, wardle) = get(&server, "/apis/wardle.example.com/v1alpha1").await;
+    let flunders = resource(&wardle, "flunders");
+    assert_eq!(flunders["shortNames"], json!(["fl"]));
+    assert_eq!(flunders["categories"], json!(["wardle"]));
+    assert_eq!(flunders["verbs"], all_verbs);
 }
