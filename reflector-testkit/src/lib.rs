@@ -50,6 +50,9 @@
 //!   `status` subresource (get/replace/patch) for resources that have one: main-resource
 //!   writes keep the stored `status`, status writes keep everything but `status` (and
 //!   `managedFields`). Creating an object of such a resource drops its `status`.
+//! * Core ConfigMaps and Secrets hold at most 1 MiB of data (the real `MaxSecretSize`):
+//!   a create or update past it is the real 422 (`ConfigMap "x" is invalid: []: Too long:
+//!   may not be more than 1048576 bytes`; a Secret's field is `data`).
 //! * Namespaces need not exist before objects are created in them.
 //! * Not supported: `dryRun` (answers 400 rather than silently writing), server-side apply
 //!   and JSON patch (415), aggregated discovery (`Discovery::run_aggregated`), Table and

@@ -331,6 +331,7 @@ impl State {
                 ),
             ));
         }
+        validate_data_size(&info, &name, &body)?;
         let key = key_of(namespace.filter(|_| info.namespaced), &name);
         if self.objects[rid].contains_key(&key) {
             return Err(ApiError::already_exists(&info.plural, &info.group, &name));
@@ -444,6 +445,7 @@ impl State {
         if new == old_value {
             return Ok(old);
         }
+        validate_data_size(&info, name, &new)?;
         let deleting = metadata(&new).is_some_and(|m| m.contains_key("deletionTimestamp"));
         let finalizers_empty = metadata(&new)
             .and_then(|m| m.get("finalizers"))
@@ -677,6 +679,56 @@ impl State {
             remaining,
         }
     }
+}
+
+/// The real `MaxSecretSize`: a ConfigMap's or a Secret's data may hold at most 1 MiB.
+const MAX_DATA_SIZE: usize = 1024 * 1024;
+
+/// Rejects a core ConfigMap or Secret whose data exceeds [`MAX_DATA_SIZE`] with the real
+/// validation's 422: a ConfigMap counts `data` and (decoded) `binaryData` and reports
+/// the whole object (field `[]`); a Secret counts (decoded) `data` merged with
+/// `stringData` and reports `data`.
+fn validate_data_size(info: &ResourceInfo, name: &str, value: &Value) -> Result<(), ApiError> {
+    use base64::Engine as _;
+    let decoded = |s: &str| {
+        base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .map_or(s.len(), |b| b.len())
+    };
+    let sizes = |field: &str, decode: bool| -> BTreeMap<&str, usize> {
+        value
+            .get(field)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| v.as_str().map(|v| (k.as_str(), v)))
+            .map(|(k, v)| (k, if decode { decoded(v) } else { v.len() }))
+            .collect()
+    };
+    let (total, field): (usize, &str) = match (info.group.as_str(), info.kind.as_str()) {
+        ("", "ConfigMap") => (
+            sizes("data", false).values().sum::<usize>()
+                + sizes("binaryData", true).values().sum::<usize>(),
+            "[]",
+        ),
+        ("", "Secret") => {
+            let mut data = sizes("data", true);
+            data.extend(sizes("stringData", false));
+            (data.values().sum(), "data")
+        }
+        _ => return Ok(()),
+    };
+    if total <= MAX_DATA_SIZE {
+        return Ok(());
+    }
+    Err(ApiError::invalid(
+        &info.kind,
+        &info.group,
+        name,
+        field,
+        "FieldValueTooLong",
+        &format!("Too long: may not be more than {MAX_DATA_SIZE} bytes"),
+    ))
 }
 
 /// Merges two key-sorted iterators with disjoint keys.

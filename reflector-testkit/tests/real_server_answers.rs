@@ -509,3 +509,32 @@ async fn discovery_lists_short_names_categories_and_verbs() {
     assert_eq!(flunders["categories"], json!(["wardle"]));
     assert_eq!(flunders["verbs"], all_verbs);
 }
+
+#[tokio::test]
+async fn config_maps_and_secrets_hold_at_most_one_mebibyte() {
+    let server = ApiServer::start().await.unwrap();
+    let limit = 1024 * 1024;
+    let mut cm = config_map("big");
+    cm["data"] = json!({"a": "x".repeat(limit - 10), "b": "y".repeat(11)});
+    let (code, _, body) = send(&server, "POST", CMS, Some(cm.clone())).await;
+    let message = "ConfigMap \"big\" is invalid: []: Too long: may not be more than 1048576 bytes";
+    assert_failure((code, &body), 422, Some("Invalid"), message);
+    let cause = json!({"reason": "FieldValueTooLong", "field": "[]",
+        "message": "Too long: may not be more than 1048576 bytes"});
+    assert_eq!(body["details"]["causes"], json!([cause]));
+    assert_eq!(body["details"]["kind"], "ConfigMap");
+    // Exactly 1 MiB is fine, and an update past it is refused the same way.
+    cm["data"]["b"] = json!("y".repeat(10));
+    assert_eq!(send(&server, "POST", CMS, Some(cm.clone())).await.0, 201);
+    cm["data"]["b"] = json!("y".repeat(11));
+    let (code, _, body) = send(&server, "PUT", &format!("{CMS}/big"), Some(cm)).await;
+    assert_failure((code, &body), 422, Some("Invalid"), message);
+    // Secrets count decoded data and report `data`.
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(vec![0u8; limit + 1]);
+    let secret = json!({"metadata": {"name": "s"}, "data": {"k": encoded}});
+    let secrets = "/api/v1/namespaces/default/secrets";
+    let (code, _, body) = send(&server, "POST", secrets, Some(secret)).await;
+    let message = "Secret \"s\" is invalid: data: Too long: may not be more than 1048576 bytes";
+    assert_failure((code, &body), 422, Some("Invalid"), message);
+}
