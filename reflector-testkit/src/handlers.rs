@@ -17,7 +17,7 @@ use crate::status::{ApiError, status_details};
 fn parse_json(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     let media = content_type.split(';').next().unwrap_or_default().trim();
     if !media.is_empty() && media != "application/json" && media != "*/*" {
-        return Err(ApiError::unsupported_media_type(media));
+        return Err(ApiError::unsupported_media_type(&["application/json"]));
     }
     serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
@@ -80,9 +80,14 @@ pub(crate) fn patch(
         .next()
         .unwrap_or_default()
         .trim();
-    if media != "application/merge-patch+json" && media != "application/strategic-merge-patch+json"
-    {
-        return Err(ApiError::unsupported_media_type(media));
+    // Only the patch types this server applies are offered (the real server also
+    // takes JSON patch and apply patches).
+    const PATCH_TYPES: [&str; 2] = [
+        "application/merge-patch+json",
+        "application/strategic-merge-patch+json",
+    ];
+    if !PATCH_TYPES.contains(&media) {
+        return Err(ApiError::unsupported_media_type(&PATCH_TYPES));
     }
     let patch: Value = serde_json::from_slice(&body.bytes)
         .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;

@@ -66,7 +66,9 @@
 //!
 //! `application/merge-patch+json` (RFC 7386). `application/strategic-merge-patch+json` is
 //! accepted and applied **as a JSON merge patch** (lists are replaced, not merged by key).
-//! Every other patch type (JSON patch, server-side apply) answers 415.
+//! Every other patch type (JSON patch, server-side apply) answers 415, listing the two
+//! accepted types; a create or replace body that is not `application/json` answers 415
+//! listing `application/json`.
 //!
 //! ## LIST
 //!

@@ -196,9 +196,17 @@ impl ApiError {
         .with_details(json!({}))
     }
 
-    pub(crate) fn unsupported_media_type(content_type: &str) -> Self {
-        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {content_type:?})"))
-            .with_details(json!({}))
+    /// The real `NewUnsupportedMediaTypeError`: 415 listing the media types this request
+    /// accepts, no `details`.
+    pub(crate) fn unsupported_media_type(accepted: &[&str]) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                accepted.join(", ")
+            ),
+        )
     }
 
     /// The Status object as JSON.

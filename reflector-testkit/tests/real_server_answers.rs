@@ -36,14 +36,23 @@ async fn send(
     uri: &str,
     body: Option<Value>,
 ) -> (u16, http::HeaderMap, Value) {
+    let bytes = body.map(|b| serde_json::to_vec(&b).unwrap());
+    let content_type = bytes.as_ref().map(|_| "application/json");
+    send_bytes(server, method, uri, content_type, bytes.unwrap_or_default()).await
+}
+
+/// Like [`send`], with any body and `Content-Type`.
+async fn send_bytes(
+    server: &ApiServer,
+    method: &str,
+    uri: &str,
+    content_type: Option<&str>,
+    bytes: Vec<u8>,
+) -> (u16, http::HeaderMap, Value) {
     let mut request = http::Request::builder().method(method).uri(uri);
-    let bytes = match body {
-        Some(body) => {
-            request = request.header("content-type", "application/json");
-            serde_json::to_vec(&body).unwrap()
-        }
-        None => Vec::new(),
-    };
+    if let Some(content_type) = content_type {
+        request = request.header("content-type", content_type);
+    }
     let response = server
         .client_without_retries()
         .send(request.body(kube::client::Body::from(bytes)).unwrap())
@@ -537,4 +546,28 @@ async fn config_maps_and_secrets_hold_at_most_one_mebibyte() {
     let (code, _, body) = send(&server, "POST", secrets, Some(secret)).await;
     let message = "Secret \"s\" is invalid: data: Too long: may not be more than 1048576 bytes";
     assert_failure((code, &body), 422, Some("Invalid"), message);
+}
+
+#[tokio::test]
+async fn unsupported_patch_type_lists_only_the_accepted_ones() {
+    let server = seeded().await;
+    let prefix =
+        "the body of the request was in an unknown format - accepted media types include: ";
+    for content_type in [
+        "application/json-patch+json",
+        "application/apply-patch+yaml",
+    ] {
+        let uri = format!("{CMS}/a");
+        let (code, _, body) =
+            send_bytes(&server, "PATCH", &uri, Some(content_type), b"[]".to_vec()).await;
+        let message =
+            format!("{prefix}application/merge-patch+json, application/strategic-merge-patch+json");
+        assert_failure((code, &body), 415, Some("UnsupportedMediaType"), &message);
+        assert!(body.get("details").is_none(), "{body}");
+    }
+    // A create in another format: only JSON is offered.
+    let yaml = b"metadata: {name: y}".to_vec();
+    let (code, _, body) = send_bytes(&server, "POST", CMS, Some("application/yaml"), yaml).await;
+    let message = format!("{prefix}application/json");
+    assert_failure((code, &body), 415, Some("UnsupportedMediaType"), &message);
 }
