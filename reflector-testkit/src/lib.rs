@@ -33,8 +33,11 @@
 //! * Every error is a `kind: Status` JSON object with `status: Failure`, `message`,
 //!   `reason`, `code` and `details` where the real server sets them.
 //! * One global resourceVersion counter (like etcd's revision), bumped on every write.
-//!   Objects get `uid`, `creationTimestamp` and `metadata.generation` (1 on create, bumped
-//!   only when something outside `metadata` and `status` changes, and when deletion starts).
+//!   Objects get `uid` and `creationTimestamp`; kinds whose real strategy tracks it (CRDs,
+//!   Pods, workloads; not ConfigMaps, Secrets, Leases, Namespaces or Nodes, see
+//!   [`ResourceInfo::generation`]) also `metadata.generation` (1 on create, bumped only
+//!   when something outside `metadata` and `status` changes, and when deletion starts).
+//!   A new Pod gets `status: {phase: Pending, qosClass}` as from the real Pod strategy.
 //!   A write that changes nothing is a no-op (no new resourceVersion, no event), as in
 //!   the real server.
 //! * Verbs: get, list, watch, create (409 `AlreadyExists`; `generateName` supported;

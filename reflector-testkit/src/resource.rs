@@ -33,6 +33,10 @@ pub struct ResourceInfo {
     pub short_names: Vec<String>,
     /// Categories discovery lists (`all` for Pods); `kubectl get all` expands them.
     pub categories: Vec<String>,
+    /// Whether objects carry `metadata.generation` (1 on create, bumped on spec changes
+    /// and when deletion starts), as the real strategies of CRDs, Pods, workloads and a few
+    /// others set it; ConfigMaps, Secrets, Leases, Namespaces and Nodes have none.
+    pub generation: bool,
 }
 
 impl ResourceInfo {
@@ -50,6 +54,7 @@ impl ResourceInfo {
         let kind = K::kind(&()).into_owned();
         let (short_names, categories) = builtin_names(&group, &kind);
         Self {
+            generation: builtin_generation(&group, &kind),
             short_names: short_names.iter().map(|s| (*s).to_owned()).collect(),
             categories: categories.iter().map(|s| (*s).to_owned()).collect(),
             delete_returns_object: group.is_empty()
@@ -89,6 +94,7 @@ impl ResourceInfo {
             status_subresource,
             delete_returns_object: false,
             unstructured: true,
+            generation: true,
             short_names: crd.spec.names.short_names.unwrap_or_default(),
             categories: crd.spec.names.categories.unwrap_or_default(),
         }
@@ -164,6 +170,23 @@ fn builtin_names(group: &str, kind: &str) -> (&'static [&'static str], &'static 
         ("apiextensions.k8s.io", "CustomResourceDefinition") => (&["crd", "crds"], &[]),
         _ => (&[], &[]),
     }
+}
+
+/// Whether the real server's strategy for a built-in kind sets `metadata.generation`.
+fn builtin_generation(group: &str, kind: &str) -> bool {
+    matches!(
+        (group, kind),
+        ("", "Pod" | "ReplicationController")
+            | (
+                "apps",
+                "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet"
+            )
+            | ("batch", "Job" | "CronJob")
+            | ("autoscaling", "HorizontalPodAutoscaler")
+            | ("networking.k8s.io", "Ingress" | "NetworkPolicy")
+            | ("policy", "PodDisruptionBudget")
+            | ("apiextensions.k8s.io", "CustomResourceDefinition")
+    )
 }
 
 /// The resources registered on every new server: Namespace, Node, Pod (with `status`

@@ -178,7 +178,8 @@ impl ApiServerBuilder {
 /// let mut cm = ConfigMap::default();
 /// cm.metadata.name = Some("hello".into());
 /// let created = api.create(&PostParams::default(), &cm).await?;
-/// assert_eq!(created.metadata.generation, Some(1));
+/// assert!(created.metadata.uid.is_some());
+/// assert_eq!(created.metadata.generation, None, "ConfigMaps have no generation");
 /// server.shutdown().await;
 /// # Ok(()) }
 /// ```
@@ -318,7 +319,7 @@ impl ApiServer {
 
     /// Stores `obj` directly (create or replace, no HTTP, no preconditions), as one write
     /// with a new resourceVersion that watches see. Sets `uid`, `creationTimestamp` and
-    /// `generation` when missing. Returns the new resourceVersion.
+    /// (for kinds that track it) `generation` when missing. Returns the new resourceVersion.
     pub fn insert<K>(&self, obj: &K) -> Result<u64, TestkitError>
     where
         K: kube::Resource<DynamicType = ()> + Serialize,

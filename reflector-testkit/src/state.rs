@@ -341,11 +341,25 @@ impl State {
         {
             m.remove("status");
         }
+        if info.group.is_empty()
+            && info.kind == "Pod"
+            && let Value::Object(m) = &mut body
+        {
+            let qos_class = pod_qos_class(m.get("spec"));
+            m.insert(
+                "status".to_owned(),
+                json!({"phase": "Pending", "qosClass": qos_class}),
+            );
+        }
         let meta = metadata_mut(&mut body);
         meta.insert("name".to_owned(), Value::String(name));
         meta.insert("uid".to_owned(), Value::String(new_uid()));
         meta.insert("creationTimestamp".to_owned(), now_timestamp());
-        meta.insert("generation".to_owned(), json!(1));
+        if info.generation {
+            meta.insert("generation".to_owned(), json!(1));
+        } else {
+            meta.remove("generation");
+        }
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
         Ok(self.commit(rid, key, body, EventType::Added))
@@ -436,7 +450,11 @@ impl State {
                     None => meta.remove(field),
                 };
             }
-            meta.insert("generation".to_owned(), json!(generation));
+            if info.generation {
+                meta.insert("generation".to_owned(), json!(generation));
+            } else {
+                meta.remove("generation");
+            }
             meta.insert(
                 "resourceVersion".to_owned(),
                 Value::String(old.rv.to_string()),
@@ -521,10 +539,12 @@ impl State {
         if meta.contains_key("deletionTimestamp") {
             return Ok(Deleted::Pending(old));
         }
-        let generation = meta.get("generation").and_then(Value::as_i64).unwrap_or(1);
+        // Starting deletion bumps a generation the object has; it adds none.
+        if let Some(generation) = meta.get("generation").and_then(Value::as_i64) {
+            meta.insert("generation".to_owned(), json!(generation + 1));
+        }
         meta.insert("deletionTimestamp".to_owned(), now_timestamp());
         meta.insert("deletionGracePeriodSeconds".to_owned(), json!(0));
-        meta.insert("generation".to_owned(), json!(generation + 1));
         Ok(Deleted::Pending(self.commit(
             rid,
             key,
@@ -572,7 +592,7 @@ impl State {
                 meta.insert(field.to_owned(), v);
             }
         }
-        if !meta.contains_key("generation") {
+        if info.generation && !meta.contains_key("generation") {
             let old_generation = old_meta
                 .and_then(|m| m.get("generation"))
                 .and_then(Value::as_i64);
@@ -678,6 +698,42 @@ impl State {
             continue_after,
             remaining,
         }
+    }
+}
+
+/// The QoS class the real server gives a new Pod: `BestEffort` when no container asks for
+/// or limits CPU or memory, `Guaranteed` when every container limits both and requests
+/// (where set) equal the limits, `Burstable` otherwise.
+fn pod_qos_class(spec: Option<&Value>) -> &'static str {
+    let containers: Vec<&Value> = ["initContainers", "containers"]
+        .iter()
+        .filter_map(|f| spec.and_then(|s| s.get(f)).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let amount = |c: &Value, kind: &str, resource: &str| {
+        c.pointer(&format!("/resources/{kind}/{resource}"))
+            .filter(|v| !v.is_null())
+            .cloned()
+    };
+    let resources = ["cpu", "memory"];
+    let any = containers.iter().any(|c| {
+        resources
+            .iter()
+            .any(|r| amount(c, "requests", r).is_some() || amount(c, "limits", r).is_some())
+    });
+    if !any {
+        return "BestEffort";
+    }
+    let guaranteed = containers.iter().all(|c| {
+        resources.iter().all(|r| match amount(c, "limits", r) {
+            Some(limit) => amount(c, "requests", r).is_none_or(|request| request == limit),
+            None => false,
+        })
+    });
+    if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
     }
 }
 

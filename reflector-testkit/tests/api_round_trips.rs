@@ -76,7 +76,7 @@ async fn create_get_replace_patch_delete() {
     assert!(created.metadata.uid.is_some());
     assert!(created.metadata.creation_timestamp.is_some());
     assert_eq!(created.metadata.namespace.as_deref(), Some("default"));
-    assert_eq!(created.metadata.generation, Some(1));
+    assert_eq!(created.metadata.generation, None, "ConfigMaps have none");
 
     let got = api.get("a").await.unwrap();
     assert_eq!(got, created);
@@ -223,9 +223,8 @@ async fn finalizer_deletion_flow() {
         .expect("object returned while finalizers pend");
     assert!(pending.metadata.deletion_timestamp.is_some());
     assert_eq!(
-        pending.metadata.generation,
-        Some(2),
-        "starting deletion bumps generation"
+        pending.metadata.generation, None,
+        "starting deletion adds no generation to a ConfigMap"
     );
     let still = api.get("f").await.unwrap();
     assert!(still.metadata.deletion_timestamp.is_some());

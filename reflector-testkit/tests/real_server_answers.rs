@@ -571,3 +571,45 @@ async fn unsupported_patch_type_lists_only_the_accepted_ones() {
     let message = format!("{prefix}application/json");
     assert_failure((code, &body), 415, Some("UnsupportedMediaType"), &message);
 }
+
+#[tokio::test]
+async fn generation_only_where_the_real_strategy_sets_it() {
+    let server = seeded().await;
+    // ConfigMaps have none, not after a data change, not when deletion starts.
+    let (_, _, cm) = get(&server, &format!("{CMS}/a")).await;
+    assert!(cm["metadata"].get("generation").is_none(), "{cm}");
+    let mut changed = cm.clone();
+    changed["data"]["k"] = json!("v2");
+    changed["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    let (_, _, updated) = send(&server, "PUT", &format!("{CMS}/a"), Some(changed)).await;
+    assert!(updated["metadata"].get("generation").is_none(), "{updated}");
+    let (_, _, pending) = send(&server, "DELETE", &format!("{CMS}/a"), None).await;
+    assert!(pending["metadata"]["deletionTimestamp"].is_string());
+    assert!(pending["metadata"].get("generation").is_none(), "{pending}");
+    // Pods do, and start Pending.
+    let pods = "/api/v1/namespaces/default/pods";
+    let pod = json!({"metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}, "status": {"phase": "Running"}});
+    let (code, _, created) = send(&server, "POST", pods, Some(pod)).await;
+    assert_eq!(code, 201);
+    assert_eq!(created["metadata"]["generation"], 1);
+    assert_eq!(
+        created["status"],
+        json!({"phase": "Pending", "qosClass": "BestEffort"})
+    );
+    let limits = json!({"cpu": "1", "memory": "1Gi"});
+    let guaranteed = json!({"metadata": {"name": "g"}, "spec": {"containers": [
+        {"name": "c", "image": "i", "resources": {"limits": limits}}]}});
+    let (_, _, created) = send(&server, "POST", pods, Some(guaranteed)).await;
+    assert_eq!(created["status"]["qosClass"], "Guaranteed");
+    let burstable = json!({"metadata": {"name": "b"}, "spec": {"containers": [
+        {"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]}});
+    let (_, _, created) = send(&server, "POST", pods, Some(burstable)).await;
+    assert_eq!(created["status"]["qosClass"], "Burstable");
+    // Custom resources do.
+    server.register::<Flunder>();
+    let flunders = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders";
+    let flunder = json!({"metadata": {"name": "f"}, "spec": {"reference": "x"}});
+    let (_, _, created) = send(&server, "POST", flunders, Some(flunder)).await;
+    assert_eq!(created["metadata"]["generation"], 1);
+}
