@@ -115,7 +115,12 @@
 //! with a 410 `Expired` Status (`too old resource version: N (floor)`), end of stream. A
 //! watcher that falls behind the bounded log gets the same. `allowWatchBookmarks=true`:
 //! `BOOKMARK`s every [`ApiServerBuilder::bookmark_interval`] carrying the RV the watcher
-//! has read up to. `timeoutSeconds` ends the stream cleanly. `sendInitialEvents=true`
+//! has read up to, once writes have moved it past the RV the watch started at (the real
+//! watch cache drops events at or below it), plus one 2 s before `timeoutSeconds` runs
+//! out (the real cacher's pre-timeout bookmark). A watch from RV unset/`"0"` without
+//! `sendInitialEvents` gets no `k8s.io/initial-events-end` bookmark after its synthetic
+//! `ADDED`s, as the real cacher (that bookmark is only for watch-list).
+//! `timeoutSeconds` ends the stream cleanly. `sendInitialEvents=true`
 //! (requires `resourceVersionMatch=NotOlderThan`, else 422): the current state as `ADDED`,
 //! then, with `allowWatchBookmarks=true`, a `BOOKMARK` annotated
 //! `k8s.io/initial-events-end: "true"` (without it, no bookmark, as the real server). Selectors apply to events: an object that stops

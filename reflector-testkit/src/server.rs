@@ -84,9 +84,11 @@ pub struct ApiServerBuilder {
 }
 
 impl ApiServerBuilder {
-    /// Interval between `BOOKMARK` events on watches with `allowWatchBookmarks=true`.
-    /// Default 1 s (the real kube-apiserver sends one about every minute; a short interval
-    /// keeps tests that wait for bookmarks fast).
+    /// Interval between periodic `BOOKMARK` events on watches with
+    /// `allowWatchBookmarks=true` (sent once writes have moved the resourceVersion past
+    /// the watch's start; one more comes 2 s before its `timeoutSeconds`, as the real
+    /// cacher). Default 1 s; the real kube-apiserver's is 1 minute, a short interval keeps
+    /// tests that wait for bookmarks fast.
     pub fn bookmark_interval(mut self, interval: Duration) -> Self {
         self.config.bookmark_interval = interval;
         self

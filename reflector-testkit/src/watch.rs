@@ -210,6 +210,10 @@ impl Watch {
             Ok(begun) => begun,
             Err(line) => return self.write(line).await,
         };
+        // Periodic bookmarks carry the current resourceVersion and, as the real watch
+        // cache filters every event at or below where the watch started, only come once
+        // writes have moved it past that.
+        let start_rv = cursor;
         if let Some(objects) = initial {
             for object in &objects {
                 if !self.filter.matches(object) {
@@ -227,7 +231,7 @@ impl Watch {
             .config
             .bookmark_interval
             .max(Duration::from_millis(1));
-        let mut next_bookmark = tokio::time::Instant::now() + interval;
+        let mut next_bookmark = next_bookmark_at(tokio::time::Instant::now(), interval, deadline);
         loop {
             rv_rx.borrow_and_update();
             loop {
@@ -272,11 +276,9 @@ impl Watch {
                     Err(broadcast::error::RecvError::Lagged(_)) => {}
                 },
                 changed = rv_rx.changed() => if changed.is_err() { return Ok(()) },
-                () = tokio::time::sleep_until(next_bookmark), if self.bookmarks => {
-                    next_bookmark = tokio::time::Instant::now() + interval;
-                    // A watch that started at a resourceVersion the server has not
-                    // reached yet has nothing to bookmark until it gets there.
-                    if cursor <= *rv_rx.borrow() {
+                () = sleep_until(next_bookmark), if self.bookmarks && next_bookmark.is_some() => {
+                    next_bookmark = next_bookmark_at(tokio::time::Instant::now(), interval, deadline);
+                    if cursor > start_rv {
                         self.write(self.bookmark(cursor, false)).await?;
                     }
                 }
@@ -380,6 +382,22 @@ impl Watch {
         }
         Ok(())
     }
+}
+
+/// When the next periodic bookmark is due, as the real watch cache schedules them: one
+/// `interval` from `now`, but no later than 2 s before the watch's deadline; none once
+/// that moment is not after `now` (so the pre-timeout bookmark is sent once).
+fn next_bookmark_at(
+    now: tokio::time::Instant,
+    interval: Duration,
+    deadline: Option<tokio::time::Instant>,
+) -> Option<tokio::time::Instant> {
+    let heartbeat = now + interval;
+    let Some(deadline) = deadline else {
+        return Some(heartbeat);
+    };
+    let before_timeout = deadline.checked_sub(Duration::from_secs(2))?;
+    Some(heartbeat.min(before_timeout)).filter(|at| *at > now)
 }
 
 /// Sleeps until `deadline`, or forever without one.

@@ -613,3 +613,51 @@ async fn generation_only_where_the_real_strategy_sets_it() {
     let (_, _, created) = send(&server, "POST", flunders, Some(flunder)).await;
     assert_eq!(created["metadata"]["generation"], 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn bookmarks_follow_the_watch_cache_schedule() {
+    let server = ApiServer::builder()
+        .bookmark_interval(Duration::from_secs(60))
+        .start()
+        .await
+        .unwrap();
+    for name in ["a", "b"] {
+        assert_eq!(
+            send(&server, "POST", CMS, Some(config_map(name))).await.0,
+            201
+        );
+    }
+    let rv = server.current_resource_version();
+    let added = |name: &str| ("ADDED".to_owned(), name.to_owned());
+    // From RV=0 without sendInitialEvents: the synthetic ADDEDs and no end-of-initial-
+    // events bookmark; no periodic ones either while nothing is written.
+    let uri =
+        format!("{CMS}?watch=true&resourceVersion=0&allowWatchBookmarks=true&timeoutSeconds=100");
+    let (code, events) = watch_to_end(server.client_without_retries(), uri).await;
+    assert_eq!((code, events), (200, vec![added("a"), added("b")]));
+    // Once a write moves the RV past the start: one after the interval (60 s) and one
+    // 2 s before the 100 s timeout.
+    let uri = format!(
+        "{CMS}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=100"
+    );
+    let start = tokio::time::Instant::now();
+    let watching = tokio::spawn(watch_to_end(server.client_without_retries(), uri));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let elsewhere = "/api/v1/namespaces/other/configmaps";
+    assert_eq!(
+        send(&server, "POST", elsewhere, Some(config_map("x")))
+            .await
+            .0,
+        201
+    );
+    let (code, events) = watching.await.unwrap();
+    assert_eq!(code, 200);
+    assert!(
+        start.elapsed() >= Duration::from_secs(100),
+        "{:?}",
+        start.elapsed()
+    );
+    let now = (rv + 1).to_string();
+    let bookmark = ("BOOKMARK".to_owned(), now);
+    assert_eq!(events, [bookmark.clone(), bookmark]);
+}
