@@ -5,6 +5,7 @@ use std::sync::Arc;
 use axum::response::Response;
 use serde_json::Value;
 
+use crate::list::list_body;
 use crate::object::{Repr, key_of};
 use crate::patch::merge_patch;
 use crate::query::ListOptions;
@@ -164,8 +165,11 @@ fn delete_preconditions(body: &[u8]) -> Result<Preconditions, ApiError> {
     })
 }
 
+/// DELETE on a collection. Like the real generic registry, the answer is the list of the
+/// matching objects as they were before the deletes (list resourceVersion included).
 pub(crate) fn delete_collection(
     shared: &Arc<Shared>,
+    repr: Repr,
     rid: ResourceId,
     namespace: Option<&str>,
     pairs: &[(String, String)],
@@ -173,25 +177,17 @@ pub(crate) fn delete_collection(
     let mut state = shared.state();
     let info = state.resources[rid].clone();
     let options = ListOptions::parse(pairs, FieldLabels::of(&info.group, &info.kind))?;
-    let names: Vec<(Option<String>, String)> = state
-        .snapshot(rid, namespace)
-        .iter()
-        .filter(|o| options.filter.matches(o))
-        .map(|o| (o.namespace.clone(), o.name.clone()))
-        .collect();
-    let mut items = Vec::with_capacity(names.len());
-    for (ns, name) in names {
-        let deleted = state.delete(rid, ns.as_deref(), &name, &Preconditions::default())?;
-        items.push(deleted.object().value());
+    let listed_at = state.rv;
+    let mut items = state.snapshot(rid, namespace);
+    items.retain(|o| options.filter.matches(o));
+    for object in &items {
+        let namespace = object.namespace.as_deref();
+        state.delete(rid, namespace, &object.name, &Preconditions::default())?;
     }
-    let list = serde_json::json!({
-        "kind": format!("{}List", info.kind),
-        "apiVersion": info.api_version(),
-        "metadata": {"resourceVersion": state.rv.to_string()},
-        "items": items,
-    });
-    Ok(json_response(
-        200,
-        serde_json::to_vec(&list).unwrap_or_default(),
-    ))
+    let mut metadata = serde_json::Map::new();
+    metadata.insert(
+        "resourceVersion".to_owned(),
+        Value::String(listed_at.to_string()),
+    );
+    Ok(json_response(200, list_body(repr, &info, metadata, &items)))
 }

@@ -49,7 +49,8 @@
 //!   object goes at once and the answer is a success `Status` whose `details` carry name,
 //!   group, plural resource as `kind`, and uid — except core Pods, Namespaces and Services,
 //!   whose real storage answers with the deleted object; see
-//!   [`ResourceInfo::delete_returns_object`]), deletecollection, and the
+//!   [`ResourceInfo::delete_returns_object`]), deletecollection (answering the list of
+//!   the matching objects as they were before, as the real registry), and the
 //!   `status` subresource (get/replace/patch) for resources that have one: main-resource
 //!   writes keep the stored `status`, status writes keep everything but `status` (and
 //!   `managedFields`). Creating an object of such a resource drops its `status`.
@@ -85,8 +86,9 @@
 //!   N above the current RV: the list waits for it like the real watch cache (served as
 //!   soon as a write reaches N); after [`ApiServerBuilder::too_large_resource_version_wait`]
 //!   (3 s) it answers 504 `Timeout: Too large resource version: N, current: M` with cause
-//!   `ResourceVersionTooLarge`, `details.retryAfterSeconds: 1` and `Retry-After: 1`. A `resourceVersion` that is not
-//!   an unsigned integer is a 400 quoting Go's `strconv.ParseUint` error, as the real one.
+//!   `ResourceVersionTooLarge`, `details.retryAfterSeconds: 1` and `Retry-After: 1`.
+//!   A `resourceVersion` that is not an unsigned integer is a 400 quoting Go's
+//!   `strconv.ParseUint` error, as the real one.
 //! * `limit` + `continue`: the token is base64 JSON of the snapshot RV and last key; every
 //!   page is served from the first page's snapshot and carries its RV. A token older than
 //!   the compaction floor answers 410 `Expired` with the real message and a fresh token in
@@ -123,8 +125,9 @@
 //! `timeoutSeconds` ends the stream cleanly. `sendInitialEvents=true`
 //! (requires `resourceVersionMatch=NotOlderThan`, else 422): the current state as `ADDED`,
 //! then, with `allowWatchBookmarks=true`, a `BOOKMARK` annotated
-//! `k8s.io/initial-events-end: "true"` (without it, no bookmark, as the real server). Selectors apply to events: an object that stops
-//! matching arrives as `DELETED`, one that starts matching as `ADDED`.
+//! `k8s.io/initial-events-end: "true"` (without it, no bookmark, as the real server).
+//! Selectors apply to events: an object that stops matching arrives as `DELETED`, one
+//! that starts matching as `ADDED`.
 //!
 //! # Faults
 //!

@@ -9,8 +9,9 @@ use serde_json::json;
 
 use crate::continue_token;
 use crate::fault::Fired;
-use crate::object::Repr;
+use crate::object::{Repr, StoredObject};
 use crate::query::{ListOptions, Rv, RvMatch};
+use crate::resource::ResourceInfo;
 use crate::router::json_response;
 use crate::selector::FieldLabels;
 use crate::server::Shared;
@@ -142,6 +143,20 @@ fn list(
     if let Some(remaining) = page.remaining {
         metadata.insert("remainingItemCount".to_owned(), json!(remaining));
     }
+    Ok(json_response(
+        200,
+        list_body(repr, &info, metadata, &page.items),
+    ))
+}
+
+/// A list body: the list's `kind`/`apiVersion` and `metadata`, then the items as the real
+/// server writes them ([`Repr::write_item`]), without re-encoding any object.
+pub(crate) fn list_body(
+    repr: Repr,
+    info: &ResourceInfo,
+    metadata: serde_json::Map<String, serde_json::Value>,
+    items: &[Arc<StoredObject>],
+) -> bytes::Bytes {
     let (list_kind, list_api_version) = repr.list_type(&info.kind, &info.api_version());
     let head = json!({
         "kind": list_kind,
@@ -149,16 +164,16 @@ fn list(
         "metadata": metadata,
     });
     let head = serde_json::to_vec(&head).unwrap_or_default();
-    let size = head.len() + 16 + page.items.iter().map(|o| o.json.len() + 1).sum::<usize>();
+    let size = head.len() + 16 + items.iter().map(|o| o.json.len() + 1).sum::<usize>();
     let mut body = BytesMut::with_capacity(size);
     body.put_slice(&head[..head.len() - 1]);
     body.put_slice(b",\"items\":[");
-    for (i, item) in page.items.iter().enumerate() {
+    for (i, item) in items.iter().enumerate() {
         if i > 0 {
             body.put_u8(b',');
         }
         repr.write_item(item, info.unstructured, &mut body);
     }
     body.put_slice(b"]}");
-    Ok(json_response(200, body.freeze()))
+    body.freeze()
 }

@@ -282,7 +282,7 @@ async fn dispatch(
                 Err(e) => Err(e),
             },
             "DELETE" => {
-                crate::handlers::delete_collection(shared, *rid, namespace.as_deref(), pairs)
+                crate::handlers::delete_collection(shared, repr, *rid, namespace.as_deref(), pairs)
             }
             other => Err(ApiError::method_not_allowed(other)),
         },

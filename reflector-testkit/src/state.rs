@@ -80,15 +80,6 @@ pub(crate) enum Deleted {
     Pending(Arc<StoredObject>),
 }
 
-impl Deleted {
-    /// The object's last (or current) state.
-    pub(crate) fn object(&self) -> &Arc<StoredObject> {
-        match self {
-            Self::Removed(o) | Self::Pending(o) => o,
-        }
-    }
-}
-
 /// Delete preconditions from `DeleteOptions.preconditions`.
 #[derive(Debug, Default)]
 pub(crate) struct Preconditions {

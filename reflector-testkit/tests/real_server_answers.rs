@@ -661,3 +661,21 @@ async fn bookmarks_follow_the_watch_cache_schedule() {
     let bookmark = ("BOOKMARK".to_owned(), now);
     assert_eq!(events, [bookmark.clone(), bookmark]);
 }
+
+#[tokio::test]
+async fn delete_collection_answers_the_list_it_deleted() {
+    let server = seeded().await;
+    let before = server.current_resource_version();
+    let uri = format!("{CMS}?fieldSelector=metadata.name%3Da");
+    let (code, _, list) = send(&server, "DELETE", &uri, None).await;
+    assert_eq!(code, 200);
+    assert_eq!(list["kind"], "ConfigMapList");
+    assert_eq!(list["metadata"]["resourceVersion"], before.to_string());
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["metadata"]["name"], "a");
+    assert!(items[0].get("kind").is_none(), "{list}");
+    let left = server.versions::<ConfigMap>(Some("default")).unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].0, "default/b");
+}
