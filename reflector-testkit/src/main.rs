@@ -80,31 +80,36 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         demo_objects(&server)?;
     }
     tracing::info!(url = %server.url(), demo = args.demo, "reflector-testkit API server running; Ctrl+C or SIGTERM to stop");
+    // Handlers are installed before the URL is printed, so a SIGTERM sent by whoever
+    // read it is always handled.
+    let stop = stop_signal()?;
     println!("{}", server.url());
-    stop_signal().await?;
+    stop.await;
     // Ends every open watch (each stream gets its final chunk) and waits for the
     // connections to finish, then exits 0.
     server.shutdown().await;
     Ok(())
 }
 
-/// Resolves on Ctrl+C (SIGINT) or, on Unix, SIGTERM (what `kill` and container runtimes
-/// send).
-///
-/// # Cancel safety
-/// Cancel safe.
-async fn stop_signal() -> std::io::Result<()> {
+/// Installs the stop-signal handlers now; the future resolves on Ctrl+C (SIGINT) or, on
+/// Unix, SIGTERM (what `kill` and container runtimes send).
+fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
+        let mut interrupt = signal(SignalKind::interrupt())?;
         let mut terminate = signal(SignalKind::terminate())?;
-        tokio::select! {
-            result = tokio::signal::ctrl_c() => result,
-            _ = terminate.recv() => Ok(()),
-        }
+        Ok(async move {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        })
     }
     #[cfg(not(unix))]
     {
-        tokio::signal::ctrl_c().await
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
     }
 }
