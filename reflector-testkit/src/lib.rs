@@ -47,8 +47,8 @@
 //!   as the real `BeforeDelete`; with finalizers it sets `deletionTimestamp`, answers with
 //!   the object, and the object stays until an update empties `finalizers`; without, the
 //!   object goes at once and the answer is a success `Status` whose `details` carry name,
-//!   group, plural resource as `kind`, and uid — except core Pods, Namespaces and Services,
-//!   whose real storage answers with the deleted object; see
+//!   group, plural resource as `kind`, and uid — except core Pods, PodTemplates, Namespaces
+//!   and Services, whose real storage answers with the deleted object; see
 //!   [`ResourceInfo::delete_returns_object`]), deletecollection (answering the list of
 //!   the matching objects as they were before, as the real registry), and the
 //!   `status` subresource (get/replace/patch) for resources that have one: main-resource

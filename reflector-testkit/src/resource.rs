@@ -22,8 +22,8 @@ pub struct ResourceInfo {
     /// status writes ignore everything else).
     pub status_subresource: bool,
     /// Whether a DELETE that removes the object at once answers with the deleted object
-    /// (the real Pod, Namespace and Service storage) rather than a success `Status`
-    /// (every other resource, CRDs included).
+    /// (the real Pod, PodTemplate, Namespace and Service storage) rather than a success
+    /// `Status` (every other resource, CRDs included).
     pub delete_returns_object: bool,
     /// Whether objects are served as unstructured JSON, like custom resources: list items
     /// then keep their `kind` and `apiVersion`. Built-in (typed) resources list their
@@ -43,7 +43,7 @@ impl ResourceInfo {
     /// Describes a `kube::Resource` with a static type, e.g. any k8s-openapi type.
     /// The scope comes from `K::Scope`; it is served as a typed built-in (list items without
     /// `kind`/`apiVersion`), and DELETE answers with the object only for core Pods,
-    /// Namespaces and Services.
+    /// PodTemplates, Namespaces and Services.
     #[must_use]
     pub fn of<K>(status_subresource: bool) -> Self
     where
@@ -58,7 +58,10 @@ impl ResourceInfo {
             short_names: short_names.iter().map(|s| (*s).to_owned()).collect(),
             categories: categories.iter().map(|s| (*s).to_owned()).collect(),
             delete_returns_object: group.is_empty()
-                && matches!(kind.as_str(), "Pod" | "Namespace" | "Service"),
+                && matches!(
+                    kind.as_str(),
+                    "Pod" | "PodTemplate" | "Namespace" | "Service"
+                ),
             group,
             version: K::version(&()).into_owned(),
             kind,
