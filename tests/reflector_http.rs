@@ -13,7 +13,11 @@ use reflector_testkit::{ApiServer, Fault, Matcher, RequestLogEntry, Verb, bench_
 use tokio_util::sync::CancellationToken;
 
 async fn server_with(n: usize) -> ApiServer {
-    let server = ApiServer::start().await.expect("server starts");
+    let server = ApiServer::builder()
+        .paginate_rv0(true)
+        .start()
+        .await
+        .expect("server starts");
     let objs = bench_objects::config_maps(n);
     server.insert_many(objs.iter()).expect("insert");
     server
