@@ -161,15 +161,16 @@ async fn typed_queries_follow_200_widgets_through_sync_updates_and_deletes() {
 
     let informer = Widget::informer(client.clone());
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let reg = Widget::on_event(&informer, move |ev: WidgetEvent| {
-        let kind = match ev {
-            Event::Added { .. } => "added",
-            Event::Updated { .. } => "updated",
-            Event::Deleted(_) => "deleted",
-        };
-        let _ = tx.send(kind);
-    })
-    .expect("handler");
+    let reg = informer
+        .add_event_fn(move |ev: Event<Widget>| {
+            let kind = match ev {
+                Event::Added { .. } => "added",
+                Event::Updated { .. } => "updated",
+                Event::Deleted(_) => "deleted",
+            };
+            let _ = tx.send(kind);
+        })
+        .expect("handler");
     let cancel = CancellationToken::new();
     let run = tokio::spawn({
         let informer = informer.clone();
