@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
-use reflector::informer::{EventHandlerFns, InformerFactory, InformerScope};
+use reflector::informer::{InformerFactory, InformerScope};
 use reflector_testkit::{ApiServer, Verb};
 
 fn cm(ns: &str, name: &str) -> ConfigMap {
@@ -41,7 +41,7 @@ async fn one_informer_per_type_namespace_and_selectors() {
     let pods = factory.informer::<Pod>();
 
     // A handler added through one handle is registered on the other: same informer.
-    let reg = all.add_event_handler(EventHandlerFns::new()).unwrap();
+    let reg = all.add_event_fn(|_| {}).unwrap();
     assert!(again.is_registered(&reg));
     assert!(!in_a.is_registered(&reg));
     assert!(!labelled.is_registered(&reg));

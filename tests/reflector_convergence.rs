@@ -18,9 +18,8 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use reflector::backoff::BackoffConfig;
-use reflector::informer::{EventHandlerFns, SharedIndexInformer};
+use reflector::informer::{Event, SharedIndexInformer};
 use reflector::listwatch::ApiListerWatcher;
-use reflector::object::DeletedObject;
 use reflector::reflector::ReflectorOptions;
 use reflector_testkit::{ApiServer, BadLine, Fault, Matcher, Verb};
 use tokio_util::sync::CancellationToken;
@@ -133,7 +132,7 @@ async fn converge(seed: u64) -> Result<(), String> {
         )
         .build();
     let seen = Arc::new(Mutex::new(Seen::default()));
-    let (a, u, d) = (seen.clone(), seen.clone(), seen.clone());
+    let handler_seen = seen.clone();
     let name_rv = |o: &ConfigMap| {
         (
             format!("{NS}/{}", o.metadata.name.as_deref().unwrap_or_default()),
@@ -141,20 +140,20 @@ async fn converge(seed: u64) -> Result<(), String> {
         )
     };
     informer
-        .add_event_handler(
-            EventHandlerFns::<ConfigMap>::new()
-                .on_add(move |o, _| {
-                    let mut s = a.lock().unwrap();
-                    s.added.insert(o.metadata.name.clone().unwrap_or_default());
-                    let (k, rv) = name_rv(o);
+        .add_event_fn(move |ev: Event<ConfigMap>| {
+            let mut s = handler_seen.lock().unwrap();
+            match ev {
+                Event::Added { obj, .. } => {
+                    s.added
+                        .insert(obj.metadata.name.clone().unwrap_or_default());
+                    let (k, rv) = name_rv(&obj);
                     s.view.insert(k, rv);
-                })
-                .on_update(move |_, o| {
-                    let (k, rv) = name_rv(o);
-                    u.lock().unwrap().view.insert(k, rv);
-                })
-                .on_delete(move |o: &DeletedObject<ConfigMap>| {
-                    let mut s = d.lock().unwrap();
+                }
+                Event::Updated { new, .. } => {
+                    let (k, rv) = name_rv(&new);
+                    s.view.insert(k, rv);
+                }
+                Event::Deleted(o) => {
                     if o.is_tombstone() {
                         s.tombstones += 1;
                     }
@@ -162,8 +161,9 @@ async fn converge(seed: u64) -> Result<(), String> {
                         .insert(o.object().metadata.name.clone().unwrap_or_default());
                     let (k, _) = name_rv(o.object());
                     s.view.remove(&k);
-                }),
-        )
+                }
+            }
+        })
         .map_err(|e| e.to_string())?;
     let cancel = CancellationToken::new();
     let run = tokio::spawn({

@@ -1059,15 +1059,15 @@ async fn first_reconcile_runs_at_sync_without_polling() {
     {
         let synced_at = Arc::clone(&synced_at);
         informer
-            .add_event_handler(
-                reflector_core::informer::EventHandlerFns::<ConfigMap>::new().on_add(
-                    move |_, initial| {
-                        if initial {
-                            *synced_at.lock().unwrap() = Some(Instant::now());
-                        }
-                    },
-                ),
-            )
+            .add_event_fn(move |ev: reflector_core::informer::Event<ConfigMap>| {
+                if let reflector_core::informer::Event::Added {
+                    is_in_initial_list: true,
+                    ..
+                } = ev
+                {
+                    *synced_at.lock().unwrap() = Some(Instant::now());
+                }
+            })
             .unwrap();
     }
     let record = Arc::new(Record::default());

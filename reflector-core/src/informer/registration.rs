@@ -53,10 +53,10 @@ impl PendingInitial {
 ///
 /// # Example
 /// ```no_run
-/// # use reflector_core::informer::{SharedIndexInformer, EventHandlerFns};
+/// # use reflector_core::informer::SharedIndexInformer;
 /// # use k8s_openapi::api::core::v1::Pod;
 /// # async fn f(informer: SharedIndexInformer<Pod>) {
-/// let reg = informer.add_event_handler(EventHandlerFns::new()).unwrap();
+/// let reg = informer.add_event_fn(|_| {}).unwrap();
 /// reg.wait_synced().await.unwrap(); // the handler has seen every object of the initial list
 /// assert!(reg.has_synced());
 /// informer.remove_event_handler(&reg);

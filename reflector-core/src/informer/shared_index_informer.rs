@@ -96,7 +96,7 @@ struct Inner<K: Object> {
 /// # Example
 /// ```no_run
 /// use k8s_openapi::api::core::v1::Pod;
-/// use reflector_core::informer::{EventHandlerFns, SharedIndexInformer};
+/// use reflector_core::informer::{Event, SharedIndexInformer};
 /// use reflector_core::listwatch::ApiListerWatcher;
 /// use reflector_core::store::Indexers;
 /// use tokio_util::sync::CancellationToken;
@@ -107,7 +107,7 @@ struct Inner<K: Object> {
 ///     }))
 ///     .build();
 /// informer
-///     .add_event_handler(EventHandlerFns::<Pod>::new().on_add(|p, _| println!("{:?}", p.metadata.name)))
+///     .add_event_fn(|ev: Event<Pod>| println!("{:?}", ev.object().metadata.name))
 ///     .unwrap();
 /// let cancel = CancellationToken::new();
 /// let run = tokio::spawn({ let i = informer.clone(); let c = cancel.clone(); async move { i.run(c).await } });

@@ -388,8 +388,8 @@ async fn shared_informer_transformer() {
 #[tokio::test(start_paused = true)]
 async fn shared_informer_remove_handler() {
     let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
-    let reg1 = informer.add_event_handler(EventHandlerFns::new()).unwrap();
-    let reg2 = informer.add_event_handler(EventHandlerFns::new()).unwrap();
+    let reg1 = informer.add_event_fn(|_| {}).unwrap();
+    let reg2 = informer.add_event_fn(|_| {}).unwrap();
     assert_eq!(informer.handler_count(), 2);
     informer.remove_event_handler(&reg2);
     assert!(!informer.is_registered(&reg2));
@@ -405,8 +405,8 @@ async fn shared_informer_remove_handler() {
 async fn shared_informer_remove_foreign_handler() {
     let a = SharedIndexInformer::new(FakeSource::<Pod>::new());
     let b = SharedIndexInformer::new(FakeSource::<Pod>::new());
-    let reg_a = a.add_event_handler(EventHandlerFns::new()).unwrap();
-    let reg_b = b.add_event_handler(EventHandlerFns::new()).unwrap();
+    let reg_a = a.add_event_fn(|_| {}).unwrap();
+    let reg_b = b.add_event_fn(|_| {}).unwrap();
     a.remove_event_handler(&reg_b);
     b.remove_event_handler(&reg_a);
     assert!(a.is_registered(&reg_a));
@@ -436,7 +436,7 @@ async fn shared_informer_multiple_registration() {
 #[tokio::test(start_paused = true)]
 async fn removing_removed_shared_informer() {
     let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
-    let reg = informer.add_event_handler(EventHandlerFns::new()).unwrap();
+    let reg = informer.add_event_fn(|_| {}).unwrap();
     informer.remove_event_handler(&reg);
     informer.remove_event_handler(&reg);
     assert!(!informer.is_registered(&reg));
@@ -453,9 +453,7 @@ async fn add_on_stopped_shared_informer() {
     task.await.unwrap();
     assert!(informer.is_stopped());
     assert_eq!(
-        informer
-            .add_event_handler(EventHandlerFns::new())
-            .unwrap_err(),
+        informer.add_event_fn(|_| {}).unwrap_err(),
         InformerError::Stopped
     );
 }
@@ -515,12 +513,19 @@ async fn add_while_active() {
 
     let initial = Arc::new(Mutex::new(Vec::<(String, bool)>::new()));
     let i = initial.clone();
-    let l2 = EventHandlerFns::new().on_add(move |p: &Arc<Pod>, init| {
-        i.lock()
-            .unwrap()
-            .push((p.metadata.name.clone().unwrap(), init));
-    });
-    let reg2 = informer.add_event_handler(l2).unwrap();
+    let reg2 = informer
+        .add_event_fn(move |ev: Event<Pod>| {
+            if let Event::Added {
+                obj,
+                is_in_initial_list,
+            } = ev
+            {
+                i.lock()
+                    .unwrap()
+                    .push((obj.metadata.name.clone().unwrap(), is_in_initial_list));
+            }
+        })
+        .unwrap();
     assert!(
         !reg2.has_synced(),
         "synced before handling the synthetic adds"
@@ -545,13 +550,14 @@ async fn event_panics() {
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let s = seen.clone();
     informer
-        .add_event_handler(EventHandlerFns::new().on_add(move |p: &Arc<Pod>, _| {
-            let name = p.metadata.name.clone().unwrap();
+        .add_event_fn(move |ev: Event<Pod>| {
+            let Event::Added { obj, .. } = ev else { return };
+            let name = obj.metadata.name.clone().unwrap();
             if name == "boom" {
                 panic!("handler exploded on {name}");
             }
             s.lock().unwrap().push(name);
-        }))
+        })
         .unwrap();
     let calm = TestListener::default();
     informer.add_event_handler(calm.clone()).unwrap();
@@ -639,13 +645,13 @@ async fn deletes_and_tombstones_reach_handlers() {
     let deletes = Arc::new(Mutex::new(Vec::<(String, bool)>::new()));
     let d = deletes.clone();
     informer
-        .add_event_handler(
-            EventHandlerFns::new().on_delete(move |o: &DeletedObject<Pod>| {
+        .add_event_fn(move |ev: Event<Pod>| {
+            if let Event::Deleted(o) = ev {
                 d.lock()
                     .unwrap()
                     .push((o.object().metadata.name.clone().unwrap(), o.is_tombstone()));
-            }),
-        )
+            }
+        })
         .unwrap();
     let (cancel, task) = start(&informer);
     eventually(|| informer.has_synced()).await;
@@ -675,15 +681,19 @@ async fn slow_handler_does_not_delay_fast_handler() {
     let slow = Arc::new(AtomicUsize::new(0));
     let (f, s) = (fast.clone(), slow.clone());
     informer
-        .add_event_handler(EventHandlerFns::new().on_add(move |_: &Arc<Pod>, _| {
-            f.fetch_add(1, Ordering::SeqCst);
-        }))
+        .add_event_fn(move |ev: Event<Pod>| {
+            if let Event::Added { .. } = ev {
+                f.fetch_add(1, Ordering::SeqCst);
+            }
+        })
         .unwrap();
     informer
-        .add_event_handler(EventHandlerFns::new().on_add(move |_: &Arc<Pod>, _| {
-            std::thread::sleep(Duration::from_millis(100));
-            s.fetch_add(1, Ordering::SeqCst);
-        }))
+        .add_event_fn(move |ev: Event<Pod>| {
+            if let Event::Added { .. } = ev {
+                std::thread::sleep(Duration::from_millis(100));
+                s.fetch_add(1, Ordering::SeqCst);
+            }
+        })
         .unwrap();
     let (cancel, task) = start(&informer);
     for i in 0..10_000 {
@@ -755,10 +765,11 @@ async fn always_ready_watch_does_not_monopolize_the_thread() {
     let pulled_at_first_event = Arc::new(AtomicUsize::new(usize::MAX));
     let seen = Arc::new(AtomicUsize::new(0));
     informer
-        .add_event_handler(crate::informer::EventHandlerFns::new().on_add({
+        .add_event_fn({
             let (pulled, first, seen) =
                 (pulled.clone(), pulled_at_first_event.clone(), seen.clone());
-            move |_: &Arc<Pod>, _| {
+            move |ev: Event<Pod>| {
+                let Event::Added { .. } = ev else { return };
                 let _ = first.compare_exchange(
                     usize::MAX,
                     pulled.load(Ordering::SeqCst),
@@ -767,7 +778,7 @@ async fn always_ready_watch_does_not_monopolize_the_thread() {
                 );
                 seen.fetch_add(1, Ordering::SeqCst);
             }
-        }))
+        })
         .unwrap();
     let ran_mid_stream = Arc::new(AtomicUsize::new(0));
     let cancel = CancellationToken::new();
