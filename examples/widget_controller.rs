@@ -30,6 +30,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{CustomResource, CustomResourceExt, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 use reflector::Reflect;
+use reflector::controller::{Finalizer, FinalizerError, FinalizerEvent};
 use reflector::metrics::{Metrics, render_metrics};
 use reflector::prelude::*;
 use schemars::JsonSchema;
@@ -67,7 +68,6 @@ pub struct WidgetStatus {
     ready: bool,
 }
 
-const FINALIZER: &str = "example.com/cleanup";
 const NS: &str = "demo";
 
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +78,7 @@ enum Error {
 
 struct Ctx {
     client: kube::Client,
+    finalizer: Finalizer,
     widgets: SharedIndexInformer<Widget>,
     config_maps: Lister<ConfigMap>,
     reconciles: AtomicUsize,
@@ -108,59 +109,48 @@ fn desired_data(w: &Widget, peers: String) -> BTreeMap<String, String> {
     ])
 }
 
-async fn reconcile(req: Request<Widget>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+async fn reconcile(req: Request<Widget>, ctx: Arc<Ctx>) -> Result<Action, FinalizerError<Error>> {
     ctx.reconciles.fetch_add(1, Ordering::Relaxed);
-    let key = req.key;
-    let Some(widget) = req.object else {
-        // Gone from the cache: nothing left to do (cleanup ran before the finalizer
-        // was removed).
-        return Ok(Action::done());
-    };
+    let key = req.key.clone();
+    let ns = key.namespace().unwrap_or_default().to_owned();
+    let widgets: Api<Widget> = Api::namespaced(ctx.client.clone(), &ns);
+    // The finalizer helper adds the finalizer before the first apply and removes it
+    // once `cleanup` succeeded.
+    ctx.finalizer
+        .reconcile(&widgets, req, |event| async {
+            match event {
+                FinalizerEvent::Apply(widget) => apply(&key, &widget, &ctx).await,
+                FinalizerEvent::Cleanup(widget) => cleanup(&key, &widget, &ctx).await,
+            }
+        })
+        .await
+}
+
+/// Removes what the widget owns outside garbage collection: its ConfigMap.
+async fn cleanup(key: &ObjectRef<Widget>, widget: &Widget, ctx: &Ctx) -> Result<Action, Error> {
+    let ns = widget.namespace().unwrap_or_default();
+    let cm_name = config_map_name(&widget.name_any());
+    // The cache may lag behind our own writes: an object already gone (404) means
+    // the work was done.
+    if ctx.config_maps.get(Some(&ns), &cm_name).is_some() {
+        let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
+        ignore_not_found(
+            cms.delete(&cm_name, &DeleteParams::default())
+                .await
+                .map(drop),
+        )?;
+        println!("  {key}: deleting, removed ConfigMap {cm_name}");
+    }
+    Ok(Action::done())
+}
+
+/// Keeps the widget's ConfigMap and status in line with its spec.
+async fn apply(key: &ObjectRef<Widget>, widget: &Widget, ctx: &Ctx) -> Result<Action, Error> {
     let name = widget.name_any();
     let ns = widget.namespace().unwrap_or_default();
     let widgets: Api<Widget> = Api::namespaced(ctx.client.clone(), &ns);
     let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
     let cm_name = config_map_name(&name);
-
-    if widget.meta().deletion_timestamp.is_some() {
-        // The cache may lag behind our own writes: an object already gone (404) means
-        // the work was done.
-        if ctx.config_maps.get(Some(&ns), &cm_name).is_some() {
-            ignore_not_found(
-                cms.delete(&cm_name, &DeleteParams::default())
-                    .await
-                    .map(drop),
-            )?;
-            println!("  {key}: deleting, removed ConfigMap {cm_name}");
-        }
-        let rest: Vec<String> = widget
-            .finalizers()
-            .iter()
-            .filter(|f| *f != FINALIZER)
-            .cloned()
-            .collect();
-        let patch = serde_json::json!({ "metadata": { "finalizers": rest } });
-        let removed = widgets
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map(drop);
-        if ignore_not_found(removed)? {
-            println!("  {key}: finalizer removed");
-        }
-        return Ok(Action::done());
-    }
-
-    if !widget.finalizers().iter().any(|f| f == FINALIZER) {
-        let mut all = widget.finalizers().to_vec();
-        all.push(FINALIZER.to_owned());
-        let patch = serde_json::json!({ "metadata": { "finalizers": all } });
-        widgets
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await?;
-        println!("  {key}: finalizer added");
-        return Ok(Action::done());
-    }
-
     let data = desired_data(&widget, peers(&ctx.widgets, &widget.spec.owner, &name));
     match ctx.config_maps.get(Some(&ns), &cm_name) {
         None => {
@@ -327,20 +317,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let me = ObjectRef::from_obj(w).ok();
             peers.into_iter().map(ObjectRef::from_key).chain(me)
         })
-        .error_policy(|key: &ObjectRef<Widget>, e: &Error, ctx: Arc<Ctx>| {
-            ctx.errors.fetch_add(1, Ordering::Relaxed);
-            match std::error::Error::source(e) {
-                Some(cause) => println!("  {key}: {e}: {cause}; retrying with backoff"),
-                None => println!("  {key}: {e}; retrying with backoff"),
-            }
-            Action::requeue_rate_limited()
-        })
+        .error_policy(
+            |key: &ObjectRef<Widget>, e: &FinalizerError<Error>, ctx: Arc<Ctx>| {
+                ctx.errors.fetch_add(1, Ordering::Relaxed);
+                match std::error::Error::source(e) {
+                    Some(cause) => println!("  {key}: {e}: {cause}; retrying with backoff"),
+                    None => println!("  {key}: {e}; retrying with backoff"),
+                }
+                Action::requeue_rate_limited()
+            },
+        )
         .concurrency(2)
         .name("widget")
         .metrics(&metrics)
         .shutdown_on_signal();
     let ctx = Arc::new(Ctx {
         client: client.clone(),
+        finalizer: Finalizer::new("example.com/cleanup"),
         widgets: widgets.clone(),
         config_maps: config_maps.lister(),
         reconciles: AtomicUsize::new(0),

@@ -1,0 +1,208 @@
+//! [`Finalizer`]: cleanup that runs before an object disappears, as kube-runtime's
+//! `finalizer` helper, on a controller's [`Request`].
+
+use std::collections::HashSet;
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+
+use super::{Action, Request};
+
+/// What a reconcile behind a [`Finalizer`] is asked to do.
+#[derive(Debug)]
+pub enum FinalizerEvent<K> {
+    /// The object lives (and carries the finalizer): make the world match it.
+    Apply(Arc<K>),
+    /// The object is being deleted: clean up what it owns outside the cluster's
+    /// garbage collection. The finalizer is removed once this succeeds.
+    Cleanup(Arc<K>),
+}
+
+/// Why a [`Finalizer`] step failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FinalizerError<E> {
+    /// The reconcile of a live object failed. Retryable as the error is.
+    #[error("apply failed: {0}")]
+    ApplyFailed(E),
+    /// The cleanup failed; the finalizer stays, so it is retried. Retryable.
+    #[error("cleanup failed: {0}")]
+    CleanupFailed(E),
+    /// Adding the finalizer failed (a conflict means the cache is behind: a newer
+    /// event follows). Retryable.
+    #[error("cannot add the finalizer")]
+    AddFinalizer(#[source] kube::Error),
+    /// Removing the finalizer after a successful cleanup failed. Retryable: the
+    /// cleanup is not run again for the same deletion.
+    #[error("cannot remove the finalizer")]
+    RemoveFinalizer(#[source] kube::Error),
+    /// The object has no name or uid (not one read from the API server). Not
+    /// retryable.
+    #[error("object has no name or uid")]
+    UnnamedObject,
+}
+
+/// Runs a reconcile behind a finalizer, with kube-runtime's semantics:
+///
+/// - an object without the finalizer (and not being deleted) first gets it (a JSON
+///   merge patch with the cached `resourceVersion` as precondition); the write
+///   brings the next reconcile, which applies;
+/// - a live object with the finalizer: `reconcile(FinalizerEvent::Apply(obj))`;
+/// - an object being deleted (`deletionTimestamp` set) that still has the
+///   finalizer: `reconcile(FinalizerEvent::Cleanup(obj))`, then the finalizer is
+///   removed (with a `resourceVersion` precondition); an object already gone (404)
+///   counts as removed;
+/// - an object being deleted without the finalizer, or gone from the cache: nothing
+///   (the finalizer is never added back to an object being deleted).
+///
+/// A cleanup that succeeded is remembered (by uid) until its finalizer is removed,
+/// so a failed removal is retried without cleaning up twice. Keep one `Finalizer`
+/// per controller, in its context.
+///
+/// # Example
+/// ```no_run
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::controller::{Action, Finalizer, FinalizerError, FinalizerEvent, Request};
+///
+/// struct Ctx { client: kube::Client, finalizer: Finalizer }
+///
+/// async fn reconcile(req: Request<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, FinalizerError<kube::Error>> {
+///     let api = kube::Api::<ConfigMap>::namespaced(ctx.client.clone(), req.key.namespace().unwrap_or_default());
+///     ctx.finalizer
+///         .reconcile(&api, req, |event| async move {
+///             match event {
+///                 FinalizerEvent::Apply(cm) => println!("apply {:?}", cm.metadata.name),
+///                 FinalizerEvent::Cleanup(cm) => println!("clean up after {:?}", cm.metadata.name),
+///             }
+///             Ok(Action::done())
+///         })
+///         .await
+/// }
+/// ```
+#[derive(Debug)]
+pub struct Finalizer {
+    name: String,
+    /// Uids whose cleanup succeeded and whose finalizer is not known to be removed.
+    /// Guarded by its own mutex, never held across an await.
+    cleaned: Mutex<HashSet<String>>,
+}
+
+impl Finalizer {
+    /// A finalizer named `name` (a qualified name such as `example.com/cleanup`).
+    #[must_use]
+    pub fn new(name: impl Into<String>) -> Self {
+        Finalizer {
+            name: name.into(),
+            cleaned: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// The finalizer's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn cleaned(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.cleaned.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Reconciles `req` behind the finalizer (see the type's docs); `api` must reach
+    /// the object (its namespace for a namespaced kind).
+    ///
+    /// # Errors
+    /// A [`FinalizerError`]: the reconcile's own error, or why the finalizer could
+    /// not be written.
+    ///
+    /// # Cancel safety
+    /// Not cancel-safe in the middle of a write: a dropped future may have added
+    /// or removed the finalizer without returning; the next reconcile sees the
+    /// result in the cache.
+    pub async fn reconcile<K, E, F, Fut>(
+        &self,
+        api: &Api<K>,
+        req: Request<K>,
+        reconcile: F,
+    ) -> Result<Action, FinalizerError<E>>
+    where
+        K: Resource + Clone + DeserializeOwned + Debug,
+        F: FnOnce(FinalizerEvent<K>) -> Fut,
+        Fut: Future<Output = Result<Action, E>>,
+    {
+        let Some(obj) = req.object else {
+            return Ok(Action::done());
+        };
+        let (Some(name), Some(uid)) = (obj.meta().name.clone(), obj.uid()) else {
+            return Err(FinalizerError::UnnamedObject);
+        };
+        let has_finalizer = obj.finalizers().iter().any(|f| *f == self.name);
+        let deleting = obj.meta().deletion_timestamp.is_some();
+        match (deleting, has_finalizer) {
+            (false, false) => {
+                let mut finalizers = obj.finalizers().to_vec();
+                finalizers.push(self.name.clone());
+                write_finalizers(api, &name, &obj, finalizers)
+                    .await
+                    .map_err(FinalizerError::AddFinalizer)?;
+                Ok(Action::done())
+            }
+            (false, true) => reconcile(FinalizerEvent::Apply(obj))
+                .await
+                .map_err(FinalizerError::ApplyFailed),
+            (true, true) => {
+                let already = self.cleaned().contains(&uid);
+                let action = if already {
+                    Action::done()
+                } else {
+                    let action = reconcile(FinalizerEvent::Cleanup(Arc::clone(&obj)))
+                        .await
+                        .map_err(FinalizerError::CleanupFailed)?;
+                    self.cleaned().insert(uid.clone());
+                    action
+                };
+                let rest: Vec<String> = obj
+                    .finalizers()
+                    .iter()
+                    .filter(|f| **f != self.name)
+                    .cloned()
+                    .collect();
+                match write_finalizers(api, &name, &obj, rest).await {
+                    Ok(()) => {}
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(e) => return Err(FinalizerError::RemoveFinalizer(e)),
+                }
+                self.cleaned().remove(&uid);
+                Ok(action)
+            }
+            (true, false) => Ok(Action::done()),
+        }
+    }
+}
+
+/// Sets `metadata.finalizers` with a JSON merge patch that carries the cached
+/// `resourceVersion`: a write based on a stale object fails with 409 instead of
+/// dropping someone else's finalizer.
+async fn write_finalizers<K>(
+    api: &Api<K>,
+    name: &str,
+    obj: &K,
+    finalizers: Vec<String>,
+) -> Result<(), kube::Error>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    let patch = serde_json::json!({
+        "metadata": {
+            "finalizers": finalizers,
+            "resourceVersion": obj.resource_version(),
+        }
+    });
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(drop)
+}
