@@ -891,6 +891,7 @@ async fn metrics_report_what_the_controller_did() {
         "reflector_short_watches_total",
         "reflector_bookmarks_total",
         "reflector_resyncs_total",
+        "reflector_handler_panics_total",
     ] {
         assert!(
             text.contains(&format!("{name}{{name=\"cms/ConfigMap\"}}")),

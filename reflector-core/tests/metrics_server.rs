@@ -49,3 +49,50 @@ async fn metrics_endpoint_serves_the_registry_until_cancelled() {
     task.await.unwrap().unwrap();
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
 }
+
+/// `/healthz` answers 200 at once; `/readyz` answers 503 (naming the informer) until
+/// the informer has synced, then 200.
+#[tokio::test]
+async fn readyz_is_ready_only_after_informers_synced() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use reflector_core::informer::SharedIndexInformer;
+    use reflector_core::listwatch::FakeSource;
+    use reflector_core::metrics::Health;
+
+    let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new());
+    let health = Health::new();
+    health.informer("configmaps", &informer);
+    let server = MetricsServer::bind("127.0.0.1:0".parse().unwrap(), Arc::default())
+        .await
+        .unwrap()
+        .health(health);
+    let addr = server.local_addr().unwrap();
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(server.run(cancel.clone()));
+
+    let alive = get(addr, "/healthz").await;
+    assert!(
+        alive.starts_with("HTTP/1.1 200") && alive.ends_with("ok"),
+        "{alive}"
+    );
+    let unready = get(addr, "/readyz").await;
+    assert!(unready.starts_with("HTTP/1.1 503"), "{unready}");
+    assert!(
+        unready.contains("[-]informer configmaps failed"),
+        "{unready}"
+    );
+
+    let run = tokio::spawn({
+        let (i, c) = (informer.clone(), cancel.clone());
+        async move { i.run(c).await }
+    });
+    informer.wait_synced().await.unwrap();
+    let ready = get(addr, "/readyz").await;
+    assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
+    assert!(ready.contains("[+]informer configmaps ok"), "{ready}");
+    assert!(ready.contains("readyz check passed"), "{ready}");
+
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+    run.await.unwrap();
+}

@@ -2,7 +2,7 @@
 //! handler never delays another (client-go's `processorListener`).
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -46,6 +46,8 @@ pub(crate) struct ProcessorListener<K> {
     resync: Mutex<ResyncSchedule>,
     /// Initial-list adds queued but not yet handled.
     pub(crate) pending_initial: Arc<PendingInitial>,
+    /// The informer's count of handler calls that panicked.
+    panics: Arc<AtomicU64>,
     /// Wakes the listener's task to stop (on removal or informer stop).
     stop: CancellationToken,
     /// Set before `stop` fires; checked before each notification so none is handled
@@ -60,6 +62,7 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
         requested_resync_period: Duration,
         resync_period: Duration,
         progress: Arc<Notify>,
+        panics: Arc<AtomicU64>,
     ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         ProcessorListener {
@@ -73,6 +76,7 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
                 next: Instant::now() + resync_period,
             }),
             pending_initial: Arc::new(PendingInitial::new(progress)),
+            panics,
             stop: CancellationToken::new(),
             halted: AtomicBool::new(false),
         }
@@ -159,6 +163,7 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
         match outcome {
             Ok(()) => true,
             Err(payload) => {
+                self.panics.fetch_add(1, Ordering::Relaxed);
                 let msg = payload
                     .downcast_ref::<&str>()
                     .map(|s| (*s).to_owned())

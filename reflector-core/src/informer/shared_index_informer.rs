@@ -72,6 +72,8 @@ struct Inner<K: Object> {
     /// The largest object resource version applied to the cache while
     /// `rv_waiters > 0`.
     applied_rv: AtomicU64,
+    /// Handler calls that panicked, over every listener.
+    handler_panics: Arc<AtomicU64>,
     /// Lifecycle; never held across an await.
     state: Mutex<InformerState<K>>,
     /// Held while a popped item is applied to the cache and distributed, and while a
@@ -168,6 +170,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 progress: Arc::new(Notify::new()),
                 rv_waiters: AtomicUsize::new(0),
                 applied_rv: AtomicU64::new(0),
+                handler_panics: Arc::new(AtomicU64::new(0)),
                 state: Mutex::new(InformerState {
                     started: false,
                     stopped: false,
@@ -185,6 +188,11 @@ impl<K: Object> SharedIndexInformer<K> {
             .state
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A handle that does not keep the informer alive.
+    pub(crate) fn downgrade(&self) -> WeakInformer<K> {
+        WeakInformer(Arc::downgrade(&self.inner))
     }
 
     /// The cache.
@@ -231,14 +239,18 @@ impl<K: Object> SharedIndexInformer<K> {
             .unwrap_or_default()
     }
 
-    /// The reflector's counters (all zero before start).
+    /// The reflector's counters (all zero before start), and the informer's count
+    /// of handler calls that panicked.
     #[must_use]
     pub fn reflector_stats(&self) -> ReflectorStats {
-        self.lock_state()
+        let mut stats = self
+            .lock_state()
             .reflector
             .as_ref()
             .map(|r| r.stats())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        stats.handler_panics = self.inner.handler_panics.load(Ordering::Relaxed);
+        stats
     }
 
     /// Waits until the informer has synced: its initial list is in the cache and
@@ -385,12 +397,13 @@ impl<K: Object> SharedIndexInformer<K> {
             period,
             determine_resync_period(period, st.resync_check_period),
             Arc::clone(&self.inner.progress),
+            Arc::clone(&self.inner.handler_panics),
         ));
         let registration = Registration::new(
             self.inner.id,
             listener.id,
             Arc::clone(&listener.pending_initial),
-            Arc::new(InformerUpstream(Arc::downgrade(&self.inner))),
+            Arc::new(self.downgrade()),
         );
         if !st.started {
             self.inner.processor.add_listener(listener);
@@ -728,19 +741,23 @@ fn newest_resource_version<K: Object>(items: &[PoppedItem<K>]) -> u64 {
         .unwrap_or(0)
 }
 
-/// What a [`Registration`] asks of its informer, without keeping it alive.
-struct InformerUpstream<K: Object>(Weak<Inner<K>>);
+/// A handle that does not keep its informer alive: what a [`Registration`] (and a
+/// readiness check) asks of an informer.
+pub(crate) struct WeakInformer<K: Object>(Weak<Inner<K>>);
 
-impl<K: Object> Upstream for InformerUpstream<K> {
+impl<K: Object> WeakInformer<K> {
+    /// The informer, while some strong handle lives.
+    pub(crate) fn upgrade(&self) -> Option<SharedIndexInformer<K>> {
+        self.0.upgrade().map(|inner| SharedIndexInformer { inner })
+    }
+}
+
+impl<K: Object> Upstream for WeakInformer<K> {
     fn has_synced(&self) -> bool {
-        self.0
-            .upgrade()
-            .is_some_and(|inner| SharedIndexInformer { inner }.has_synced())
+        self.upgrade().is_some_and(|i| i.has_synced())
     }
 
     fn is_stopped(&self) -> bool {
-        self.0
-            .upgrade()
-            .is_none_or(|inner| SharedIndexInformer { inner }.is_stopped())
+        self.upgrade().is_none_or(|i| i.is_stopped())
     }
 }

@@ -574,6 +574,11 @@ async fn event_panics() {
     );
     assert_eq!(*seen.lock().unwrap(), ["after"]);
     assert!(informer.has_synced());
+    assert_eq!(
+        informer.reflector_stats().handler_panics,
+        1,
+        "the panic is counted"
+    );
     cancel.cancel();
     task.await.unwrap();
 }

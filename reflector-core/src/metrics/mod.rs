@@ -32,6 +32,7 @@
 
 mod bundle;
 mod error;
+mod health;
 mod reconcile_metrics;
 mod reflector_collector;
 mod render;
@@ -40,6 +41,7 @@ mod server;
 
 pub use bundle::Metrics;
 pub use error::MetricsError;
+pub use health::Health;
 pub use reconcile_metrics::{ControllerRecorder, ReconcileMetrics, ReconcileResult};
 pub use reflector_collector::ReflectorCollector;
 pub use render::{METRICS_CONTENT_TYPE, render_metrics};

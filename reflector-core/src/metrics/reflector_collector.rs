@@ -20,7 +20,7 @@ type StatsFn = Arc<dyn Fn() -> ReflectorStats + Send + Sync>;
 /// help, and how to read it.
 type Simple = (&'static str, &'static str, Read);
 
-const SIMPLE: [Simple; 9] = [
+const SIMPLE: [Simple; 10] = [
     (
         "reflector_lists",
         "Total number of completed lists (all pages) per reflector",
@@ -66,6 +66,11 @@ const SIMPLE: [Simple; 9] = [
         "Total number of store resyncs per reflector",
         |s| s.resyncs,
     ),
+    (
+        "reflector_handler_panics",
+        "Total number of event handler calls that panicked per informer",
+        |s| s.handler_panics,
+    ),
 ];
 
 /// The `reason` label values of `reflector_errors_total`.
@@ -101,6 +106,7 @@ const ERROR_REASONS: [(&str, Read); 8] = [
 /// | `reflector_bookmarks_total` | `bookmarks` |
 /// | `reflector_unexpected_kind_events_total` | `unexpected_kind_events` |
 /// | `reflector_resyncs_total` | `resyncs` |
+/// | `reflector_handler_panics_total` | `handler_panics` |
 /// | `reflector_errors_total{name,reason}` | `errors_*`; `reason` ∈ `expired`, `too_large_resource_version`, `too_many_requests`, `internal_error`, `connection_refused`, `decode`, `very_short_watch`, `other` |
 ///
 /// Cloning gives another handle to the same set of informers. Adding under a label

@@ -1,20 +1,22 @@
-//! [`MetricsServer`]: a tiny HTTP endpoint serving `GET /metrics` (feature
-//! `metrics-server`).
+//! [`MetricsServer`]: a tiny HTTP endpoint serving `GET /metrics`, `/healthz` and
+//! `/readyz` (feature `metrics-server`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
-use super::{METRICS_CONTENT_TYPE, MetricsError, render_metrics};
+use super::{Health, METRICS_CONTENT_TYPE, MetricsError, render_metrics};
 
-/// Serves a registry's metrics on `GET /metrics`, in the text exposition format.
+/// Serves a registry's metrics on `GET /metrics`, in the text exposition format,
+/// liveness on `GET /healthz` and readiness ([`Health`]) on `GET /readyz`.
 ///
 /// The caller chooses the address (bind loopback unless the endpoint must be
 /// scraped from elsewhere) and owns the server through the [`CancellationToken`]
@@ -42,13 +44,38 @@ use super::{METRICS_CONTENT_TYPE, MetricsError, render_metrics};
 pub struct MetricsServer {
     listener: tokio::net::TcpListener,
     registry: Arc<Registry>,
+    health: Health,
 }
 
-async fn metrics_handler(State(registry): State<Arc<Registry>>) -> impl IntoResponse {
+/// What the routes read.
+#[derive(Clone)]
+struct Served {
+    registry: Arc<Registry>,
+    health: Health,
+}
+
+async fn metrics_handler(State(served): State<Served>) -> impl IntoResponse {
     (
         [(CONTENT_TYPE, METRICS_CONTENT_TYPE)],
-        render_metrics(&registry),
+        render_metrics(&served.registry),
     )
+}
+
+/// `GET /healthz`: the process serves HTTP, so it is alive.
+async fn healthz_handler() -> impl IntoResponse {
+    ([(CONTENT_TYPE, "text/plain; charset=utf-8")], "ok")
+}
+
+/// `GET /readyz`: 200 once every readiness check passes, else 503; the body lists
+/// the checks.
+async fn readyz_handler(State(served): State<Served>) -> impl IntoResponse {
+    let (ready, body) = served.health.readiness();
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, [(CONTENT_TYPE, "text/plain; charset=utf-8")], body)
 }
 
 impl MetricsServer {
@@ -63,7 +90,19 @@ impl MetricsServer {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| MetricsError::Bind { addr, source })?;
-        Ok(MetricsServer { listener, registry })
+        Ok(MetricsServer {
+            listener,
+            registry,
+            health: Health::new(),
+        })
+    }
+
+    /// The readiness checks `GET /readyz` answers from (default: none, so ready).
+    /// `GET /healthz` is always served.
+    #[must_use]
+    pub fn health(mut self, health: Health) -> Self {
+        self.health = health;
+        self
     }
 
     /// The bound address.
@@ -86,7 +125,12 @@ impl MetricsServer {
     pub async fn run(self, cancel: CancellationToken) -> Result<(), MetricsError> {
         let app = Router::new()
             .route("/metrics", get(metrics_handler))
-            .with_state(self.registry);
+            .route("/healthz", get(healthz_handler))
+            .route("/readyz", get(readyz_handler))
+            .with_state(Served {
+                registry: self.registry,
+                health: self.health,
+            });
         axum::serve(self.listener, app)
             .with_graceful_shutdown(cancel.cancelled_owned())
             .await

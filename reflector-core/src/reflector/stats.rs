@@ -45,6 +45,9 @@ pub struct ReflectorStats {
     pub errors_very_short_watch: u64,
     /// Errors of any other kind.
     pub errors_other: u64,
+    /// Event handler calls that panicked (caught and logged by the informer that
+    /// owns the reflector; zero for a bare reflector).
+    pub handler_panics: u64,
 }
 
 /// The live counters behind [`ReflectorStats`].
@@ -91,6 +94,8 @@ impl StatsCounters {
             errors_decode: self.errors_decode.load(Relaxed),
             errors_very_short_watch: self.errors_very_short_watch.load(Relaxed),
             errors_other: self.errors_other.load(Relaxed),
+            // Counted by the informer, which fills it in.
+            handler_panics: 0,
         }
     }
 
