@@ -151,7 +151,7 @@ async fn apply(key: &ObjectRef<Widget>, widget: &Widget, ctx: &Ctx) -> Result<Ac
     let widgets: Api<Widget> = Api::namespaced(ctx.client.clone(), &ns);
     let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
     let cm_name = config_map_name(&name);
-    let data = desired_data(&widget, peers(&ctx.widgets, &widget.spec.owner, &name));
+    let data = desired_data(widget, peers(&ctx.widgets, &widget.spec.owner, &name));
     match ctx.config_maps.get(Some(&ns), &cm_name) {
         None => {
             let owner_ref = OwnerReference {

@@ -140,7 +140,7 @@ impl Finalizer {
         let (Some(name), Some(uid)) = (obj.meta().name.clone(), obj.uid()) else {
             return Err(FinalizerError::UnnamedObject);
         };
-        let has_finalizer = obj.finalizers().iter().any(|f| *f == self.name);
+        let has_finalizer = obj.finalizers().contains(&self.name);
         let deleting = obj.meta().deletion_timestamp.is_some();
         match (deleting, has_finalizer) {
             (false, false) => {

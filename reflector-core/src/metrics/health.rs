@@ -9,7 +9,7 @@ use crate::object::Object;
 type Check = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// Named readiness checks, as the kubelet's readiness probe reads them from
-/// `GET /readyz` on the [`MetricsServer`](super::MetricsServer) (feature
+/// `GET /readyz` on the `MetricsServer` (feature
 /// `metrics-server`): ready once every check passes, typically once every informer
 /// has synced. `GET /healthz` answers 200 whenever the process serves HTTP (it is
 /// alive).
