@@ -18,6 +18,7 @@
 
 mod api_lister_watcher;
 mod boxed;
+#[cfg(any(test, feature = "testing"))]
 mod fake_source;
 mod field_filter;
 mod list_prefetch;
@@ -33,13 +34,14 @@ pub use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
 use kube::core::Status;
 
 pub use api_lister_watcher::ApiListerWatcher;
-pub use boxed::BoxListerWatcher;
+pub(crate) use boxed::BoxListerWatcher;
+#[cfg(any(test, feature = "testing"))]
 pub use fake_source::FakeSource;
 pub use field_filter::{
     FieldFilter, FieldFilterError, FilteredDeserializer, FilteredSeed, MANAGED_FIELDS_PATH,
     from_slice as from_slice_filtered,
 };
-pub use watch_decoder::WatchDecoder;
+pub(crate) use watch_decoder::WatchDecoder;
 
 /// A watch: a stream of events, each decoded once. An `Err` item ends the watch
 /// unless [`ListWatchError::is_unexpected_kind`] says it is a skippable event.
