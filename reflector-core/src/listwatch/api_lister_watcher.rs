@@ -10,10 +10,10 @@ use kube::core::{Request, Status};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
+use serde_field_filter::from_slice as from_slice_filtered;
+
 use super::list_prefetch::{Page, PrefetchSlot, peek_continue};
-use super::{
-    FieldFilter, ListWatchError, ListerWatcher, WatchDecoder, WatchStream, from_slice_filtered,
-};
+use super::{FieldFilter, ListWatchError, ListerWatcher, WatchDecoder, WatchStream};
 
 /// Lists and watches `K` through a [`kube::Api`], namespaced or cluster-wide, with
 /// optional label and field selectors applied to both lists and watches.

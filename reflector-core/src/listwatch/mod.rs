@@ -20,7 +20,6 @@ mod api_lister_watcher;
 mod boxed;
 #[cfg(any(test, feature = "testing"))]
 mod fake_source;
-mod field_filter;
 mod list_prefetch;
 mod list_request;
 #[cfg(test)]
@@ -37,10 +36,9 @@ pub use api_lister_watcher::ApiListerWatcher;
 pub(crate) use boxed::BoxListerWatcher;
 #[cfg(any(test, feature = "testing"))]
 pub use fake_source::FakeSource;
-pub use field_filter::{
-    FieldFilter, FieldFilterError, FilteredDeserializer, FilteredSeed, MANAGED_FIELDS_PATH,
-    from_slice as from_slice_filtered,
-};
+/// The field-skipping decoder ([`serde_field_filter`]), as the list and watch
+/// decoders use it.
+pub use serde_field_filter::{FieldFilter, FieldFilterError, MANAGED_FIELDS_PATH};
 pub(crate) use watch_decoder::WatchDecoder;
 
 /// A watch: a stream of events, each decoded once. An `Err` item ends the watch

@@ -18,7 +18,9 @@ use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::{FieldFilter, ListWatchError, WatchEvent, WatchStream, from_slice_filtered};
+use serde_field_filter::from_slice as from_slice_filtered;
+
+use super::{FieldFilter, ListWatchError, WatchEvent, WatchStream};
 
 /// Decodes watch lines for one resource type.
 #[derive(Debug)]
