@@ -29,7 +29,7 @@ mod watch_decoder;
 use std::future::Future;
 
 use futures::stream::BoxStream;
-pub use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
+use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
 use kube::core::Status;
 
 pub use api_lister_watcher::ApiListerWatcher;

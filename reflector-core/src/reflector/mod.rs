@@ -55,7 +55,8 @@ use crate::object::Object;
 use crate::store::{Store, StoreSink, sink_for};
 
 pub use error::ReflectorError;
-pub use options::{ReflectorOptions, ShouldResync, WatchErrorHandler};
+pub use options::ReflectorOptions;
+pub(crate) use options::WatchErrorHandler;
 pub use stats::ReflectorStats;
 
 use options::DEFAULT_PAGE_SIZE;
