@@ -52,7 +52,6 @@ pub(crate) trait StoreSink<K: Object>: Store<K> {
     /// reports their resource versions. Default: one call per event; the
     /// [`DeltaFifo`](crate::fifo::DeltaFifo) queues a run's adds and updates under
     /// one lock with one wake-up.
-
     fn apply_watch_run(
         &self,
         run: &mut Vec<(WatchAction, Arc<K>)>,
