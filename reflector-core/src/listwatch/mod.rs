@@ -52,6 +52,7 @@ pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, ListWatchErro
 /// ```
 /// use futures::StreamExt;
 /// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kube::api::{ListParams, ObjectList, WatchParams};
 /// use reflector_core::listwatch::*;
 ///
 /// struct Empty;
