@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use reflector::informer::{EventHandlerFns, SharedIndexInformer};
+use reflector::informer::{Event, SharedIndexInformer};
 use reflector::listwatch::ApiListerWatcher;
 use reflector::store::Indexers;
 use tokio_util::sync::CancellationToken;
@@ -72,48 +72,53 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         c
     };
 
-    let informer = SharedIndexInformer::new(
-        ApiListerWatcher::new(Api::<Pod>::all(client.clone())),
-        Duration::ZERO,
-        Indexers::new().with(BY_NODE, node_of),
-    );
+    let informer =
+        SharedIndexInformer::builder(ApiListerWatcher::new(Api::<Pod>::all(client.clone())))
+            .indexers(Indexers::new().with(BY_NODE, node_of))
+            .build();
     // Two handlers, one watch: a logger and a counter.
-    informer.add_event_handler(
-        EventHandlerFns::<Pod>::new()
-            .on_add(|p, initial| {
-                let tag = if initial { " (initial list)" } else { "" };
+    informer.add_event_fn(|ev: Event<Pod>| match ev {
+        Event::Added {
+            obj,
+            is_in_initial_list,
+        } => {
+            let tag = if is_in_initial_list {
+                " (initial list)"
+            } else {
+                ""
+            };
+            println!(
+                "+ {} on {:?}{tag}",
+                obj.metadata.name.as_deref().unwrap_or("?"),
+                node_of(&obj)
+            );
+        }
+        Event::Updated { old, new } => {
+            if node_of(&old) != node_of(&new) {
                 println!(
-                    "+ {} on {:?}{tag}",
-                    p.metadata.name.as_deref().unwrap_or("?"),
-                    node_of(p)
+                    "~ {} moved {:?} -> {:?}",
+                    new.metadata.name.as_deref().unwrap_or("?"),
+                    node_of(&old),
+                    node_of(&new)
                 );
-            })
-            .on_update(|old, new| {
-                if node_of(old) != node_of(new) {
-                    println!(
-                        "~ {} moved {:?} -> {:?}",
-                        new.metadata.name.as_deref().unwrap_or("?"),
-                        node_of(old),
-                        node_of(new)
-                    );
-                }
-            })
-            .on_delete(|d| println!("- {}", d.object().metadata.name.as_deref().unwrap_or("?"))),
-    )?;
+            }
+        }
+        Event::Deleted(d) => println!("- {}", d.object().metadata.name.as_deref().unwrap_or("?")),
+    })?;
     let events = Arc::new(AtomicUsize::new(0));
     let counter = events.clone();
-    informer.add_event_handler(EventHandlerFns::<Pod>::new().on_add(move |_, _| {
-        counter.fetch_add(1, Ordering::Relaxed);
-    }))?;
+    informer.add_event_fn(move |ev: Event<Pod>| {
+        if let Event::Added { .. } = ev {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    })?;
 
     let cancel = CancellationToken::new();
     let run = tokio::spawn({
         let (i, c) = (informer.clone(), cancel.clone());
         async move { i.run(c).await }
     });
-    if !informer.wait_for_cache_sync(&cancel).await {
-        return Err("cache did not sync".into());
-    }
+    informer.wait_synced().await?;
 
     if cluster {
         println!("watching pods; Ctrl+C to stop");

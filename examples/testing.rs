@@ -14,7 +14,6 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use reflector::informer::InformerFactory;
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
-use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -28,9 +27,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let factory = InformerFactory::new(server.client_without_retries());
     let configmaps = factory.informer::<ConfigMap>();
-    let cancel = CancellationToken::new();
-    factory.start(&cancel);
-    factory.wait_for_cache_sync(&cancel).await;
+    factory.start();
+    factory.wait_synced().await?;
 
     let mut cm = ConfigMap::default();
     cm.metadata.name = Some("hello".into());

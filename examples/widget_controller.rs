@@ -30,14 +30,10 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{CustomResource, CustomResourceExt, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 use reflector::Reflect;
-use reflector::controller::{Action, Controller, backoff_on_error};
-use reflector::informer::{InformerFactory, SharedIndexInformer};
-use reflector::lister::Lister;
 use reflector::metrics::{Metrics, render_metrics};
-use reflector::object::ObjectKey;
+use reflector::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tokio_util::sync::CancellationToken;
 
 /// A widget: the spec of the `Widget` custom resource.
 #[derive(CustomResource, Reflect, Serialize, Deserialize, Clone, Debug, JsonSchema)]
@@ -112,9 +108,10 @@ fn desired_data(w: &Widget, peers: String) -> BTreeMap<String, String> {
     ])
 }
 
-async fn reconcile(key: ObjectKey, ctx: Arc<Ctx>) -> Result<Action, Error> {
+async fn reconcile(req: Request<Widget>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     ctx.reconciles.fetch_add(1, Ordering::Relaxed);
-    let Some(widget) = ctx.widgets.lister().get_by_key(&key) else {
+    let key = req.key;
+    let Some(widget) = req.object else {
         // Gone from the cache: nothing left to do (cleanup ran before the finalizer
         // was removed).
         return Ok(Action::done());
@@ -315,6 +312,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     // One shared informer per type; the Widget one carries every declared index.
+    // The controller starts them and stops them when it returns.
     let factory = InformerFactory::new(client.clone());
     let widgets = factory.reflected::<Widget>();
     let config_maps = factory.informer::<ConfigMap>();
@@ -325,18 +323,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .owns(config_maps.clone())
         // A widget's change concerns every widget of the same owner (their peers).
         .watches(widgets.clone(), move |w: &Widget| {
-            peers_of
-                .by_owner_keys(&w.spec.owner)
-                .into_iter()
-                .chain(std::iter::once(ObjectKey::new(
-                    w.namespace().as_deref(),
-                    &w.name_any(),
-                )))
-                .collect()
+            let peers = peers_of.by_owner_keys(&w.spec.owner);
+            let me = ObjectRef::from_obj(w).ok();
+            peers.into_iter().map(ObjectRef::from_key).chain(me)
+        })
+        .error_policy(|key: &ObjectRef<Widget>, e: &Error, ctx: Arc<Ctx>| {
+            ctx.errors.fetch_add(1, Ordering::Relaxed);
+            match std::error::Error::source(e) {
+                Some(cause) => println!("  {key}: {e}: {cause}; retrying with backoff"),
+                None => println!("  {key}: {e}; retrying with backoff"),
+            }
+            Action::requeue_rate_limited()
         })
         .concurrency(2)
         .name("widget")
-        .metrics(&metrics);
+        .metrics(&metrics)
+        .shutdown_on_signal();
     let ctx = Arc::new(Ctx {
         client: client.clone(),
         widgets: widgets.clone(),
@@ -344,32 +346,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         reconciles: AtomicUsize::new(0),
         errors: AtomicUsize::new(0),
     });
-    let cancel = CancellationToken::new();
-    factory.start(&cancel);
-    let run = tokio::spawn(controller.run(
-        reconcile,
-        |key: &ObjectKey, e: &Error, ctx: Arc<Ctx>| {
-            ctx.errors.fetch_add(1, Ordering::Relaxed);
-            match std::error::Error::source(e) {
-                Some(cause) => println!("  {key}: {e}: {cause}; retrying with backoff"),
-                None => println!("  {key}: {e}; retrying with backoff"),
-            }
-            backoff_on_error(key, e, ctx)
-        },
-        ctx.clone(),
-        cancel.clone(),
-    ));
-
-    let outcome = match &server {
-        None => {
-            println!("controller running against the current kubeconfig; Ctrl+C to stop");
-            tokio::signal::ctrl_c().await?;
-            Ok(())
-        }
-        Some(server) => demo(server, &client).await,
+    let Some(server) = server.take() else {
+        println!("controller running against the current kubeconfig; Ctrl+C to stop");
+        controller.run(reconcile, ctx).await?;
+        return Ok(());
     };
+    let stop = CancellationToken::new();
+    let run =
+        tokio::spawn(controller.run_until(reconcile, ctx.clone(), stop.clone().cancelled_owned()));
+    let outcome = demo(&server, &client).await;
 
-    if let Some(server) = &server {
+    {
         println!("\nsummary");
         println!(
             "  widgets           {}",
@@ -420,12 +407,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
-    cancel.cancel();
+    stop.cancel();
     run.await??;
-    factory.shutdown().await;
-    if let Some(s) = server.take() {
-        s.shutdown().await;
-    }
+    server.shutdown().await;
     outcome
 }
 

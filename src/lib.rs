@@ -26,13 +26,11 @@
 //! Index names start with `by_`. For a kind `Widget` the derive generates:
 //!
 //! - `impl reflect::Reflect for Widget` ([`reflect::Reflect`]): `Widget::indexers()`
-//!   and `Widget::INDEX_NAMES`;
-//! - `Widget::lister_watcher(client) -> ApiListerWatcher<Widget>` (every namespace;
-//!   `.namespace(..)`, `.labels(..)`, `.fields(..)` narrow it);
-//! - `Widget::informer(client) -> SharedIndexInformer<Widget>` with every index
+//!   and `Widget::INDEX_NAMES`, and through the trait's provided methods
+//!   `Widget::lister_watcher(client) -> ApiListerWatcher<Widget>` (every namespace;
+//!   `.namespace(..)`, `.labels(..)`, `.fields(..)` narrow it) and
+//!   `Widget::informer(client) -> SharedIndexInformer<Widget>` with every index
 //!   registered (or `factory.reflected::<Widget>()` for a shared one);
-//! - `pub type WidgetEvent = informer::Event<Widget>;` and
-//!   `Widget::on_event(&informer, |ev| ..) -> Result<Registration, InformerError>`;
 //! - `pub trait WidgetIndexes`, implemented for every [`reflect::IndexQuery<Widget>`]
 //!   (`Lister`, `Indexer`, `SharedIndexInformer`): `by_owner(value) -> Vec<Arc<Widget>>`
 //!   and `by_owner_keys(value) -> Vec<ObjectKey>` per index, `value` being anything
@@ -40,7 +38,8 @@
 //!   that defines the kind). A query on a cache built without `Widget::indexers()`
 //!   answers nothing rather than failing.
 //!
-//! Generated items have the struct's visibility and need no `use` at the call site.
+//! The query trait has the struct's visibility. Events reach a closure through
+//! `informer.add_event_fn(|ev: Event<Widget>| ..)`, as for any kind.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -75,7 +74,7 @@
 //!
 //! # async fn run(client: kube::Client) {
 //! let informer = Widget::informer(client);
-//! let reg = Widget::on_event(&informer, |ev: WidgetEvent| match ev {
+//! let reg = informer.add_event_fn(|ev: Event<Widget>| match ev {
 //!     Event::Added { obj, .. } => println!("new widget of {}", obj.spec.owner),
 //!     Event::Updated { new, .. } => println!("widget of {} changed", new.spec.owner),
 //!     Event::Deleted(d) => println!("widget of {} gone", d.object().spec.owner),
@@ -92,12 +91,33 @@ pub use reflector_core::reflect::Reflect;
 pub use reflector_core::*;
 pub use reflector_derive::Reflect;
 
-/// The names most programs need, in one `use reflector::prelude::*;`.
+/// What an operator author needs, in one `use reflector::prelude::*;`: the
+/// controller and its request, action and stop token; the informer factory, its
+/// informers, listers and events; the typed key; `Reflect` (the derive and the
+/// trait).
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector::prelude::*;
+///
+/// async fn reconcile(req: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> {
+///     println!("{}: {}", req.key, if req.object.is_some() { "present" } else { "deleted" });
+///     Ok(Action::done())
+/// }
+///
+/// # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+/// Controller::<ConfigMap>::for_kind(client)
+///     .shutdown_on_signal()
+///     .run(reconcile, Arc::new(()))
+///     .await?;
+/// # Ok(()) }
+/// ```
 pub mod prelude {
-    pub use reflector_core::listwatch::{ApiListerWatcher, ListerWatcher};
-    pub use reflector_core::object::{DeletedObject, ObjectKey};
+    pub use reflector_core::controller::{Action, CancellationToken, Controller, Request};
+    pub use reflector_core::informer::{Event, InformerFactory, SharedIndexInformer};
+    pub use reflector_core::lister::Lister;
+    pub use reflector_core::object::ObjectRef;
     pub use reflector_core::reflect::{IndexQuery, Reflect};
-    pub use reflector_core::reflector::{Reflector, ReflectorOptions};
-    pub use reflector_core::store::Store;
     pub use reflector_derive::Reflect;
 }

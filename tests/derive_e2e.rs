@@ -161,28 +161,26 @@ async fn typed_queries_follow_200_widgets_through_sync_updates_and_deletes() {
 
     let informer = Widget::informer(client.clone());
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let reg = Widget::on_event(&informer, move |ev: WidgetEvent| {
-        let kind = match ev {
-            Event::Added { .. } => "added",
-            Event::Updated { .. } => "updated",
-            Event::Deleted(_) => "deleted",
-        };
-        let _ = tx.send(kind);
-    })
-    .expect("handler");
+    let reg = informer
+        .add_event_fn(move |ev: Event<Widget>| {
+            let kind = match ev {
+                Event::Added { .. } => "added",
+                Event::Updated { .. } => "updated",
+                Event::Deleted(_) => "deleted",
+            };
+            let _ = tx.send(kind);
+        })
+        .expect("handler");
     let cancel = CancellationToken::new();
     let run = tokio::spawn({
         let informer = informer.clone();
         let cancel = cancel.clone();
         async move { informer.run(cancel).await }
     });
-    let synced = tokio::time::timeout(
-        Duration::from_secs(30),
-        informer.wait_for_cache_sync(&cancel),
-    )
-    .await
-    .expect("sync in time");
-    assert!(synced);
+    tokio::time::timeout(Duration::from_secs(30), informer.wait_synced())
+        .await
+        .expect("sync in time")
+        .expect("not stopped");
     expect_events(&mut rx, "added", N).await;
     assert!(reg.has_synced());
     assert_queries(&informer, &model, "after sync");
@@ -246,15 +244,12 @@ async fn factory_reflected_informer_answers_typed_queries() {
     }
     let factory = InformerFactory::new(server.client());
     let widgets = factory.reflected::<Widget>();
-    let cancel = CancellationToken::new();
-    factory.start(&cancel);
-    let synced = tokio::time::timeout(
-        Duration::from_secs(30),
-        factory.wait_for_cache_sync(&cancel),
-    )
-    .await
-    .expect("sync in time");
-    assert!(synced.values().all(|s| *s));
+    factory.start();
+    tokio::time::timeout(Duration::from_secs(30), factory.wait_synced())
+        .await
+        .expect("sync in time")
+        .expect("not stopped");
+    assert!(widgets.has_synced());
     let mut alices: Vec<String> = widgets
         .by_owner("alice")
         .iter()

@@ -1,6 +1,6 @@
 //! `#[derive(Reflect)]` beyond the namespaced CRD: a cluster-scoped CRD, a struct that
 //! implements `kube::Resource` itself, `crate = ".."`, the generated constructors,
-//! `InformerFactory::reflected` and `on_event`, all without HTTP.
+//! `InformerFactory::reflected` and typed events through `add_event_fn`, all without HTTP.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -221,35 +221,40 @@ async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
 }
 
 #[tokio::test(start_paused = true)]
-async fn on_event_delivers_typed_events_and_queries_follow_the_informer() {
+async fn add_event_fn_delivers_typed_events_and_queries_follow_the_informer() {
     let source = FakeSource::<Gadget>::new();
     source.add((*gadget("a", "red", [1, 2], "web")).clone());
-    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Gadget::indexers());
+    let informer = SharedIndexInformer::builder(source.clone())
+        .indexers(Gadget::indexers())
+        .build();
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
-    let reg = Gadget::on_event(&informer, {
-        let seen = Arc::clone(&seen);
-        move |ev: GadgetEvent| {
-            let s = match ev {
-                Event::Added {
-                    obj,
-                    is_in_initial_list,
-                } => {
-                    format!("added {} {is_in_initial_list}", obj.color)
-                }
-                Event::Updated { old, new } => format!("updated {} -> {}", old.color, new.color),
-                Event::Deleted(d) => format!("deleted {}", d.object().color),
-            };
-            seen.lock().unwrap().push(s);
-        }
-    })
-    .unwrap();
+    let reg = informer
+        .add_event_fn({
+            let seen = Arc::clone(&seen);
+            move |ev: Event<Gadget>| {
+                let s = match ev {
+                    Event::Added {
+                        obj,
+                        is_in_initial_list,
+                    } => {
+                        format!("added {} {is_in_initial_list}", obj.color)
+                    }
+                    Event::Updated { old, new } => {
+                        format!("updated {} -> {}", old.color, new.color)
+                    }
+                    Event::Deleted(d) => format!("deleted {}", d.object().color),
+                };
+                seen.lock().unwrap().push(s);
+            }
+        })
+        .unwrap();
     let cancel = CancellationToken::new();
     let run = tokio::spawn({
         let informer = informer.clone();
         let cancel = cancel.clone();
         async move { informer.run(cancel).await }
     });
-    assert!(informer.wait_for_cache_sync(&cancel).await);
+    informer.wait_synced().await.unwrap();
     assert_eq!(names(informer.by_color("red")), ["a"]);
 
     let mut a = (*gadget("a", "blue", [1, 2], "web")).clone();

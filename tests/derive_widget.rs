@@ -379,11 +379,16 @@ fn queries_work_on_indexer_lister_and_answer_nothing_without_the_index() {
     assert!(bare.by_owner_keys("alice").is_empty());
 }
 
-#[test]
-fn widget_event_alias_is_the_generic_event() {
-    let ev: WidgetEvent = reflector::informer::Event::Added {
-        obj: w("a", "alice").build(),
-        is_in_initial_list: true,
-    };
-    assert_eq!(ev.object().spec.owner, "alice");
+/// `Reflect`'s provided `informer` (what `Widget::informer(client)` calls) registers
+/// every index the derive declares, and the namespace index.
+#[tokio::test]
+async fn provided_informer_registers_every_declared_index() {
+    let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
+    let client = kube::Client::try_from(config).unwrap();
+    let informer = Widget::informer(client);
+    let registered = informer.indexer().indexers();
+    for name in Widget::INDEX_NAMES {
+        assert!(registered.contains(name), "{name} not registered");
+    }
+    assert!(registered.contains(reflector::store::NAMESPACE_INDEX));
 }

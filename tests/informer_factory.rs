@@ -1,14 +1,14 @@
-//! `InformerFactory` on the embedded API server: one informer per (type,
-//! namespace, selectors), start-once, per-informer sync report, a shutdown that
-//! waits for every task, and managedFields dropped by default.
+//! `InformerFactory` on the embedded API server: one informer per type and scope,
+//! start-once, a sync wait woken by the informers, a shutdown that waits for every
+//! task, a dropped factory that stops its informers, and managedFields dropped by
+//! default.
 
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
-use reflector::informer::{EventHandlerFns, InformerFactory};
+use reflector::informer::{InformerFactory, InformerScope};
 use reflector_testkit::{ApiServer, Verb};
-use tokio_util::sync::CancellationToken;
 
 fn cm(ns: &str, name: &str) -> ConfigMap {
     let mut c = ConfigMap::default();
@@ -37,34 +37,29 @@ async fn one_informer_per_type_namespace_and_selectors() {
     let all = factory.informer::<ConfigMap>();
     let again = factory.informer::<ConfigMap>();
     let in_a = factory.namespaced::<ConfigMap>("a");
-    let labelled = factory.informer_for::<ConfigMap>(None, Some("app=one"), None);
+    let labelled = factory.scoped::<ConfigMap>(&InformerScope::default().labels("app=one"));
     let pods = factory.informer::<Pod>();
 
     // A handler added through one handle is registered on the other: same informer.
-    let reg = all.add_event_handler(EventHandlerFns::new()).unwrap();
+    let reg = all.add_event_fn(|_| {}).unwrap();
     assert!(again.is_registered(&reg));
     assert!(!in_a.is_registered(&reg));
     assert!(!labelled.is_registered(&reg));
 
-    let cancel = CancellationToken::new();
-    factory.start(&cancel);
-    factory.start(&cancel); // starting again starts nothing new
-    let synced = tokio::time::timeout(
-        Duration::from_secs(10),
-        factory.wait_for_cache_sync(&cancel),
-    )
-    .await
-    .expect("synced in time");
-    assert_eq!(
-        synced.keys().map(String::as_str).collect::<Vec<_>>(),
-        [
-            "ConfigMap",
-            "ConfigMap in a",
-            "ConfigMap labels app=one",
-            "Pod"
-        ]
-    );
-    assert!(synced.values().all(|v| *v), "{synced:?}");
+    factory.start();
+    factory.start(); // starting again starts nothing new
+    tokio::time::timeout(Duration::from_secs(10), factory.wait_synced())
+        .await
+        .expect("synced in time")
+        .expect("no informer stopped");
+    for (name, synced) in [
+        ("ConfigMap", all.has_synced()),
+        ("ConfigMap in a", in_a.has_synced()),
+        ("ConfigMap labels app=one", labelled.has_synced()),
+        ("Pod", pods.has_synced()),
+    ] {
+        assert!(synced, "{name} not synced when the factory's wait returned");
+    }
     assert_eq!(all.indexer().len(), 3);
     assert_eq!(in_a.indexer().len(), 2);
     assert_eq!(labelled.indexer().len(), 1);
@@ -80,15 +75,8 @@ async fn one_informer_per_type_namespace_and_selectors() {
 
     factory.shutdown().await;
     assert!(all.is_stopped() && in_a.is_stopped() && labelled.is_stopped() && pods.is_stopped());
-    // The client dropped every watch connection before shutdown returned; the
-    // server notices each closed connection on its next poll.
-    tokio::time::timeout(Duration::from_secs(5), async {
-        while s.open_watches() > 0 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .expect("the server saw every watch closed");
+    // The client dropped every watch connection before shutdown returned.
+    no_open_watches(&s).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -98,17 +86,59 @@ async fn managed_fields_are_dropped_by_default_and_kept_on_request() {
     let full = InformerFactory::new(s.client()).keep_managed_fields();
     let lean_cms = lean.informer::<ConfigMap>();
     let full_cms = full.informer::<ConfigMap>();
-    let cancel = CancellationToken::new();
-    lean.start(&cancel);
-    full.start(&cancel);
-    lean.wait_for_cache_sync(&cancel).await;
-    full.wait_for_cache_sync(&cancel).await;
+    lean.start();
+    full.start();
+    lean.wait_synced().await.unwrap();
+    full.wait_synced().await.unwrap();
     let one = lean_cms.lister().get(Some("a"), "one").expect("cached");
     assert!(one.metadata.managed_fields.is_none());
     assert_eq!(one.metadata.labels.as_ref().unwrap()["app"], "one");
     let one = full_cms.lister().get(Some("a"), "one").expect("cached");
     assert_eq!(one.metadata.managed_fields.as_ref().map(Vec::len), Some(1));
-    cancel.cancel();
     lean.shutdown().await;
     full.shutdown().await;
+}
+
+/// Waits until the server sees no open watch (it notices a closed connection on its
+/// next poll).
+async fn no_open_watches(s: &ApiServer) {
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while s.open_watches() > 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the server saw every watch closed");
+}
+
+/// The factory owns what it started: dropping it (no `shutdown`) ends every watch
+/// it opened and stops its informers' tasks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_factory_ends_its_watches_and_tasks() {
+    let s = server().await;
+    let factory = InformerFactory::new(s.client());
+    let cms = factory.informer::<ConfigMap>();
+    let pods = factory.informer::<Pod>();
+    factory.start();
+    factory.wait_synced().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while s.open_watches() < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("both informers watch");
+
+    drop(factory);
+    no_open_watches(&s).await;
+    // The informers' tasks ended: each run returned and marked its informer stopped.
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while !(cms.is_stopped() && pods.is_stopped()) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("every informer task ended");
+    // The handles outlive the factory: their caches are still readable.
+    assert_eq!(cms.indexer().len(), 3);
 }

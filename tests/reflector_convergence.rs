@@ -18,11 +18,9 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use reflector::backoff::BackoffConfig;
-use reflector::informer::{EventHandlerFns, SharedIndexInformer};
+use reflector::informer::{Event, SharedIndexInformer};
 use reflector::listwatch::ApiListerWatcher;
-use reflector::object::DeletedObject;
 use reflector::reflector::ReflectorOptions;
-use reflector::store::Indexers;
 use reflector_testkit::{ApiServer, BadLine, Fault, Matcher, Verb};
 use tokio_util::sync::CancellationToken;
 
@@ -124,18 +122,17 @@ async fn converge(seed: u64) -> Result<(), String> {
         server.client_without_retries(),
         NS,
     ));
-    let informer = SharedIndexInformer::new(lw, Duration::ZERO, Indexers::new());
-    informer
-        .set_reflector_options(
+    let informer = SharedIndexInformer::builder(lw)
+        .reflector_options(
             ReflectorOptions::default().page_size(97).backoff(
                 BackoffConfig::default()
                     .initial(Duration::from_millis(10))
                     .max(Duration::from_millis(100)),
             ),
         )
-        .map_err(|e| e.to_string())?;
+        .build();
     let seen = Arc::new(Mutex::new(Seen::default()));
-    let (a, u, d) = (seen.clone(), seen.clone(), seen.clone());
+    let handler_seen = seen.clone();
     let name_rv = |o: &ConfigMap| {
         (
             format!("{NS}/{}", o.metadata.name.as_deref().unwrap_or_default()),
@@ -143,20 +140,20 @@ async fn converge(seed: u64) -> Result<(), String> {
         )
     };
     informer
-        .add_event_handler(
-            EventHandlerFns::<ConfigMap>::new()
-                .on_add(move |o, _| {
-                    let mut s = a.lock().unwrap();
-                    s.added.insert(o.metadata.name.clone().unwrap_or_default());
-                    let (k, rv) = name_rv(o);
+        .add_event_fn(move |ev: Event<ConfigMap>| {
+            let mut s = handler_seen.lock().unwrap();
+            match ev {
+                Event::Added { obj, .. } => {
+                    s.added
+                        .insert(obj.metadata.name.clone().unwrap_or_default());
+                    let (k, rv) = name_rv(&obj);
                     s.view.insert(k, rv);
-                })
-                .on_update(move |_, o| {
-                    let (k, rv) = name_rv(o);
-                    u.lock().unwrap().view.insert(k, rv);
-                })
-                .on_delete(move |o: &DeletedObject<ConfigMap>| {
-                    let mut s = d.lock().unwrap();
+                }
+                Event::Updated { new, .. } => {
+                    let (k, rv) = name_rv(&new);
+                    s.view.insert(k, rv);
+                }
+                Event::Deleted(o) => {
                     if o.is_tombstone() {
                         s.tombstones += 1;
                     }
@@ -164,23 +161,19 @@ async fn converge(seed: u64) -> Result<(), String> {
                         .insert(o.object().metadata.name.clone().unwrap_or_default());
                     let (k, _) = name_rv(o.object());
                     s.view.remove(&k);
-                }),
-        )
+                }
+            }
+        })
         .map_err(|e| e.to_string())?;
     let cancel = CancellationToken::new();
     let run = tokio::spawn({
         let (i, c) = (informer.clone(), cancel.clone());
         async move { i.run(c).await }
     });
-    let synced = tokio::time::timeout(
-        Duration::from_secs(20),
-        informer.wait_for_cache_sync(&cancel),
-    )
-    .await
-    .map_err(|_| format!("seed {seed}: no initial sync"))?;
-    if !synced {
-        return Err(format!("seed {seed}: cancelled before sync"));
-    }
+    tokio::time::timeout(Duration::from_secs(20), informer.wait_synced())
+        .await
+        .map_err(|_| format!("seed {seed}: no initial sync"))?
+        .map_err(|e| format!("seed {seed}: {e}"))?;
 
     // The writer: random creates, updates and deletes, with a fault every 50 writes.
     let api = Api::<ConfigMap>::namespaced(server.client(), NS);

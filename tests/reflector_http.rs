@@ -9,12 +9,15 @@ use kube::Api;
 use reflector::informer::SharedIndexInformer;
 use reflector::listwatch::ApiListerWatcher;
 use reflector::reflector::ReflectorOptions;
-use reflector::store::Indexers;
 use reflector_testkit::{ApiServer, Fault, Matcher, RequestLogEntry, Verb, bench_objects};
 use tokio_util::sync::CancellationToken;
 
 async fn server_with(n: usize) -> ApiServer {
-    let server = ApiServer::start().await.expect("server starts");
+    let server = ApiServer::builder()
+        .paginate_rv0(true)
+        .start()
+        .await
+        .expect("server starts");
     let objs = bench_objects::config_maps(n);
     server.insert_many(objs.iter()).expect("insert");
     server
@@ -22,9 +25,9 @@ async fn server_with(n: usize) -> ApiServer {
 
 fn informer(server: &ApiServer, opts: ReflectorOptions) -> SharedIndexInformer<ConfigMap> {
     let lw = ApiListerWatcher::new(Api::<ConfigMap>::all(server.client_without_retries()));
-    let i = SharedIndexInformer::new(lw, Duration::ZERO, Indexers::new());
-    i.set_reflector_options(opts).expect("not started");
-    i
+    SharedIndexInformer::builder(lw)
+        .reflector_options(opts)
+        .build()
 }
 
 async fn run_until_synced(
@@ -35,10 +38,10 @@ async fn run_until_synced(
         let (i, c) = (i.clone(), cancel.clone());
         async move { i.run(c).await }
     });
-    let synced = tokio::time::timeout(Duration::from_secs(10), i.wait_for_cache_sync(&cancel))
+    tokio::time::timeout(Duration::from_secs(10), i.wait_synced())
         .await
-        .expect("synced in time");
-    assert!(synced);
+        .expect("synced in time")
+        .expect("not stopped");
     (cancel, task)
 }
 

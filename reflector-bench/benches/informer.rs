@@ -180,7 +180,7 @@ fn run_once(
         events: Mutex::new(Some(events)),
         go: go.clone(),
     };
-    let informer = SharedIndexInformer::new(lw, Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(lw);
     let (added, updated) = (Phase::new(handlers), Phase::new(handlers));
     for _ in 0..handlers {
         informer

@@ -22,11 +22,9 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use reflector_core::controller::{Action, Controller, backoff_on_error};
+use reflector_core::controller::{Action, Controller, Request};
 use reflector_core::informer::SharedIndexInformer;
 use reflector_core::listwatch::FakeSource;
-use reflector_core::object::ObjectKey;
-use reflector_core::store::Indexers;
 use tokio::runtime::Runtime;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -52,7 +50,7 @@ struct Ctx {
     done: Notify,
 }
 
-async fn reconcile(_key: ObjectKey, ctx: Arc<Ctx>) -> Result<Action, Never> {
+async fn reconcile(_req: Request<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, Never> {
     let n = ctx.count.fetch_add(1, Ordering::Relaxed) + 1;
     if n == 1 {
         *ctx.first.lock().unwrap() = Some(Instant::now());
@@ -81,13 +79,13 @@ fn run(rt: &Runtime, iters: u64, workers: usize) -> Duration {
                 ..ConfigMap::default()
             });
         }
-        let informer = SharedIndexInformer::new(source, Duration::ZERO, Indexers::new());
+        let informer = SharedIndexInformer::new(source);
         let informer_cancel = CancellationToken::new();
         let informer_task = tokio::spawn({
             let (i, c) = (informer.clone(), informer_cancel.clone());
             async move { i.run(c).await }
         });
-        informer.wait_for_cache_sync(&informer_cancel).await;
+        informer.wait_synced().await.unwrap();
 
         let quota = usize::try_from(iters)
             .unwrap_or(usize::MAX)
@@ -100,12 +98,16 @@ fn run(rt: &Runtime, iters: u64, workers: usize) -> Duration {
             done: Notify::new(),
         });
         let cancel = CancellationToken::new();
-        let controller = tokio::spawn(Controller::new(informer).concurrency(workers).run(
-            reconcile,
-            backoff_on_error,
-            Arc::clone(&ctx),
-            cancel.clone(),
-        ));
+        let controller = tokio::spawn(
+            Controller::new(informer)
+                .concurrency(workers)
+                .start_informers(false)
+                .run_until(
+                    reconcile,
+                    Arc::clone(&ctx),
+                    cancel.clone().cancelled_owned(),
+                ),
+        );
         ctx.done.notified().await;
         cancel.cancel();
         controller.await.unwrap().unwrap();

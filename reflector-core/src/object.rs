@@ -11,6 +11,10 @@ use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 use std::sync::Arc;
 
+mod object_ref;
+
+pub use object_ref::ObjectRef;
+
 /// What this crate asks of a cached object: a Kubernetes resource that can be shared
 /// across tasks.
 ///
@@ -343,6 +347,15 @@ pub fn deletion_handling_key<K: kube::Resource>(
         DeletedObject::Known(o) => meta_namespace_key(o.as_ref()),
         DeletedObject::FinalStateUnknown(t) => Ok(t.key.clone()),
     }
+}
+
+/// A type's last path segment without generics (`ConfigMap` for
+/// `k8s_openapi::api::core::v1::ConfigMap`): names a kind in logs, metrics and
+/// [`ObjectRef`]'s `Display` without needing its `DynamicType`.
+pub(crate) fn short_type_name<T>() -> &'static str {
+    let full = std::any::type_name::<T>();
+    let base = full.split('<').next().unwrap_or(full);
+    base.rsplit("::").next().unwrap_or(base)
 }
 
 #[cfg(test)]

@@ -5,11 +5,9 @@
 //! `kube::Resource` itself. For the root type — say `Widget` — it generates:
 //!
 //! - `impl Reflect for Widget`: [`Reflect::indexers`] holds one index function per
-//!   `#[reflect(index ..)]`, and [`Reflect::INDEX_NAMES`] their names;
-//! - `Widget::lister_watcher(client)` ([`lister_watcher`]), `Widget::informer(client)`
-//!   ([`informer`], every declared index registered) and `Widget::on_event(&informer,
-//!   |ev| ..)` (a closure over [`Event`](crate::informer::Event)s);
-//! - `pub type WidgetEvent = Event<Widget>;`
+//!   `#[reflect(index ..)]`, and [`Reflect::INDEX_NAMES`] their names; the trait's
+//!   provided methods then give `Widget::lister_watcher(client)` and
+//!   `Widget::informer(client)` (every declared index registered);
 //! - `pub trait WidgetIndexes: IndexQuery<Widget>`, implemented for every
 //!   [`IndexQuery<Widget>`] (a [`Lister`], an [`Indexer`], a [`SharedIndexInformer`]):
 //!   `by_owner(value)` returns the matching objects and `by_owner_keys(value)` their
@@ -24,9 +22,8 @@
 
 use std::fmt::Debug;
 use std::sync::Arc;
-use std::time::Duration;
 
-use kube::{Api, Client, Resource};
+use kube::{Api, Client};
 use serde::de::DeserializeOwned;
 
 use crate::informer::SharedIndexInformer;
@@ -38,7 +35,10 @@ use crate::store::{Indexer, Indexers, StoreError};
 /// A Kubernetes kind whose indexes are declared with `#[derive(Reflect)]`.
 ///
 /// Implemented by the derive; implementing it by hand is allowed (an [`Indexers`]
-/// builder and the names it holds).
+/// builder and the names it holds). The provided methods build what every kind
+/// needs from those: a lister-watcher and an informer with the declared indexes.
+/// Bring the trait into scope to call them (`use reflector::Reflect;` imports the
+/// derive and the trait at once).
 ///
 /// # Example
 /// ```
@@ -66,6 +66,53 @@ pub trait Reflect: Object {
 
     /// One index function per declared index, under its name.
     fn indexers() -> Indexers<Self>;
+
+    /// Lists and watches every `Self` in every namespace; narrow it with
+    /// [`ApiListerWatcher::namespace`], [`ApiListerWatcher::labels`] and
+    /// [`ApiListerWatcher::fields`].
+    ///
+    /// # Example
+    /// ```no_run
+    /// # use reflector_core::reflect::Reflect;
+    /// # fn f<Widget: Reflect + serde::de::DeserializeOwned + std::fmt::Debug>(client: kube::Client)
+    /// # where Widget::DynamicType: Default + Clone {
+    /// let lw = Widget::lister_watcher(client).labels("app=web");
+    /// # let _ = lw;
+    /// # }
+    /// ```
+    #[must_use]
+    fn lister_watcher(client: Client) -> ApiListerWatcher<Self>
+    where
+        Self: DeserializeOwned + Debug,
+        Self::DynamicType: Default + Clone,
+    {
+        ApiListerWatcher::new(Api::all(client))
+    }
+
+    /// A new (unshared, not started) informer over every `Self` in every
+    /// namespace, with every declared index and no handler resync. For an informer
+    /// shared with other controllers use
+    /// [`InformerFactory::reflected`](crate::informer::InformerFactory::reflected).
+    ///
+    /// # Example
+    /// ```no_run
+    /// # use reflector_core::reflect::Reflect;
+    /// # fn f<Widget: Reflect + serde::de::DeserializeOwned + std::fmt::Debug>(client: kube::Client)
+    /// # where Widget::DynamicType: Default + Clone + Send + Sync + 'static {
+    /// let widgets = Widget::informer(client);
+    /// # let _ = widgets;
+    /// # }
+    /// ```
+    #[must_use]
+    fn informer(client: Client) -> SharedIndexInformer<Self>
+    where
+        Self: DeserializeOwned + Debug,
+        Self::DynamicType: Default + Clone + Send + Sync + 'static,
+    {
+        SharedIndexInformer::builder(Self::lister_watcher(client))
+            .indexers(Self::indexers())
+            .build()
+    }
 }
 
 /// Something that answers index queries about `K`s: a [`Lister`], an [`Indexer`]
@@ -135,54 +182,6 @@ impl<K: Object> IndexQuery<K> for SharedIndexInformer<K> {
     fn query_index_keys(&self, index: &str, value: &str) -> Vec<ObjectKey> {
         self.indexer().query_index_keys(index, value)
     }
-}
-
-/// Lists and watches every `K` in every namespace (what the generated
-/// `Widget::lister_watcher(client)` returns); narrow it with
-/// [`ApiListerWatcher::namespace`], [`ApiListerWatcher::labels`] and
-/// [`ApiListerWatcher::fields`].
-///
-/// # Example
-/// ```no_run
-/// use k8s_openapi::api::core::v1::Pod;
-/// # fn f(client: kube::Client) {
-/// let lw = reflector_core::reflect::lister_watcher::<Pod>(client)
-///     .namespace("default")
-///     .labels("app=web");
-/// # let _ = lw;
-/// # }
-/// ```
-#[must_use]
-pub fn lister_watcher<K>(client: Client) -> ApiListerWatcher<K>
-where
-    K: Resource + Clone + DeserializeOwned + Debug,
-    K::DynamicType: Default + Clone,
-{
-    ApiListerWatcher::new(Api::all(client))
-}
-
-/// A new (unshared, not started) informer over every `K` in every namespace, with
-/// every index `K` declares and no handler resync (what the generated
-/// `Widget::informer(client)` returns). For an informer shared with other
-/// controllers use [`InformerFactory::reflected`](crate::informer::InformerFactory::reflected).
-///
-/// # Example
-/// ```no_run
-/// # use k8s_openapi::api::core::v1::Pod;
-/// # use reflector_core::reflect::Reflect;
-/// # fn f<K: Reflect + serde::de::DeserializeOwned + std::fmt::Debug>(client: kube::Client)
-/// # where K::DynamicType: Default + Clone + Send + Sync + 'static {
-/// let informer = reflector_core::reflect::informer::<K>(client);
-/// # let _ = informer;
-/// # }
-/// ```
-#[must_use]
-pub fn informer<K>(client: Client) -> SharedIndexInformer<K>
-where
-    K: Reflect + DeserializeOwned + Debug,
-    K::DynamicType: Default + Clone + Send + Sync + 'static,
-{
-    SharedIndexInformer::new(lister_watcher::<K>(client), Duration::ZERO, K::indexers())
 }
 
 /// Support for the code `#[derive(Reflect)]` generates. Not a public API: it changes

@@ -10,21 +10,18 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, DeleteParams, PostParams};
 use prometheus_client::registry::Registry;
-use reflector_core::controller::{Action, Controller, backoff_on_error};
+use reflector_core::controller::{Action, CancellationToken, Controller, Request};
 use reflector_core::informer::InformerFactory;
-use reflector_core::lister::Lister;
 use reflector_core::metrics::{Metrics, render_metrics};
 use reflector_core::object::ObjectKey;
 use reflector_testkit::ApiServer;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, thiserror::Error)]
 #[error("never")]
 struct Never;
 
 struct Ctx {
-    deployments: Lister<Deployment>,
     seen: mpsc::UnboundedSender<(ObjectKey, bool)>,
 }
 
@@ -37,7 +34,8 @@ async fn next(rx: &mut mpsc::UnboundedReceiver<(ObjectKey, bool)>) -> (ObjectKey
 
 /// Initial sync reconciles the Deployment; creating an owned ConfigMap over HTTP
 /// reconciles its owner; deleting the Deployment reconciles it once more with the
-/// lister answering `None`; the metrics count the three successes.
+/// request's object `None`; the metrics count the three successes. The informers
+/// are the factory's, started by the factory: the controller leaves them running.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deployment_controller_over_http() {
     let server = ApiServer::start().await.expect("server");
@@ -57,26 +55,22 @@ async fn deployment_controller_over_http() {
     let config_maps = factory.namespaced::<ConfigMap>("e2e");
     let mut registry = Registry::default();
     let metrics = Metrics::registered(&mut registry);
+    let deployments_informer = deployments.clone();
     let controller = Controller::new(deployments)
         .owns(config_maps)
         .concurrency(2)
         .metrics(&metrics);
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let ctx = Arc::new(Ctx {
-        deployments: controller.lister(),
-        seen: tx,
-    });
+    let ctx = Arc::new(Ctx { seen: tx });
     let cancel = CancellationToken::new();
-    factory.start(&cancel);
-    let run = tokio::spawn(controller.run(
-        |key: ObjectKey, ctx: Arc<Ctx>| async move {
-            let present = ctx.deployments.get_by_key(&key).is_some();
-            let _ = ctx.seen.send((key, present));
+    factory.start();
+    let run = tokio::spawn(controller.run_until(
+        |req: Request<Deployment>, ctx: Arc<Ctx>| async move {
+            let _ = ctx.seen.send((req.key.into_key(), req.object.is_some()));
             Ok::<_, Never>(Action::done())
         },
-        backoff_on_error,
         ctx,
-        cancel.clone(),
+        cancel.clone().cancelled_owned(),
     ));
     let web = ObjectKey::new(Some("e2e"), "web");
     assert_eq!(next(&mut rx).await, (web.clone(), true));
@@ -131,6 +125,11 @@ async fn deployment_controller_over_http() {
     );
     cancel.cancel();
     run.await.unwrap().unwrap();
+    assert!(
+        !deployments_informer.is_stopped(),
+        "the controller stopped an informer the factory started"
+    );
     factory.shutdown().await;
+    assert!(deployments_informer.is_stopped());
     server.shutdown().await;
 }

@@ -36,9 +36,9 @@ use proc_macro::TokenStream;
 /// }
 /// ```
 ///
-/// Generated for `Widget`: `impl Reflect for Widget`, `Widget::lister_watcher(client)`,
-/// `Widget::informer(client)`, `Widget::on_event(&informer, f)`,
-/// `type WidgetEvent = Event<Widget>` and the query trait `WidgetIndexes` with
+/// Generated for `Widget`: `impl Reflect for Widget` (its indexers and their names;
+/// the trait's provided methods add `Widget::lister_watcher(client)` and
+/// `Widget::informer(client)`) and the query trait `WidgetIndexes` with
 /// `by_<index>(value)` and `by_<index>_keys(value)` per index.
 #[proc_macro_derive(Reflect, attributes(reflect))]
 pub fn derive_reflect(input: TokenStream) -> TokenStream {

@@ -56,13 +56,21 @@ pub(crate) fn respond(shared: &Shared, target: &Target) -> Result<Response, ApiE
                 .iter()
                 .filter(|r| r.group == *group && r.version == *version)
             {
-                resources.push(json!({
+                let mut resource = json!({
                     "name": r.plural,
                     "singularName": r.singular(),
                     "namespaced": r.namespaced,
                     "kind": r.kind,
-                    "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
-                }));
+                    "verbs": r.verbs(),
+                });
+                // Both are `omitempty` in the real APIResource.
+                if !r.short_names.is_empty() {
+                    resource["shortNames"] = json!(r.short_names);
+                }
+                if !r.categories.is_empty() {
+                    resource["categories"] = json!(r.categories);
+                }
+                resources.push(resource);
                 if r.status_subresource {
                     resources.push(json!({
                         "name": format!("{}/status", r.plural),

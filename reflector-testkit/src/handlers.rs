@@ -5,18 +5,20 @@ use std::sync::Arc;
 use axum::response::Response;
 use serde_json::Value;
 
+use crate::list::list_body;
 use crate::object::{Repr, key_of};
 use crate::patch::merge_patch;
 use crate::query::ListOptions;
 use crate::router::{RequestBody, json_response};
+use crate::selector::FieldLabels;
 use crate::server::Shared;
-use crate::state::{Preconditions, ResourceId};
-use crate::status::ApiError;
+use crate::state::{Deleted, Preconditions, ResourceId};
+use crate::status::{ApiError, status_details};
 
 fn parse_json(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     let media = content_type.split(';').next().unwrap_or_default().trim();
     if !media.is_empty() && media != "application/json" && media != "*/*" {
-        return Err(ApiError::unsupported_media_type(media));
+        return Err(ApiError::unsupported_media_type(&["application/json"]));
     }
     serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
@@ -79,9 +81,14 @@ pub(crate) fn patch(
         .next()
         .unwrap_or_default()
         .trim();
-    if media != "application/merge-patch+json" && media != "application/strategic-merge-patch+json"
-    {
-        return Err(ApiError::unsupported_media_type(media));
+    // Only the patch types this server applies are offered (the real server also
+    // takes JSON patch and apply patches).
+    const PATCH_TYPES: [&str; 2] = [
+        "application/merge-patch+json",
+        "application/strategic-merge-patch+json",
+    ];
+    if !PATCH_TYPES.contains(&media) {
+        return Err(ApiError::unsupported_media_type(&PATCH_TYPES));
     }
     let patch: Value = serde_json::from_slice(&body.bytes)
         .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
@@ -110,10 +117,34 @@ pub(crate) fn delete(
     body: &[u8],
 ) -> Result<Response, ApiError> {
     let preconditions = delete_preconditions(body)?;
-    let deleted = shared
-        .state()
-        .delete(rid, namespace, name, &preconditions)?;
-    Ok(json_response(200, repr.render(&deleted)))
+    let mut state = shared.state();
+    let deleted = state.delete(rid, namespace, name, &preconditions)?;
+    let info = &state.resources[rid];
+    match deleted {
+        // Like the real generic registry: an object removed at once is answered with a
+        // success `Status` (details.kind is the plural resource), unless the resource's
+        // storage returns the deleted object.
+        Deleted::Removed(object) if !info.delete_returns_object => {
+            let mut details = status_details(&object.name, &info.group, &info.plural);
+            if let Some(uid) = object.value().pointer("/metadata/uid") {
+                details["uid"] = uid.clone();
+            }
+            let status = serde_json::json!({
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": details,
+            });
+            Ok(json_response(
+                200,
+                serde_json::to_vec(&status).unwrap_or_default(),
+            ))
+        }
+        Deleted::Removed(object) | Deleted::Pending(object) => {
+            Ok(json_response(200, repr.render(&object)))
+        }
+    }
 }
 
 fn delete_preconditions(body: &[u8]) -> Result<Preconditions, ApiError> {
@@ -134,34 +165,29 @@ fn delete_preconditions(body: &[u8]) -> Result<Preconditions, ApiError> {
     })
 }
 
+/// DELETE on a collection. Like the real generic registry, the answer is the list of the
+/// matching objects as they were before the deletes (list resourceVersion included).
 pub(crate) fn delete_collection(
     shared: &Arc<Shared>,
+    repr: Repr,
     rid: ResourceId,
     namespace: Option<&str>,
     pairs: &[(String, String)],
 ) -> Result<Response, ApiError> {
-    let options = ListOptions::parse(pairs)?;
     let mut state = shared.state();
     let info = state.resources[rid].clone();
-    let names: Vec<(Option<String>, String)> = state
-        .snapshot(rid, namespace)
-        .iter()
-        .filter(|o| options.filter.matches(o))
-        .map(|o| (o.namespace.clone(), o.name.clone()))
-        .collect();
-    let mut items = Vec::with_capacity(names.len());
-    for (ns, name) in names {
-        let deleted = state.delete(rid, ns.as_deref(), &name, &Preconditions::default())?;
-        items.push(deleted.value());
+    let options = ListOptions::parse(pairs, FieldLabels::of(&info.group, &info.kind))?;
+    let listed_at = state.rv;
+    let mut items = state.snapshot(rid, namespace);
+    items.retain(|o| options.filter.matches(o));
+    for object in &items {
+        let namespace = object.namespace.as_deref();
+        state.delete(rid, namespace, &object.name, &Preconditions::default())?;
     }
-    let list = serde_json::json!({
-        "kind": format!("{}List", info.kind),
-        "apiVersion": info.api_version(),
-        "metadata": {"resourceVersion": state.rv.to_string()},
-        "items": items,
-    });
-    Ok(json_response(
-        200,
-        serde_json::to_vec(&list).unwrap_or_default(),
-    ))
+    let mut metadata = serde_json::Map::new();
+    metadata.insert(
+        "resourceVersion".to_owned(),
+        Value::String(listed_at.to_string()),
+    );
+    Ok(json_response(200, list_body(repr, &info, metadata, &items)))
 }

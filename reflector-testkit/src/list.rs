@@ -9,9 +9,11 @@ use serde_json::json;
 
 use crate::continue_token;
 use crate::fault::Fired;
-use crate::object::Repr;
+use crate::object::{Repr, StoredObject};
 use crate::query::{ListOptions, Rv, RvMatch};
+use crate::resource::ResourceInfo;
 use crate::router::json_response;
+use crate::selector::FieldLabels;
 use crate::server::Shared;
 use crate::state::ResourceId;
 use crate::status::ApiError;
@@ -19,7 +21,10 @@ use crate::status::ApiError;
 /// The real server's message for a continue token older than the compaction floor.
 pub(crate) const CONTINUE_EXPIRED_MESSAGE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 
-pub(crate) fn list_or_watch(
+/// # Cancel safety
+/// Cancel safe: the only await is the wait for a future resourceVersion, before anything
+/// is read or written.
+pub(crate) async fn list_or_watch(
     shared: &Arc<Shared>,
     repr: Repr,
     rid: ResourceId,
@@ -27,11 +32,36 @@ pub(crate) fn list_or_watch(
     pairs: &[(String, String)],
     fired: Fired,
 ) -> Result<Response, ApiError> {
-    let options = ListOptions::parse(pairs)?;
+    let field_labels = {
+        let state = shared.state();
+        let info = &state.resources[rid];
+        FieldLabels::of(&info.group, &info.kind)
+    };
+    let options = ListOptions::parse(pairs, field_labels)?;
     if options.watch {
         return crate::watch::start(shared, repr, rid, namespace, options, fired);
     }
+    if let (Rv::At(n), None) = (options.rv, &options.continue_token) {
+        wait_for_resource_version(shared, n).await;
+    }
     list(shared, repr, rid, namespace, &options)
+}
+
+/// Waits (at most the configured time, or until the server stops) for the current
+/// resourceVersion to reach `n`, as the real watch cache does before serving a list at a
+/// resourceVersion it has not seen yet. Returns at once when it already has.
+///
+/// # Cancel safety
+/// Cancel safe: it only reads the resourceVersion channel.
+async fn wait_for_resource_version(shared: &Shared, n: u64) {
+    let mut rv = shared.rv_rx.clone();
+    let reached = async move {
+        let _ = rv.wait_for(|current| *current >= n).await;
+    };
+    tokio::select! {
+        _ = tokio::time::timeout(shared.config.too_large_rv_wait, reached) => {}
+        () = shared.token.cancelled() => {}
+    }
 }
 
 fn list(
@@ -113,15 +143,28 @@ fn list(
     if let Some(remaining) = page.remaining {
         metadata.insert("remainingItemCount".to_owned(), json!(remaining));
     }
+    Ok(json_response(
+        200,
+        list_body(repr, &info, metadata, &page.items),
+    ))
+}
+
+/// A list body: the list's `kind`/`apiVersion` and `metadata`, then the items as the real
+/// server writes them ([`Repr::write_item`]), without re-encoding any object.
+pub(crate) fn list_body(
+    repr: Repr,
+    info: &ResourceInfo,
+    metadata: serde_json::Map<String, serde_json::Value>,
+    items: &[Arc<StoredObject>],
+) -> bytes::Bytes {
     let (list_kind, list_api_version) = repr.list_type(&info.kind, &info.api_version());
-    let items: Vec<bytes::Bytes> = page.items.iter().map(|o| repr.render(o)).collect();
     let head = json!({
         "kind": list_kind,
         "apiVersion": list_api_version,
         "metadata": metadata,
     });
     let head = serde_json::to_vec(&head).unwrap_or_default();
-    let size = head.len() + 16 + items.iter().map(|o| o.len() + 1).sum::<usize>();
+    let size = head.len() + 16 + items.iter().map(|o| o.json.len() + 1).sum::<usize>();
     let mut body = BytesMut::with_capacity(size);
     body.put_slice(&head[..head.len() - 1]);
     body.put_slice(b",\"items\":[");
@@ -129,8 +172,8 @@ fn list(
         if i > 0 {
             body.put_u8(b',');
         }
-        body.put_slice(item);
+        repr.write_item(item, info.unstructured, &mut body);
     }
     body.put_slice(b"]}");
-    Ok(json_response(200, body.freeze()))
+    body.freeze()
 }

@@ -3,6 +3,9 @@
 //! ```text
 //! reflector-testkit [--port PORT] [--demo]
 //! ```
+//!
+//! It prints its URL on stdout and runs until Ctrl+C or SIGTERM, then shuts down
+//! gracefully: open watches end with their final chunk and the process exits 0.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use reflector_testkit::ApiServer;
@@ -76,9 +79,37 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.demo {
         demo_objects(&server)?;
     }
-    tracing::info!(url = %server.url(), demo = args.demo, "reflector-testkit API server running; Ctrl+C to stop");
+    tracing::info!(url = %server.url(), demo = args.demo, "reflector-testkit API server running; Ctrl+C or SIGTERM to stop");
+    // Handlers are installed before the URL is printed, so a SIGTERM sent by whoever
+    // read it is always handled.
+    let stop = stop_signal()?;
     println!("{}", server.url());
-    tokio::signal::ctrl_c().await?;
+    stop.await;
+    // Ends every open watch (each stream gets its final chunk) and waits for the
+    // connections to finish, then exits 0.
     server.shutdown().await;
     Ok(())
+}
+
+/// Installs the stop-signal handlers now; the future resolves on Ctrl+C (SIGINT) or, on
+/// Unix, SIGTERM (what `kill` and container runtimes send).
+fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        let mut terminate = signal(SignalKind::terminate())?;
+        Ok(async move {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+    }
 }

@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{BufMut, Bytes, BytesMut};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// One stored object version. Immutable once built; shared by the store, the event log and
@@ -20,8 +21,12 @@ pub(crate) struct StoredObject {
     pub labels: BTreeMap<String, String>,
     /// `metadata.resourceVersion`.
     pub rv: u64,
-    /// The object as compact JSON (with `kind` and `apiVersion`).
+    /// The object as compact JSON, starting with `kind` and `apiVersion` when it has them.
     pub json: Bytes,
+    /// Where the fields after `kind`/`apiVersion` begin in `json` (0 when it has neither):
+    /// `{` followed by `json[item_start..]` is the object without them, as typed list
+    /// items are served.
+    item_start: usize,
 }
 
 impl StoredObject {
@@ -36,13 +41,25 @@ impl StoredObject {
                     .collect()
             })
             .unwrap_or_default();
+        let (json, item_start) = encode_type_first(value);
         Self {
             key,
             name: meta_str(value, "name").unwrap_or_default().to_owned(),
             namespace: meta_str(value, "namespace").map(str::to_owned),
             labels,
             rv,
-            json: Bytes::from(serde_json::to_vec(value).unwrap_or_default()),
+            json,
+            item_start,
+        }
+    }
+
+    /// Appends the object without `kind` and `apiVersion` to `out`.
+    pub(crate) fn write_untyped(&self, out: &mut BytesMut) {
+        if self.item_start == 0 {
+            out.put_slice(&self.json);
+        } else {
+            out.put_u8(b'{');
+            out.put_slice(&self.json[self.item_start..]);
         }
     }
 
@@ -50,6 +67,51 @@ impl StoredObject {
     pub(crate) fn value(&self) -> Value {
         serde_json::from_slice(&self.json).unwrap_or(Value::Null)
     }
+}
+
+/// A JSON object's entries other than `kind` and `apiVersion`, serialized as an object.
+struct Untyped<'a>(&'a Map<String, Value>);
+
+impl Serialize for Untyped<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(
+            self.0
+                .iter()
+                .filter(|(k, _)| k.as_str() != "kind" && k.as_str() != "apiVersion"),
+        )
+    }
+}
+
+/// Encodes `value` with `kind` and `apiVersion` first; returns the bytes and where the
+/// remaining fields begin (0 when the object has neither field).
+fn encode_type_first(value: &Value) -> (Bytes, usize) {
+    let Value::Object(map) = value else {
+        return (
+            Bytes::from(serde_json::to_vec(value).unwrap_or_default()),
+            0,
+        );
+    };
+    let mut head = Map::new();
+    for field in ["kind", "apiVersion"] {
+        if let Some(v) = map.get(field) {
+            head.insert(field.to_owned(), v.clone());
+        }
+    }
+    let rest = serde_json::to_vec(&Untyped(map)).unwrap_or_default();
+    if head.is_empty() || rest.len() < 2 {
+        return (Bytes::from(rest), 0);
+    }
+    let head = serde_json::to_vec(&head).unwrap_or_default();
+    // `{head fields` + (`,` + rest fields) + `}`, sharing the braces.
+    let mut out = BytesMut::with_capacity(head.len() + rest.len());
+    out.put_slice(&head[..head.len() - 1]);
+    let has_rest = rest.len() > 2;
+    if has_rest {
+        out.put_u8(b',');
+    }
+    let item_start = out.len();
+    out.put_slice(&rest[1..]);
+    (out.freeze(), item_start)
 }
 
 /// Storage key for a name in an optional namespace.
@@ -172,6 +234,15 @@ impl Repr {
                 });
                 Bytes::from(serde_json::to_vec(&partial).unwrap_or_default())
             }
+        }
+    }
+
+    /// Appends one list item: typed (built-in) resources list their items without `kind`
+    /// and `apiVersion`, unstructured ones (CRDs) and `PartialObjectMetadata` keep them.
+    pub(crate) fn write_item(self, object: &StoredObject, unstructured: bool, out: &mut BytesMut) {
+        match self {
+            Self::Full if !unstructured => object.write_untyped(out),
+            _ => out.put_slice(&self.render(object)),
         }
     }
 

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use crate::selector::{FieldSelector, LabelSelector};
+use crate::selector::{FieldLabels, FieldSelector, LabelSelector};
 use crate::state::ObjectFilter;
-use crate::status::ApiError;
+use crate::status::{ApiError, go_quote};
 
 /// Decodes a query string into pairs (percent-decoding, `+` as space, empty pairs dropped).
 pub(crate) fn parse_pairs(query: Option<&str>) -> Vec<(String, String)> {
@@ -77,6 +77,23 @@ fn parse_int(pairs: &[(String, String)], name: &str) -> Result<Option<i64>, ApiE
         .transpose()
 }
 
+/// Parses a non-empty, non-`"0"` resourceVersion like the real storage versioner (Go's
+/// `strconv.ParseUint`), answering its 400 `invalid resource version: ...` otherwise.
+fn parse_resource_version(raw: &str) -> Result<u64, ApiError> {
+    let why = if raw.bytes().all(|b| b.is_ascii_digit()) {
+        match raw.parse() {
+            Ok(n) => return Ok(n),
+            Err(_) => "value out of range",
+        }
+    } else {
+        "invalid syntax"
+    };
+    let quoted = go_quote(raw);
+    Err(ApiError::bad_request(format!(
+        "invalid resource version: resourceVersion: Invalid value: {quoted}: strconv.ParseUint: parsing {quoted}: {why}"
+    )))
+}
+
 /// `resourceVersion` of a list or watch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Rv {
@@ -112,17 +129,18 @@ pub(crate) struct ListOptions {
 
 impl ListOptions {
     /// Parses and validates list/watch options like the real server's `ValidateListOptions`.
-    pub(crate) fn parse(pairs: &[(String, String)]) -> Result<Self, ApiError> {
+    /// `field_labels` says how the resource checks field-selector labels.
+    pub(crate) fn parse(
+        pairs: &[(String, String)],
+        field_labels: FieldLabels,
+    ) -> Result<Self, ApiError> {
         let watch = parse_bool(pairs, "watch")?.unwrap_or(false);
         let rv_raw = param(pairs, "resourceVersion").unwrap_or_default();
-        let rv =
-            match rv_raw {
-                "" => Rv::Unset,
-                "0" => Rv::Any,
-                n => Rv::At(n.parse().map_err(|_| {
-                    ApiError::bad_request(format!("invalid resource version: {n:?}"))
-                })?),
-            };
+        let rv = match rv_raw {
+            "" => Rv::Unset,
+            "0" => Rv::Any,
+            n => Rv::At(parse_resource_version(n)?),
+        };
         let rv_match = match param(pairs, "resourceVersionMatch").unwrap_or_default() {
             "" => RvMatch::Unset,
             "NotOlderThan" => RvMatch::NotOlderThan,
@@ -149,7 +167,10 @@ impl ListOptions {
         let allow_bookmarks = parse_bool(pairs, "allowWatchBookmarks")?.unwrap_or(false);
         let send_initial_events = parse_bool(pairs, "sendInitialEvents")?;
         let labels = LabelSelector::parse(param(pairs, "labelSelector").unwrap_or_default())?;
-        let fields = FieldSelector::parse(param(pairs, "fieldSelector").unwrap_or_default())?;
+        let fields = FieldSelector::parse(
+            param(pairs, "fieldSelector").unwrap_or_default(),
+            field_labels,
+        )?;
 
         if rv_match != RvMatch::Unset {
             if rv == Rv::Unset && send_initial_events != Some(true) {
@@ -174,7 +195,7 @@ impl ListOptions {
                 ));
             }
         }
-        if let Some(sie) = send_initial_events {
+        if send_initial_events.is_some() {
             if !watch {
                 return Err(ApiError::invalid_list_options(
                     "sendInitialEvents",
@@ -186,13 +207,6 @@ impl ListOptions {
                 return Err(ApiError::invalid_list_options(
                     "resourceVersionMatch",
                     "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-                    "FieldValueForbidden",
-                ));
-            }
-            if sie && !allow_bookmarks {
-                return Err(ApiError::invalid_list_options(
-                    "allowWatchBookmarks",
-                    "Forbidden: sendInitialEvents requires setting allowWatchBookmarks=true",
                     "FieldValueForbidden",
                 ));
             }

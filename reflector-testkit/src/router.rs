@@ -273,6 +273,7 @@ async fn dispatch(
         Target::Collection { rid, namespace, .. } => match method.as_str() {
             "GET" => {
                 crate::list::list_or_watch(shared, repr, *rid, namespace.as_deref(), pairs, fired)
+                    .await
             }
             "POST" => match read_body(request).await {
                 Ok(body) => {
@@ -281,7 +282,7 @@ async fn dispatch(
                 Err(e) => Err(e),
             },
             "DELETE" => {
-                crate::handlers::delete_collection(shared, *rid, namespace.as_deref(), pairs)
+                crate::handlers::delete_collection(shared, repr, *rid, namespace.as_deref(), pairs)
             }
             other => Err(ApiError::method_not_allowed(other)),
         },

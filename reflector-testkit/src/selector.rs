@@ -1,8 +1,8 @@
 //! Label and field selectors, parsed from query parameters and matched against objects.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::status::ApiError;
+use crate::status::{ApiError, go_quote};
 
 /// One label requirement.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,24 +24,18 @@ pub(crate) struct LabelSelector {
 }
 
 impl LabelSelector {
-    /// Parses the `labelSelector` grammar: comma-joined `k=v`, `k==v`, `k!=v`,
-    /// `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, `k>n`, `k<n`.
+    /// Parses the `labelSelector` grammar the way the real server's label parser does
+    /// (same tokens, same precedence, same error texts): comma-joined `k=v`, `k==v`,
+    /// `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, `k>n`, `k<n`. Errors are 400s.
     pub(crate) fn parse(input: &str) -> Result<Self, ApiError> {
-        let mut requirements = Vec::new();
-        for part in split_top_level(input) {
-            let part = part.trim();
-            if part.is_empty() {
-                if input.trim().is_empty() {
-                    continue;
-                }
-                return Err(label_error(
-                    input,
-                    "found ',', expected: !, identifier, or 'end of string'",
-                ));
-            }
-            requirements.push(parse_requirement(part).map_err(|why| label_error(part, &why))?);
-        }
-        Ok(Self { requirements })
+        let mut parser = Parser {
+            items: lex(input),
+            pos: 0,
+        };
+        parser
+            .selector()
+            .map(|requirements| Self { requirements })
+            .map_err(ApiError::bad_request)
     }
 
     /// Whether the selector selects nothing-in-particular (matches everything).
@@ -71,142 +65,469 @@ impl LabelSelector {
     }
 }
 
-fn label_error(part: &str, why: &str) -> ApiError {
-    ApiError::bad_request(format!("unable to parse requirement: {part:?}: {why}"))
+/// A label-selector token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tok {
+    /// A character sequence the lexer could not read as an operator.
+    Error,
+    End,
+    ClosePar,
+    Comma,
+    Not,
+    DoubleEquals,
+    Equals,
+    Greater,
+    Ident,
+    In,
+    Less,
+    NotEquals,
+    NotIn,
+    OpenPar,
 }
 
-/// Splits on commas that are not inside parentheses.
-fn split_top_level(input: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let mut depth = 0usize;
-    let mut start = 0;
-    for (i, c) in input.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                parts.push(&input[start..i]);
-                start = i + 1;
-            }
-            _ => {}
+/// Tokens spelled by fixed text.
+fn keyword(text: &str) -> Option<Tok> {
+    Some(match text {
+        ")" => Tok::ClosePar,
+        "," => Tok::Comma,
+        "!" => Tok::Not,
+        "==" => Tok::DoubleEquals,
+        "=" => Tok::Equals,
+        ">" => Tok::Greater,
+        "in" => Tok::In,
+        "<" => Tok::Less,
+        "!=" => Tok::NotEquals,
+        "notin" => Tok::NotIn,
+        "(" => Tok::OpenPar,
+        _ => return None,
+    })
+}
+
+fn is_operator_char(b: u8) -> bool {
+    matches!(b, b'=' | b'!' | b'(' | b')' | b',' | b'>' | b'<')
+}
+
+fn is_blank(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+/// Splits a selector into tokens (ending with `Tok::End`). Operators are the longest run
+/// of operator characters that still spells one; everything between blanks and operator
+/// characters is an identifier (or the keywords `in`/`notin`). A NUL byte ends the input,
+/// as in the real lexer.
+fn lex(input: &str) -> Vec<(Tok, String)> {
+    let bytes = input.as_bytes();
+    let at = |i: usize| bytes.get(i).copied().filter(|b| *b != 0);
+    let mut items = Vec::new();
+    let mut i = 0;
+    loop {
+        while at(i).is_some_and(is_blank) {
+            i += 1;
         }
-    }
-    parts.push(&input[start..]);
-    parts
-}
-
-fn parse_requirement(part: &str) -> Result<(String, LabelOp), String> {
-    if let Some(key) = part.strip_prefix('!') {
-        let key = key.trim();
-        validate_key(key)?;
-        return Ok((key.to_owned(), LabelOp::DoesNotExist));
-    }
-    for (token, ctor) in [("!=", 0), ("==", 1), ("=", 1), (">", 2), ("<", 3)] {
-        if let Some((key, value)) = part.split_once(token) {
-            let key = key.trim();
-            let value = value.trim();
-            validate_key(key)?;
-            return match ctor {
-                0 => validate_value(value)
-                    .map(|()| (key.to_owned(), LabelOp::NotEq(value.to_owned()))),
-                1 => {
-                    validate_value(value).map(|()| (key.to_owned(), LabelOp::Eq(value.to_owned())))
+        let Some(first) = at(i) else {
+            items.push((Tok::End, String::new()));
+            return items;
+        };
+        if is_operator_char(first) {
+            let start = i;
+            let mut best: Option<(Tok, usize)> = None;
+            while at(i).is_some_and(is_operator_char) {
+                match keyword(&input[start..=i]) {
+                    Some(tok) => best = Some((tok, i + 1)),
+                    None if best.is_some() => break,
+                    None => {}
                 }
-                2 => value
-                    .parse()
-                    .map(|n| (key.to_owned(), LabelOp::Gt(n)))
-                    .map_err(|_| {
-                        format!("for 'Gt', 'Lt' operators, the value must be an integer: {value}")
-                    }),
-                _ => value
-                    .parse()
-                    .map(|n| (key.to_owned(), LabelOp::Lt(n)))
-                    .map_err(|_| {
-                        format!("for 'Gt', 'Lt' operators, the value must be an integer: {value}")
-                    }),
+                i += 1;
+            }
+            match best {
+                Some((tok, end)) => {
+                    items.push((tok, input[start..end].to_owned()));
+                    i = end;
+                }
+                None => items.push((
+                    Tok::Error,
+                    format!("error expected: keyword found '{}'", &input[start..i]),
+                )),
+            }
+        } else {
+            let start = i;
+            while at(i).is_some_and(|b| !is_operator_char(b) && !is_blank(b)) {
+                i += 1;
+            }
+            let text = &input[start..i];
+            let tok = match keyword(text) {
+                Some(tok @ (Tok::In | Tok::NotIn)) => tok,
+                _ => Tok::Ident,
             };
+            items.push((tok, text.to_owned()));
         }
     }
-    let mut words = part.splitn(2, char::is_whitespace);
-    let key = words.next().unwrap_or_default().trim();
-    let rest = words.next().unwrap_or_default().trim();
-    validate_key(key)?;
-    if rest.is_empty() {
-        return Ok((key.to_owned(), LabelOp::Exists));
+}
+
+/// Where the parser is: after a key, `in`/`notin` are operators; elsewhere they are
+/// plain identifiers (a value may be called `in`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Context {
+    Operator,
+    Value,
+}
+
+struct Parser {
+    items: Vec<(Tok, String)>,
+    pos: usize,
+}
+
+/// What follows a key.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Unset,
+    Exists,
+    DoesNotExist,
+    In,
+    NotIn,
+    Equals,
+    NotEquals,
+    Greater,
+    Less,
+}
+
+impl Parser {
+    fn peek(&self, context: Context) -> (Tok, &str) {
+        let (tok, text) = self
+            .items
+            .get(self.pos)
+            .map_or((Tok::End, ""), |(t, s)| (*t, s.as_str()));
+        match tok {
+            Tok::In | Tok::NotIn if context == Context::Value => (Tok::Ident, text),
+            _ => (tok, text),
+        }
     }
-    let (is_in, list) = if let Some(list) = rest.strip_prefix("notin") {
-        (false, list)
-    } else if let Some(list) = rest.strip_prefix("in") {
-        (true, list)
-    } else {
-        return Err(format!(
-            "found '{rest}', expected: in, notin, =, ==, !=, gt, lt"
+
+    fn next(&mut self, context: Context) -> (Tok, String) {
+        let (tok, text) = self.peek(context);
+        let item = (tok, text.to_owned());
+        self.pos += 1;
+        item
+    }
+
+    fn selector(&mut self) -> Result<Vec<(String, LabelOp)>, String> {
+        let mut requirements = Vec::new();
+        loop {
+            let (tok, text) = self.peek(Context::Value);
+            match tok {
+                Tok::Ident | Tok::Not => {
+                    let requirement = self
+                        .requirement()
+                        .map_err(|e| format!("unable to parse requirement: {e}"))?;
+                    requirements.push(requirement);
+                    let (tok, text) = self.next(Context::Value);
+                    match tok {
+                        Tok::End => return Ok(requirements),
+                        Tok::Comma => {
+                            let (tok, text) = self.peek(Context::Value);
+                            if tok != Tok::Ident && tok != Tok::Not {
+                                return Err(format!(
+                                    "found '{text}', expected: identifier after ','"
+                                ));
+                            }
+                        }
+                        _ => {
+                            return Err(format!(
+                                "found '{text}', expected: ',' or 'end of string'"
+                            ));
+                        }
+                    }
+                }
+                Tok::End => return Ok(requirements),
+                _ => {
+                    return Err(format!(
+                        "found '{text}', expected: !, identifier, or 'end of string'"
+                    ));
+                }
+            }
+        }
+    }
+
+    fn requirement(&mut self) -> Result<(String, LabelOp), String> {
+        let (key, op) = self.key_and_implied_operator()?;
+        let op = match op {
+            Op::Exists | Op::DoesNotExist => op,
+            _ => self.operator()?,
+        };
+        let values = match op {
+            Op::Exists | Op::DoesNotExist => Vec::new(),
+            Op::In | Op::NotIn => self.value_set()?,
+            _ => vec![self.single_value()?],
+        };
+        build_requirement(key, op, values)
+    }
+
+    fn key_and_implied_operator(&mut self) -> Result<(String, Op), String> {
+        let mut op = Op::Unset;
+        let (mut tok, mut text) = self.next(Context::Value);
+        if tok == Tok::Not {
+            op = Op::DoesNotExist;
+            (tok, text) = self.next(Context::Value);
+        }
+        if tok != Tok::Ident {
+            return Err(format!("found '{text}', expected: identifier"));
+        }
+        let errors = qualified_name_errors(&text);
+        if !errors.is_empty() {
+            return Err(format!(
+                "<nil>: Invalid value: {}: {}",
+                go_quote(&text),
+                errors.join("; ")
+            ));
+        }
+        if matches!(self.peek(Context::Value).0, Tok::End | Tok::Comma) && op != Op::DoesNotExist {
+            op = Op::Exists;
+        }
+        Ok((text, op))
+    }
+
+    fn operator(&mut self) -> Result<Op, String> {
+        let (tok, text) = self.next(Context::Operator);
+        Ok(match tok {
+            Tok::In => Op::In,
+            Tok::Equals | Tok::DoubleEquals => Op::Equals,
+            Tok::Greater => Op::Greater,
+            Tok::Less => Op::Less,
+            Tok::NotIn => Op::NotIn,
+            Tok::NotEquals => Op::NotEquals,
+            _ => {
+                return Err(format!(
+                    "found '{text}', expected: in, notin, =, ==, !=, gt, lt"
+                ));
+            }
+        })
+    }
+
+    /// `( v1, v2, ... )`; empty entries are the empty value. Sorted, without duplicates.
+    fn value_set(&mut self) -> Result<Vec<String>, String> {
+        let (tok, text) = self.next(Context::Value);
+        if tok != Tok::OpenPar {
+            return Err(format!("found '{text}' expected: '('"));
+        }
+        let (tok, text) = self.peek(Context::Value);
+        let text = text.to_owned();
+        let values = match tok {
+            Tok::Ident | Tok::Comma => {
+                let values = self.value_list()?;
+                if self.next(Context::Value).0 != Tok::ClosePar {
+                    return Err(format!("found '{text}', expected: ')'"));
+                }
+                values
+            }
+            Tok::ClosePar => {
+                self.next(Context::Value);
+                std::iter::once(String::new()).collect()
+            }
+            _ => return Err(format!("found '{text}', expected: ',', ')' or identifier")),
+        };
+        Ok(values.into_iter().collect())
+    }
+
+    fn value_list(&mut self) -> Result<BTreeSet<String>, String> {
+        let mut values = BTreeSet::new();
+        loop {
+            let (tok, text) = self.next(Context::Value);
+            match tok {
+                Tok::Ident => {
+                    values.insert(text);
+                    let (tok, text) = self.peek(Context::Value);
+                    match tok {
+                        Tok::Comma => {}
+                        Tok::ClosePar => return Ok(values),
+                        _ => return Err(format!("found '{text}', expected: ',' or ')'")),
+                    }
+                }
+                Tok::Comma => {
+                    if values.is_empty() {
+                        values.insert(String::new());
+                    }
+                    match self.peek(Context::Value).0 {
+                        Tok::ClosePar => {
+                            values.insert(String::new());
+                            return Ok(values);
+                        }
+                        Tok::Comma => {
+                            self.next(Context::Value);
+                            values.insert(String::new());
+                        }
+                        _ => {}
+                    }
+                }
+                _ => return Err(format!("found '{text}', expected: ',', or identifier")),
+            }
+        }
+    }
+
+    fn single_value(&mut self) -> Result<String, String> {
+        if matches!(self.peek(Context::Value).0, Tok::End | Tok::Comma) {
+            return Ok(String::new());
+        }
+        match self.next(Context::Value) {
+            (Tok::Ident, text) => Ok(text),
+            (_, text) => Err(format!("found '{text}', expected: identifier")),
+        }
+    }
+}
+
+/// Checks the values of a parsed requirement (the key is already checked), collecting
+/// every problem as the real `NewRequirement` does.
+fn build_requirement(
+    key: String,
+    op: Op,
+    values: Vec<String>,
+) -> Result<(String, LabelOp), String> {
+    let mut errors: Vec<String> = Vec::new();
+    let mut numbers = Vec::new();
+    if matches!(op, Op::Greater | Op::Less) {
+        for (i, value) in values.iter().enumerate() {
+            match value.parse::<i64>() {
+                Ok(n) => numbers.push(n),
+                _ => errors.push(format!(
+                    "values[{i}]: Invalid value: {}: for 'Gt', 'Lt' operators, the value must be an integer",
+                    go_quote(value)
+                )),
+            }
+        }
+    }
+    for (i, value) in values.iter().enumerate() {
+        let problems = label_value_errors(value);
+        if !problems.is_empty() {
+            errors.push(format!(
+                "values[{i}][{key}]: Invalid value: {}: {}",
+                go_quote(value),
+                problems.join("; ")
+            ));
+        }
+    }
+    errors.dedup();
+    match errors.len() {
+        0 => {}
+        1 => return Err(errors.remove(0)),
+        _ => return Err(format!("[{}]", errors.join(", "))),
+    }
+    let first = || values.first().cloned().unwrap_or_default();
+    let op = match op {
+        Op::Exists | Op::Unset => LabelOp::Exists,
+        Op::DoesNotExist => LabelOp::DoesNotExist,
+        Op::In => LabelOp::In(values),
+        Op::NotIn => LabelOp::NotIn(values),
+        Op::Equals => LabelOp::Eq(first()),
+        Op::NotEquals => LabelOp::NotEq(first()),
+        Op::Greater => LabelOp::Gt(numbers.first().copied().unwrap_or_default()),
+        Op::Less => LabelOp::Lt(numbers.first().copied().unwrap_or_default()),
+    };
+    Ok((key, op))
+}
+
+/// The real validation's wording for a failed pattern, with examples.
+fn pattern_error(message: &str, pattern: &str, examples: &[&str]) -> String {
+    let mut out = format!("{message} (e.g. ");
+    for (i, example) in examples.iter().enumerate() {
+        if i > 0 {
+            out.push_str(" or ");
+        }
+        out.push_str(&format!("'{example}', "));
+    }
+    out.push_str(&format!("regex used for validation is '{pattern}')"));
+    out
+}
+
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`
+fn is_qualified_name_part(s: &str) -> bool {
+    let alnum = |c: char| c.is_ascii_alphanumeric();
+    s.starts_with(alnum)
+        && s.ends_with(alnum)
+        && s.chars().all(|c| alnum(c) || matches!(c, '-' | '_' | '.'))
+}
+
+/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*`
+fn is_dns_subdomain(s: &str) -> bool {
+    let edge = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    s.split('.').all(|label| {
+        label.starts_with(edge)
+            && label.ends_with(edge)
+            && label.chars().all(|c| edge(c) || c == '-')
+    })
+}
+
+const QUALIFIED_NAME_PATTERN: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+const QUALIFIED_NAME_MESSAGE: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+
+/// The problems with a label key (a qualified name with an optional DNS-subdomain
+/// prefix), in the real validation's wording; empty when it is valid.
+fn qualified_name_errors(key: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    let parts: Vec<&str> = key.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errors.push("prefix part must be non-empty".to_owned());
+            } else {
+                if prefix.len() > 253 {
+                    errors.push("prefix part must be no more than 253 characters".to_owned());
+                }
+                if !is_dns_subdomain(prefix) {
+                    errors.push(format!(
+                        "prefix part {}",
+                        pattern_error(
+                            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+                            "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*",
+                            &["example.com"],
+                        )
+                    ));
+                }
+            }
+            *name
+        }
+        _ => {
+            return vec![format!(
+                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                pattern_error(
+                    QUALIFIED_NAME_MESSAGE,
+                    QUALIFIED_NAME_PATTERN,
+                    &["MyName", "my.name", "123-abc"]
+                )
+            )];
+        }
+    };
+    if name.is_empty() {
+        errors.push("name part must be non-empty".to_owned());
+    } else if name.len() > 63 {
+        errors.push("name part must be no more than 63 characters".to_owned());
+    }
+    if !is_qualified_name_part(name) {
+        errors.push(format!(
+            "name part {}",
+            pattern_error(
+                QUALIFIED_NAME_MESSAGE,
+                QUALIFIED_NAME_PATTERN,
+                &["MyName", "my.name", "123-abc"]
+            )
         ));
-    };
-    let list = list.trim();
-    let inner = list
-        .strip_prefix('(')
-        .and_then(|l| l.strip_suffix(')'))
-        .ok_or_else(|| format!("found '{list}', expected: '('"))?;
-    let values: Vec<String> = inner.split(',').map(|v| v.trim().to_owned()).collect();
-    for v in &values {
-        validate_value(v)?;
     }
-    if values.iter().all(String::is_empty) {
-        return Err("for 'in', 'notin' operators, values set can't be empty".to_owned());
-    }
-    Ok((
-        key.to_owned(),
-        if is_in {
-            LabelOp::In(values)
-        } else {
-            LabelOp::NotIn(values)
-        },
-    ))
+    errors
 }
 
-fn validate_key(key: &str) -> Result<(), String> {
-    let (prefix, name) = match key.rsplit_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, key),
-    };
-    let name_ok = !name.is_empty()
-        && name.len() <= 63
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
-    let prefix_ok = prefix.is_none_or(|p| {
-        !p.is_empty()
-            && p.len() <= 253
-            && p.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'))
-    });
-    if name_ok && prefix_ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "invalid label key {key:?}: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-        ))
+/// The problems with a label value, in the real validation's wording.
+fn label_value_errors(value: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if value.len() > 63 {
+        errors.push("must be no more than 63 characters".to_owned());
     }
-}
-
-fn validate_value(value: &str) -> Result<(), String> {
-    let ok = value.is_empty()
-        || (value.len() <= 63
-            && value
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-            && value.starts_with(|c: char| c.is_ascii_alphanumeric())
-            && value.ends_with(|c: char| c.is_ascii_alphanumeric()));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "invalid label value: {value:?}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-        ))
+    if !value.is_empty() && !is_qualified_name_part(value) {
+        errors.push(pattern_error(
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+            "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?",
+            &["MyValue", "my_value", "12345"],
+        ));
     }
+    errors
 }
 
 /// A parsed field selector over `metadata.name` and `metadata.namespace`.
@@ -222,36 +543,120 @@ enum Field {
     Namespace,
 }
 
-impl FieldSelector {
-    /// Parses comma-joined `field=value`, `field==value`, `field!=value`.
-    pub(crate) fn parse(input: &str) -> Result<Self, ApiError> {
-        let mut requirements = Vec::new();
-        for part in input.split(',') {
-            let part = part.trim();
-            if part.is_empty() {
-                continue;
+/// How a resource's field labels are checked, which decides the wording for an unknown one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FieldLabels {
+    /// The real server's default conversion (most resources, CRDs):
+    /// `"x" is not a known field selector: only "metadata.name", "metadata.namespace"`.
+    Default,
+    /// A resource with its own conversion function (core Pods, Nodes, Namespaces,
+    /// Secrets): `field label not supported: x`. This server still only filters on
+    /// `metadata.name`/`metadata.namespace`.
+    Registered,
+}
+
+impl FieldLabels {
+    /// Which conversion the real server registers for a resource.
+    pub(crate) fn of(group: &str, kind: &str) -> Self {
+        if group.is_empty() && matches!(kind, "Pod" | "Node" | "Namespace" | "Secret") {
+            Self::Registered
+        } else {
+            Self::Default
+        }
+    }
+
+    fn unknown(self, label: &str) -> String {
+        match self {
+            Self::Default => format!(
+                "{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
+                go_quote(label)
+            ),
+            Self::Registered => format!("field label not supported: {label}"),
+        }
+    }
+}
+
+/// Splits on commas not escaped with a backslash (escapes are kept for the value).
+fn split_terms(input: &str) -> Vec<&str> {
+    let mut terms = Vec::new();
+    let mut start = 0;
+    let mut escaped = false;
+    for (i, c) in input.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            ',' => {
+                terms.push(&input[start..i]);
+                start = i + 1;
             }
-            let (field, value, equal) = if let Some((f, v)) = part.split_once("!=") {
-                (f, v, false)
-            } else if let Some((f, v)) = part.split_once("==") {
-                (f, v, true)
-            } else if let Some((f, v)) = part.split_once('=') {
-                (f, v, true)
-            } else {
+            _ => {}
+        }
+    }
+    terms.push(&input[start..]);
+    terms
+}
+
+/// Undoes `\\`, `\,` and `\=` in a field-selector value; other escapes and bare `,`/`=`
+/// are errors, as in the real parser.
+fn unescape_value(value: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(value.len());
+    let mut chars = value.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(e @ ('\\' | ',' | '=')) => out.push(e),
+                Some(other) => {
+                    return Err(format!(
+                        "invalid field selector: invalid escape sequence: \\{other}"
+                    ));
+                }
+                None => {
+                    return Err("invalid field selector: invalid escape sequence: \\".to_owned());
+                }
+            },
+            ',' | '=' => {
+                return Err(format!(
+                    "invalid field selector: unescaped character in value: {c}"
+                ));
+            }
+            c => out.push(c),
+        }
+    }
+    Ok(out)
+}
+
+impl FieldSelector {
+    /// Parses comma-joined `field=value`, `field==value`, `field!=value` like the real
+    /// server (terms split at the first operator, no trimming), then checks each field
+    /// label in sorted term order the way `labels` says.
+    pub(crate) fn parse(input: &str, labels: FieldLabels) -> Result<Self, ApiError> {
+        let mut terms = split_terms(input);
+        terms.sort_unstable();
+        let mut parsed = Vec::new();
+        for term in terms.into_iter().filter(|t| !t.is_empty()) {
+            let split = term.char_indices().find_map(|(i, _)| {
+                let rest = &term[i..];
+                [("!=", false), ("==", true), ("=", true)]
+                    .into_iter()
+                    .find(|(op, _)| rest.starts_with(op))
+                    .map(|(op, equal)| (&term[..i], &rest[op.len()..], equal))
+            });
+            let Some((field, value, equal)) = split else {
                 return Err(ApiError::bad_request(format!(
-                    "invalid selector: '{input}'; can't understand '{part}'"
+                    "invalid selector: '{input}'; can't understand '{term}'"
                 )));
             };
-            let field = match field.trim() {
+            let value = unescape_value(value).map_err(ApiError::bad_request)?;
+            parsed.push((field, value, equal));
+        }
+        let mut requirements = Vec::with_capacity(parsed.len());
+        for (field, value, equal) in parsed {
+            let field = match field {
                 "metadata.name" => Field::Name,
                 "metadata.namespace" => Field::Namespace,
-                other => {
-                    return Err(ApiError::bad_request(format!(
-                        "field label not supported: {other}"
-                    )));
-                }
+                other => return Err(ApiError::bad_request(labels.unknown(other))),
             };
-            requirements.push((field, value.trim().to_owned(), equal));
+            requirements.push((field, value, equal));
         }
         Ok(Self { requirements })
     }
@@ -331,7 +736,6 @@ mod tests {
             "=web",
             "app=we b",
             "a b c",
-            "app in ()",
             "n>x",
             "app,,tier",
         ] {
@@ -341,12 +745,15 @@ mod tests {
 
     #[test]
     fn field_selector_name_and_namespace() {
-        let s =
-            FieldSelector::parse("metadata.name=a,metadata.namespace!=kube-system").expect("valid");
+        let s = FieldSelector::parse(
+            "metadata.name=a,metadata.namespace!=kube-system",
+            FieldLabels::Default,
+        )
+        .expect("valid");
         assert!(s.matches("a", Some("default")));
         assert!(!s.matches("a", Some("kube-system")));
         assert!(!s.matches("b", Some("default")));
-        assert!(FieldSelector::parse("spec.nodeName=x").is_err());
-        assert!(FieldSelector::parse("metadata.name").is_err());
+        assert!(FieldSelector::parse("spec.nodeName=x", FieldLabels::Default).is_err());
+        assert!(FieldSelector::parse("metadata.name", FieldLabels::Default).is_err());
     }
 }

@@ -24,6 +24,7 @@ use crate::state::{ResourceId, State};
 pub(crate) struct ServerConfig {
     pub bookmark_interval: Duration,
     pub paginate_rv0: bool,
+    pub too_large_rv_wait: Duration,
     pub history_len: usize,
     pub port: u16,
 }
@@ -32,7 +33,8 @@ impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             bookmark_interval: Duration::from_secs(1),
-            paginate_rv0: true,
+            paginate_rv0: false,
+            too_large_rv_wait: Duration::from_secs(3),
             history_len: 10_000,
             port: 0,
         }
@@ -82,9 +84,11 @@ pub struct ApiServerBuilder {
 }
 
 impl ApiServerBuilder {
-    /// Interval between `BOOKMARK` events on watches with `allowWatchBookmarks=true`.
-    /// Default 1 s (the real kube-apiserver sends one about every minute; a short interval
-    /// keeps tests that wait for bookmarks fast).
+    /// Interval between periodic `BOOKMARK` events on watches with
+    /// `allowWatchBookmarks=true` (sent once writes have moved the resourceVersion past
+    /// the watch's start; one more comes 2 s before its `timeoutSeconds`, as the real
+    /// cacher). Default 1 s; the real kube-apiserver's is 1 minute, a short interval keeps
+    /// tests that wait for bookmarks fast.
     pub fn bookmark_interval(mut self, interval: Duration) -> Self {
         self.config.bookmark_interval = interval;
         self
@@ -98,10 +102,19 @@ impl ApiServerBuilder {
     }
 
     /// Whether a list with `resourceVersion=0` honours `limit`. The real server serves
-    /// RV=0 from its watch cache and ignores `limit`; honouring it lets tests see a
-    /// paginated RV=0 list. Default `true`.
+    /// RV=0 from its watch cache and ignores `limit` (one page, no `continue`), and so does
+    /// this server by default; `true` pages it, so tests can exercise a client's pager on
+    /// its first (RV=0) list. Default `false`.
     pub fn paginate_rv0(mut self, paginate: bool) -> Self {
         self.config.paginate_rv0 = paginate;
+        self
+    }
+
+    /// How long a list at a resourceVersion above the current one waits for it to be
+    /// reached before answering 504 `Timeout` (`ResourceVersionTooLarge`,
+    /// `Retry-After: 1`). Default 3 s, the real watch cache's wait.
+    pub fn too_large_resource_version_wait(mut self, wait: Duration) -> Self {
+        self.config.too_large_rv_wait = wait;
         self
     }
 
@@ -167,7 +180,8 @@ impl ApiServerBuilder {
 /// let mut cm = ConfigMap::default();
 /// cm.metadata.name = Some("hello".into());
 /// let created = api.create(&PostParams::default(), &cm).await?;
-/// assert_eq!(created.metadata.generation, Some(1));
+/// assert!(created.metadata.uid.is_some());
+/// assert_eq!(created.metadata.generation, None, "ConfigMaps have no generation");
 /// server.shutdown().await;
 /// # Ok(()) }
 /// ```
@@ -307,7 +321,7 @@ impl ApiServer {
 
     /// Stores `obj` directly (create or replace, no HTTP, no preconditions), as one write
     /// with a new resourceVersion that watches see. Sets `uid`, `creationTimestamp` and
-    /// `generation` when missing. Returns the new resourceVersion.
+    /// (for kinds that track it) `generation` when missing. Returns the new resourceVersion.
     pub fn insert<K>(&self, obj: &K) -> Result<u64, TestkitError>
     where
         K: kube::Resource<DynamicType = ()> + Serialize,

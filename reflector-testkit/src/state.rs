@@ -71,6 +71,15 @@ pub(crate) struct Page {
     pub remaining: Option<u64>,
 }
 
+/// What a DELETE did.
+#[derive(Debug)]
+pub(crate) enum Deleted {
+    /// The object is gone; this is its last state (carrying the delete's RV).
+    Removed(Arc<StoredObject>),
+    /// The object has finalizers: it stays, with `deletionTimestamp` set.
+    Pending(Arc<StoredObject>),
+}
+
 /// Delete preconditions from `DeleteOptions.preconditions`.
 #[derive(Debug, Default)]
 pub(crate) struct Preconditions {
@@ -275,7 +284,7 @@ impl State {
         Self::check_type(&info, &body)?;
         Self::normalize(&info, &mut body, namespace)?;
         if meta_str(&body, "resourceVersion").is_some() {
-            return Err(ApiError::internal(
+            return Err(ApiError::unknown(
                 "resourceVersion should not be set on objects to be created",
             ));
         }
@@ -313,6 +322,7 @@ impl State {
                 ),
             ));
         }
+        validate_data_size(&info, &name, &body)?;
         let key = key_of(namespace.filter(|_| info.namespaced), &name);
         if self.objects[rid].contains_key(&key) {
             return Err(ApiError::already_exists(&info.plural, &info.group, &name));
@@ -322,11 +332,25 @@ impl State {
         {
             m.remove("status");
         }
+        if info.group.is_empty()
+            && info.kind == "Pod"
+            && let Value::Object(m) = &mut body
+        {
+            let qos_class = pod_qos_class(m.get("spec"));
+            m.insert(
+                "status".to_owned(),
+                json!({"phase": "Pending", "qosClass": qos_class}),
+            );
+        }
         let meta = metadata_mut(&mut body);
         meta.insert("name".to_owned(), Value::String(name));
         meta.insert("uid".to_owned(), Value::String(new_uid()));
         meta.insert("creationTimestamp".to_owned(), now_timestamp());
-        meta.insert("generation".to_owned(), json!(1));
+        if info.generation {
+            meta.insert("generation".to_owned(), json!(1));
+        } else {
+            meta.remove("generation");
+        }
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
         Ok(self.commit(rid, key, body, EventType::Added))
@@ -417,7 +441,11 @@ impl State {
                     None => meta.remove(field),
                 };
             }
-            meta.insert("generation".to_owned(), json!(generation));
+            if info.generation {
+                meta.insert("generation".to_owned(), json!(generation));
+            } else {
+                meta.remove("generation");
+            }
             meta.insert(
                 "resourceVersion".to_owned(),
                 Value::String(old.rv.to_string()),
@@ -426,6 +454,7 @@ impl State {
         if new == old_value {
             return Ok(old);
         }
+        validate_data_size(&info, name, &new)?;
         let deleting = metadata(&new).is_some_and(|m| m.contains_key("deletionTimestamp"));
         let finalizers_empty = metadata(&new)
             .and_then(|m| m.get("finalizers"))
@@ -440,63 +469,79 @@ impl State {
     }
 
     /// DELETE. With finalizers the object gets `deletionTimestamp` and stays; otherwise it
-    /// is removed. Returns the object either way.
+    /// is removed.
     pub(crate) fn delete(
         &mut self,
         rid: ResourceId,
         namespace: Option<&str>,
         name: &str,
         preconditions: &Preconditions,
-    ) -> Result<Arc<StoredObject>, ApiError> {
+    ) -> Result<Deleted, ApiError> {
         let info = self.resources[rid].clone();
         let key = key_of(namespace.filter(|_| info.namespaced), name);
         let old = self
             .get(rid, &key)
             .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
         let mut value = old.value();
+        // The real server checks preconditions in `BeforeDelete` and names the object by
+        // its Kind there, not by its plural resource.
         if let Some(rv) = preconditions
             .resource_version
             .as_deref()
             .filter(|rv| !rv.is_empty())
             && rv != old.rv.to_string()
         {
-            return Err(ApiError::new(
-                409,
-                "Conflict",
-                format!(
-                    "Operation cannot be fulfilled on {} \"{name}\": the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
-                    info.plural, old.rv
+            return Err(ApiError::conflict_because(
+                &info.kind,
+                &info.group,
+                name,
+                &format!(
+                    "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
+                    old.rv
                 ),
-            )
-            .with_details(json!({"name": name, "group": info.group, "kind": info.plural})));
+            ));
         }
         let uid = meta_str(&value, "uid").unwrap_or_default().to_owned();
         if let Some(want) = preconditions.uid.as_deref().filter(|u| !u.is_empty())
             && want != uid
         {
-            return Err(ApiError::new(
-                409,
-                "Conflict",
-                format!("Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {want}, UID in object meta: {uid}", info.plural),
-            )
-            .with_details(json!({"name": name, "group": info.group, "kind": info.plural})));
+            return Err(ApiError::conflict_because(
+                &info.kind,
+                &info.group,
+                name,
+                &format!(
+                    "the UID in the precondition ({want}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+                ),
+            ));
         }
         let has_finalizers = metadata(&value)
             .and_then(|m| m.get("finalizers"))
             .and_then(Value::as_array)
             .is_some_and(|f| !f.is_empty());
         if !has_finalizers {
-            return Ok(self.commit(rid, key, value, EventType::Deleted));
+            return Ok(Deleted::Removed(self.commit(
+                rid,
+                key,
+                value,
+                EventType::Deleted,
+            )));
         }
         let meta = metadata_mut(&mut value);
         if meta.contains_key("deletionTimestamp") {
-            return Ok(old);
+            return Ok(Deleted::Pending(old));
         }
-        let generation = meta.get("generation").and_then(Value::as_i64).unwrap_or(1);
+        // Starting deletion bumps a generation the object has; it adds none.
+        if let Some(generation) = meta.get("generation").and_then(Value::as_i64) {
+            meta.insert("generation".to_owned(), json!(generation + 1));
+        }
         meta.insert("deletionTimestamp".to_owned(), now_timestamp());
         meta.insert("deletionGracePeriodSeconds".to_owned(), json!(0));
-        meta.insert("generation".to_owned(), json!(generation + 1));
-        Ok(self.commit(rid, key, value, EventType::Modified))
+        Ok(Deleted::Pending(self.commit(
+            rid,
+            key,
+            value,
+            EventType::Modified,
+        )))
     }
 
     /// Direct create-or-replace, bypassing preconditions and subresource rules.
@@ -538,7 +583,7 @@ impl State {
                 meta.insert(field.to_owned(), v);
             }
         }
-        if !meta.contains_key("generation") {
+        if info.generation && !meta.contains_key("generation") {
             let old_generation = old_meta
                 .and_then(|m| m.get("generation"))
                 .and_then(Value::as_i64);
@@ -645,6 +690,92 @@ impl State {
             remaining,
         }
     }
+}
+
+/// The QoS class the real server gives a new Pod: `BestEffort` when no container asks for
+/// or limits CPU or memory, `Guaranteed` when every container limits both and requests
+/// (where set) equal the limits, `Burstable` otherwise.
+fn pod_qos_class(spec: Option<&Value>) -> &'static str {
+    let containers: Vec<&Value> = ["initContainers", "containers"]
+        .iter()
+        .filter_map(|f| spec.and_then(|s| s.get(f)).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let amount = |c: &Value, kind: &str, resource: &str| {
+        c.pointer(&format!("/resources/{kind}/{resource}"))
+            .filter(|v| !v.is_null())
+            .cloned()
+    };
+    let resources = ["cpu", "memory"];
+    let any = containers.iter().any(|c| {
+        resources
+            .iter()
+            .any(|r| amount(c, "requests", r).is_some() || amount(c, "limits", r).is_some())
+    });
+    if !any {
+        return "BestEffort";
+    }
+    let guaranteed = containers.iter().all(|c| {
+        resources.iter().all(|r| match amount(c, "limits", r) {
+            Some(limit) => amount(c, "requests", r).is_none_or(|request| request == limit),
+            None => false,
+        })
+    });
+    if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+/// The real `MaxSecretSize`: a ConfigMap's or a Secret's data may hold at most 1 MiB.
+const MAX_DATA_SIZE: usize = 1024 * 1024;
+
+/// Rejects a core ConfigMap or Secret whose data exceeds [`MAX_DATA_SIZE`] with the real
+/// validation's 422: a ConfigMap counts `data` and (decoded) `binaryData` and reports
+/// the whole object (field `[]`); a Secret counts (decoded) `data` merged with
+/// `stringData` and reports `data`.
+fn validate_data_size(info: &ResourceInfo, name: &str, value: &Value) -> Result<(), ApiError> {
+    use base64::Engine as _;
+    let decoded = |s: &str| {
+        base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .map_or(s.len(), |b| b.len())
+    };
+    let sizes = |field: &str, decode: bool| -> BTreeMap<&str, usize> {
+        value
+            .get(field)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| v.as_str().map(|v| (k.as_str(), v)))
+            .map(|(k, v)| (k, if decode { decoded(v) } else { v.len() }))
+            .collect()
+    };
+    let (total, field): (usize, &str) = match (info.group.as_str(), info.kind.as_str()) {
+        ("", "ConfigMap") => (
+            sizes("data", false).values().sum::<usize>()
+                + sizes("binaryData", true).values().sum::<usize>(),
+            "[]",
+        ),
+        ("", "Secret") => {
+            let mut data = sizes("data", true);
+            data.extend(sizes("stringData", false));
+            (data.values().sum(), "data")
+        }
+        _ => return Ok(()),
+    };
+    if total <= MAX_DATA_SIZE {
+        return Ok(());
+    }
+    Err(ApiError::invalid(
+        &info.kind,
+        &info.group,
+        name,
+        field,
+        "FieldValueTooLong",
+        &format!("Too long: may not be more than {MAX_DATA_SIZE} bytes"),
+    ))
 }
 
 /// Merges two key-sorted iterators with disjoint keys.

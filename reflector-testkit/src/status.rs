@@ -15,7 +15,8 @@ pub(crate) struct ApiError(Box<ApiErrorData>);
 pub(crate) struct ApiErrorData {
     /// HTTP status code, also written to `code`.
     pub code: u16,
-    /// `reason` (`NotFound`, `Conflict`, `Expired`, ...).
+    /// `reason` (`NotFound`, `Conflict`, `Expired`, ...); empty for the real server's
+    /// `StatusReasonUnknown`, which the JSON then omits.
     pub reason: &'static str,
     /// Human-readable `message`.
     pub message: String,
@@ -81,7 +82,7 @@ impl ApiError {
             "NotFound",
             format!("{} \"{name}\" not found", qualified(plural, group)),
         )
-        .with_details(json!({"name": name, "group": group, "kind": plural}))
+        .with_details(status_details(name, group, plural))
     }
 
     pub(crate) fn already_exists(plural: &str, group: &str, name: &str) -> Self {
@@ -90,19 +91,31 @@ impl ApiError {
             "AlreadyExists",
             format!("{} \"{name}\" already exists", qualified(plural, group)),
         )
-        .with_details(json!({"name": name, "group": group, "kind": plural}))
+        .with_details(status_details(name, group, plural))
     }
 
     pub(crate) fn conflict(plural: &str, group: &str, name: &str) -> Self {
+        Self::conflict_because(
+            plural,
+            group,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    /// The real `NewConflict`: `Operation cannot be fulfilled on {resource}[.{group}]
+    /// "{name}": {why}`, with `details.kind` set to `resource`. Callers pass a plural
+    /// resource or, where the real server does (delete preconditions), the Kind.
+    pub(crate) fn conflict_because(resource: &str, group: &str, name: &str, why: &str) -> Self {
         Self::new(
             409,
             "Conflict",
             format!(
-                "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
-                qualified(plural, group)
+                "Operation cannot be fulfilled on {} \"{name}\": {why}",
+                qualified(resource, group)
             ),
         )
-        .with_details(json!({"name": name, "group": group, "kind": plural}))
+        .with_details(status_details(name, group, resource))
     }
 
     pub(crate) fn invalid(
@@ -121,12 +134,11 @@ impl ApiError {
                 group_suffix(group)
             ),
         )
-        .with_details(json!({
-            "name": name,
-            "group": group,
-            "kind": kind,
-            "causes": [{"reason": cause_type, "message": detail, "field": field}],
-        }))
+        .with_details({
+            let mut details = status_details(name, group, kind);
+            details["causes"] = json!([{"reason": cause_type, "message": detail, "field": field}]);
+            details
+        })
     }
 
     pub(crate) fn invalid_list_options(field: &str, detail: &str, cause_reason: &str) -> Self {
@@ -150,7 +162,7 @@ impl ApiError {
         let mut e = Self::new(
             504,
             "Timeout",
-            format!("Too large resource version: {requested}, current: {current}"),
+            format!("Timeout: Too large resource version: {requested}, current: {current}"),
         )
         .with_details(json!({
             "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
@@ -169,6 +181,12 @@ impl ApiError {
         .with_details(json!({"causes": [{"message": message}]}))
     }
 
+    /// An error the real server does not map to a `Status` (the storage layer's plain Go
+    /// errors): code 500, the bare message, no `reason`, no `details`.
+    pub(crate) fn unknown(message: impl Into<String>) -> Self {
+        Self::new(500, "", message)
+    }
+
     pub(crate) fn method_not_allowed(method: &str) -> Self {
         Self::new(
             405,
@@ -178,9 +196,17 @@ impl ApiError {
         .with_details(json!({}))
     }
 
-    pub(crate) fn unsupported_media_type(content_type: &str) -> Self {
-        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {content_type:?})"))
-            .with_details(json!({}))
+    /// The real `NewUnsupportedMediaTypeError`: 415 listing the media types this request
+    /// accepts, no `details`.
+    pub(crate) fn unsupported_media_type(accepted: &[&str]) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                accepted.join(", ")
+            ),
+        )
     }
 
     /// The Status object as JSON.
@@ -194,8 +220,13 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
-        if let (Some(details), Some(map)) = (&self.details, status.as_object_mut()) {
-            map.insert("details".to_owned(), details.clone());
+        if let Some(map) = status.as_object_mut() {
+            if self.reason.is_empty() {
+                map.remove("reason");
+            }
+            if let Some(details) = &self.details {
+                map.insert("details".to_owned(), details.clone());
+            }
         }
         status
     }
@@ -225,6 +256,46 @@ impl ApiError {
         }
         response
     }
+}
+
+/// `StatusDetails` for one object: `name`, `group` and `kind`, each omitted when empty
+/// (the real type's `omitempty`).
+pub(crate) fn status_details(name: &str, group: &str, kind: &str) -> Value {
+    let mut details = serde_json::Map::new();
+    for (key, value) in [("name", name), ("group", group), ("kind", kind)] {
+        if !value.is_empty() {
+            details.insert(key.to_owned(), json!(value));
+        }
+    }
+    Value::Object(details)
+}
+
+/// A string quoted as Go's `%q` / `strconv.Quote` does (for the messages the real server
+/// builds with it): printable characters as they are, `\"` and `\\` escaped, the usual
+/// single-letter escapes, other control characters as `\xNN` or `\uNNNN`.
+pub(crate) fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn qualified(plural: &str, group: &str) -> String {

@@ -76,15 +76,12 @@ pub(crate) fn start(
     options: ListOptions,
     fired: Fired,
 ) -> Result<Response, ApiError> {
-    if let Rv::At(n) = options.rv {
-        // The real watch cache waits up to 3 s for a future RV before answering this.
-        let current = shared.state().rv;
-        if n > current {
-            return Err(ApiError::too_large_rv(n, current));
-        }
-    }
     let start = match (options.send_initial_events, options.rv) {
-        (Some(true), _) => Start::Initial { end_bookmark: true },
+        // Without `allowWatchBookmarks` the real watch cache still sends the initial
+        // events, just no bookmark marking their end.
+        (Some(true), _) => Start::Initial {
+            end_bookmark: options.allow_bookmarks,
+        },
         (_, Rv::Unset | Rv::Any) => Start::Initial {
             end_bookmark: false,
         },
@@ -213,6 +210,10 @@ impl Watch {
             Ok(begun) => begun,
             Err(line) => return self.write(line).await,
         };
+        // Periodic bookmarks carry the current resourceVersion and, as the real watch
+        // cache filters every event at or below where the watch started, only come once
+        // writes have moved it past that.
+        let start_rv = cursor;
         if let Some(objects) = initial {
             for object in &objects {
                 if !self.filter.matches(object) {
@@ -230,7 +231,7 @@ impl Watch {
             .config
             .bookmark_interval
             .max(Duration::from_millis(1));
-        let mut next_bookmark = tokio::time::Instant::now() + interval;
+        let mut next_bookmark = next_bookmark_at(tokio::time::Instant::now(), interval, deadline);
         loop {
             rv_rx.borrow_and_update();
             loop {
@@ -275,9 +276,11 @@ impl Watch {
                     Err(broadcast::error::RecvError::Lagged(_)) => {}
                 },
                 changed = rv_rx.changed() => if changed.is_err() { return Ok(()) },
-                () = tokio::time::sleep_until(next_bookmark), if self.bookmarks => {
-                    next_bookmark = tokio::time::Instant::now() + interval;
-                    self.write(self.bookmark(cursor, false)).await?;
+                () = sleep_until(next_bookmark), if self.bookmarks && next_bookmark.is_some() => {
+                    next_bookmark = next_bookmark_at(tokio::time::Instant::now(), interval, deadline);
+                    if cursor > start_rv {
+                        self.write(self.bookmark(cursor, false)).await?;
+                    }
                 }
             }
         }
@@ -379,6 +382,22 @@ impl Watch {
         }
         Ok(())
     }
+}
+
+/// When the next periodic bookmark is due, as the real watch cache schedules them: one
+/// `interval` from `now`, but no later than 2 s before the watch's deadline; none once
+/// that moment is not after `now` (so the pre-timeout bookmark is sent once).
+fn next_bookmark_at(
+    now: tokio::time::Instant,
+    interval: Duration,
+    deadline: Option<tokio::time::Instant>,
+) -> Option<tokio::time::Instant> {
+    let heartbeat = now + interval;
+    let Some(deadline) = deadline else {
+        return Some(heartbeat);
+    };
+    let before_timeout = deadline.checked_sub(Duration::from_secs(2))?;
+    Some(heartbeat.min(before_timeout)).filter(|at| *at > now)
 }
 
 /// Sleeps until `deadline`, or forever without one.

@@ -102,10 +102,6 @@ async fn malformed_query_parameters() {
             400,
         ),
         (
-            "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
-            422,
-        ),
-        (
             "watch=true&sendInitialEvents=true&allowWatchBookmarks=true",
             422,
         ),
@@ -216,14 +212,6 @@ async fn bad_bodies() {
             json,
             br#"{"metadata":{"name":"x","namespace":"other"}}"#.to_vec(),
             400,
-        ),
-        (
-            "resourceVersion on create",
-            "POST",
-            CMS.into(),
-            json,
-            br#"{"metadata":{"name":"x","resourceVersion":"5"}}"#.to_vec(),
-            500,
         ),
         (
             "yaml body",

@@ -205,24 +205,6 @@ async fn send_initial_events_ends_with_annotated_bookmark() {
 }
 
 #[tokio::test]
-async fn watch_from_future_rv_is_too_large() {
-    let server = ApiServer::start().await.unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(server.client_without_retries(), "default");
-    let future = (server.current_resource_version() + 10).to_string();
-    match api.watch(&WatchParams::default(), &future).await {
-        Err(kube::Error::Api(status)) => {
-            assert_eq!(status.code, 504);
-            assert_eq!(
-                status.details.unwrap().causes[0].reason,
-                "ResourceVersionTooLarge"
-            );
-        }
-        Err(other) => panic!("expected 504, got {other:?}"),
-        Ok(_) => panic!("expected 504, got a stream"),
-    }
-}
-
-#[tokio::test]
 async fn dropping_the_server_ends_watches_and_stops_listening() {
     let server = ApiServer::start().await.unwrap();
     let addr = server.addr();

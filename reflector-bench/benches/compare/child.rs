@@ -12,7 +12,6 @@ use kube::runtime::reflector::{self as kr, ObjectRef};
 use kube::runtime::watcher;
 use reflector::informer::{InformerFactory, SharedIndexInformer, strip_managed_fields};
 use reflector::listwatch::ApiListerWatcher;
-use reflector::store::Indexers;
 use reflector_testkit::bench_objects::NAMESPACE;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
@@ -150,30 +149,32 @@ async fn poll_until(mut done: impl FnMut() -> bool) -> Result<(), String> {
     Ok(())
 }
 
-/// Waits until `informer` has synced, noting when its cache got its first object (the
-/// list is through and handed to the FIFO) and when it held them all, with the live heap
-/// at the first moment (the whole decoded list plus the FIFO).
+/// Waits until `informer` has synced (its `wait_synced`, as a user would), noting
+/// when its cache got its first object (the list is through and handed to the FIFO)
+/// and when it held them all, with the live heap at the first moment (the whole
+/// decoded list plus the FIFO), sampled every millisecond meanwhile.
 ///
 /// # Cancel safety
-/// Cancel safe: it only polls.
+/// Cancel safe: it only observes.
 async fn fill_phases(informer: &SharedIndexInformer<ConfigMap>) -> Result<Value, String> {
     let start = Instant::now();
     let mut first: Option<(f64, u64)> = None;
-    let mut full: Option<f64> = None;
     let mut heap_max = 0;
-    poll_until(|| {
+    let synced = tokio::time::timeout(TIMEOUT, informer.wait_synced());
+    tokio::pin!(synced);
+    let full = loop {
         heap_max = heap_max.max(mem::heap());
-        let len = informer.indexer().len();
-        if len > 0 && first.is_none() {
+        if first.is_none() && !informer.indexer().is_empty() {
             first = Some((start.elapsed().as_secs_f64(), mem::heap()));
         }
-        if informer.has_synced() {
-            full.get_or_insert(start.elapsed().as_secs_f64());
-            return true;
+        tokio::select! {
+            done = &mut synced => {
+                done.map_err(|_| "timed out".to_owned())?.map_err(|e| e.to_string())?;
+                break Some(start.elapsed().as_secs_f64());
+            }
+            () = tokio::time::sleep(Duration::from_millis(1)) => {}
         }
-        false
-    })
-    .await?;
+    };
     let (t_first, heap_first) = first.unwrap_or_default();
     Ok(json!({
         "t_first_item": t_first,
@@ -239,16 +240,11 @@ async fn build(cache: Cache, client: kube::Client) -> Result<Built, String> {
             Ok(Built::Kube { store, _task: task })
         }
         Cache::Ours | Cache::OursStrip => {
-            let informer = SharedIndexInformer::new(
-                ApiListerWatcher::new(api),
-                Duration::ZERO,
-                Indexers::new(),
-            );
+            let mut builder = SharedIndexInformer::builder(ApiListerWatcher::new(api));
             if cache == Cache::OursStrip {
-                informer
-                    .set_transform(strip_managed_fields())
-                    .map_err(|e| e.to_string())?;
+                builder = builder.transform(strip_managed_fields());
             }
+            let informer = builder.build();
             let cancel = CancellationToken::new();
             let task = tokio::spawn({
                 let informer = informer.clone();
@@ -267,13 +263,12 @@ async fn build(cache: Cache, client: kube::Client) -> Result<Built, String> {
         Cache::OursFactory => {
             let factory = InformerFactory::new(client);
             let informer = factory.informer::<ConfigMap>();
-            let cancel = CancellationToken::new();
-            factory.start(&cancel);
+            factory.start();
             let phases = fill_phases(&informer).await?;
             Ok(Built::Ours {
                 informer,
                 phases,
-                _cancel: cancel,
+                _cancel: CancellationToken::new(),
                 _factory: Some(factory),
                 _task: None,
             })

@@ -2,7 +2,7 @@
 //! the `app.kubernetes.io/instance` label against scans of kube-runtime's store.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -51,20 +51,19 @@ fn time<F: FnMut() -> usize>(iters: usize, mut query: F) -> (f64, usize) {
 /// Not relevant: awaited to completion by the parent.
 pub async fn run(server: &ApiServer, objects: usize) -> Result<Vec<QueryFigure>, String> {
     let client = server.client();
-    let informer = SharedIndexInformer::new(
-        ApiListerWatcher::new(Api::<ConfigMap>::all(client.clone())),
-        Duration::ZERO,
-        Indexers::new().with(INDEX, |cm: &ConfigMap| {
-            instance(cm).map(str::to_owned).into_iter().collect()
-        }),
-    );
+    let informer =
+        SharedIndexInformer::builder(ApiListerWatcher::new(Api::<ConfigMap>::all(client.clone())))
+            .indexers(Indexers::new().with(INDEX, |cm: &ConfigMap| {
+                instance(cm).map(str::to_owned).into_iter().collect()
+            }))
+            .build();
     let cancel = CancellationToken::new();
     let task = tokio::spawn({
         let informer = informer.clone();
         let cancel = cancel.clone();
         async move { informer.run(cancel).await }
     });
-    if !informer.wait_for_cache_sync(&cancel).await {
+    if informer.wait_synced().await.is_err() {
         return Err("index: our informer did not sync".to_owned());
     }
     let (store, writer) = kr::store::<ConfigMap>();

@@ -78,7 +78,7 @@ pub fn run(args: &Args) -> Result<(), String> {
         for s in order {
             let result = child(&exe, &server, s, args)?;
             eprintln!(
-                "compare: run {} {}: synced in {:.2} s{}",
+                "compare: run {} {}: synced in {:.3} s{}",
                 run + 1,
                 s.name,
                 num(&result.synced, "secs").unwrap_or(f64::NAN),

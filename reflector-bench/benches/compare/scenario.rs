@@ -15,7 +15,7 @@ pub enum Cache {
     Ours,
     /// `InformerFactory::new(client).informer::<ConfigMap>()` with the factory defaults.
     OursFactory,
-    /// Our plain informer with `set_transform(strip_managed_fields())`.
+    /// Our plain informer built with `.transform(strip_managed_fields())`.
     OursStrip,
 }
 

@@ -23,8 +23,6 @@ use std::time::Duration;
 /// use std::time::Duration;
 /// use reflector_core::controller::Action;
 ///
-/// assert_eq!(Action::done(), Action::await_change());
-/// assert_eq!(Action::requeue_after(Duration::from_secs(5)), Action::requeue(Duration::from_secs(5)));
 /// assert_eq!(Action::requeue_after(Duration::from_secs(5)).requeue_delay(), Some(Duration::from_secs(5)));
 /// assert!(Action::done().requeue_delay().is_none());
 /// ```
@@ -49,22 +47,12 @@ impl Action {
         }
     }
 
-    /// kube-runtime's name for [`Action::done`].
-    pub fn await_change() -> Self {
-        Self::done()
-    }
-
     /// Reconcile the key again after `delay` (controller-runtime's
     /// `Result{RequeueAfter: d}`). A zero delay re-adds the key at once.
     pub fn requeue_after(delay: Duration) -> Self {
         Action {
             kind: ActionKind::RequeueAfter(delay),
         }
-    }
-
-    /// kube-runtime's name for [`Action::requeue_after`].
-    pub fn requeue(delay: Duration) -> Self {
-        Self::requeue_after(delay)
     }
 
     /// Reconcile the key again after its per-key backoff from the controller's rate

@@ -1,21 +1,27 @@
 //! [`Controller`]: the builder and the `run` loop.
 
+use std::fmt::{Debug, Display};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use kube::{Api, Client};
+use serde::de::DeserializeOwned;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::informer::SharedIndexInformer;
+use crate::informer::{InformerFactory, InformerScope, SharedIndexInformer};
 use crate::lister::Lister;
 use crate::metrics::Metrics;
-use crate::object::{Object, ObjectKey};
+use crate::object::{Object, ObjectKey, ObjectRef};
 use crate::workqueue::{QueueConfig, RateLimiter, WorkQueue, default_controller_rate_limiter};
 
 use super::action::Action;
 use super::error::ControllerError;
+use super::error_policy::{BackoffOnError, ErrorPolicy};
 use super::owner_mapping::OwnerMapping;
+use super::request::Request;
+use super::signal::Signals;
 use super::source::{ActiveRegistration, InformerSource, KeyMapping, WatchSource};
 use super::worker::{CurrentKey, WorkerShared, current, worker};
 
@@ -25,10 +31,6 @@ pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 /// 2 min, as controller-runtime's controller `CacheSyncTimeout`.
 pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// How often `run` checks whether the informers have synced (100 ms, as client-go's
-/// `syncedPollPeriod`).
-const SYNC_POLL_PERIOD: Duration = Duration::from_millis(100);
-
 /// How often the queue's unfinished-work gauges are refreshed (500 ms, as client-go's
 /// `updateUnfinishedWorkLoop`).
 const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
@@ -36,68 +38,78 @@ const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
 /// Reconciles the objects of one primary informer, with the keys its own events,
 /// its owned children's and any watched informer's events map to, as
 /// controller-runtime's `Controller` (built as its `Builder`: `For`, `Owns`,
-/// `Watches`).
+/// `Watches`) in kube-runtime's shape.
 ///
 /// Semantics:
 ///
-/// - **Keys, not objects.** `reconcile` gets an [`ObjectKey`] and reads the object
-///   from the primary's lister ([`Controller::lister`]); a deleted object is
-///   reconciled too, and the lister answers `None` for it.
+/// - **Keys, with the cached object.** `reconcile` gets a [`Request`]: the typed
+///   key ([`ObjectRef<K>`]) and the object as cached when a worker took the key, or
+///   `None` once it was deleted, so cleanup runs through the same path.
 /// - **After sync only.** No reconcile runs before every informer the controller
 ///   watches has synced and its handler has seen the initial list (events meanwhile
-///   are queued).
+///   are queued). The wait is woken by the informers, never polled.
 /// - **One key, one worker.** `concurrency` workers share a
 ///   [`WorkQueue`], which never hands a key being reconciled to a second
 ///   worker, and re-queues it once if it changed meanwhile.
 /// - **Requeues** follow the returned [`Action`]; errors go to the error policy
-///   (usually [`backoff_on_error`](super::backoff_on_error): the key's exponential
-///   backoff from the rate limiter, which a success resets).
-/// - **Informers are shared, not owned.** `run` does not start the informers it was
-///   given (controller-runtime's manager starts them, and other controllers may
-///   share them) unless [`start_informers`](Self::start_informers) asks it to.
-/// - **Shutdown.** When `cancel` fires, the queue shuts down and workers take no
-///   more keys; reconciles in flight get the graceful-shutdown timeout to finish;
-///   stragglers are aborted and logged.
+///   ([`BackoffOnError`] unless [`error_policy`](Self::error_policy) sets another:
+///   the key's exponential backoff from the rate limiter, which a success resets).
+/// - **Informers are started for you.** `run` starts every watched informer that
+///   has not started and stops those it started when it returns
+///   ([`start_informers(false)`](Self::start_informers) leaves that to their owner).
+/// - **Shutdown.** When the stop future of [`run_until`](Self::run_until) resolves,
+///   or SIGINT/SIGTERM arrives after [`shutdown_on_signal`](Self::shutdown_on_signal),
+///   the queue shuts down and workers take no more keys; reconciles in flight get
+///   the graceful-shutdown timeout to finish; stragglers are aborted and logged.
+///   Dropping the `run` future stops everything at once.
 ///
 /// # Example
-/// ```
+/// ```no_run
 /// use std::sync::Arc;
-/// use std::time::Duration;
-/// use k8s_openapi::api::apps::v1::Deployment;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::controller::{backoff_on_error, Action, Controller};
-/// use reflector_core::informer::SharedIndexInformer;
-/// use reflector_core::lister::Lister;
-/// use reflector_core::listwatch::FakeSource;
-/// use reflector_core::object::ObjectKey;
-/// use reflector_core::store::Indexers;
-/// use tokio_util::sync::CancellationToken;
+/// use reflector_core::controller::{Action, Controller, Request};
 ///
-/// #[derive(Debug, thiserror::Error)]
-/// #[error("cannot reconcile")]
-/// struct Error;
-///
-/// async fn reconcile(key: ObjectKey, deployments: Arc<Lister<Deployment>>) -> Result<Action, Error> {
-///     match deployments.get_by_key(&key) {
-///         Some(_deployment) => Ok(Action::requeue_after(Duration::from_secs(300))),
-///         None => Ok(Action::done()), // deleted: clean up
+/// async fn reconcile(req: Request<ConfigMap>, _ctx: Arc<()>) -> Result<Action, kube::Error> {
+///     match req.object {
+///         Some(cm) => println!("{}: {} keys", req.key, cm.data.as_ref().map_or(0, |d| d.len())),
+///         None => println!("{}: deleted", req.key),
 ///     }
+///     Ok(Action::done())
 /// }
 ///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let deployments = SharedIndexInformer::new(FakeSource::<Deployment>::new(), Duration::ZERO, Indexers::new());
-/// let config_maps = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), Duration::ZERO, Indexers::new());
-/// let controller = Controller::new(deployments)
-///     .owns(config_maps)
-///     .concurrency(2)
-///     .start_informers(true);
-/// let lister = Arc::new(controller.lister());
-/// let cancel = CancellationToken::new();
-/// cancel.cancel(); // stop at once, for the example
-/// controller.run(reconcile, backoff_on_error, lister, cancel).await.unwrap();
+/// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = kube::Client::try_default().await?;
+/// Controller::<ConfigMap>::for_kind(client)
+///     .shutdown_on_signal()
+///     .run(reconcile, Arc::new(()))
+///     .await?;
+/// # Ok(()) }
+/// ```
+///
+/// Owned children and other watched kinds come from a shared factory:
+/// ```no_run
+/// # use std::sync::Arc;
+/// # use kube::ResourceExt;
+/// # use k8s_openapi::api::apps::v1::Deployment;
+/// # use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+/// # use reflector_core::controller::{Action, Controller, Request};
+/// # use reflector_core::informer::InformerFactory;
+/// # use reflector_core::object::ObjectRef;
+/// # async fn reconcile(_: Request<Deployment>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
+/// # async fn f(client: kube::Client) -> Result<(), reflector_core::controller::ControllerError> {
+/// let factory = InformerFactory::new(client);
+/// Controller::new(factory.informer::<Deployment>())
+///     .owns(factory.informer::<ConfigMap>())
+///     .watches(factory.informer::<Secret>(), |s: &Secret| {
+///         // a Secret named after its Deployment
+///         Some(ObjectRef::new(s.namespace().as_deref(), &s.name_any()))
+///     })
+///     .concurrency(4)
+///     .run(reconcile, Arc::new(()))
+///     .await
 /// # }
 /// ```
-pub struct Controller<K: Object> {
+pub struct Controller<K: Object, P = BackoffOnError> {
     name: String,
     primary: SharedIndexInformer<K>,
     sources: Vec<Box<dyn WatchSource>>,
@@ -107,9 +119,11 @@ pub struct Controller<K: Object> {
     graceful_shutdown_timeout: Duration,
     cache_sync_timeout: Duration,
     start_informers: bool,
+    shutdown_on_signal: bool,
+    error_policy: P,
 }
 
-impl<K: Object> std::fmt::Debug for Controller<K> {
+impl<K: Object, P> std::fmt::Debug for Controller<K, P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Controller")
             .field("name", &self.name)
@@ -121,6 +135,7 @@ impl<K: Object> std::fmt::Debug for Controller<K> {
             .field("graceful_shutdown_timeout", &self.graceful_shutdown_timeout)
             .field("cache_sync_timeout", &self.cache_sync_timeout)
             .field("start_informers", &self.start_informers)
+            .field("shutdown_on_signal", &self.shutdown_on_signal)
             .finish_non_exhaustive()
     }
 }
@@ -133,8 +148,8 @@ where
 {
     /// A controller of `primary`'s objects, with controller-runtime's defaults: named
     /// after the kind in lower case, one worker, [`default_controller_rate_limiter`],
-    /// no metrics, 30 s graceful shutdown, 2 min cache-sync timeout, informers
-    /// started by someone else.
+    /// [`BackoffOnError`], no metrics, 30 s graceful shutdown, 2 min cache-sync
+    /// timeout, informers started by `run` if nobody started them.
     #[must_use]
     pub fn new(primary: SharedIndexInformer<K>) -> Self {
         let name = K::kind(&K::DynamicType::default()).to_lowercase();
@@ -146,49 +161,93 @@ where
             metrics: None,
             graceful_shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
             cache_sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
-            start_informers: false,
+            start_informers: true,
+            shutdown_on_signal: false,
+            error_policy: BackoffOnError,
             name,
         }
     }
 
+    /// A controller of every `K` the client can see, its informer made by an
+    /// [`InformerFactory`] with the factory's defaults (`managedFields` skipped
+    /// while decoding).
+    #[must_use]
+    pub fn for_kind(client: Client) -> Self
+    where
+        K: DeserializeOwned + Debug,
+        K::DynamicType: Clone + Send + Sync + 'static,
+    {
+        Self::new(InformerFactory::new(client).informer::<K>())
+    }
+
+    /// A controller of the objects `api` reaches (one namespace for
+    /// `Api::namespaced`, every namespace for `Api::all`), its informer made by an
+    /// [`InformerFactory`] with the factory's defaults.
+    #[must_use]
+    pub fn for_api(api: Api<K>) -> Self
+    where
+        K: DeserializeOwned + Debug,
+        K::DynamicType: Clone + Send + Sync + 'static,
+    {
+        let mut scope = InformerScope::default();
+        if let Some(ns) = api.namespace() {
+            scope = scope.namespace(ns);
+        }
+        Self::new(InformerFactory::new(api.into_client()).scoped::<K>(&scope))
+    }
+}
+
+impl<K, P> Controller<K, P>
+where
+    K: Object,
+    K::DynamicType: Default,
+    K::Scope: 'static,
+{
     /// Reconciles the controller owner of each child of `children` (through the
     /// child's `ownerReferences` whose group and kind are `K`'s and which is marked
     /// `controller: true`), on the child's add, update (old and new owner) and
     /// delete. See [`OwnerMapping`].
     #[must_use]
     pub fn owns<C: Object>(self, children: SharedIndexInformer<C>) -> Self {
-        self.owns_with(children, OwnerMapping::for_owner::<K>())
+        self.owns_with(children, OwnerMapping::new())
     }
 
     /// As [`owns`](Self::owns) with another mapping, e.g.
-    /// `OwnerMapping::for_owner::<K>().every_owner()`.
+    /// `OwnerMapping::new().every_owner()`.
     #[must_use]
     pub fn owns_with<C: Object>(
         self,
         children: SharedIndexInformer<C>,
-        mapping: OwnerMapping,
+        mapping: OwnerMapping<K>,
     ) -> Self {
-        self.watches(children, move |c: &C| mapping.owner_keys(c))
+        self.watches(children, move |c: &C| mapping.owners(c))
     }
+}
 
-    /// Reconciles the keys `mapper` returns for each object of `informer`, on its add,
-    /// update (old and new state) and delete (its last known state), as
-    /// controller-runtime's `Watches` with `EnqueueRequestsFromMapFunc`.
+impl<K: Object, P> Controller<K, P> {
+    /// Reconciles the primaries `mapper` returns for each object of `informer`, on
+    /// its add, update (old and new state) and delete (its last known state), as
+    /// controller-runtime's `Watches` with `EnqueueRequestsFromMapFunc`. The mapper
+    /// returns typed keys of `K` (a `Vec`, an `Option`, any iterator), so it cannot
+    /// enqueue a key of another kind.
     #[must_use]
-    pub fn watches<O: Object>(
+    pub fn watches<O, I>(
         mut self,
         informer: SharedIndexInformer<O>,
-        mapper: impl Fn(&O) -> Vec<ObjectKey> + Send + Sync + 'static,
-    ) -> Self {
+        mapper: impl Fn(&O) -> I + Send + Sync + 'static,
+    ) -> Self
+    where
+        O: Object,
+        I: IntoIterator<Item = ObjectRef<K>>,
+    {
+        let mapper = move |o: &O| mapper(o).into_iter().map(ObjectRef::into_key).collect();
         self.sources.push(Box::new(InformerSource::new(
             informer,
             KeyMapping::Mapped(Arc::new(mapper)),
         )));
         self
     }
-}
 
-impl<K: Object> Controller<K> {
     /// The controller's name: labels its metrics and logs and names its queue.
     /// Default: the primary kind in lower case, as controller-runtime's builder.
     #[must_use]
@@ -214,6 +273,25 @@ impl<K: Object> Controller<K> {
         self
     }
 
+    /// What to do with a key whose reconcile failed: any [`ErrorPolicy`], e.g. a
+    /// `fn(&ObjectRef<K>, &Error, Arc<Ctx>) -> Action`. Default: [`BackoffOnError`].
+    #[must_use]
+    pub fn error_policy<Q>(self, policy: Q) -> Controller<K, Q> {
+        Controller {
+            name: self.name,
+            primary: self.primary,
+            sources: self.sources,
+            concurrency: self.concurrency,
+            rate_limiter: self.rate_limiter,
+            metrics: self.metrics,
+            graceful_shutdown_timeout: self.graceful_shutdown_timeout,
+            cache_sync_timeout: self.cache_sync_timeout,
+            start_informers: self.start_informers,
+            shutdown_on_signal: self.shutdown_on_signal,
+            error_policy: policy,
+        }
+    }
+
     /// Reports to `metrics` (shared by every controller of a process; register it
     /// once). Default: no metrics.
     #[must_use]
@@ -222,7 +300,7 @@ impl<K: Object> Controller<K> {
         self
     }
 
-    /// How long in-flight reconciles may run after `cancel` fires. Default 30 s, as
+    /// How long in-flight reconciles may run after shutdown begins. Default 30 s, as
     /// controller-runtime's `GracefulShutdownTimeout`.
     #[must_use]
     pub fn graceful_shutdown_timeout(mut self, timeout: Duration) -> Self {
@@ -239,205 +317,301 @@ impl<K: Object> Controller<K> {
     }
 
     /// Whether `run` starts the watched informers that have not started (and stops
-    /// those it started when it returns). Default false: informers are shared and
-    /// started by their owner (an [`InformerFactory`](crate::informer::InformerFactory)
-    /// or the caller).
+    /// those it started when it returns). Default true; false when their owner (an
+    /// [`InformerFactory`] you start, or your own task) runs them.
     #[must_use]
     pub fn start_informers(mut self, start: bool) -> Self {
         self.start_informers = start;
         self
     }
 
-    /// A lister over the primary informer's cache: what `reconcile` reads.
+    /// Shut down gracefully on SIGINT (Ctrl+C) or SIGTERM (what the kubelet sends a
+    /// pod), as kube-runtime's `shutdown_on_signal`. Default: off.
+    #[must_use]
+    pub fn shutdown_on_signal(mut self) -> Self {
+        self.shutdown_on_signal = true;
+        self
+    }
+
+    /// A lister over the primary informer's cache.
     #[must_use]
     pub fn lister(&self) -> Lister<K> {
         self.primary.lister()
     }
 
-    /// Runs the controller until `cancel` fires.
+    /// Runs the controller until a shutdown signal (with
+    /// [`shutdown_on_signal`](Self::shutdown_on_signal)) or until the future is
+    /// dropped.
     ///
-    /// - `reconcile(key, ctx)` makes the world match the object at `key` (absent:
+    /// - `reconcile(request, ctx)` makes the world match `request.object` (`None`:
     ///   deleted) and answers an [`Action`]. It may run concurrently for different
-    ///   keys, never for the same key.
-    /// - `error_policy(key, error, ctx)` answers what to do after `reconcile` failed:
-    ///   usually [`backoff_on_error`](super::backoff_on_error) (per-key exponential
-    ///   backoff); [`Action::done`] for a terminal error. Every error is logged and
-    ///   counted. A panicking `reconcile` counts as an error and backs off.
+    ///   keys, never for the same key. Its error is anything `Display` —
+    ///   `kube::Error`, your own `thiserror` enum, `anyhow::Error`,
+    ///   `Box<dyn Error + Send + Sync>` — logged, counted and handed to the error
+    ///   policy. A panicking `reconcile` counts as an error and backs off.
     ///
-    /// Steps: registers a handler on every informer; starts those not started if
-    /// [`start_informers`](Self::start_informers); waits for every handler to sync;
-    /// starts `concurrency` workers; on `cancel`, shuts the queue down, waits for
-    /// in-flight reconciles up to the graceful-shutdown timeout, removes its
-    /// handlers, stops the informers it started and returns.
+    /// Steps: registers a handler on every informer; starts those not started
+    /// (unless told otherwise); waits for every handler to sync; starts
+    /// `concurrency` workers; on shutdown, shuts the queue down, waits for in-flight
+    /// reconciles up to the graceful-shutdown timeout, removes its handlers, stops
+    /// the informers it started and returns.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_core::controller::{Action, Controller, Request};
+    ///
+    /// // anyhow::Error (not a std Error) is a reconcile error like any other.
+    /// async fn reconcile(req: Request<ConfigMap>, _: Arc<()>) -> anyhow::Result<Action> {
+    ///     let cm = req.object.ok_or_else(|| anyhow::anyhow!("{} is gone", req.key))?;
+    ///     anyhow::ensure!(cm.data.is_some(), "{} has no data", req.key);
+    ///     Ok(Action::done())
+    /// }
+    /// # async fn f(client: kube::Client) -> Result<(), reflector_core::controller::ControllerError> {
+    /// Controller::<ConfigMap>::for_kind(client).run(reconcile, Arc::new(())).await
+    /// # }
+    /// ```
     ///
     /// # Errors
     /// - [`ControllerError::Informer`] if an informer has stopped;
     /// - [`ControllerError::CacheSyncTimeout`] if the informers did not sync in time;
-    /// - [`ControllerError::GracefulShutdownTimeout`] if reconciles had to be aborted.
+    /// - [`ControllerError::GracefulShutdownTimeout`] if reconciles had to be aborted;
+    /// - [`ControllerError::Signal`] if the signal handlers cannot be installed.
     ///
-    /// Cancelling before the informers synced is a clean stop (`Ok`).
+    /// A shutdown before the informers synced is a clean stop (`Ok`).
     ///
     /// # Cancel safety
-    /// Cancelling the token is the clean stop. Dropping the future instead aborts
-    /// the workers and the informers it started at once and removes its handlers.
-    pub async fn run<Ctx, E, R, Fut, P>(
+    /// A signal is the clean stop. Dropping the future instead aborts the workers
+    /// and the informers it started at once and removes its handlers.
+    pub async fn run<R, Fut, E, Ctx>(
         self,
         reconcile: R,
-        error_policy: P,
         ctx: Arc<Ctx>,
-        cancel: CancellationToken,
     ) -> Result<(), ControllerError>
     where
-        R: Fn(ObjectKey, Arc<Ctx>) -> Fut + Send + Sync + 'static,
+        R: Fn(Request<K>, Arc<Ctx>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Action, E>> + Send + 'static,
-        E: std::error::Error + Send + 'static,
-        P: Fn(&ObjectKey, &E, Arc<Ctx>) -> Action + Send + Sync + 'static,
+        E: Display + 'static,
+        P: ErrorPolicy<K, E, Ctx>,
         Ctx: Send + Sync + 'static,
     {
-        let Controller {
-            name,
-            primary,
-            mut sources,
-            concurrency,
-            rate_limiter,
-            metrics,
-            graceful_shutdown_timeout,
-            cache_sync_timeout,
-            start_informers,
-        } = self;
-        sources.insert(0, Box::new(InformerSource::new(primary, KeyMapping::Own)));
-        let labels: Vec<String> = sources
-            .iter()
-            .map(|s| format!("{name}/{}", s.kind()))
-            .collect();
+        self.run_until(reconcile, ctx, std::future::pending()).await
+    }
 
-        let mut queue_config = QueueConfig::default().name(name.clone());
-        if let Some(m) = &metrics {
-            queue_config = queue_config.metrics(m.workqueue().queue_metrics(&name));
-        }
-        let queue = WorkQueue::with_config(rate_limiter, queue_config);
-        let recorder = metrics
-            .as_ref()
-            .map(|m| m.reconcile().init_controller(&name, concurrency));
-        if let Some(m) = &metrics {
-            for (s, label) in sources.iter().zip(&labels) {
-                s.export_stats(m.reflectors(), label);
-            }
-        }
-
-        // Handlers first, so no event between sync and workers is lost.
-        let mut registrations: Vec<(String, ActiveRegistration)> = Vec::new();
-        for (s, label) in sources.iter().zip(&labels) {
-            let r = s
-                .register(&queue)
-                .map_err(|source| ControllerError::Informer {
-                    informer: label.clone(),
-                    source,
-                })?;
-            registrations.push((label.clone(), r));
-        }
-
-        // Informers this run started: stopped by `informer_cancel` (a child of
-        // `cancel`, also cancelled when this future is dropped).
-        let informer_cancel = cancel.child_token();
-        let _stop_informers = informer_cancel.clone().drop_guard();
-        let mut informer_tasks = JoinSet::new();
-        if start_informers {
-            for (s, label) in sources
-                .iter()
-                .zip(&labels)
-                .filter(|(s, _)| !s.has_started())
-            {
-                tracing::debug!(controller = %name, informer = %label, "starting informer");
-                informer_tasks.spawn(s.run(informer_cancel.clone()));
-            }
-        }
-
-        let result = async {
-            tracing::info!(controller = %name, "waiting for caches to sync");
-            if !wait_for_sync(&registrations, &cancel, cache_sync_timeout).await? {
-                return Ok(());
-            }
-            tracing::info!(controller = %name, workers = concurrency, "starting workers");
-            let shared = Arc::new(WorkerShared {
-                name: name.clone(),
-                queue: queue.clone(),
-                reconcile,
+    /// As [`run`](Self::run), and shuts down gracefully when `shutdown` resolves
+    /// (e.g. `token.cancelled_owned()` of a
+    /// [`CancellationToken`](crate::controller::CancellationToken), a oneshot
+    /// receiver, a leadership loss).
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # use reflector_core::controller::{Action, CancellationToken, Controller, Request};
+    /// # async fn reconcile(_: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
+    /// # async fn f(client: kube::Client) {
+    /// let stop = CancellationToken::new();
+    /// let run = Controller::<ConfigMap>::for_kind(client)
+    ///     .run_until(reconcile, Arc::new(()), stop.clone().cancelled_owned());
+    /// # let _ = run;
+    /// stop.cancel(); // graceful shutdown
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    ///
+    /// # Cancel safety
+    /// As [`run`](Self::run).
+    pub async fn run_until<R, Fut, E, Ctx>(
+        self,
+        reconcile: R,
+        ctx: Arc<Ctx>,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), ControllerError>
+    where
+        R: Fn(Request<K>, Arc<Ctx>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+        E: Display + 'static,
+        P: ErrorPolicy<K, E, Ctx>,
+        Ctx: Send + Sync + 'static,
+    {
+        let mut signals = if self.shutdown_on_signal {
+            Some(Signals::install().map_err(|e| ControllerError::Signal(Arc::new(e)))?)
+        } else {
+            None
+        };
+        // `cancel` starts the graceful shutdown of the loop below.
+        let cancel = CancellationToken::new();
+        let run = async {
+            let Controller {
+                name,
+                primary,
+                mut sources,
+                concurrency,
+                rate_limiter,
+                metrics,
+                graceful_shutdown_timeout,
+                cache_sync_timeout,
+                start_informers,
+                shutdown_on_signal: _,
                 error_policy,
-                ctx,
-                recorder,
-            });
-            let mut workers = JoinSet::new();
-            let mut slots: Vec<CurrentKey> = Vec::with_capacity(concurrency);
-            for _ in 0..concurrency {
-                let slot: CurrentKey = Arc::new(Mutex::new(None));
-                slots.push(Arc::clone(&slot));
-                workers.spawn(worker(Arc::clone(&shared), slot, cancel.clone()));
-            }
-            drop(shared);
+            } = self;
+            let cache = primary.indexer().clone();
+            sources.insert(0, Box::new(InformerSource::new(primary, KeyMapping::Own)));
+            let labels: Vec<String> = sources
+                .iter()
+                .map(|s| format!("{name}/{}", s.kind()))
+                .collect();
 
-            let mut tick = tokio::time::interval(UNFINISHED_WORK_PERIOD);
-            loop {
-                tokio::select! {
-                    () = cancel.cancelled() => break,
-                    _ = tick.tick(), if metrics.is_some() => queue.update_unfinished_work(),
-                    Some(joined) = workers.join_next() => {
-                        // Workers only end on cancel or shutdown; log anything else.
-                        if let Err(e) = joined {
-                            tracing::error!(controller = %name, error = %e, "a worker ended unexpectedly");
+            let mut queue_config = QueueConfig::default().name(name.clone());
+            if let Some(m) = &metrics {
+                queue_config = queue_config.metrics(m.workqueue().queue_metrics(&name));
+            }
+            let queue = WorkQueue::with_config(rate_limiter, queue_config);
+            let recorder = metrics
+                .as_ref()
+                .map(|m| m.reconcile().init_controller(&name, concurrency));
+            if let Some(m) = &metrics {
+                for (s, label) in sources.iter().zip(&labels) {
+                    s.export_stats(m.reflectors(), label);
+                }
+            }
+
+            // Handlers first, so no event between sync and workers is lost.
+            let mut registrations: Vec<(String, ActiveRegistration)> = Vec::new();
+            for (s, label) in sources.iter().zip(&labels) {
+                let r = s
+                    .register(&queue)
+                    .map_err(|source| ControllerError::Informer {
+                        informer: label.clone(),
+                        source,
+                    })?;
+                registrations.push((label.clone(), r));
+            }
+
+            // Informers this run started: stopped by `informer_cancel` (a child of
+            // `cancel`, also cancelled when this future is dropped).
+            let informer_cancel = cancel.child_token();
+            let _stop_informers = informer_cancel.clone().drop_guard();
+            let mut informer_tasks = JoinSet::new();
+            if start_informers {
+                for (s, label) in sources
+                    .iter()
+                    .zip(&labels)
+                    .filter(|(s, _)| !s.has_started())
+                {
+                    tracing::debug!(controller = %name, informer = %label, "starting informer");
+                    informer_tasks.spawn(s.run(informer_cancel.clone()));
+                }
+            }
+
+            let result = async {
+                tracing::info!(controller = %name, "waiting for caches to sync");
+                if !wait_for_sync(&registrations, &cancel, cache_sync_timeout).await? {
+                    return Ok(());
+                }
+                tracing::info!(controller = %name, workers = concurrency, "starting workers");
+                let shared = Arc::new(WorkerShared {
+                    name: name.clone(),
+                    queue: queue.clone(),
+                    cache,
+                    reconcile,
+                    error_policy,
+                    ctx,
+                    recorder,
+                });
+                let mut workers = JoinSet::new();
+                let mut slots: Vec<CurrentKey> = Vec::with_capacity(concurrency);
+                for _ in 0..concurrency {
+                    let slot: CurrentKey = Arc::new(Mutex::new(None));
+                    slots.push(Arc::clone(&slot));
+                    workers.spawn(worker(Arc::clone(&shared), slot, cancel.clone()));
+                }
+                drop(shared);
+
+                let mut tick = tokio::time::interval(UNFINISHED_WORK_PERIOD);
+                loop {
+                    tokio::select! {
+                        () = cancel.cancelled() => break,
+                        _ = tick.tick(), if metrics.is_some() => queue.update_unfinished_work(),
+                        Some(joined) = workers.join_next() => {
+                            // Workers only end on cancel or shutdown; log anything else.
+                            if let Err(e) = joined {
+                                tracing::error!(controller = %name, error = %e, "a worker ended unexpectedly");
+                            }
                         }
                     }
                 }
+                tracing::info!(controller = %name, "shutdown signal received, waiting for workers to finish");
+                queue.shut_down();
+                shut_down_workers(&name, workers, &slots, graceful_shutdown_timeout).await
             }
-            tracing::info!(controller = %name, "shutdown signal received, waiting for workers to finish");
-            queue.shut_down();
-            shut_down_workers(&name, workers, &slots, graceful_shutdown_timeout).await
-        }
-        .await;
+            .await;
 
-        drop(registrations);
-        informer_cancel.cancel();
-        while let Some(joined) = informer_tasks.join_next().await {
-            if let Err(e) = joined {
-                tracing::error!(controller = %name, error = %e, "an informer task failed");
+            drop(registrations);
+            informer_cancel.cancel();
+            while let Some(joined) = informer_tasks.join_next().await {
+                if let Err(e) = joined {
+                    tracing::error!(controller = %name, error = %e, "an informer task failed");
+                }
             }
+            tracing::info!(controller = %name, "controller stopped");
+            result
+        };
+        let mut run = std::pin::pin!(run);
+        let stop = async {
+            match signals.as_mut() {
+                Some(signals) => tokio::select! {
+                    () = shutdown => {}
+                    () = signals.recv() => {}
+                },
+                None => shutdown.await,
+            }
+        };
+        tokio::select! {
+            biased;
+            result = &mut run => return result,
+            () = stop => cancel.cancel(),
         }
-        tracing::info!(controller = %name, "controller stopped");
-        result
+        run.await
     }
 }
 
 /// Waits until every handler has synced: `Ok(true)`; `Ok(false)` if `cancel`
-/// fired first.
+/// fired first. Woken by the informers and handlers, never polled.
 ///
 /// # Cancel safety
-/// Cancel-safe: it only polls.
+/// Cancel-safe: it only observes.
 async fn wait_for_sync(
     registrations: &[(String, ActiveRegistration)],
     cancel: &CancellationToken,
     timeout: Duration,
 ) -> Result<bool, ControllerError> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    let mut tick = tokio::time::interval(SYNC_POLL_PERIOD);
-    loop {
-        if registrations.iter().all(|(_, r)| r.has_synced()) {
-            return Ok(true);
+    let all = async {
+        for (label, r) in registrations {
+            r.wait_synced()
+                .await
+                .map_err(|source| ControllerError::Informer {
+                    informer: label.clone(),
+                    source,
+                })?;
         }
-        tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Ok(false),
-            () = tokio::time::sleep_until(deadline) => {
-                return Err(ControllerError::CacheSyncTimeout {
-                    timeout,
-                    unsynced: registrations
-                        .iter()
-                        .filter(|(_, r)| !r.has_synced())
-                        .map(|(label, _)| label.clone())
-                        .collect(),
-                });
-            }
-            _ = tick.tick() => {}
-        }
+        Ok(())
+    };
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Ok(false),
+        synced = tokio::time::timeout(timeout, all) => match synced {
+            Ok(result) => result.map(|()| true),
+            Err(_elapsed) => Err(ControllerError::CacheSyncTimeout {
+                timeout,
+                unsynced: registrations
+                    .iter()
+                    .filter(|(_, r)| !r.has_synced())
+                    .map(|(label, _)| label.clone())
+                    .collect(),
+            }),
+        },
     }
 }
 

@@ -1,11 +1,12 @@
 //! [`ControllerError`]: why a controller's `run` ended abnormally.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::informer::InformerError;
 
 /// Errors of the controller module.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ControllerError {
     /// An event handler could not be added to an informer (it has stopped). Not
@@ -38,4 +39,8 @@ pub enum ControllerError {
         /// How many workers were aborted mid-reconcile.
         aborted: usize,
     },
+    /// The SIGINT/SIGTERM handlers asked for with `shutdown_on_signal` could not be
+    /// installed; the controller did not start. Not retryable.
+    #[error("cannot listen for termination signals")]
+    Signal(#[source] Arc<std::io::Error>),
 }

@@ -1,26 +1,81 @@
-//! [`backoff_on_error`]: the usual error policy.
+//! [`ErrorPolicy`]: what a controller does with a key whose reconcile failed.
 
 use std::sync::Arc;
 
-use crate::object::ObjectKey;
+use crate::object::ObjectRef;
 
 use super::Action;
 
-/// Retries a failed key after its per-key backoff from the controller's rate limiter
-/// (5 ms doubling to 1000 s by default), as controller-runtime does for every
-/// non-terminal error; a later success resets the backoff. Pass it as `run`'s
-/// `error_policy`.
+/// Decides what happens to a key after its reconcile returned an error, as the
+/// `error_policy` of kube-runtime. Implemented by [`BackoffOnError`] (the default)
+/// and by every `Fn(&ObjectRef<K>, &E, Arc<Ctx>) -> Action` closure or function;
+/// set one with [`Controller::error_policy`](super::Controller::error_policy).
+///
+/// The answer means: [`Action::requeue_rate_limited`] — retry after the key's
+/// exponential backoff; [`Action::requeue_after`] — retry after a fixed delay,
+/// keeping the backoff count; [`Action::done`] — a terminal error, not retried
+/// (controller-runtime's `TerminalError`).
 ///
 /// # Example
 /// ```
 /// use std::sync::Arc;
-/// use reflector_core::controller::{backoff_on_error, Action};
-/// use reflector_core::object::ObjectKey;
+/// use std::time::Duration;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::controller::{Action, ErrorPolicy};
+/// use reflector_core::object::ObjectRef;
 ///
-/// let err = std::io::Error::other("boom");
-/// let action = backoff_on_error(&ObjectKey::new(None, "a"), &err, Arc::new(()));
+/// #[derive(Debug, thiserror::Error)]
+/// enum Error {
+///     #[error("invalid spec")]
+///     Invalid,
+///     #[error("API unavailable")]
+///     Unavailable,
+/// }
+///
+/// fn policy(_key: &ObjectRef<ConfigMap>, err: &Error, _ctx: Arc<()>) -> Action {
+///     match err {
+///         Error::Invalid => Action::done(), // retrying will not help
+///         Error::Unavailable => Action::requeue_after(Duration::from_secs(10)),
+///     }
+/// }
+/// let key = ObjectRef::new(Some("demo"), "web");
+/// assert_eq!(policy.on_error(&key, &Error::Invalid, &Arc::new(())), Action::done());
+/// ```
+pub trait ErrorPolicy<K, E, Ctx>: Send + Sync + 'static {
+    /// What to do with `key` after its reconcile failed with `error`.
+    fn on_error(&self, key: &ObjectRef<K>, error: &E, ctx: &Arc<Ctx>) -> Action;
+}
+
+impl<K, E, Ctx, F> ErrorPolicy<K, E, Ctx> for F
+where
+    F: Fn(&ObjectRef<K>, &E, Arc<Ctx>) -> Action + Send + Sync + 'static,
+{
+    fn on_error(&self, key: &ObjectRef<K>, error: &E, ctx: &Arc<Ctx>) -> Action {
+        self(key, error, Arc::clone(ctx))
+    }
+}
+
+/// The default error policy: retry a failed key after its per-key backoff from the
+/// controller's rate limiter (5 ms doubling to 1000 s by default), as
+/// controller-runtime does for every non-terminal error; a later success resets
+/// the backoff.
+///
+/// # Example
+/// ```
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::controller::{Action, BackoffOnError, ErrorPolicy};
+/// use reflector_core::object::ObjectRef;
+///
+/// let key = ObjectRef::<ConfigMap>::new(None, "a");
+/// let action = BackoffOnError.on_error(&key, &std::io::Error::other("boom"), &Arc::new(()));
 /// assert_eq!(action, Action::requeue_rate_limited());
 /// ```
-pub fn backoff_on_error<E, Ctx>(_key: &ObjectKey, _error: &E, _ctx: Arc<Ctx>) -> Action {
-    Action::requeue_rate_limited()
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BackoffOnError;
+
+impl<K, E, Ctx> ErrorPolicy<K, E, Ctx> for BackoffOnError {
+    fn on_error(&self, _key: &ObjectRef<K>, _error: &E, _ctx: &Arc<Ctx>) -> Action {
+        Action::requeue_rate_limited()
+    }
 }

@@ -8,28 +8,26 @@
 //! - [`Controller::owns`]: children whose controller owner reference points at a
 //!   primary ([`OwnerMapping`], as controller-runtime's `Owns`);
 //! - [`Controller::watches`]: any informer, with a function from its objects to
-//!   primary keys (controller-runtime's `Watches` with a map function).
+//!   typed primary keys ([`ObjectRef<K>`](crate::object::ObjectRef);
+//!   controller-runtime's `Watches` with a map function).
 //!
-//! [`Controller::run`] then registers an enqueueing handler on each informer, waits
-//! until they have all synced, and runs `concurrency` workers. Each worker takes a
-//! key from a [`WorkQueue`](crate::workqueue::WorkQueue), calls
-//! `reconcile(key, ctx)`, and files the key back according to the returned
-//! [`Action`]:
+//! [`Controller::run`] then registers an enqueueing handler on each informer, starts
+//! the informers nobody started, waits until they have all synced, and runs
+//! `concurrency` workers. Each worker takes a key from a
+//! [`WorkQueue`](crate::workqueue::WorkQueue), reads the object from
+//! the primary's cache, calls `reconcile(Request { key, object }, ctx)`, and files
+//! the key back according to the returned [`Action`]:
 //!
 //! | outcome | queue | `controller_runtime_reconcile_total{result}` |
 //! |---|---|---|
 //! | `Ok(Action::done())` | `forget` | `success` |
 //! | `Ok(Action::requeue_after(d))` | `forget`, `add_after(d)` | `requeue_after` |
 //! | `Ok(Action::requeue_rate_limited())` | `add_rate_limited` | `requeue` |
-//! | `Err(e)` | as `error_policy(key, &e, ctx)` answers ([`backoff_on_error`]: `add_rate_limited`) | `error` |
+//! | `Err(e)` | as the [`ErrorPolicy`] answers ([`BackoffOnError`], the default: `add_rate_limited`) | `error` |
 //!
-//! The reconciler gets the *key*, not the object: it reads the object from the
-//! primary's lister and sees `None` once it was deleted, so cleanup runs through the
-//! same path. The queue never hands one key to two workers at once, and a key that
-//! changes while it is reconciled is reconciled once more afterwards.
-//!
-//! Informers are shared: `run` expects them to be started by their owner, unless
-//! [`Controller::start_informers`] asks it to start the ones that are not.
+//! A deleted object is reconciled too, with `object: None`, so cleanup runs through
+//! the same path. The queue never hands one key to two workers at once, and a key
+//! that changes while it is reconciled is reconciled once more afterwards.
 //!
 //! Metrics (controller-runtime's and client-go's names) are reported to a shared
 //! [`Metrics`](crate::metrics::Metrics) given with [`Controller::metrics`].
@@ -40,11 +38,15 @@ mod controller;
 mod error;
 mod error_policy;
 mod owner_mapping;
+mod request;
+mod signal;
 mod source;
 mod worker;
 
 pub use action::Action;
 pub use controller::{Controller, DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT};
 pub use error::ControllerError;
-pub use error_policy::backoff_on_error;
+pub use error_policy::{BackoffOnError, ErrorPolicy};
 pub use owner_mapping::OwnerMapping;
+pub use request::Request;
+pub use tokio_util::sync::CancellationToken;

@@ -1,14 +1,15 @@
-//! [`OwnerMapping`]: from a child object to the keys of its owners, as
+//! [`OwnerMapping`]: from a child object to the references of its owners, as
 //! controller-runtime's `EnqueueRequestForOwner`.
 
 use std::any::TypeId;
+use std::marker::PhantomData;
 
 use k8s_openapi::ClusterResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
-use crate::object::ObjectKey;
+use crate::object::ObjectRef;
 
-/// Maps a child to the keys of its owners of type `K`, through the child's
+/// Maps a child to the references of its owners of kind `K`, through the child's
 /// `metadata.ownerReferences`, as controller-runtime's `EnqueueRequestForOwner`:
 ///
 /// - a reference matches when its group (from `apiVersion`, version ignored) and
@@ -26,7 +27,7 @@ use crate::object::ObjectKey;
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 /// use reflector_core::controller::OwnerMapping;
-/// use reflector_core::object::ObjectKey;
+/// use reflector_core::object::ObjectRef;
 ///
 /// let mut cm = ConfigMap::default();
 /// cm.metadata.namespace = Some("ns".into());
@@ -39,15 +40,49 @@ use crate::object::ObjectKey;
 ///     controller: Some(true),
 ///     ..OwnerReference::default()
 /// }]);
-/// let mapping = OwnerMapping::for_owner::<Deployment>();
-/// assert_eq!(mapping.owner_keys(&cm), vec![ObjectKey::new(Some("ns"), "web")]);
+/// let mapping = OwnerMapping::<Deployment>::new();
+/// assert_eq!(mapping.owners(&cm), vec![ObjectRef::new(Some("ns"), "web")]);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OwnerMapping {
+pub struct OwnerMapping<K> {
     group: String,
     kind: String,
     cluster_scoped: bool,
     controller_only: bool,
+    owner: PhantomData<fn() -> K>,
+}
+
+impl<K> Clone for OwnerMapping<K> {
+    fn clone(&self) -> Self {
+        OwnerMapping {
+            group: self.group.clone(),
+            kind: self.kind.clone(),
+            cluster_scoped: self.cluster_scoped,
+            controller_only: self.controller_only,
+            owner: PhantomData,
+        }
+    }
+}
+
+impl<K> std::fmt::Debug for OwnerMapping<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OwnerMapping")
+            .field("group", &self.group)
+            .field("kind", &self.kind)
+            .field("cluster_scoped", &self.cluster_scoped)
+            .field("controller_only", &self.controller_only)
+            .finish()
+    }
+}
+
+impl<K> Default for OwnerMapping<K>
+where
+    K: kube::Resource,
+    K::DynamicType: Default,
+    K::Scope: 'static,
+{
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// The group part of an `apiVersion`: `apps` for `apps/v1`, empty for `v1`.
@@ -58,24 +93,27 @@ fn group_of(api_version: &str) -> &str {
     }
 }
 
-impl OwnerMapping {
-    /// Maps to owners of type `K`, controller references only.
+impl<K> OwnerMapping<K>
+where
+    K: kube::Resource,
+    K::DynamicType: Default,
+    K::Scope: 'static,
+{
+    /// Maps to owners of kind `K`, controller references only.
     #[must_use]
-    pub fn for_owner<K>() -> Self
-    where
-        K: kube::Resource,
-        K::DynamicType: Default,
-        K::Scope: 'static,
-    {
+    pub fn new() -> Self {
         let dt = K::DynamicType::default();
         OwnerMapping {
             group: K::group(&dt).into_owned(),
             kind: K::kind(&dt).into_owned(),
             cluster_scoped: TypeId::of::<K::Scope>() == TypeId::of::<ClusterResourceScope>(),
             controller_only: true,
+            owner: PhantomData,
         }
     }
+}
 
+impl<K> OwnerMapping<K> {
     /// Maps every matching owner reference, not only the controller's (as
     /// controller-runtime's `MatchEveryOwner`).
     #[must_use]
@@ -94,10 +132,10 @@ impl OwnerMapping {
         r.kind == self.kind && group_of(&r.api_version) == self.group
     }
 
-    /// The keys of `child`'s owners of the mapped type (deduplicated, in reference
-    /// order). A child without a name-space gets cluster-scoped owner keys.
+    /// The references of `child`'s owners of kind `K` (deduplicated, in reference
+    /// order). A child without a namespace gets cluster-scoped owner references.
     #[must_use]
-    pub fn owner_keys<C: kube::Resource>(&self, child: &C) -> Vec<ObjectKey> {
+    pub fn owners<C: kube::Resource>(&self, child: &C) -> Vec<ObjectRef<K>> {
         let meta = child.meta();
         let Some(refs) = meta.owner_references.as_deref() else {
             return Vec::new();
@@ -107,14 +145,14 @@ impl OwnerMapping {
         } else {
             meta.namespace.as_deref()
         };
-        let mut keys: Vec<ObjectKey> = Vec::new();
+        let mut keys: Vec<ObjectRef<K>> = Vec::new();
         if self.controller_only {
             // As client-go's `GetControllerOf`: the first reference marked controller.
             if let Some(r) = refs.iter().find(|r| r.controller == Some(true))
                 && self.matches(r)
                 && !r.name.is_empty()
             {
-                keys.push(ObjectKey::new(namespace, &r.name));
+                keys.push(ObjectRef::new(namespace, &r.name));
             }
             return keys;
         }
@@ -122,7 +160,7 @@ impl OwnerMapping {
             .iter()
             .filter(|r| self.matches(r) && !r.name.is_empty())
         {
-            let key = ObjectKey::new(namespace, &r.name);
+            let key = ObjectRef::new(namespace, &r.name);
             if !keys.contains(&key) {
                 keys.push(key);
             }
@@ -163,8 +201,8 @@ mod tests {
             owner_ref("apps/v1", "Deployment", "not-controller", false),
             owner_ref("apps/v1", "Deployment", "web", true),
         ]);
-        let keys = OwnerMapping::for_owner::<Deployment>().owner_keys(&cm);
-        assert_eq!(keys, vec![ObjectKey::new(Some("ns"), "web")]);
+        let keys = OwnerMapping::<Deployment>::new().owners(&cm);
+        assert_eq!(keys, vec![ObjectRef::new(Some("ns"), "web")]);
     }
 
     #[test]
@@ -173,14 +211,10 @@ mod tests {
             owner_ref("apps/v1", "Deployment", "web", false),
             owner_ref("apps/v1", "ReplicaSet", "web-1", true),
         ]);
-        assert!(
-            OwnerMapping::for_owner::<Deployment>()
-                .owner_keys(&cm)
-                .is_empty()
-        );
+        assert!(OwnerMapping::<Deployment>::new().owners(&cm).is_empty());
         assert_eq!(
-            OwnerMapping::for_owner::<ReplicaSet>().owner_keys(&cm),
-            vec![ObjectKey::new(Some("ns"), "web-1")]
+            OwnerMapping::<ReplicaSet>::new().owners(&cm),
+            vec![ObjectRef::new(Some("ns"), "web-1")]
         );
     }
 
@@ -190,10 +224,10 @@ mod tests {
             owner_ref("extensions/v1beta1", "Deployment", "other-group", true),
             owner_ref("apps/v1beta2", "Deployment", "old-version", false),
         ]);
-        let mapping = OwnerMapping::for_owner::<Deployment>().every_owner();
+        let mapping = OwnerMapping::<Deployment>::new().every_owner();
         assert_eq!(
-            mapping.owner_keys(&cm),
-            vec![ObjectKey::new(Some("ns"), "old-version")]
+            mapping.owners(&cm),
+            vec![ObjectRef::new(Some("ns"), "old-version")]
         );
     }
 
@@ -204,14 +238,12 @@ mod tests {
             owner_ref("apps/v1", "Deployment", "b", true),
             owner_ref("apps/v1", "Deployment", "a", false),
         ]);
-        let keys = OwnerMapping::for_owner::<Deployment>()
-            .every_owner()
-            .owner_keys(&cm);
+        let keys = OwnerMapping::<Deployment>::new().every_owner().owners(&cm);
         assert_eq!(
             keys,
             vec![
-                ObjectKey::new(Some("ns"), "a"),
-                ObjectKey::new(Some("ns"), "b")
+                ObjectRef::new(Some("ns"), "a"),
+                ObjectRef::new(Some("ns"), "b")
             ]
         );
     }
@@ -220,18 +252,14 @@ mod tests {
     fn cluster_scoped_owner_gets_no_namespace() {
         let cm = child(vec![owner_ref("v1", "Namespace", "ns", true)]);
         assert_eq!(
-            OwnerMapping::for_owner::<Namespace>().owner_keys(&cm),
-            vec![ObjectKey::new(None, "ns")]
+            OwnerMapping::<Namespace>::new().owners(&cm),
+            vec![ObjectRef::new(None, "ns")]
         );
     }
 
     #[test]
     fn no_owner_references_maps_nothing() {
         let cm = ConfigMap::default();
-        assert!(
-            OwnerMapping::for_owner::<Deployment>()
-                .owner_keys(&cm)
-                .is_empty()
-        );
+        assert!(OwnerMapping::<Deployment>::new().owners(&cm).is_empty());
     }
 }

@@ -9,7 +9,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::informer::{EventHandler, InformerError, Registration, SharedIndexInformer};
 use crate::metrics::ReflectorCollector;
-use crate::object::{DeletedObject, Object, ObjectKey, deletion_handling_key, meta_namespace_key};
+use crate::object::{
+    DeletedObject, Object, ObjectKey, deletion_handling_key, meta_namespace_key, short_type_name,
+};
 use crate::workqueue::WorkQueue;
 
 /// Maps a watched object to the keys of the primaries to reconcile.
@@ -89,6 +91,12 @@ impl ActiveRegistration {
     pub(crate) fn has_synced(&self) -> bool {
         self.registration.has_synced()
     }
+
+    /// # Cancel safety
+    /// Cancel-safe: it only observes.
+    pub(crate) async fn wait_synced(&self) -> Result<(), InformerError> {
+        self.registration.wait_synced().await
+    }
 }
 
 impl Drop for ActiveRegistration {
@@ -150,11 +158,4 @@ impl<O: Object> WatchSource for InformerSource<O> {
     fn export_stats(&self, collector: &ReflectorCollector, label: &str) {
         collector.add(label, &self.informer);
     }
-}
-
-/// `ConfigMap` for `k8s_openapi::api::core::v1::ConfigMap`.
-pub(crate) fn short_type_name<T>() -> &'static str {
-    let full = std::any::type_name::<T>();
-    let base = full.split('<').next().unwrap_or(full);
-    base.rsplit("::").next().unwrap_or(base)
 }

@@ -1,6 +1,7 @@
 //! The worker loop: take a key, reconcile it, tell the queue what comes next, as
 //! controller-runtime's `processNextWorkItem` and `reconcileHandler`.
 
+use std::fmt::Display;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -10,15 +11,20 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::{ControllerRecorder, ReconcileResult};
-use crate::object::ObjectKey;
+use crate::object::{Object, ObjectKey, ObjectRef};
+use crate::store::Indexer;
 use crate::workqueue::WorkQueue;
 
 use super::action::{Action, ActionKind};
+use super::error_policy::ErrorPolicy;
+use super::request::Request;
 
 /// What every worker of one `run` shares.
-pub(crate) struct WorkerShared<R, P, Ctx> {
+pub(crate) struct WorkerShared<K: Object, R, P, Ctx> {
     pub(crate) name: String,
     pub(crate) queue: WorkQueue<ObjectKey>,
+    /// The primary informer's cache: each request carries the object read from it.
+    pub(crate) cache: Indexer<K>,
     pub(crate) reconcile: R,
     pub(crate) error_policy: P,
     pub(crate) ctx: Arc<Ctx>,
@@ -74,15 +80,16 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
 /// Cancelling `cancel` stops the loop between keys; dropping the future mid-reconcile
 /// drops the reconcile and leaves the key marked as processing (the controller only
 /// does that after shutting the queue down).
-pub(crate) async fn worker<R, Fut, E, P, Ctx>(
-    shared: Arc<WorkerShared<R, P, Ctx>>,
+pub(crate) async fn worker<K, R, Fut, E, P, Ctx>(
+    shared: Arc<WorkerShared<K, R, P, Ctx>>,
     slot: CurrentKey,
     cancel: CancellationToken,
 ) where
-    R: Fn(ObjectKey, Arc<Ctx>) -> Fut + Send + Sync + 'static,
+    K: Object,
+    R: Fn(Request<K>, Arc<Ctx>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Action, E>> + Send + 'static,
-    E: std::error::Error + Send + 'static,
-    P: Fn(&ObjectKey, &E, Arc<Ctx>) -> Action + Send + Sync + 'static,
+    E: Display + 'static,
+    P: ErrorPolicy<K, E, Ctx>,
     Ctx: Send + Sync + 'static,
 {
     loop {
@@ -101,20 +108,23 @@ pub(crate) async fn worker<R, Fut, E, P, Ctx>(
 }
 
 /// Reconciles one key and files it back in the queue.
-async fn process<R, Fut, E, P, Ctx>(shared: &WorkerShared<R, P, Ctx>, key: &ObjectKey)
+async fn process<K, R, Fut, E, P, Ctx>(shared: &WorkerShared<K, R, P, Ctx>, key: &ObjectKey)
 where
-    R: Fn(ObjectKey, Arc<Ctx>) -> Fut + Send + Sync + 'static,
+    K: Object,
+    R: Fn(Request<K>, Arc<Ctx>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Action, E>> + Send + 'static,
-    E: std::error::Error + Send + 'static,
-    P: Fn(&ObjectKey, &E, Arc<Ctx>) -> Action + Send + Sync + 'static,
+    E: Display + 'static,
+    P: ErrorPolicy<K, E, Ctx>,
     Ctx: Send + Sync + 'static,
 {
     let recorder = shared.recorder.as_ref();
     let active = ActiveGuard::enter(recorder);
     let queue = &shared.queue;
     let started = Instant::now();
+    let typed = ObjectRef::<K>::from_key(key.clone());
+    let request = Request::new(typed.clone(), shared.cache.get_by_key(key));
     let outcome =
-        AssertUnwindSafe(async { (shared.reconcile)(key.clone(), Arc::clone(&shared.ctx)).await })
+        AssertUnwindSafe(async { (shared.reconcile)(request, Arc::clone(&shared.ctx)).await })
             .catch_unwind()
             .await;
     let elapsed = started.elapsed();
@@ -137,7 +147,7 @@ where
         Ok(Err(err)) => {
             tracing::error!(controller = %shared.name, %key, error = %err, "reconciler error");
             let policy = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                (shared.error_policy)(key, &err, Arc::clone(&shared.ctx))
+                shared.error_policy.on_error(&typed, &err, &shared.ctx)
             }));
             let action = policy.unwrap_or_else(|payload| {
                 tracing::error!(controller = %shared.name, %key,

@@ -1,4 +1,4 @@
-//! [`InformerError`]: misuse of an informer's lifecycle.
+//! [`InformerError`]: what an informer could not do.
 
 use crate::store::StoreError;
 
@@ -6,12 +6,13 @@ use crate::store::StoreError;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum InformerError {
-    /// The informer has started; this setting must be made before. Not retryable.
-    #[error("informer has already started")]
-    AlreadyStarted,
     /// The informer has stopped; no handler can be added. Not retryable.
     #[error("handler was not added to the informer because it has stopped already")]
     Stopped,
+    /// The informer stopped (or was dropped) before it synced, so a wait for its
+    /// sync or for a resource version cannot end well. Not retryable.
+    #[error("informer stopped before it synced")]
+    StoppedBeforeSync,
     /// The indexer rejected new indexers (a name conflict). Not retryable.
     #[error("cannot add indexers")]
     Store(#[source] StoreError),

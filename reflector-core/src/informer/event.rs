@@ -10,8 +10,6 @@ use super::{EventHandler, InformerError, Registration, SharedIndexInformer};
 /// receive, folded into one enum so a handler can be a single closure with a
 /// `match` (see [`SharedIndexInformer::add_event_fn`]).
 ///
-/// `#[derive(Reflect)]` names it per kind: `pub type WidgetEvent = Event<Widget>;`.
-///
 /// # Example
 /// ```
 /// use std::sync::Arc;

@@ -37,105 +37,25 @@ pub trait EventHandler<K>: Send + Sync + 'static {
     fn on_delete(&self, _obj: &DeletedObject<K>) {}
 }
 
-type AddFn<K> = Box<dyn Fn(&Arc<K>, bool) + Send + Sync>;
-type UpdateFn<K> = Box<dyn Fn(&Arc<K>, &Arc<K>) + Send + Sync>;
-type DeleteFn<K> = Box<dyn Fn(&DeletedObject<K>) + Send + Sync>;
-
-/// A handler from closures, as client-go's `ResourceEventHandlerFuncs`; unset
-/// callbacks do nothing.
-///
-/// # Example
-/// ```
-/// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::informer::EventHandlerFns;
-/// let h = EventHandlerFns::<ConfigMap>::new()
-///     .on_add(|cm, _| println!("add {:?}", cm.metadata.name))
-///     .on_delete(|d| println!("delete {:?}", d.object().metadata.name));
-/// ```
-pub struct EventHandlerFns<K> {
-    add: Option<AddFn<K>>,
-    update: Option<UpdateFn<K>>,
-    delete: Option<DeleteFn<K>>,
-}
-
-impl<K> Default for EventHandlerFns<K> {
-    fn default() -> Self {
-        EventHandlerFns {
-            add: None,
-            update: None,
-            delete: None,
-        }
-    }
-}
-
-impl<K> fmt::Debug for EventHandlerFns<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EventHandlerFns")
-            .field("add", &self.add.is_some())
-            .field("update", &self.update.is_some())
-            .field("delete", &self.delete.is_some())
-            .finish()
-    }
-}
-
-impl<K> EventHandlerFns<K> {
-    /// A handler that does nothing yet.
-    #[must_use]
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Called for each add.
-    #[must_use]
-    pub fn on_add(mut self, f: impl Fn(&Arc<K>, bool) + Send + Sync + 'static) -> Self {
-        self.add = Some(Box::new(f));
-        self
-    }
-
-    /// Called for each update.
-    #[must_use]
-    pub fn on_update(mut self, f: impl Fn(&Arc<K>, &Arc<K>) + Send + Sync + 'static) -> Self {
-        self.update = Some(Box::new(f));
-        self
-    }
-
-    /// Called for each delete.
-    #[must_use]
-    pub fn on_delete(mut self, f: impl Fn(&DeletedObject<K>) + Send + Sync + 'static) -> Self {
-        self.delete = Some(Box::new(f));
-        self
-    }
-}
-
-impl<K: Send + Sync + 'static> EventHandler<K> for EventHandlerFns<K> {
-    fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
-        if let Some(f) = &self.add {
-            f(obj, is_in_initial_list);
-        }
-    }
-    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
-        if let Some(f) = &self.update {
-            f(old, new);
-        }
-    }
-    fn on_delete(&self, obj: &DeletedObject<K>) {
-        if let Some(f) = &self.delete {
-            f(obj);
-        }
-    }
-}
-
 /// Passes on only the objects a filter accepts, as client-go's
 /// `FilteringResourceEventHandler`: an update that starts passing the filter becomes
 /// an add, one that stops passing becomes a delete.
 ///
 /// # Example
 /// ```
+/// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::informer::{EventHandlerFns, FilteringHandler};
+/// use reflector_core::informer::{EventHandler, FilteringHandler};
+///
+/// struct Log;
+/// impl EventHandler<ConfigMap> for Log {
+///     fn on_add(&self, cm: &Arc<ConfigMap>, _: bool) {
+///         println!("{:?}", cm.metadata.name);
+///     }
+/// }
 /// let only_labelled = FilteringHandler::new(
 ///     |cm: &ConfigMap| cm.metadata.labels.as_ref().is_some_and(|l| l.contains_key("app")),
-///     EventHandlerFns::<ConfigMap>::new().on_add(|cm, _| println!("{:?}", cm.metadata.name)),
+///     Log,
 /// );
 /// ```
 pub struct FilteringHandler<K, H> {
@@ -204,30 +124,33 @@ mod tests {
         Arc::new(c)
     }
 
+    /// Records what it is told, one line per notification.
+    #[derive(Clone, Default)]
+    struct Log(Arc<Mutex<Vec<String>>>);
+
+    impl Log {
+        fn push(&self, what: &str, c: &ConfigMap) {
+            let name = c.metadata.name.clone().unwrap_or_default();
+            self.0.lock().unwrap().push(format!("{what} {name}"));
+        }
+    }
+
+    impl EventHandler<ConfigMap> for Log {
+        fn on_add(&self, c: &Arc<ConfigMap>, _: bool) {
+            self.push("add", c);
+        }
+        fn on_update(&self, _: &Arc<ConfigMap>, n: &Arc<ConfigMap>) {
+            self.push("update", n);
+        }
+        fn on_delete(&self, o: &DeletedObject<ConfigMap>) {
+            self.push("delete", o.object());
+        }
+    }
+
     #[test]
     fn filtering_handler_turns_crossings_into_adds_and_deletes() {
-        let log = Arc::new(Mutex::new(Vec::<String>::new()));
-        let (a, u, d) = (log.clone(), log.clone(), log.clone());
-        let h = FilteringHandler::new(
-            |c: &ConfigMap| c.metadata.labels.is_some(),
-            EventHandlerFns::<ConfigMap>::new()
-                .on_add(move |c, _| {
-                    a.lock()
-                        .unwrap()
-                        .push(format!("add {}", c.metadata.name.clone().unwrap()))
-                })
-                .on_update(move |_, n| {
-                    u.lock()
-                        .unwrap()
-                        .push(format!("update {}", n.metadata.name.clone().unwrap()))
-                })
-                .on_delete(move |o| {
-                    d.lock().unwrap().push(format!(
-                        "delete {}",
-                        o.object().metadata.name.clone().unwrap()
-                    ))
-                }),
-        );
+        let log = Log::default();
+        let h = FilteringHandler::new(|c: &ConfigMap| c.metadata.labels.is_some(), log.clone());
         h.on_add(&cm("out", false), true);
         h.on_add(&cm("in", true), true);
         h.on_update(&cm("a", false), &cm("a", true));
@@ -237,7 +160,7 @@ mod tests {
         h.on_delete(&DeletedObject::Known(cm("gone-out", false)));
         h.on_delete(&DeletedObject::Known(cm("gone-in", true)));
         assert_eq!(
-            *log.lock().unwrap(),
+            *log.0.lock().unwrap(),
             ["add in", "add a", "update b", "delete c", "delete gone-in"]
         );
     }

@@ -15,31 +15,30 @@ use tokio_util::sync::CancellationToken;
 
 use crate::listwatch::{ApiListerWatcher, FieldFilter, FieldFilterError};
 use crate::object::Object;
+use crate::reflector::ReflectorOptions;
 use crate::store::Indexers;
 
-use super::SharedIndexInformer;
+use super::{InformerError, InformerScope, SharedIndexInformer};
 
-/// Which informer: type, namespace (None: all), label and field selectors.
+/// Which informer: type and scope.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 struct InformerKey {
     type_id: TypeId,
     type_name: &'static str,
-    namespace: Option<String>,
-    label_selector: Option<String>,
-    field_selector: Option<String>,
+    scope: InformerScope,
 }
 
 impl InformerKey {
     fn describe(&self) -> String {
         let short = self.type_name.rsplit("::").next().unwrap_or(self.type_name);
         let mut s = short.to_owned();
-        if let Some(ns) = &self.namespace {
+        if let Some(ns) = &self.scope.namespace {
             s.push_str(&format!(" in {ns}"));
         }
-        if let Some(l) = &self.label_selector {
+        if let Some(l) = &self.scope.labels {
             s.push_str(&format!(" labels {l}"));
         }
-        if let Some(f) = &self.field_selector {
+        if let Some(f) = &self.scope.fields {
             s.push_str(&format!(" fields {f}"));
         }
         s
@@ -49,7 +48,7 @@ impl InformerKey {
 /// What the factory needs of an informer without knowing its type.
 trait AnyInformer: Send + Sync {
     fn run_boxed(&self, cancel: CancellationToken) -> BoxFuture<'static, ()>;
-    fn has_synced(&self) -> bool;
+    fn wait_synced_boxed(&self) -> BoxFuture<'static, Result<(), InformerError>>;
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -58,8 +57,9 @@ impl<K: Object> AnyInformer for SharedIndexInformer<K> {
         let this = self.clone();
         Box::pin(async move { this.run(cancel).await })
     }
-    fn has_synced(&self) -> bool {
-        SharedIndexInformer::has_synced(self)
+    fn wait_synced_boxed(&self) -> BoxFuture<'static, Result<(), InformerError>> {
+        let this = self.clone();
+        Box::pin(async move { this.wait_synced().await })
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -73,31 +73,29 @@ struct FactoryState {
     started: HashMap<InformerKey, JoinHandle<()>>,
 }
 
-/// Hands out shared informers, one per (type, namespace, selectors), and runs them,
-/// as client-go's `SharedInformerFactory`.
+/// Hands out shared informers, one per type and [`InformerScope`], and runs them,
+/// as client-go's `SharedInformerFactory`. It owns what it starts: dropping the
+/// factory (or [`shutdown`](Self::shutdown)) stops every informer it started.
 ///
 /// By default every informer it makes skips `metadata.managedFields` *while decoding*
 /// list bodies and watch events (see [`FieldFilter`]): the field is never allocated,
 /// which roughly halves the cache's memory and most of the decode time.
 /// [`InformerFactory::keep_managed_fields`] keeps it; [`InformerFactory::skip_fields`]
-/// skips more paths. A transform set with
-/// [`SharedIndexInformer::set_transform`] runs on the decoded objects, as usual.
+/// skips more paths. [`InformerFactory::reflector_options`] sets the reflector
+/// options of every informer it makes (tests use it to speed every informer up).
 ///
 /// # Example
 /// ```no_run
 /// use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 /// use reflector_core::informer::InformerFactory;
-/// use tokio_util::sync::CancellationToken;
 /// # async fn f(client: kube::Client) {
 /// let factory = InformerFactory::new(client);
 /// let pods = factory.informer::<Pod>();
 /// let same = factory.informer::<Pod>(); // the same informer
 /// let cms = factory.namespaced::<ConfigMap>("kube-system");
-/// let cancel = CancellationToken::new();
-/// factory.start(&cancel);
-/// let synced = factory.wait_for_cache_sync(&cancel).await;
-/// assert!(synced.values().all(|s| *s));
-/// factory.shutdown().await;
+/// factory.start();
+/// factory.wait_synced().await.unwrap();
+/// factory.shutdown().await; // or drop the factory
 /// # }
 /// ```
 pub struct InformerFactory {
@@ -107,10 +105,12 @@ pub struct InformerFactory {
     skip_managed_fields: bool,
     /// User paths skipped while decoding (default none).
     skip: FieldFilter,
+    /// Reflector options of every informer made from now on.
+    reflector_options: ReflectorOptions,
     /// The factory's informers and the tasks running them; never held across an
     /// await.
     state: Mutex<FactoryState>,
-    /// Parent of every informer's run token; cancelled by `shutdown`.
+    /// Parent of every informer's run token; cancelled by `shutdown` and on drop.
     cancel: CancellationToken,
 }
 
@@ -140,6 +140,7 @@ impl InformerFactory {
             default_resync: Duration::ZERO,
             skip_managed_fields: true,
             skip: FieldFilter::new(),
+            reflector_options: ReflectorOptions::default(),
             state: Mutex::new(FactoryState::default()),
             cancel: CancellationToken::new(),
         }
@@ -150,6 +151,15 @@ impl InformerFactory {
     #[must_use]
     pub fn default_resync(mut self, period: Duration) -> Self {
         self.default_resync = period;
+        self
+    }
+
+    /// The reflector options of every informer made from now on (default:
+    /// [`ReflectorOptions::default`], client-go's reflector settings). Tests use it to
+    /// shorten every informer's backoff at once.
+    #[must_use]
+    pub fn reflector_options(mut self, options: ReflectorOptions) -> Self {
+        self.reflector_options = options;
         self
     }
 
@@ -201,7 +211,7 @@ impl InformerFactory {
         K: Object + DeserializeOwned + Debug,
         K::DynamicType: Default + Clone + Send + Sync + 'static,
     {
-        self.informer_for::<K>(None, None, None)
+        self.scoped::<K>(&InformerScope::default())
     }
 
     /// The shared informer for `K` in one namespace.
@@ -211,21 +221,26 @@ impl InformerFactory {
         K: Object + Resource<Scope = NamespaceResourceScope> + DeserializeOwned + Debug,
         K::DynamicType: Default + Clone + Send + Sync + 'static,
     {
-        self.informer_for::<K>(Some(namespace), None, None)
+        self.scoped::<K>(&InformerScope::default().namespace(namespace))
     }
 
-    /// The shared informer for `K` restricted by namespace and selectors. Asking
-    /// twice with the same arguments returns the same informer.
+    /// The shared informer for `K` within `scope` (namespace, label and field
+    /// selectors). Asking twice with the same scope returns the same informer.
     ///
     /// A namespace is honoured only for namespaced kinds, by listing the namespace's
     /// URL; use [`InformerFactory::namespaced`] to have that checked at compile time.
+    ///
+    /// # Example
+    /// ```no_run
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use reflector_core::informer::{InformerFactory, InformerScope};
+    /// # fn f(factory: InformerFactory) {
+    /// let web = factory.scoped::<Pod>(&InformerScope::default().namespace("prod").labels("app=web"));
+    /// # let _ = web;
+    /// # }
+    /// ```
     #[must_use]
-    pub fn informer_for<K>(
-        &self,
-        namespace: Option<&str>,
-        label_selector: Option<&str>,
-        field_selector: Option<&str>,
-    ) -> SharedIndexInformer<K>
+    pub fn scoped<K>(&self, scope: &InformerScope) -> SharedIndexInformer<K>
     where
         K: Object + DeserializeOwned + Debug,
         K::DynamicType: Default + Clone + Send + Sync + 'static,
@@ -233,9 +248,7 @@ impl InformerFactory {
         let key = InformerKey {
             type_id: TypeId::of::<K>(),
             type_name: std::any::type_name::<K>(),
-            namespace: namespace.map(str::to_owned),
-            label_selector: label_selector.map(str::to_owned),
-            field_selector: field_selector.map(str::to_owned),
+            scope: scope.clone(),
         };
         let mut st = self.lock();
         if let Some(existing) = st.informers.get(&key)
@@ -246,22 +259,25 @@ impl InformerFactory {
         let dt = K::DynamicType::default();
         let api: Api<K> = Api::all_with(self.client.clone(), &dt);
         let mut lw = ApiListerWatcher::new_with(api, &dt)
-            .in_namespace(namespace)
+            .in_namespace(scope.namespace.as_deref())
             .field_filter(self.field_filter());
-        if let Some(l) = label_selector {
+        if let Some(l) = &scope.labels {
             lw = lw.labels(l);
         }
-        if let Some(f) = field_selector {
+        if let Some(f) = &scope.fields {
             lw = lw.fields(f);
         }
-        let informer = SharedIndexInformer::new(lw, self.default_resync, Indexers::new());
+        let informer = SharedIndexInformer::builder(lw)
+            .resync(self.default_resync)
+            .reflector_options(self.reflector_options.clone())
+            .build();
         st.informers.insert(key, Arc::new(informer.clone()));
         informer
     }
 
     /// Starts every informer not yet started, each on its own task owned by the
-    /// factory; `cancel` (or [`InformerFactory::shutdown`]) stops them.
-    pub fn start(&self, cancel: &CancellationToken) {
+    /// factory: [`shutdown`](Self::shutdown), or dropping the factory, stops them.
+    pub fn start(&self) {
         let mut st = self.lock();
         let to_start: Vec<_> = st
             .informers
@@ -270,61 +286,37 @@ impl InformerFactory {
             .map(|(k, i)| (k.clone(), Arc::clone(i)))
             .collect();
         for (key, informer) in to_start {
-            let token = self.cancel.child_token();
-            let outer = cancel.clone();
-            let run = informer.run_boxed(token.clone());
-            // The informer stops when the caller's token or the factory's fires; its
-            // run future is always awaited to the end, so its tasks are joined.
-            let task = tokio::spawn(async move {
-                let forward = async {
-                    tokio::select! {
-                        () = outer.cancelled() => token.cancel(),
-                        () = token.cancelled() => {}
-                    }
-                };
-                tokio::join!(run, forward);
-            });
+            let task = tokio::spawn(informer.run_boxed(self.cancel.child_token()));
             st.started.insert(key, task);
         }
     }
 
-    /// Waits until every started informer has synced, or `cancel` fires; returns
-    /// each informer's state, keyed by a description (`"Pod"`, `"ConfigMap in
-    /// kube-system"`).
+    /// Waits until every started informer has synced, as client-go's
+    /// `WaitForCacheSync`, woken by each informer (no polling).
+    ///
+    /// # Errors
+    /// [`InformerError::StoppedBeforeSync`] if one of them stopped first.
     ///
     /// # Cancel safety
-    /// Cancel-safe: it only polls.
-    pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> BTreeMap<String, bool> {
-        let started: Vec<(String, Arc<dyn AnyInformer>)> = {
+    /// Cancel-safe: it only observes. Put it in a `tokio::time::timeout` for a
+    /// deadline.
+    pub async fn wait_synced(&self) -> Result<(), InformerError> {
+        let started: Vec<_> = {
             let st = self.lock();
             st.informers
                 .iter()
                 .filter(|(k, _)| st.started.contains_key(*k))
-                .map(|(k, i)| (k.describe(), Arc::clone(i)))
+                .map(|(_, i)| i.wait_synced_boxed())
                 .collect()
         };
-        let mut tick = tokio::time::interval(Duration::from_millis(100));
-        loop {
-            if started.iter().all(|(_, i)| i.has_synced()) {
-                break;
-            }
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => break,
-                _ = tick.tick() => {}
-            }
-        }
-        started
-            .into_iter()
-            .map(|(name, i)| (name, i.has_synced()))
-            .collect()
+        futures::future::try_join_all(started).await.map(drop)
     }
 
     /// Stops every informer and returns once all their tasks have ended.
     ///
     /// # Cancel safety
-    /// Not cancel-safe in the sense that a dropped `shutdown` leaves some tasks
-    /// un-awaited; they still stop, since the token is cancelled first.
+    /// Dropping the future leaves some tasks un-awaited; they still stop, since the
+    /// token is cancelled first.
     pub async fn shutdown(&self) {
         self.cancel.cancel();
         let tasks: Vec<JoinHandle<()>> = {
@@ -338,6 +330,13 @@ impl InformerFactory {
                 tracing::error!("an informer task panicked");
             }
         }
+    }
+}
+
+impl Drop for InformerFactory {
+    /// Stops every informer the factory started (their tasks end on their own).
+    fn drop(&mut self) {
+        self.cancel.cancel();
     }
 }
 
@@ -408,24 +407,18 @@ mod tests {
 
     /// Runs the factory's ConfigMap informer until the watched object `c` is cached;
     /// returns the cached objects.
-    async fn cached(factory: InformerFactory, transform: bool) -> Vec<Arc<ConfigMap>> {
+    async fn cached(factory: InformerFactory) -> Vec<Arc<ConfigMap>> {
         let informer = factory.namespaced::<ConfigMap>("ns");
-        if transform {
-            informer
-                .set_transform(Arc::new(|cm: Arc<ConfigMap>| {
-                    let mut cm = Arc::unwrap_or_clone(cm);
-                    cm.metadata
-                        .labels
-                        .get_or_insert_default()
-                        .insert("seen".into(), "yes".into());
-                    Arc::new(cm)
-                }))
-                .unwrap();
-        }
-        let cancel = CancellationToken::new();
-        factory.start(&cancel);
-        let synced = factory.wait_for_cache_sync(&cancel).await;
-        assert_eq!(synced.get("ConfigMap in ns"), Some(&true), "{synced:?}");
+        factory.start();
+        factory.wait_synced().await.unwrap();
+        assert!(informer.has_synced());
+        let objs = all_three(&informer).await;
+        factory.shutdown().await;
+        objs
+    }
+
+    /// Waits until `informer` caches a and b (listed) and c (watched).
+    async fn all_three(informer: &SharedIndexInformer<ConfigMap>) -> Vec<Arc<ConfigMap>> {
         for _ in 0..1000 {
             if informer.indexer().len() == 3 {
                 break;
@@ -433,14 +426,13 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         let objs = informer.indexer().list();
-        factory.shutdown().await;
         assert_eq!(objs.len(), 3, "a and b listed, c watched");
         objs
     }
 
     #[tokio::test(start_paused = true)]
     async fn informers_skip_managed_fields_while_decoding_by_default() {
-        let objs = cached(InformerFactory::new(api().client()), false).await;
+        let objs = cached(InformerFactory::new(api().client())).await;
         assert!(objs.iter().all(|o| o.metadata.managed_fields.is_none()));
         assert!(objs.iter().all(|o| o.data.is_some()));
     }
@@ -449,7 +441,7 @@ mod tests {
     async fn keep_managed_fields_keeps_them() {
         let factory = InformerFactory::new(api().client()).keep_managed_fields();
         assert!(factory.field_filter().is_empty());
-        let objs = cached(factory, false).await;
+        let objs = cached(factory).await;
         assert!(objs.iter().all(|o| o.metadata.managed_fields.is_some()));
     }
 
@@ -462,7 +454,7 @@ mod tests {
             factory.field_filter(),
             FieldFilter::parse(["data", "metadata.managedFields"]).unwrap()
         );
-        let objs = cached(factory, false).await;
+        let objs = cached(factory).await;
         assert!(objs.iter().all(|o| o.data.is_none()));
         assert!(objs.iter().all(|o| o.metadata.managed_fields.is_none()));
         let bad = InformerFactory::new(api().client()).skip_fields(["data..x"]);
@@ -471,7 +463,30 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn transform_runs_on_top_of_lean_decode() {
-        let objs = cached(InformerFactory::new(api().client()), true).await;
+        let factory = InformerFactory::new(api().client());
+        let api: Api<ConfigMap> = Api::all(api().client());
+        let lw = ApiListerWatcher::new(api)
+            .in_namespace(Some("ns"))
+            .field_filter(factory.field_filter());
+        let informer = SharedIndexInformer::builder(lw)
+            .transform(Arc::new(|cm: Arc<ConfigMap>| {
+                let mut cm = Arc::unwrap_or_clone(cm);
+                cm.metadata
+                    .labels
+                    .get_or_insert_default()
+                    .insert("seen".into(), "yes".into());
+                Arc::new(cm)
+            }))
+            .build();
+        let cancel = CancellationToken::new();
+        let run = tokio::spawn({
+            let (i, c) = (informer.clone(), cancel.clone());
+            async move { i.run(c).await }
+        });
+        informer.wait_synced().await.unwrap();
+        let objs = all_three(&informer).await;
+        cancel.cancel();
+        run.await.unwrap();
         assert!(objs.iter().all(|o| o.metadata.managed_fields.is_none()));
         assert!(objs.iter().all(|o| {
             o.metadata

@@ -20,6 +20,7 @@
 //! Handlers are plain synchronous callbacks: keep them short (enqueue a key into a
 //! [`workqueue`](crate::workqueue) and return).
 
+mod builder;
 mod error;
 mod event;
 mod event_handler;
@@ -27,6 +28,7 @@ mod factory;
 mod notification;
 mod processor_listener;
 mod registration;
+mod scope;
 mod shared_index_informer;
 mod shared_processor;
 mod transform;
@@ -34,10 +36,12 @@ mod transform;
 #[cfg(test)]
 mod tests;
 
+pub use builder::InformerBuilder;
 pub use error::InformerError;
 pub use event::Event;
-pub use event_handler::{EventHandler, EventHandlerFns, FilteringHandler};
+pub use event_handler::{EventHandler, FilteringHandler};
 pub use factory::InformerFactory;
 pub use registration::Registration;
+pub use scope::InformerScope;
 pub use shared_index_informer::{MINIMUM_RESYNC_PERIOD, SharedIndexInformer};
 pub use transform::strip_managed_fields;

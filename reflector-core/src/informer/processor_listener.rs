@@ -2,16 +2,17 @@
 //! handler never delays another (client-go's `processorListener`).
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::EventHandler;
 use super::notification::{Batch, Message, Notification};
+use super::registration::PendingInitial;
 
 /// How long a listener pauses after its handler panicked, as client-go's
 /// `processorListener.run` (one second).
@@ -44,7 +45,7 @@ pub(crate) struct ProcessorListener<K> {
     /// Guarded by its own mutex; read by the reflector's resync check.
     resync: Mutex<ResyncSchedule>,
     /// Initial-list adds queued but not yet handled.
-    pub(crate) pending_initial: Arc<AtomicUsize>,
+    pub(crate) pending_initial: Arc<PendingInitial>,
     /// Wakes the listener's task to stop (on removal or informer stop).
     stop: CancellationToken,
     /// Set before `stop` fires; checked before each notification so none is handled
@@ -58,6 +59,7 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
         handler: Arc<dyn EventHandler<K>>,
         requested_resync_period: Duration,
         resync_period: Duration,
+        progress: Arc<Notify>,
     ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         ProcessorListener {
@@ -70,7 +72,7 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
                 period: resync_period,
                 next: Instant::now() + resync_period,
             }),
-            pending_initial: Arc::new(AtomicUsize::new(0)),
+            pending_initial: Arc::new(PendingInitial::new(progress)),
             stop: CancellationToken::new(),
             halted: AtomicBool::new(false),
         }
@@ -86,13 +88,13 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
     /// Queues a notification; never blocks.
     pub(crate) fn add(&self, n: Notification<K>) {
         if n.is_initial_add() {
-            self.pending_initial.fetch_add(1, Ordering::SeqCst);
+            self.pending_initial.add(1);
         }
         if let Err(mpsc::error::SendError(Message::One(n))) = self.tx.send(Message::One(n))
             && n.is_initial_add()
         {
             // The task is gone (listener removed or informer stopped).
-            self.pending_initial.fetch_sub(1, Ordering::SeqCst);
+            self.pending_initial.sub(1);
         }
     }
 
@@ -101,11 +103,11 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
     pub(crate) fn add_batch(&self, items: Batch<K>, syncing: bool) {
         let initial = initial_adds(&items, syncing);
         if initial > 0 {
-            self.pending_initial.fetch_add(initial, Ordering::SeqCst);
+            self.pending_initial.add(initial);
         }
         if self.tx.send(Message::Batch { items, syncing }).is_err() && initial > 0 {
             // The task is gone (listener removed or informer stopped).
-            self.pending_initial.fetch_sub(initial, Ordering::SeqCst);
+            self.pending_initial.sub(initial);
         }
     }
 
@@ -152,7 +154,7 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
         let handler = self.handler.as_ref();
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| n.dispatch(handler)));
         if n.is_initial_add() {
-            self.pending_initial.fetch_sub(1, Ordering::SeqCst);
+            self.pending_initial.sub(1);
         }
         match outcome {
             Ok(()) => true,
@@ -267,7 +269,7 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
                 Message::Batch { items, syncing } => initial_adds(&items, syncing),
             };
             if initial > 0 {
-                self.pending_initial.fetch_sub(initial, Ordering::SeqCst);
+                self.pending_initial.sub(initial);
             }
         }
     }

@@ -1,11 +1,51 @@
 //! [`Registration`]: the handle of one event handler on one informer.
 
 use std::fmt;
+use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Says whether the informer itself has synced.
-pub(crate) type UpstreamSynced = Arc<dyn Fn() -> bool + Send + Sync>;
+use tokio::sync::Notify;
+
+use super::InformerError;
+
+/// Says whether the informer itself has synced, and whether it has stopped.
+pub(crate) trait Upstream: Send + Sync {
+    fn has_synced(&self) -> bool;
+    fn is_stopped(&self) -> bool;
+}
+
+/// Initial-list adds queued to one listener but not yet handled. Shared by the
+/// listener (which counts) and its registration (which waits for zero).
+pub(crate) struct PendingInitial {
+    count: AtomicUsize,
+    /// The informer's progress signal: woken when the count drops to zero.
+    progress: Arc<Notify>,
+}
+
+impl PendingInitial {
+    pub(crate) fn new(progress: Arc<Notify>) -> Self {
+        PendingInitial {
+            count: AtomicUsize::new(0),
+            progress,
+        }
+    }
+
+    pub(crate) fn add(&self, n: usize) {
+        self.count.fetch_add(n, Ordering::SeqCst);
+    }
+
+    /// Counts `n` adds out; the last one wakes whoever waits for the handler to sync.
+    pub(crate) fn sub(&self, n: usize) {
+        if n > 0 && self.count.fetch_sub(n, Ordering::SeqCst) == n {
+            self.progress.notify_waiters();
+        }
+    }
+
+    pub(crate) fn get(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+}
 
 /// Returned by `add_event_handler`: removes the handler and tells whether it has
 /// seen the informer's initial state, as client-go's
@@ -13,11 +53,12 @@ pub(crate) type UpstreamSynced = Arc<dyn Fn() -> bool + Send + Sync>;
 ///
 /// # Example
 /// ```no_run
-/// # use reflector_core::informer::{SharedIndexInformer, EventHandlerFns};
+/// # use reflector_core::informer::SharedIndexInformer;
 /// # use k8s_openapi::api::core::v1::Pod;
-/// # fn f(informer: SharedIndexInformer<Pod>) {
-/// let reg = informer.add_event_handler(EventHandlerFns::new()).unwrap();
-/// if reg.has_synced() { /* the handler has seen every object of the initial list */ }
+/// # async fn f(informer: SharedIndexInformer<Pod>) {
+/// let reg = informer.add_event_fn(|_| {}).unwrap();
+/// reg.wait_synced().await.unwrap(); // the handler has seen every object of the initial list
+/// assert!(reg.has_synced());
 /// informer.remove_event_handler(&reg);
 /// # }
 /// ```
@@ -25,8 +66,8 @@ pub(crate) type UpstreamSynced = Arc<dyn Fn() -> bool + Send + Sync>;
 pub struct Registration {
     pub(crate) informer_id: u64,
     pub(crate) listener_id: u64,
-    pending_initial: Arc<AtomicUsize>,
-    upstream_synced: UpstreamSynced,
+    pending_initial: Arc<PendingInitial>,
+    upstream: Arc<dyn Upstream>,
 }
 
 impl fmt::Debug for Registration {
@@ -43,14 +84,14 @@ impl Registration {
     pub(crate) fn new(
         informer_id: u64,
         listener_id: u64,
-        pending_initial: Arc<AtomicUsize>,
-        upstream_synced: UpstreamSynced,
+        pending_initial: Arc<PendingInitial>,
+        upstream: Arc<dyn Upstream>,
     ) -> Self {
         Registration {
             informer_id,
             listener_id,
             pending_initial,
-            upstream_synced,
+            upstream,
         }
     }
 
@@ -58,6 +99,30 @@ impl Registration {
     /// of the initial state (for a handler added late: every synthetic add).
     #[must_use]
     pub fn has_synced(&self) -> bool {
-        (self.upstream_synced)() && self.pending_initial.load(Ordering::SeqCst) == 0
+        self.upstream.has_synced() && self.pending_initial.get() == 0
+    }
+
+    /// Waits until [`has_synced`](Self::has_synced) is true. Woken by the informer
+    /// when it syncs and by the handler's task when it handles its last initial add:
+    /// no polling.
+    ///
+    /// # Errors
+    /// [`InformerError::StoppedBeforeSync`] if the informer stopped first.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: it only observes. Put it in a `tokio::time::timeout` for a
+    /// deadline.
+    pub async fn wait_synced(&self) -> Result<(), InformerError> {
+        loop {
+            let mut woken = pin!(self.pending_initial.progress.notified());
+            woken.as_mut().enable();
+            if self.has_synced() {
+                return Ok(());
+            }
+            if self.upstream.is_stopped() {
+                return Err(InformerError::StoppedBeforeSync);
+            }
+            woken.await;
+        }
     }
 }

@@ -1,9 +1,11 @@
 //! [`SharedIndexInformer`]: one watch, one cache, many handlers.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::pin::pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::fifo::{
@@ -12,23 +14,19 @@ use crate::fifo::{
 use crate::lister::Lister;
 use crate::listwatch::{BoxListerWatcher, ListerWatcher};
 use crate::object::{DeletedObject, Object};
-use crate::reflector::{
-    Reflector, ReflectorError, ReflectorOptions, ReflectorStats, WatchErrorHandler,
-};
+use crate::reflector::{Reflector, ReflectorOptions, ReflectorStats};
 use crate::store::{BatchWriter, Indexer, Indexers, Store};
 
+use super::builder::InformerBuilder;
 use super::notification::{Batch, Notification};
 use super::processor_listener::ProcessorListener;
-use super::registration::Registration;
+use super::registration::{Registration, Upstream};
 use super::shared_processor::{SharedProcessor, determine_resync_period};
 use super::{EventHandler, InformerError};
 
 /// The smallest resync period a handler may ask for, as client-go's
 /// `minimumResyncPeriod` (1 s).
 pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
-
-/// How often `wait_for_cache_sync` polls, as client-go's `syncedPollPeriod`.
-const SYNCED_POLL_PERIOD: Duration = Duration::from_millis(100);
 
 /// Most FIFO items applied and handed to the listeners at once. Large enough that
 /// the per-batch costs (a lock, a message and a wake-up per listener) fade, small
@@ -48,11 +46,6 @@ struct InformerState<K: Object> {
     /// The reflector's resync period: the smallest handler period asked for before
     /// start (client-go's `resyncCheckPeriod`).
     resync_check_period: Duration,
-    transform: Option<TransformFunc<K>>,
-    watch_error_handler: Option<WatchErrorHandler>,
-    /// Options for the reflector made at start; name, resync period and
-    /// `should_resync` are the informer's.
-    reflector_options: ReflectorOptions,
     fifo: Option<Arc<DeltaFifo<K>>>,
     reflector: Option<Arc<Reflector<K, BoxListerWatcher<K>>>>,
 }
@@ -64,7 +57,22 @@ struct Inner<K: Object> {
     indexer: Indexer<K>,
     processor: SharedProcessor<K>,
     default_event_handler_resync_period: Duration,
-    /// Lifecycle and settings; never held across an await.
+    /// Runs once on every object before it is cached.
+    transform: Option<TransformFunc<K>>,
+    /// Options for the reflector made at start; name, resync period and
+    /// `should_resync` are the informer's.
+    reflector_options: ReflectorOptions,
+    /// Woken (`notify_waiters`) when the informer syncs or stops, when a handler
+    /// handled its last initial add, and after each applied batch while someone
+    /// waits for a resource version. Waiters register before they check.
+    progress: Arc<Notify>,
+    /// How many `wait_for_resource_version` calls are waiting: while none is,
+    /// batches skip reading resource versions.
+    rv_waiters: AtomicUsize,
+    /// The largest object resource version applied to the cache while
+    /// `rv_waiters > 0`.
+    applied_rv: AtomicU64,
+    /// Lifecycle; never held across an await.
     state: Mutex<InformerState<K>>,
     /// Held while a popped item is applied to the cache and distributed, and while a
     /// late handler receives its synthetic adds, so neither interleaves with the
@@ -87,26 +95,23 @@ struct Inner<K: Object> {
 ///
 /// # Example
 /// ```no_run
-/// use std::time::Duration;
 /// use k8s_openapi::api::core::v1::Pod;
-/// use reflector_core::informer::{EventHandlerFns, SharedIndexInformer};
+/// use reflector_core::informer::{Event, SharedIndexInformer};
 /// use reflector_core::listwatch::ApiListerWatcher;
 /// use reflector_core::store::Indexers;
 /// use tokio_util::sync::CancellationToken;
 /// # async fn f(client: kube::Client) {
-/// let informer = SharedIndexInformer::new(
-///     ApiListerWatcher::new(kube::Api::<Pod>::all(client)),
-///     Duration::ZERO,
-///     Indexers::new().with("by_node", |p: &Pod| {
+/// let informer = SharedIndexInformer::builder(ApiListerWatcher::new(kube::Api::<Pod>::all(client)))
+///     .indexers(Indexers::new().with("by_node", |p: &Pod| {
 ///         p.spec.as_ref().and_then(|s| s.node_name.clone()).into_iter().collect()
-///     }),
-/// );
+///     }))
+///     .build();
 /// informer
-///     .add_event_handler(EventHandlerFns::<Pod>::new().on_add(|p, _| println!("{:?}", p.metadata.name)))
+///     .add_event_fn(|ev: Event<Pod>| println!("{:?}", ev.object().metadata.name))
 ///     .unwrap();
 /// let cancel = CancellationToken::new();
 /// let run = tokio::spawn({ let i = informer.clone(); let c = cancel.clone(); async move { i.run(c).await } });
-/// informer.wait_for_cache_sync(&cancel).await;
+/// informer.wait_synced().await.unwrap();
 /// let on_node_a = informer.lister().by_index("by_node", "node-a").unwrap();
 /// # }
 /// ```
@@ -131,38 +136,42 @@ impl<K: Object> std::fmt::Debug for SharedIndexInformer<K> {
 }
 
 impl<K: Object> SharedIndexInformer<K> {
-    /// An informer over `lister_watcher`, with a default handler resync period (zero:
-    /// none) and indexers. The namespace index is always added.
+    /// An informer over `lister_watcher` with the defaults (no handler resync, the
+    /// namespace index only, no transform, default reflector options); see
+    /// [`SharedIndexInformer::builder`] for the rest.
     #[must_use]
-    pub fn new(
-        lister_watcher: impl ListerWatcher<K>,
-        default_event_handler_resync_period: Duration,
-        indexers: Indexers<K>,
-    ) -> Self {
-        let mut indexers = indexers;
+    pub fn new(lister_watcher: impl ListerWatcher<K>) -> Self {
+        Self::builder(lister_watcher).build()
+    }
+
+    /// A builder for an informer over `lister_watcher`: resync period, indexers,
+    /// transform and reflector options.
+    pub fn builder(lister_watcher: impl ListerWatcher<K>) -> InformerBuilder<K> {
+        InformerBuilder::new(lister_watcher)
+    }
+
+    pub(super) fn from_builder(b: InformerBuilder<K>) -> Self {
+        let mut indexers = b.indexers;
         if !indexers.contains(crate::store::NAMESPACE_INDEX) {
             indexers = indexers.with_namespace_index();
         }
-        let name = std::any::type_name::<K>()
-            .rsplit("::")
-            .next()
-            .unwrap_or("informer")
-            .to_owned();
         SharedIndexInformer {
             inner: Arc::new(Inner {
                 id: next_id(),
-                name,
-                lister_watcher: BoxListerWatcher::new(lister_watcher),
+                name: crate::object::short_type_name::<K>().to_owned(),
+                lister_watcher: b.lister_watcher,
                 indexer: Indexer::new(indexers),
                 processor: SharedProcessor::new(),
-                default_event_handler_resync_period,
+                default_event_handler_resync_period: b.resync,
+                transform: b.transform,
+                reflector_options: b.reflector_options,
+                progress: Arc::new(Notify::new()),
+                rv_waiters: AtomicUsize::new(0),
+                applied_rv: AtomicU64::new(0),
                 state: Mutex::new(InformerState {
                     started: false,
                     stopped: false,
-                    resync_check_period: default_event_handler_resync_period,
-                    transform: None,
-                    watch_error_handler: None,
-                    reflector_options: ReflectorOptions::default(),
+                    resync_check_period: b.resync,
                     fifo: None,
                     reflector: None,
                 }),
@@ -232,68 +241,87 @@ impl<K: Object> SharedIndexInformer<K> {
             .unwrap_or_default()
     }
 
-    /// Waits until the informer has synced; false if `cancel` fired first.
+    /// Waits until the informer has synced: its initial list is in the cache and
+    /// was handed to every handler. Woken when it happens, never polled.
+    ///
+    /// # Errors
+    /// [`InformerError::StoppedBeforeSync`] if the informer stopped first.
     ///
     /// # Cancel safety
-    /// Cancel-safe: it only polls.
-    pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> bool {
-        let mut tick = tokio::time::interval(SYNCED_POLL_PERIOD);
-        loop {
-            if self.has_synced() {
-                return true;
-            }
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => return false,
-                _ = tick.tick() => {}
-            }
-        }
+    /// Cancel-safe: it only observes. Put it in a `tokio::time::timeout` for a
+    /// deadline.
+    pub async fn wait_synced(&self) -> Result<(), InformerError> {
+        self.wait_until(|| self.has_synced()).await
     }
 
-    /// Runs `transform` once on every object before it is cached (e.g.
-    /// [`strip_managed_fields`](super::strip_managed_fields)).
+    /// Waits until the cache has applied an object event whose `resourceVersion` is
+    /// at least `resource_version`, for read-your-writes: after a write answered
+    /// with resource version N, `wait_for_resource_version(N)` returns once the
+    /// informer's cache holds that write or a later state.
+    ///
+    /// Resource versions are compared as the integers an etcd3-backed API server
+    /// hands out; one that is not an integer is never reached. The event must be one
+    /// this informer watches (an object outside its namespace or selectors never
+    /// arrives); when the watch is idle and everything received is applied, the
+    /// reflector's last resource version (which bookmarks advance) counts too.
     ///
     /// # Errors
-    /// [`InformerError::AlreadyStarted`] after start.
-    pub fn set_transform(&self, transform: TransformFunc<K>) -> Result<(), InformerError> {
-        let mut st = self.lock_state();
-        if st.started {
-            return Err(InformerError::AlreadyStarted);
-        }
-        st.transform = Some(transform);
-        Ok(())
-    }
-
-    /// Called with each error that ends a list-and-watch round.
+    /// [`InformerError::StoppedBeforeSync`] if the informer stopped first.
     ///
-    /// # Errors
-    /// [`InformerError::AlreadyStarted`] after start.
-    pub fn set_watch_error_handler(
+    /// # Cancel safety
+    /// Cancel-safe: it only observes.
+    pub async fn wait_for_resource_version(
         &self,
-        handler: impl Fn(&ReflectorError) + Send + Sync + 'static,
+        resource_version: &str,
     ) -> Result<(), InformerError> {
-        let mut st = self.lock_state();
-        if st.started {
-            return Err(InformerError::AlreadyStarted);
+        let Ok(target) = resource_version.parse::<u64>() else {
+            return std::future::pending().await;
+        };
+        let inner = &self.inner;
+        inner.rv_waiters.fetch_add(1, Ordering::SeqCst);
+        struct Unwait<'a>(&'a AtomicUsize);
+        impl Drop for Unwait<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
         }
-        st.watch_error_handler = Some(Arc::new(handler));
-        Ok(())
+        let _unwait = Unwait(&inner.rv_waiters);
+        self.wait_until(|| {
+            inner.applied_rv.load(Ordering::SeqCst) >= target || self.drained_past(target)
+        })
+        .await
     }
 
-    /// Options for the informer's reflector: page size, backoff, watch timeout,
-    /// watch-list streaming, internal-error retries. The informer sets the name, the
-    /// resync period and `should_resync` itself; a watch-error handler given here is
-    /// used unless [`SharedIndexInformer::set_watch_error_handler`] sets one.
-    ///
-    /// # Errors
-    /// [`InformerError::AlreadyStarted`] after start.
-    pub fn set_reflector_options(&self, options: ReflectorOptions) -> Result<(), InformerError> {
-        let mut st = self.lock_state();
-        if st.started {
-            return Err(InformerError::AlreadyStarted);
+    /// Whether everything the reflector received is applied to the cache and its
+    /// last resource version is at least `target`.
+    fn drained_past(&self, target: u64) -> bool {
+        let (fifo, reflector) = {
+            let st = self.lock_state();
+            match (&st.fifo, &st.reflector) {
+                (Some(f), Some(r)) => (Arc::clone(f), Arc::clone(r)),
+                _ => return false,
+            }
+        };
+        let reached = reflector
+            .last_sync_resource_version()
+            .parse::<u64>()
+            .is_ok_and(|rv| rv >= target);
+        reached && fifo.is_drained()
+    }
+
+    /// Waits until `done()` is true, woken by the informer's progress signal.
+    async fn wait_until(&self, done: impl Fn() -> bool) -> Result<(), InformerError> {
+        loop {
+            let mut woken = pin!(self.inner.progress.notified());
+            woken.as_mut().enable();
+            if done() {
+                return Ok(());
+            }
+            if self.is_stopped() {
+                return Err(InformerError::StoppedBeforeSync);
+            }
+            woken.await;
         }
-        st.reflector_options = options;
-        Ok(())
     }
 
     /// Adds indexers, before or after start; cached objects are indexed at once.
@@ -356,15 +384,13 @@ impl<K: Object> SharedIndexInformer<K> {
             Arc::new(handler),
             period,
             determine_resync_period(period, st.resync_check_period),
+            Arc::clone(&self.inner.progress),
         ));
         let registration = Registration::new(
             self.inner.id,
             listener.id,
             Arc::clone(&listener.pending_initial),
-            {
-                let this = self.clone();
-                Arc::new(move || this.has_synced())
-            },
+            Arc::new(InformerUpstream(Arc::downgrade(&self.inner))),
         );
         if !st.started {
             self.inner.processor.add_listener(listener);
@@ -422,15 +448,16 @@ impl<K: Object> SharedIndexInformer<K> {
             let mut fifo_opts = DeltaFifoOptions::default()
                 .known_objects(Arc::new(self.inner.indexer.clone()))
                 .emit_delta_type_replaced(true);
-            if let Some(t) = &st.transform {
+            if let Some(t) = &self.inner.transform {
                 fifo_opts = fifo_opts.transform(Arc::clone(t));
             }
             // Without a transform the FIFO's key (same key function as the indexer's)
             // is the object's cache key; a transform may change the key, which is then
             // computed from the transformed object, as client-go's processDeltas does.
-            let popped_key_is_cache_key = st.transform.is_none();
+            let popped_key_is_cache_key = self.inner.transform.is_none();
             let fifo = Arc::new(DeltaFifo::new(fifo_opts));
-            let mut opts = st
+            let mut opts = self
+                .inner
                 .reflector_options
                 .clone()
                 .name(self.inner.name.clone())
@@ -444,10 +471,6 @@ impl<K: Object> SharedIndexInformer<K> {
                     .upgrade()
                     .is_some_and(|inner| inner.processor.should_resync())
             });
-            if let Some(h) = &st.watch_error_handler {
-                let h = Arc::clone(h);
-                opts = opts.watch_error_handler(move |e| h(e));
-            }
             let store: Arc<dyn Store<K>> = fifo.clone();
             let reflector = Arc::new(Reflector::new(
                 self.inner.lister_watcher.clone(),
@@ -488,7 +511,20 @@ impl<K: Object> SharedIndexInformer<K> {
             cancel.cancelled().await;
             fifo.close();
         };
-        tokio::join!(reflector.run(cancel.clone()), process, close_on_cancel);
+        // Wakes the sync waiters once; the FIFO says when (an empty first list
+        // syncs without any pop).
+        let announce_sync = async {
+            tokio::select! {
+                () = fifo.wait_synced() => self.inner.progress.notify_waiters(),
+                () = cancel.cancelled() => {}
+            }
+        };
+        tokio::join!(
+            reflector.run(cancel.clone()),
+            process,
+            close_on_cancel,
+            announce_sync
+        );
 
         let tasks = self.inner.processor.stop();
         for task in tasks {
@@ -518,12 +554,23 @@ impl<K: Object> SharedIndexInformer<K> {
             .block_deltas
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        // Read only while someone waits for a resource version.
+        let track_rv = self.inner.rv_waiters.load(Ordering::Relaxed) > 0;
+        let newest_rv = if track_rv {
+            newest_resource_version(&items)
+        } else {
+            0
+        };
         // One write lock for the batch; readers see it whole, before its handlers run.
         self.inner.indexer.write_batch(|cache| {
             for item in items {
                 self.handle_deltas(item, popped_key_is_cache_key, cache, out);
             }
         });
+        if track_rv {
+            self.inner.applied_rv.fetch_max(newest_rv, Ordering::SeqCst);
+            self.inner.progress.notify_waiters();
+        }
         if !out.is_empty() {
             // Moved straight into the shared slice (one allocation, exact size).
             let batch: Batch<K> = out.drain(..).collect();
@@ -659,5 +706,41 @@ impl<K: Object> Drop for StopGuard<'_, K> {
         for task in self.informer.inner.processor.stop() {
             drop(task);
         }
+        self.informer.inner.progress.notify_waiters();
+    }
+}
+
+/// The largest object resource version among `items`' deltas (0 if none parses).
+fn newest_resource_version<K: Object>(items: &[PoppedItem<K>]) -> u64 {
+    items
+        .iter()
+        .flat_map(|item| item.deltas.as_slice())
+        .filter_map(|d| {
+            d.object
+                .object()
+                .meta()
+                .resource_version
+                .as_deref()?
+                .parse()
+                .ok()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// What a [`Registration`] asks of its informer, without keeping it alive.
+struct InformerUpstream<K: Object>(Weak<Inner<K>>);
+
+impl<K: Object> Upstream for InformerUpstream<K> {
+    fn has_synced(&self) -> bool {
+        self.0
+            .upgrade()
+            .is_some_and(|inner| SharedIndexInformer { inner }.has_synced())
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.0
+            .upgrade()
+            .is_none_or(|inner| SharedIndexInformer { inner }.is_stopped())
     }
 }

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::*;
 use crate::listwatch::{FakeSource, ListWatchError};
 use crate::object::DeletedObject;
+use crate::reflector::ReflectorOptions;
 use crate::store::Indexers;
 
 fn pod(name: &str) -> Pod {
@@ -111,20 +112,18 @@ async fn indexer() {
     let source = FakeSource::<Pod>::new();
     source.add(labelled("a", "app", "web"));
     source.add(labelled("b", "app", "db"));
-    let informer = SharedIndexInformer::new(
-        source.clone(),
-        Duration::ZERO,
-        Indexers::new().with("by_app", |p: &Pod| {
+    let informer = SharedIndexInformer::builder(source.clone())
+        .indexers(Indexers::new().with("by_app", |p: &Pod| {
             p.metadata
                 .labels
                 .as_ref()
                 .and_then(|l| l.get("app").cloned())
                 .into_iter()
                 .collect()
-        }),
-    );
+        }))
+        .build();
     let (cancel, task) = start(&informer);
-    assert!(informer.wait_for_cache_sync(&cancel).await);
+    informer.wait_synced().await.unwrap();
     let names = |v: Vec<Arc<Pod>>| -> BTreeSet<String> {
         v.iter().map(|p| p.metadata.name.clone().unwrap()).collect()
     };
@@ -162,8 +161,9 @@ async fn listener_resync_periods() {
     let source = FakeSource::<Pod>::new();
     source.add(pod("pod1"));
     source.add(pod("pod2"));
-    let informer =
-        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
+    let informer = SharedIndexInformer::builder(source.clone())
+        .resync(Duration::from_secs(1))
+        .build();
     let listeners: Vec<TestListener> = (0..3).map(|_| TestListener::default()).collect();
     for (l, period) in listeners.iter().zip([0, 2, 3]) {
         informer
@@ -214,8 +214,9 @@ async fn listener_resync_periods() {
 #[tokio::test(start_paused = true)]
 async fn resync_check_period() {
     let source = FakeSource::<Pod>::new();
-    let informer =
-        SharedIndexInformer::new(source, Duration::from_secs(12 * 3600), Indexers::new());
+    let informer = SharedIndexInformer::builder(source)
+        .resync(Duration::from_secs(12 * 3600))
+        .build();
     let check = |i: &SharedIndexInformer<Pod>| i.lock_state_for_tests().0;
     let h1 = informer
         .add_event_handler_with_resync(TestListener::default(), Duration::ZERO)
@@ -277,8 +278,9 @@ async fn shared_informer_watch_disruption() {
     let source = FakeSource::<Pod>::new();
     source.add(pod("pod1"));
     source.add(pod("pod2"));
-    let informer =
-        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
+    let informer = SharedIndexInformer::builder(source.clone())
+        .resync(Duration::from_secs(1))
+        .build();
     let no_resync = TestListener::default();
     let resync = TestListener::default();
     informer
@@ -325,12 +327,11 @@ async fn shared_informer_error_handling() {
     let mut denied = kube::core::Status::failure("Access Denied", "Forbidden").with_code(403);
     denied.reason = "Forbidden".into();
     source.fail_lists(ListWatchError::Api(Box::new(denied)));
-    let informer =
-        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
     let errors = Arc::new(Mutex::new(Vec::<String>::new()));
     let e = errors.clone();
-    informer
-        .set_watch_error_handler(move |err| {
+    let informer = SharedIndexInformer::builder(source.clone())
+        .resync(Duration::from_secs(1))
+        .reflector_options(ReflectorOptions::default().watch_error_handler(move |err| {
             let mut msg = err.to_string();
             let mut src = std::error::Error::source(err);
             while let Some(s) = src {
@@ -338,8 +339,8 @@ async fn shared_informer_error_handling() {
                 src = s.source();
             }
             e.lock().unwrap().push(msg);
-        })
-        .unwrap();
+        }))
+        .build();
     let (cancel, task) = start(&informer);
     eventually(|| !errors.lock().unwrap().is_empty()).await;
     assert!(
@@ -348,33 +349,29 @@ async fn shared_informer_error_handling() {
         errors.lock().unwrap()
     );
     assert!(!informer.has_synced());
-    assert_eq!(
-        informer.set_watch_error_handler(|_| {}),
-        Err(InformerError::AlreadyStarted)
-    );
     cancel.cancel();
     task.await.unwrap();
 }
 
 /// TestSharedInformerTransformer: the transform runs before objects are cached and
-/// handlers see the transformed objects; it cannot be set after start.
+/// handlers see the transformed objects. (It cannot be set after start: only the
+/// builder sets it.)
 #[tokio::test(start_paused = true)]
 async fn shared_informer_transformer() {
     let source = FakeSource::<Pod>::new();
     source.add(pod("pod1"));
     source.add(pod("pod2"));
-    let informer =
-        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
     let calls = Arc::new(AtomicUsize::new(0));
     let c = calls.clone();
-    informer
-        .set_transform(Arc::new(move |p: Arc<Pod>| {
+    let informer = SharedIndexInformer::builder(source.clone())
+        .resync(Duration::from_secs(1))
+        .transform(Arc::new(move |p: Arc<Pod>| {
             c.fetch_add(1, Ordering::SeqCst);
             let mut p = Arc::unwrap_or_clone(p);
             p.metadata.name = p.metadata.name.map(|n| n.to_uppercase());
             Arc::new(p)
         }))
-        .unwrap();
+        .build();
     let l = TestListener::default();
     informer.add_event_handler(l.clone()).unwrap();
     let (cancel, task) = start(&informer);
@@ -382,10 +379,6 @@ async fn shared_informer_transformer() {
     assert_eq!(l.names(), set(&["POD1", "POD2"]));
     assert_eq!(calls.load(Ordering::SeqCst), 2, "once per object");
     assert!(informer.lister().get(Some("ns"), "POD1").is_some());
-    assert_eq!(
-        informer.set_transform(Arc::new(|p| p)),
-        Err(InformerError::AlreadyStarted)
-    );
     cancel.cancel();
     task.await.unwrap();
 }
@@ -394,10 +387,9 @@ async fn shared_informer_transformer() {
 /// removing it again is harmless.
 #[tokio::test(start_paused = true)]
 async fn shared_informer_remove_handler() {
-    let informer =
-        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
-    let reg1 = informer.add_event_handler(EventHandlerFns::new()).unwrap();
-    let reg2 = informer.add_event_handler(EventHandlerFns::new()).unwrap();
+    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
+    let reg1 = informer.add_event_fn(|_| {}).unwrap();
+    let reg2 = informer.add_event_fn(|_| {}).unwrap();
     assert_eq!(informer.handler_count(), 2);
     informer.remove_event_handler(&reg2);
     assert!(!informer.is_registered(&reg2));
@@ -411,10 +403,10 @@ async fn shared_informer_remove_handler() {
 /// is a no-op.
 #[tokio::test(start_paused = true)]
 async fn shared_informer_remove_foreign_handler() {
-    let a = SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
-    let b = SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
-    let reg_a = a.add_event_handler(EventHandlerFns::new()).unwrap();
-    let reg_b = b.add_event_handler(EventHandlerFns::new()).unwrap();
+    let a = SharedIndexInformer::new(FakeSource::<Pod>::new());
+    let b = SharedIndexInformer::new(FakeSource::<Pod>::new());
+    let reg_a = a.add_event_fn(|_| {}).unwrap();
+    let reg_b = b.add_event_fn(|_| {}).unwrap();
     a.remove_event_handler(&reg_b);
     b.remove_event_handler(&reg_a);
     assert!(a.is_registered(&reg_a));
@@ -427,8 +419,7 @@ async fn shared_informer_remove_foreign_handler() {
 /// two registrations, removable one at a time.
 #[tokio::test(start_paused = true)]
 async fn shared_informer_multiple_registration() {
-    let informer =
-        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
     let shared = TestListener::default();
     let reg1 = informer.add_event_handler(shared.clone()).unwrap();
     let reg2 = informer.add_event_handler(shared).unwrap();
@@ -444,9 +435,8 @@ async fn shared_informer_multiple_registration() {
 /// TestRemovingRemovedSharedInformer: removing twice is fine.
 #[tokio::test(start_paused = true)]
 async fn removing_removed_shared_informer() {
-    let informer =
-        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
-    let reg = informer.add_event_handler(EventHandlerFns::new()).unwrap();
+    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
+    let reg = informer.add_event_fn(|_| {}).unwrap();
     informer.remove_event_handler(&reg);
     informer.remove_event_handler(&reg);
     assert!(!informer.is_registered(&reg));
@@ -456,17 +446,14 @@ async fn removing_removed_shared_informer() {
 /// TestAddOnStoppedSharedInformer: adding to a stopped informer is an error.
 #[tokio::test(start_paused = true)]
 async fn add_on_stopped_shared_informer() {
-    let informer =
-        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
     let (cancel, task) = start(&informer);
     settle().await;
     cancel.cancel();
     task.await.unwrap();
     assert!(informer.is_stopped());
     assert_eq!(
-        informer
-            .add_event_handler(EventHandlerFns::new())
-            .unwrap_err(),
+        informer.add_event_fn(|_| {}).unwrap_err(),
         InformerError::Stopped
     );
 }
@@ -476,7 +463,9 @@ async fn add_on_stopped_shared_informer() {
 async fn remove_on_stopped_shared_informer() {
     let source = FakeSource::<Pod>::new();
     source.add(pod("pod1"));
-    let informer = SharedIndexInformer::new(source, Duration::from_secs(1), Indexers::new());
+    let informer = SharedIndexInformer::builder(source)
+        .resync(Duration::from_secs(1))
+        .build();
     let reg = informer.add_event_handler(TestListener::default()).unwrap();
     let (cancel, task) = start(&informer);
     settle().await;
@@ -491,7 +480,7 @@ async fn remove_on_stopped_shared_informer() {
 #[tokio::test(start_paused = true)]
 async fn remove_while_active() {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(source.clone());
     let l = TestListener::default();
     let reg = informer.add_event_handler(l.clone()).unwrap();
     let (cancel, task) = start(&informer);
@@ -513,7 +502,7 @@ async fn remove_while_active() {
 #[tokio::test(start_paused = true)]
 async fn add_while_active() {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(source.clone());
     let l1 = TestListener::default();
     let reg1 = informer.add_event_handler(l1.clone()).unwrap();
     assert!(!reg1.has_synced(), "synced before run");
@@ -524,12 +513,19 @@ async fn add_while_active() {
 
     let initial = Arc::new(Mutex::new(Vec::<(String, bool)>::new()));
     let i = initial.clone();
-    let l2 = EventHandlerFns::new().on_add(move |p: &Arc<Pod>, init| {
-        i.lock()
-            .unwrap()
-            .push((p.metadata.name.clone().unwrap(), init));
-    });
-    let reg2 = informer.add_event_handler(l2).unwrap();
+    let reg2 = informer
+        .add_event_fn(move |ev: Event<Pod>| {
+            if let Event::Added {
+                obj,
+                is_in_initial_list,
+            } = ev
+            {
+                i.lock()
+                    .unwrap()
+                    .push((obj.metadata.name.clone().unwrap(), is_in_initial_list));
+            }
+        })
+        .unwrap();
     assert!(
         !reg2.has_synced(),
         "synced before handling the synthetic adds"
@@ -550,17 +546,18 @@ async fn add_while_active() {
 #[tokio::test(start_paused = true)]
 async fn event_panics() {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(source.clone());
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let s = seen.clone();
     informer
-        .add_event_handler(EventHandlerFns::new().on_add(move |p: &Arc<Pod>, _| {
-            let name = p.metadata.name.clone().unwrap();
+        .add_event_fn(move |ev: Event<Pod>| {
+            let Event::Added { obj, .. } = ev else { return };
+            let name = obj.metadata.name.clone().unwrap();
             if name == "boom" {
                 panic!("handler exploded on {name}");
             }
             s.lock().unwrap().push(name);
-        }))
+        })
         .unwrap();
     let calm = TestListener::default();
     informer.add_event_handler(calm.clone()).unwrap();
@@ -587,7 +584,7 @@ async fn event_panics() {
 async fn shutdown() {
     let source = FakeSource::<Pod>::new();
     source.add(pod("pod1"));
-    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(source.clone());
     let handler = TestListener::default();
     informer.add_event_handler(handler.clone()).unwrap();
     let (cancel, task) = start(&informer);
@@ -609,8 +606,9 @@ async fn shutdown() {
 async fn dropped_informer_frees_its_cache_and_handlers() {
     let source = FakeSource::<Pod>::new();
     source.add(pod("pod1"));
-    let informer =
-        SharedIndexInformer::new(source.clone(), Duration::from_secs(1), Indexers::new());
+    let informer = SharedIndexInformer::builder(source.clone())
+        .resync(Duration::from_secs(1))
+        .build();
     let handler = TestListener::default();
     // The registration holds the informer (for its `has_synced`); drop it too.
     drop(
@@ -643,17 +641,17 @@ async fn deletes_and_tombstones_reach_handlers() {
     source.add(pod("kept"));
     let gone = source.add(pod("gone"));
     let missed = source.add(pod("missed"));
-    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(source.clone());
     let deletes = Arc::new(Mutex::new(Vec::<(String, bool)>::new()));
     let d = deletes.clone();
     informer
-        .add_event_handler(
-            EventHandlerFns::new().on_delete(move |o: &DeletedObject<Pod>| {
+        .add_event_fn(move |ev: Event<Pod>| {
+            if let Event::Deleted(o) = ev {
                 d.lock()
                     .unwrap()
                     .push((o.object().metadata.name.clone().unwrap(), o.is_tombstone()));
-            }),
-        )
+            }
+        })
         .unwrap();
     let (cancel, task) = start(&informer);
     eventually(|| informer.has_synced()).await;
@@ -678,20 +676,24 @@ async fn deletes_and_tombstones_reach_handlers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn slow_handler_does_not_delay_fast_handler() {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(source.clone());
     let fast = Arc::new(AtomicUsize::new(0));
     let slow = Arc::new(AtomicUsize::new(0));
     let (f, s) = (fast.clone(), slow.clone());
     informer
-        .add_event_handler(EventHandlerFns::new().on_add(move |_: &Arc<Pod>, _| {
-            f.fetch_add(1, Ordering::SeqCst);
-        }))
+        .add_event_fn(move |ev: Event<Pod>| {
+            if let Event::Added { .. } = ev {
+                f.fetch_add(1, Ordering::SeqCst);
+            }
+        })
         .unwrap();
     informer
-        .add_event_handler(EventHandlerFns::new().on_add(move |_: &Arc<Pod>, _| {
-            std::thread::sleep(Duration::from_millis(100));
-            s.fetch_add(1, Ordering::SeqCst);
-        }))
+        .add_event_fn(move |ev: Event<Pod>| {
+            if let Event::Added { .. } = ev {
+                std::thread::sleep(Duration::from_millis(100));
+                s.fetch_add(1, Ordering::SeqCst);
+            }
+        })
         .unwrap();
     let (cancel, task) = start(&informer);
     for i in 0..10_000 {
@@ -755,22 +757,19 @@ impl crate::listwatch::ListerWatcher<Pod> for AlwaysReady {
 async fn always_ready_watch_does_not_monopolize_the_thread() {
     const EVENTS: usize = 5_000;
     let pulled = Arc::new(AtomicUsize::new(0));
-    let informer = SharedIndexInformer::new(
-        AlwaysReady {
-            events: EVENTS,
-            pulled: Arc::clone(&pulled),
-        },
-        Duration::ZERO,
-        Indexers::new(),
-    );
+    let informer = SharedIndexInformer::new(AlwaysReady {
+        events: EVENTS,
+        pulled: Arc::clone(&pulled),
+    });
     // How far the stream had been pulled when the handler saw its first event.
     let pulled_at_first_event = Arc::new(AtomicUsize::new(usize::MAX));
     let seen = Arc::new(AtomicUsize::new(0));
     informer
-        .add_event_handler(crate::informer::EventHandlerFns::new().on_add({
+        .add_event_fn({
             let (pulled, first, seen) =
                 (pulled.clone(), pulled_at_first_event.clone(), seen.clone());
-            move |_: &Arc<Pod>, _| {
+            move |ev: Event<Pod>| {
+                let Event::Added { .. } = ev else { return };
                 let _ = first.compare_exchange(
                     usize::MAX,
                     pulled.load(Ordering::SeqCst),
@@ -779,7 +778,7 @@ async fn always_ready_watch_does_not_monopolize_the_thread() {
                 );
                 seen.fetch_add(1, Ordering::SeqCst);
             }
-        }))
+        })
         .unwrap();
     let ran_mid_stream = Arc::new(AtomicUsize::new(0));
     let cancel = CancellationToken::new();
@@ -825,8 +824,7 @@ async fn only_sync_and_unchanged_replaced_deltas_are_resyncs() {
     use crate::fifo::{Delta, DeltaObject, DeltaType, Deltas, PoppedItem};
     use crate::informer::notification::Notification;
     use crate::store::Store;
-    let informer =
-        SharedIndexInformer::new(FakeSource::<Pod>::new(), Duration::ZERO, Indexers::new());
+    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
     let mut cached = pod("p");
     cached.metadata.resource_version = Some("5".into());
     let cached = Arc::new(cached);
@@ -863,4 +861,149 @@ async fn only_sync_and_unchanged_replaced_deltas_are_resyncs() {
             obj.metadata.resource_version
         );
     }
+}
+
+/// A handler that records when it handled its last initial add.
+#[derive(Clone, Default)]
+struct SyncClock {
+    last_initial_add: Arc<Mutex<Option<tokio::time::Instant>>>,
+}
+
+impl EventHandler<Pod> for SyncClock {
+    fn on_add(&self, _: &Arc<Pod>, is_in_initial_list: bool) {
+        if is_in_initial_list {
+            *self.last_initial_add.lock().unwrap() = Some(tokio::time::Instant::now());
+        }
+    }
+    fn on_update(&self, _: &Arc<Pod>, _: &Arc<Pod>) {}
+    fn on_delete(&self, _: &DeletedObject<Pod>) {}
+}
+
+/// The informer's and a registration's `wait_synced` return at the instant of sync
+/// (paused clock: no 100 ms polling step), after the first lists failed for a while,
+/// and a handler added after sync is waited for through its own initial adds.
+#[tokio::test(start_paused = true)]
+async fn wait_synced_wakes_at_sync_without_polling() {
+    let source = FakeSource::<Pod>::new();
+    for i in 0..50 {
+        source.add(pod(&format!("p{i}")));
+    }
+    source.fail_lists(ListWatchError::Api(Box::new(
+        kube::core::Status::failure("unavailable", "InternalError").with_code(500),
+    )));
+    let informer = SharedIndexInformer::new(source.clone());
+    let clock = SyncClock::default();
+    let reg = informer.add_event_handler(clock.clone()).unwrap();
+    let (cancel, task) = start(&informer);
+    let waiters = tokio::spawn({
+        let (informer, reg) = (informer.clone(), reg.clone());
+        async move {
+            informer.wait_synced().await.unwrap();
+            let informer_at = tokio::time::Instant::now();
+            reg.wait_synced().await.unwrap();
+            (informer_at, tokio::time::Instant::now())
+        }
+    });
+    // Fail for a while, then let the list through at an instant no 100 ms poll
+    // would hit.
+    tokio::time::sleep(Duration::from_millis(2_345)).await;
+    source.clear_list_error();
+    let (informer_at, reg_at) = waiters.await.unwrap();
+    let handled_at = clock
+        .last_initial_add
+        .lock()
+        .unwrap()
+        .expect("initial adds handled");
+    assert!(informer.has_synced() && reg.has_synced());
+    assert_eq!(reg_at, handled_at, "the registration's wait polled");
+    assert!(
+        informer_at <= handled_at,
+        "informer synced after its handler"
+    );
+    assert!(
+        handled_at.duration_since(informer_at) < Duration::from_millis(1),
+        "the informer's wait returned {:?} after sync",
+        handled_at.duration_since(informer_at)
+    );
+
+    // A late handler gets 50 synthetic adds; its wait ends when it handled them.
+    let late = SyncClock::default();
+    let late_reg = informer.add_event_handler(late.clone()).unwrap();
+    late_reg.wait_synced().await.unwrap();
+    let late_at = tokio::time::Instant::now();
+    assert_eq!(Some(late_at), *late.last_initial_add.lock().unwrap());
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+/// A wait for sync ends with an error, not a hang, when the informer stops first.
+#[tokio::test(start_paused = true)]
+async fn wait_synced_fails_when_the_informer_stops_first() {
+    let source = FakeSource::<Pod>::new();
+    source.fail_lists(ListWatchError::Api(Box::new(
+        kube::core::Status::failure("unavailable", "InternalError").with_code(500),
+    )));
+    let informer = SharedIndexInformer::new(source);
+    let reg = informer.add_event_handler(SyncClock::default()).unwrap();
+    let (cancel, task) = start(&informer);
+    let waits = tokio::spawn({
+        let (informer, reg) = (informer.clone(), reg.clone());
+        async move { (informer.wait_synced().await, reg.wait_synced().await) }
+    });
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    cancel.cancel();
+    task.await.unwrap();
+    let (informer_wait, reg_wait) = waits.await.unwrap();
+    assert_eq!(informer_wait, Err(InformerError::StoppedBeforeSync));
+    assert_eq!(reg_wait, Err(InformerError::StoppedBeforeSync));
+}
+
+/// Read-your-writes: `wait_for_resource_version(rv)` returns once the cache holds
+/// the write that produced `rv`, not before; a version already applied returns at
+/// once.
+#[tokio::test(start_paused = true)]
+async fn wait_for_resource_version_returns_once_the_cache_has_the_write() {
+    let source = FakeSource::<Pod>::new();
+    let first = source.add(pod("a"));
+    let informer = SharedIndexInformer::new(source.clone());
+    let (cancel, task) = start(&informer);
+    informer.wait_synced().await.unwrap();
+    let first_rv = first.metadata.resource_version.clone().unwrap();
+    tokio::time::timeout(
+        Duration::from_millis(1),
+        informer.wait_for_resource_version(&first_rv),
+    )
+    .await
+    .expect("a version already in the cache returns at once")
+    .unwrap();
+
+    // A write the informer has not seen yet: the wait is pending until it lands.
+    let mut changed = pod("a");
+    changed.metadata.labels = Some([("v".to_owned(), "2".to_owned())].into());
+    let written = source.modify(changed);
+    let rv = written.metadata.resource_version.clone().unwrap();
+    let next: u64 = rv.parse::<u64>().unwrap() + 1;
+    let later = tokio::spawn({
+        let informer = informer.clone();
+        async move { informer.wait_for_resource_version(&next.to_string()).await }
+    });
+    informer.wait_for_resource_version(&rv).await.unwrap();
+    let cached = informer.lister().get(Some("ns"), "a").unwrap();
+    assert_eq!(
+        cached.metadata.resource_version.as_deref(),
+        Some(rv.as_str())
+    );
+    assert!(
+        cached.metadata.labels.is_some(),
+        "the write is in the cache"
+    );
+
+    // A version nobody wrote yet keeps waiting, and ends with the next write.
+    settle().await;
+    assert!(!later.is_finished(), "returned before the version existed");
+    source.add(pod("b"));
+    later.await.unwrap().unwrap();
+    assert!(informer.lister().get(Some("ns"), "b").is_some());
+    cancel.cancel();
+    task.await.unwrap();
 }

@@ -1,6 +1,6 @@
-//! Ready-made transforms for [`SharedIndexInformer::set_transform`].
+//! Ready-made transforms for [`InformerBuilder::transform`].
 //!
-//! [`SharedIndexInformer::set_transform`]: super::SharedIndexInformer::set_transform
+//! [`InformerBuilder::transform`]: super::InformerBuilder::transform
 
 use std::sync::Arc;
 

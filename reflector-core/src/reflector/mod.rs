@@ -56,7 +56,6 @@ use crate::store::{Store, StoreSink, sink_for};
 
 pub use error::ReflectorError;
 pub use options::ReflectorOptions;
-pub(crate) use options::WatchErrorHandler;
 pub use stats::ReflectorStats;
 
 use options::DEFAULT_PAGE_SIZE;
