@@ -15,7 +15,9 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_main};
 use k8s_openapi::api::core::v1::ConfigMap;
-use reflector_core::listwatch::{FieldFilter, ObjectList, WatchEvent, from_slice_filtered};
+use kube::api::{ObjectList, WatchEvent};
+use reflector_core::listwatch::FieldFilter;
+use serde_field_filter::from_slice as from_slice_filtered;
 
 /// Items in a list page (kube's and client-go's default page size).
 const PAGE: usize = 500;

@@ -1,4 +1,5 @@
-//! Exponential backoff with jitter and reset, as the reflector uses between rounds.
+//! Exponential backoff with jitter and reset, as the reflector uses between rounds:
+//! [`BackoffConfig`] sets it up (in [`ReflectorOptions`](crate::reflector::ReflectorOptions)).
 //!
 //! Mirrors client-go's reflector backoff (`wait.Backoff` with `DelayWithReset`):
 //! each step waits `base × (1 + jitter × U[0,1))`, then the base doubles up to a cap;
@@ -92,7 +93,7 @@ impl BackoffConfig {
 
     /// A fresh backoff with these parameters.
     #[must_use]
-    pub fn build(&self) -> Backoff {
+    pub(crate) fn build(&self) -> Backoff {
         Backoff {
             config: self.clone(),
             current: self.initial,
@@ -102,19 +103,8 @@ impl BackoffConfig {
 }
 
 /// A running exponential backoff. Not shared: one owner calls [`Backoff::next_delay`].
-///
-/// # Example
-/// ```
-/// use std::time::Duration;
-/// use reflector_core::backoff::BackoffConfig;
-/// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let mut b = BackoffConfig::default().jitter(0.0).build();
-/// assert_eq!(b.next_delay(), Duration::from_millis(800));
-/// assert_eq!(b.next_delay(), Duration::from_millis(1600));
-/// # }
-/// ```
 #[derive(Debug, Clone)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     config: BackoffConfig,
     current: Duration,
     last_step: Option<Instant>,
@@ -123,7 +113,7 @@ pub struct Backoff {
 impl Backoff {
     /// The delay to wait now, and advances the backoff. Must run inside a tokio
     /// runtime (it reads tokio's clock).
-    pub fn next_delay(&mut self) -> Duration {
+    pub(crate) fn next_delay(&mut self) -> Duration {
         let now = Instant::now();
         if let Some(last) = self.last_step
             && now.saturating_duration_since(last) > self.config.reset_after
@@ -141,17 +131,20 @@ impl Backoff {
             base
         }
     }
-
-    /// Starts over from the initial delay.
-    pub fn reset(&mut self) {
-        self.current = self.config.initial;
-        self.last_step = None;
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first two delays of the default backoff without jitter (was the
+    /// rustdoc example while `Backoff` was public).
+    #[tokio::test]
+    async fn default_starts_at_800_ms_and_doubles() {
+        let mut b = BackoffConfig::default().jitter(0.0).build();
+        assert_eq!(b.next_delay(), Duration::from_millis(800));
+        assert_eq!(b.next_delay(), Duration::from_millis(1600));
+    }
 
     #[tokio::test(start_paused = true)]
     async fn doubles_up_to_the_cap_without_jitter() {

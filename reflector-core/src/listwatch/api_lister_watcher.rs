@@ -10,15 +10,15 @@ use kube::core::{Request, Status};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
+use serde_field_filter::from_slice as from_slice_filtered;
+
 use super::list_prefetch::{Page, PrefetchSlot, peek_continue};
-use super::{
-    FieldFilter, ListWatchError, ListerWatcher, WatchDecoder, WatchStream, from_slice_filtered,
-};
+use super::{FieldFilter, ListWatchError, ListerWatcher, WatchDecoder, WatchStream};
 
 /// Lists and watches `K` through a [`kube::Api`], namespaced or cluster-wide, with
 /// optional label and field selectors applied to both lists and watches.
 ///
-/// Watch responses are decoded by [`WatchDecoder`]: each line once, straight into `K`.
+/// Watch responses are decoded line by line: each line once, straight into `K`.
 /// A list body is read whole and decoded once into [`ObjectList<K>`]. When a page
 /// names a next one (`metadata.continue`, which the server writes before `items`),
 /// the request for it is sent before the page is decoded, in a task that decodes

@@ -37,15 +37,6 @@ impl<K: Clone + 'static, L: ListerWatcher<K>> DynListerWatcher<K> for L {
 
 /// Any [`ListerWatcher`] behind one cloneable type, so informers of one object type
 /// need not be generic over where their objects come from.
-///
-/// # Example
-/// ```no_run
-/// use k8s_openapi::api::core::v1::Pod;
-/// use reflector_core::listwatch::{ApiListerWatcher, BoxListerWatcher};
-/// # fn f(client: kube::Client) {
-/// let lw: BoxListerWatcher<Pod> = BoxListerWatcher::new(ApiListerWatcher::new(kube::Api::all(client)));
-/// # }
-/// ```
 pub struct BoxListerWatcher<K: Clone + 'static>(Arc<dyn DynListerWatcher<K>>);
 
 impl<K: Clone + 'static> Clone for BoxListerWatcher<K> {
@@ -79,5 +70,20 @@ impl<K: Clone + Send + 'static> ListerWatcher<K> for BoxListerWatcher<K> {
         resource_version: &str,
     ) -> Result<WatchStream<K>, ListWatchError> {
         self.0.watch_boxed(params, resource_version).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+
+    use super::*;
+    use crate::listwatch::ApiListerWatcher;
+
+    /// An `ApiListerWatcher` boxes (was the rustdoc example while
+    /// `BoxListerWatcher` was public); compiled, not run: it needs a client.
+    #[allow(dead_code)]
+    fn boxes_an_api_lister_watcher(client: kube::Client) -> BoxListerWatcher<Pod> {
+        BoxListerWatcher::new(ApiListerWatcher::new(kube::Api::all(client)))
     }
 }

@@ -34,7 +34,8 @@ struct FakeState<K> {
 /// # Example
 /// ```
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::listwatch::{FakeSource, ListerWatcher, ListParams};
+/// use kube::api::ListParams;
+/// use reflector_core::listwatch::{FakeSource, ListerWatcher};
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let source = FakeSource::<ConfigMap>::new();
 /// let mut cm = ConfigMap::default();

@@ -18,8 +18,8 @@
 
 mod api_lister_watcher;
 mod boxed;
+#[cfg(any(test, feature = "testing"))]
 mod fake_source;
-mod field_filter;
 mod list_prefetch;
 mod list_request;
 #[cfg(test)]
@@ -29,17 +29,17 @@ mod watch_decoder;
 use std::future::Future;
 
 use futures::stream::BoxStream;
-pub use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
+use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
 use kube::core::Status;
 
 pub use api_lister_watcher::ApiListerWatcher;
-pub use boxed::BoxListerWatcher;
+pub(crate) use boxed::BoxListerWatcher;
+#[cfg(any(test, feature = "testing"))]
 pub use fake_source::FakeSource;
-pub use field_filter::{
-    FieldFilter, FieldFilterError, FilteredDeserializer, FilteredSeed, MANAGED_FIELDS_PATH,
-    from_slice as from_slice_filtered,
-};
-pub use watch_decoder::WatchDecoder;
+/// The field-skipping decoder ([`serde_field_filter`]), as the list and watch
+/// decoders use it.
+pub use serde_field_filter::{FieldFilter, FieldFilterError, MANAGED_FIELDS_PATH};
+pub(crate) use watch_decoder::WatchDecoder;
 
 /// A watch: a stream of events, each decoded once. An `Err` item ends the watch
 /// unless [`ListWatchError::is_unexpected_kind`] says it is a skippable event.
@@ -52,6 +52,7 @@ pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, ListWatchErro
 /// ```
 /// use futures::StreamExt;
 /// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kube::api::{ListParams, ObjectList, WatchParams};
 /// use reflector_core::listwatch::*;
 ///
 /// struct Empty;

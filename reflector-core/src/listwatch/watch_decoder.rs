@@ -18,20 +18,11 @@ use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::{FieldFilter, ListWatchError, WatchEvent, WatchStream, from_slice_filtered};
+use serde_field_filter::from_slice as from_slice_filtered;
+
+use super::{FieldFilter, ListWatchError, WatchEvent, WatchStream};
 
 /// Decodes watch lines for one resource type.
-///
-/// # Example
-/// ```
-/// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::listwatch::{WatchDecoder, WatchEvent};
-/// let d = WatchDecoder::<ConfigMap>::new("v1", "ConfigMap");
-/// let ev = d.decode_line(br#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}}"#).unwrap();
-/// assert!(matches!(ev, WatchEvent::Added(cm) if cm.metadata.name.as_deref() == Some("a")));
-/// let wrong = d.decode_line(br#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}}"#);
-/// assert!(wrong.unwrap_err().is_unexpected_kind());
-/// ```
 #[derive(Debug)]
 pub struct WatchDecoder<K> {
     api_version: String,
@@ -286,6 +277,16 @@ fn trim_ascii(b: &[u8]) -> &[u8] {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
+
+    /// (Was the rustdoc example while `WatchDecoder` was public.)
+    #[test]
+    fn decodes_a_line_and_flags_another_kind() {
+        let d = WatchDecoder::<ConfigMap>::new("v1", "ConfigMap");
+        let ev = d.decode_line(br#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}}"#).unwrap();
+        assert!(matches!(ev, WatchEvent::Added(cm) if cm.metadata.name.as_deref() == Some("a")));
+        let wrong = d.decode_line(br#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}}"#);
+        assert!(wrong.unwrap_err().is_unexpected_kind());
+    }
 
     const ADDED_A: &str = r#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"5"}}}"#;
 

@@ -55,7 +55,7 @@ use crate::object::Object;
 use crate::store::{Store, StoreSink, sink_for};
 
 pub use error::ReflectorError;
-pub use options::{ReflectorOptions, ShouldResync, WatchErrorHandler};
+pub use options::ReflectorOptions;
 pub use stats::ReflectorStats;
 
 use options::DEFAULT_PAGE_SIZE;

@@ -10,10 +10,10 @@ use super::ReflectorError;
 
 /// Called with every error that ends a list-and-watch round, as client-go's
 /// `WatchErrorHandler`.
-pub type WatchErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
+pub(crate) type WatchErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
 
 /// Decides, each time the resync timer fires, whether to resync now.
-pub type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
+pub(crate) type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// Options of a [`Reflector`](super::Reflector). Every default is client-go's.
 ///

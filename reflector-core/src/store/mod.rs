@@ -6,7 +6,7 @@
 //! informer's cache to detect deletions missed across a relist.
 //!
 //! [`Indexer`] is the informer's cache, as client-go's `cache.Indexer`: objects by
-//! key in a [`ThreadSafeStore`] plus named secondary indices ([`Indexers`], e.g. the
+//! key in a thread-safe map plus named secondary indices ([`Indexers`], e.g. the
 //! built-in [`NAMESPACE_INDEX`]) answering "which objects have value *v*" in time
 //! proportional to the answer. Items and indices share one lock, so reads are
 //! consistent and a relist's `replace` is seen whole or not at all.
@@ -21,7 +21,6 @@ mod thread_safe_store;
 pub use indexer::{IndexFunc, Indexer, Indexers, NAMESPACE_INDEX, namespace_index_func};
 pub(crate) use sink::{StoreSink, WatchAction, sink_for};
 pub(crate) use thread_safe_store::BatchWriter;
-pub use thread_safe_store::ThreadSafeStore;
 
 use std::any::Any;
 use std::sync::Arc;

@@ -33,24 +33,6 @@ const LINEAR_DIFF_MAX: usize = 16;
 /// [`Indexer`](super::Indexer) wraps it with a key function. Reads return `Arc<K>`
 /// clones and never copy objects; objects must be treated as immutable, since
 /// changing one in place would not re-index it.
-///
-/// # Example
-/// ```
-/// use std::sync::Arc;
-/// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::object::ObjectKey;
-/// use reflector_core::store::{namespace_index_func, Indexers, ThreadSafeStore, NAMESPACE_INDEX};
-///
-/// let store = ThreadSafeStore::new(
-///     Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<ConfigMap>),
-/// );
-/// let mut cm = ConfigMap::default();
-/// cm.metadata.namespace = Some("prod".into());
-/// cm.metadata.name = Some("web".into());
-/// store.add(ObjectKey::new(Some("prod"), "web"), Arc::new(cm));
-/// assert_eq!(store.by_index(NAMESPACE_INDEX, "prod").unwrap().len(), 1);
-/// assert!(store.by_index("nope", "prod").is_err());
-/// ```
 pub struct ThreadSafeStore<K> {
     /// Items, indexers and indices, all under this one lock.
     state: RwLock<State<K>>,
@@ -510,6 +492,22 @@ impl<K> std::fmt::Debug for ThreadSafeStore<K> {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
+
+    /// (Was the rustdoc example while `ThreadSafeStore` was public.)
+    #[test]
+    fn namespace_index_answers_by_namespace() {
+        use crate::store::{NAMESPACE_INDEX, namespace_index_func};
+
+        let store = ThreadSafeStore::new(
+            Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<ConfigMap>),
+        );
+        let mut cm = ConfigMap::default();
+        cm.metadata.namespace = Some("prod".into());
+        cm.metadata.name = Some("web".into());
+        store.add(ObjectKey::new(Some("prod"), "web"), Arc::new(cm));
+        assert_eq!(store.by_index(NAMESPACE_INDEX, "prod").unwrap().len(), 1);
+        assert!(store.by_index("nope", "prod").is_err());
+    }
 
     /// A config map named `name` whose `v` annotation is `value`.
     fn cm(name: &str, value: &str) -> Arc<ConfigMap> {

@@ -38,12 +38,6 @@ pub trait QueueMetrics: Send + Sync {
     }
 }
 
-/// Records nothing (client-go's `noopMetricsProvider`).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoopQueueMetrics;
-
-impl QueueMetrics for NoopQueueMetrics {}
-
 /// The label set of every work-queue metric: the queue's name.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct QueueLabels {

@@ -55,7 +55,7 @@ mod metrics;
 mod queue;
 mod rate_limiter;
 
-pub use metrics::{NoopQueueMetrics, PrometheusMetricsProvider, QueueMetrics};
+pub use metrics::{PrometheusMetricsProvider, QueueMetrics};
 pub use queue::{QueueConfig, QueueItem, WorkQueue};
 pub use rate_limiter::{
     BucketRateLimiter, ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter,

@@ -6,9 +6,9 @@ use serde::de::DeserializeSeed;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::listwatch::{ObjectList, WatchEvent};
+use kube::api::{ObjectList, WatchEvent};
 
-const SAMPLE: &[u8] = include_bytes!("../../../tests/fixtures/configmap-sample.json");
+const SAMPLE: &[u8] = include_bytes!("../tests/fixtures/configmap-sample.json");
 
 fn filter(paths: &[&str]) -> FieldFilter {
     FieldFilter::parse(paths).unwrap()

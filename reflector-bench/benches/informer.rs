@@ -11,7 +11,7 @@
 //!   N other reader threads and one writer thread hammer the same indexer (the shape
 //!   of client-go's BenchmarkSharedIndexInformer).
 //!
-//! `cargo bench -p reflector-core --bench informer -- --sample-size 10`; add
+//! `cargo bench -p reflector-bench --bench informer -- --sample-size 10`; add
 //! `--features bench-mimalloc` to run every scenario (the peer's too) on mimalloc.
 #![allow(
     missing_docs,

@@ -1,4 +1,4 @@
-//! [`FieldFilter`]: fields skipped *while* decoding, never materialized.
+//! serde-field-filter: JSON fields skipped *while* decoding, never materialized.
 //!
 //! A filter is a set of paths into a JSON document — `metadata.managedFields`,
 //! `data`, `status.conditions[*].message` — and a [`Deserializer`] adapter that wraps
@@ -112,7 +112,7 @@ impl Node {
 
 /// A set of JSON paths skipped while decoding, and the [`Deserializer`] adapter that
 /// skips them ([`FieldFilter::wrap`], [`FieldFilter::deserialize`],
-/// [`FieldFilter::seed`], [`from_slice_filtered`](super::from_slice_filtered)).
+/// [`FieldFilter::seed`], [`from_slice`]).
 ///
 /// A skipped value is consumed with [`IgnoredAny`]: it must be valid JSON but is
 /// never allocated. Keys are compared after unescaping (`"man\u0061gedFields"` is
@@ -132,13 +132,13 @@ impl Node {
 /// # Example
 /// ```
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::listwatch::{FieldFilter, from_slice_filtered};
+/// use serde_field_filter::{FieldFilter, from_slice};
 ///
 /// let filter = FieldFilter::managed_fields().skip("data").unwrap();
 /// let json = br#"{"apiVersion":"v1","kind":"ConfigMap",
 ///     "metadata":{"name":"a","managedFields":[{"manager":"kubectl"}]},
 ///     "data":{"big":"..."}}"#;
-/// let cm: ConfigMap = from_slice_filtered(json, &filter).unwrap();
+/// let cm: ConfigMap = from_slice(json, &filter).unwrap();
 /// assert_eq!(cm.metadata.name.as_deref(), Some("a"));
 /// assert!(cm.metadata.managed_fields.is_none());
 /// assert!(cm.data.is_none());
@@ -276,14 +276,31 @@ impl FieldFilter {
         FieldFilter { root, paths }
     }
 
-    /// The filter for a list body (`items[*]` + each path) — infallible form of
-    /// [`FieldFilter::within`] for the list and watch decoders.
-    pub(crate) fn for_list_items(&self) -> FieldFilter {
+    /// The filter for a Kubernetes list body: each path under `items[*]`, the
+    /// infallible form of `within("items[*]")`.
+    ///
+    /// # Example
+    /// ```
+    /// use serde_field_filter::FieldFilter;
+    /// let f = FieldFilter::managed_fields();
+    /// assert_eq!(f.for_list_items().paths(), ["items[*].metadata.managedFields"]);
+    /// ```
+    #[must_use]
+    pub fn for_list_items(&self) -> FieldFilter {
         self.within_segments(&[Segment::Key("items".into()), Segment::Items], "items[*]")
     }
 
-    /// The filter for a watch event (`object` + each path).
-    pub(crate) fn for_watch_object(&self) -> FieldFilter {
+    /// The filter for a Kubernetes watch event: each path under `object`, the
+    /// infallible form of `within("object")`.
+    ///
+    /// # Example
+    /// ```
+    /// use serde_field_filter::FieldFilter;
+    /// let f = FieldFilter::managed_fields();
+    /// assert_eq!(f.for_watch_object().paths(), ["object.metadata.managedFields"]);
+    /// ```
+    #[must_use]
+    pub fn for_watch_object(&self) -> FieldFilter {
         self.within_segments(&[Segment::Key("object".into())], "object")
     }
 

@@ -3,10 +3,10 @@
 //! `reflector-testkit` API server.
 //!
 //! ```text
-//! cargo bench -p reflector --bench compare -- --objects 100000
-//! cargo bench -p reflector --bench compare -- --objects 10000 --runs 3
-//! cargo bench -p reflector --bench compare -- --objects 10000 --scenario ours-factory
-//! cargo bench -p reflector --bench compare --features bench-mimalloc -- --objects 100000
+//! cargo bench -p reflector-bench --bench compare -- --objects 100000
+//! cargo bench -p reflector-bench --bench compare -- --objects 10000 --runs 3
+//! cargo bench -p reflector-bench --bench compare -- --objects 10000 --scenario ours-factory
+//! cargo bench -p reflector-bench --bench compare --features bench-mimalloc -- --objects 100000
 //! ```
 //!
 //! Options: `--objects N` (default 10,000), `--runs R` (default 3), `--scenario NAME`
