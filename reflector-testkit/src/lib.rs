@@ -122,7 +122,10 @@
 //! out (the real cacher's pre-timeout bookmark). A watch from RV unset/`"0"` without
 //! `sendInitialEvents` gets no `k8s.io/initial-events-end` bookmark after its synthetic
 //! `ADDED`s, as the real cacher (that bookmark is only for watch-list).
-//! `timeoutSeconds` ends the stream cleanly. `sendInitialEvents=true`
+//! `timeoutSeconds` ends the stream cleanly. Each event's line is encoded once, by the
+//! first watcher that sends it, and shared by every watcher that sends the same bytes
+//! (same representation and event type), so fan-out to many watchers costs a reference
+//! count per watcher, not an encoding. `sendInitialEvents=true`
 //! (requires `resourceVersionMatch=NotOlderThan`, else 422): the current state as `ADDED`,
 //! then, with `allowWatchBookmarks=true`, a `BOOKMARK` annotated
 //! `k8s.io/initial-events-end: "true"` (without it, no bookmark, as the real server).
