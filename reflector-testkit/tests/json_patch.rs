@@ -15,6 +15,12 @@ fn json_patch(ops: Value) -> Patch<()> {
     Patch::Json(serde_json::from_value(ops).expect("valid JSON patch"))
 }
 
+/// Sends `ops` as a JSON patch of ConfigMap `name`.
+async fn patch(api: &Api<ConfigMap>, name: &str, ops: Value) -> kube::Result<ConfigMap> {
+    api.patch(name, &PatchParams::default(), &json_patch(ops))
+        .await
+}
+
 fn api_status(err: kube::Error) -> kube::core::Status {
     match err {
         kube::Error::Api(status) => *status,
@@ -42,22 +48,21 @@ fn data(cm: &ConfigMap) -> BTreeMap<String, String> {
 #[tokio::test]
 async fn every_operation_applies_in_order() {
     let (_server, api) = seeded().await;
-    let patched = api
-        .patch(
-            "a",
-            &PatchParams::default(),
-            &json_patch(json!([
-                {"op": "test", "path": "/data/k", "value": "v"},
-                {"op": "add", "path": "/data/added", "value": "1"},
-                {"op": "replace", "path": "/data/k", "value": "w"},
-                {"op": "remove", "path": "/data/gone"},
-                {"op": "copy", "from": "/data/k", "path": "/data/copied"},
-                {"op": "move", "from": "/data/added", "path": "/data/moved"},
-                {"op": "add", "path": "/metadata/labels", "value": {"app": "db"}},
-            ])),
-        )
-        .await
-        .unwrap();
+    let patched = patch(
+        &api,
+        "a",
+        json!([
+            {"op": "test", "path": "/data/k", "value": "v"},
+            {"op": "add", "path": "/data/added", "value": "1"},
+            {"op": "replace", "path": "/data/k", "value": "w"},
+            {"op": "remove", "path": "/data/gone"},
+            {"op": "copy", "from": "/data/k", "path": "/data/copied"},
+            {"op": "move", "from": "/data/added", "path": "/data/moved"},
+            {"op": "add", "path": "/metadata/labels", "value": {"app": "db"}},
+        ]),
+    )
+    .await
+    .unwrap();
     let expected = BTreeMap::from([
         ("k".to_owned(), "w".to_owned()),
         ("copied".to_owned(), "w".to_owned()),
@@ -76,17 +81,16 @@ async fn every_operation_applies_in_order() {
 async fn a_failed_test_is_the_real_bare_422_and_writes_nothing() {
     let (server, api) = seeded().await;
     let rv = server.current_resource_version();
-    let err = api
-        .patch(
-            "a",
-            &PatchParams::default(),
-            &json_patch(json!([
-                {"op": "replace", "path": "/data/k", "value": "changed"},
-                {"op": "test", "path": "/data/k", "value": "something else"},
-            ])),
-        )
-        .await
-        .unwrap_err();
+    let err = patch(
+        &api,
+        "a",
+        json!([
+            {"op": "replace", "path": "/data/k", "value": "changed"},
+            {"op": "test", "path": "/data/k", "value": "something else"},
+        ]),
+    )
+    .await
+    .unwrap_err();
     let status = api_status(err);
     assert_eq!(status.code, 422);
     assert_eq!(status.reason, "Invalid");
@@ -100,14 +104,13 @@ async fn a_failed_test_is_the_real_bare_422_and_writes_nothing() {
     assert_eq!(server.current_resource_version(), rv);
     assert_eq!(data(&api.get("a").await.unwrap())["k"], "v");
     // A path that does not exist fails the same way.
-    let err = api
-        .patch(
-            "a",
-            &PatchParams::default(),
-            &json_patch(json!([{"op": "remove", "path": "/data/missing"}])),
-        )
-        .await
-        .unwrap_err();
+    let err = patch(
+        &api,
+        "a",
+        json!([{"op": "remove", "path": "/data/missing"}]),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(api_status(err).code, 422);
 }
 
@@ -141,14 +144,8 @@ async fn resource_version_in_the_patch_is_a_precondition() {
 #[tokio::test]
 async fn a_missing_object_is_404_and_a_patch_is_a_watch_event() {
     let (server, api) = seeded().await;
-    let err = api
-        .patch(
-            "nope",
-            &PatchParams::default(),
-            &json_patch(json!([{"op": "add", "path": "/data/x", "value": "y"}])),
-        )
-        .await
-        .unwrap_err();
+    let add_x = json!([{"op": "add", "path": "/data/x", "value": "y"}]);
+    let err = patch(&api, "nope", add_x.clone()).await.unwrap_err();
     assert_eq!(api_status(err).code, 404);
     let rv = server.current_resource_version().to_string();
     let mut events = api
@@ -156,13 +153,7 @@ async fn a_missing_object_is_404_and_a_patch_is_a_watch_event() {
         .await
         .unwrap()
         .boxed();
-    api.patch(
-        "a",
-        &PatchParams::default(),
-        &json_patch(json!([{"op": "add", "path": "/data/x", "value": "y"}])),
-    )
-    .await
-    .unwrap();
+    patch(&api, "a", add_x).await.unwrap();
     match events.try_next().await.unwrap() {
         Some(WatchEvent::Modified(cm)) => assert_eq!(data(&cm)["x"], "y"),
         other => panic!("expected MODIFIED, got {other:?}"),
