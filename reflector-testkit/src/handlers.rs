@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::list::list_body;
 use crate::object::{Repr, key_of};
-use crate::patch::merge_patch;
+use crate::patch::Patch;
 use crate::query::ListOptions;
 use crate::router::{RequestBody, json_response};
 use crate::selector::FieldLabels;
@@ -81,29 +81,14 @@ pub(crate) fn patch(
         .next()
         .unwrap_or_default()
         .trim();
-    // Only the patch types this server applies are offered (the real server also
-    // takes JSON patch and apply patches).
-    const PATCH_TYPES: [&str; 2] = [
-        "application/merge-patch+json",
-        "application/strategic-merge-patch+json",
-    ];
-    if !PATCH_TYPES.contains(&media) {
-        return Err(ApiError::unsupported_media_type(&PATCH_TYPES));
-    }
-    let patch: Value = serde_json::from_slice(&body.bytes)
-        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-    if !patch.is_object() {
-        return Err(ApiError::bad_request(
-            "error decoding patch: the patch must be a JSON object",
-        ));
-    }
+    let patch = Patch::decode(media, &body.bytes)?;
     let mut state = shared.state();
     let info = state.resources[rid].clone();
     let current = state
         .get(rid, &key_of(namespace, name))
         .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
     let mut value = current.value();
-    merge_patch(&mut value, &patch);
+    patch.apply(&mut value)?;
     let updated = state.update(rid, namespace, name, value, status)?;
     Ok(json_response(200, repr.render(&updated)))
 }

@@ -59,7 +59,7 @@
 //!   may not be more than 1048576 bytes`; a Secret's field is `data`).
 //! * Namespaces need not exist before objects are created in them.
 //! * Not supported: `dryRun` (answers 400 rather than silently writing), server-side apply
-//!   and JSON patch (415), aggregated discovery (`Discovery::run_aggregated`), Table and
+//!   (415), aggregated discovery (`Discovery::run_aggregated`), Table and
 //!   protobuf encodings (every response is JSON), field selectors other than
 //!   `metadata.name`/`metadata.namespace` (400; the real server also accepts a few
 //!   resource-specific ones such as a Pod's `spec.nodeName`), graceful deletion (a Pod
@@ -68,11 +68,20 @@
 //!
 //! ## Patch types
 //!
+//! `application/json-patch+json` (RFC 6902: `add`, `remove`, `replace`, `move`, `copy`,
+//! `test`), applied all or nothing to the object's JSON as the real `jsonPatcher`. A patch
+//! that does not apply (a failed `test`, a missing path, an unknown `op`) answers the real
+//! 422 `Invalid` with its generic message (`the server rejected our request due to an
+//! error in our request`, empty `details`: the real one drops the cause too); a body that
+//! is not a JSON array answers 400 (the message is serde's, not Go's), more than 10,000
+//! operations the real 413.
 //! `application/merge-patch+json` (RFC 7386). `application/strategic-merge-patch+json` is
 //! accepted and applied **as a JSON merge patch** (lists are replaced, not merged by key).
-//! Every other patch type (JSON patch, server-side apply) answers 415, listing the two
-//! accepted types; a create or replace body that is not `application/json` answers 415
-//! listing `application/json`.
+//! With any of them, a `metadata.resourceVersion` the patch leaves in the object is a
+//! precondition (409 `Conflict` when stale), as on the real server.
+//! Every other patch type (server-side apply) answers 415, listing the three accepted
+//! types; a create or replace body that is not `application/json` answers 415 listing
+//! `application/json`.
 //!
 //! ## LIST
 //!
@@ -122,7 +131,10 @@
 //! out (the real cacher's pre-timeout bookmark). A watch from RV unset/`"0"` without
 //! `sendInitialEvents` gets no `k8s.io/initial-events-end` bookmark after its synthetic
 //! `ADDED`s, as the real cacher (that bookmark is only for watch-list).
-//! `timeoutSeconds` ends the stream cleanly. `sendInitialEvents=true`
+//! `timeoutSeconds` ends the stream cleanly. Each event's line is encoded once, by the
+//! first watcher that sends it, and shared by every watcher that sends the same bytes
+//! (same representation and event type), so fan-out to many watchers costs a reference
+//! count per watcher, not an encoding. `sendInitialEvents=true`
 //! (requires `resourceVersionMatch=NotOlderThan`, else 422): the current state as `ADDED`,
 //! then, with `allowWatchBookmarks=true`, a `BOOKMARK` annotated
 //! `k8s.io/initial-events-end: "true"` (without it, no bookmark, as the real server).

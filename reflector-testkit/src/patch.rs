@@ -1,6 +1,92 @@
-//! JSON merge patch (RFC 7386).
+//! Patch bodies: JSON merge patch (RFC 7386) and JSON patch (RFC 6902).
 
-use serde_json::Value;
+use serde_json::{Value, json};
+
+use crate::status::ApiError;
+
+/// `application/json-patch+json`.
+pub(crate) const JSON_PATCH: &str = "application/json-patch+json";
+/// `application/merge-patch+json`.
+pub(crate) const MERGE_PATCH: &str = "application/merge-patch+json";
+/// `application/strategic-merge-patch+json` (applied as a merge patch).
+pub(crate) const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
+/// The patch types this server applies, in the order the real server lists them.
+pub(crate) const PATCH_TYPES: [&str; 3] = [JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH];
+
+/// The real server's bound on a JSON patch's operations (`maxJSONPatchOperations`).
+const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+
+/// A decoded patch body.
+#[derive(Debug)]
+pub(crate) enum Patch {
+    /// RFC 6902 operations, still as JSON: like the real server (which decodes each
+    /// operation only when applying it), an operation that is not a valid one fails the
+    /// apply (422), not the decode (400).
+    Json(Vec<Value>),
+    /// An RFC 7386 merge patch (always a JSON object).
+    Merge(Value),
+}
+
+impl Patch {
+    /// Decodes a patch body of media type `media` (one of [`PATCH_TYPES`]; anything else
+    /// answers 415 listing them).
+    pub(crate) fn decode(media: &str, body: &[u8]) -> Result<Self, ApiError> {
+        match media {
+            JSON_PATCH => {
+                let operations: Vec<Value> = serde_json::from_slice(body)
+                    .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+                if operations.len() > MAX_JSON_PATCH_OPERATIONS {
+                    return Err(ApiError::new(
+                        413,
+                        "RequestEntityTooLarge",
+                        format!(
+                            "Request entity too large: The allowed maximum operations in a JSON \
+                             patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
+                            operations.len()
+                        ),
+                    ));
+                }
+                Ok(Self::Json(operations))
+            }
+            MERGE_PATCH | STRATEGIC_MERGE_PATCH => {
+                let patch: Value = serde_json::from_slice(body)
+                    .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+                if !patch.is_object() {
+                    return Err(ApiError::bad_request(
+                        "error decoding patch: the patch must be a JSON object",
+                    ));
+                }
+                Ok(Self::Merge(patch))
+            }
+            _ => Err(ApiError::unsupported_media_type(&PATCH_TYPES)),
+        }
+    }
+
+    /// Applies the patch to `target`. A JSON patch that does not apply (a failed `test`,
+    /// a missing path, an unknown `op`) answers as the real `jsonPatcher`:
+    /// `NewGenericServerResponse(422, ...)`, whose message does not carry the cause.
+    pub(crate) fn apply(self, target: &mut Value) -> Result<(), ApiError> {
+        match self {
+            Self::Merge(patch) => {
+                merge_patch(target, &patch);
+                Ok(())
+            }
+            Self::Json(operations) => {
+                let rejected = || {
+                    ApiError::new(
+                        422,
+                        "Invalid",
+                        "the server rejected our request due to an error in our request",
+                    )
+                    .with_details(json!({}))
+                };
+                let patch: json_patch::Patch =
+                    serde_json::from_value(Value::Array(operations)).map_err(|_| rejected())?;
+                json_patch::patch(target, &patch).map_err(|_| rejected())
+            }
+        }
+    }
+}
 
 /// Applies `patch` to `target` following RFC 7386: objects merge recursively, `null`
 /// removes a key, anything else (arrays included) replaces.

@@ -18,6 +18,7 @@ use crate::object::{
 use crate::resource::ResourceInfo;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
+use crate::watch::EventLines;
 
 /// Index of a registered resource in `State::resources`.
 pub(crate) type ResourceId = usize;
@@ -43,6 +44,9 @@ pub(crate) struct LogEvent {
     pub object: Arc<StoredObject>,
     /// The object before the write (None for creates).
     pub prev: Option<Arc<StoredObject>>,
+    /// The event's watch lines, encoded once on first use and shared by every watcher
+    /// (and every clone of this event).
+    pub lines: Arc<EventLines>,
 }
 
 /// Label + field selector pair applied to lists and watches.
@@ -200,6 +204,7 @@ impl State {
             event_type,
             object: object.clone(),
             prev,
+            lines: Arc::default(),
         });
         while self.log.len() > self.history_len {
             if let Some(old) = self.log.pop_front() {

@@ -8,8 +8,8 @@
 //! cache.
 
 use std::io;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -143,6 +143,33 @@ pub(crate) fn start(
     Ok(response)
 }
 
+/// One log event's watch lines, each encoded at most once: by the first watcher that
+/// needs it, then shared (a `Bytes` clone) by every other watcher that sees the same
+/// bytes. A watcher with a selector may see a modification as `ADDED` or `DELETED`, and a
+/// metadata-only watcher another object, so there is one slot per (representation, type).
+#[derive(Debug, Default)]
+pub(crate) struct EventLines {
+    slots: [OnceLock<Bytes>; 6],
+}
+
+impl EventLines {
+    /// The line for `object` as `event_type` in `repr`, encoded on first use.
+    fn get(&self, repr: Repr, event_type: &'static str, object: &StoredObject) -> Bytes {
+        let kind = match event_type {
+            "ADDED" => 0,
+            "MODIFIED" => 1,
+            _ => 2,
+        };
+        let slot = match repr {
+            Repr::Full => kind,
+            Repr::Metadata => 3 + kind,
+        };
+        self.slots[slot]
+            .get_or_init(|| event_line(event_type, &repr.render(object)))
+            .clone()
+    }
+}
+
 fn event_line(event_type: &str, object: &[u8]) -> Bytes {
     let mut line = BytesMut::with_capacity(object.len() + 40);
     line.put_slice(b"{\"type\":\"");
@@ -257,8 +284,8 @@ impl Watch {
                     if event.resource == self.rid
                         && let Some((event_type, object)) = self.translate(event)
                     {
-                        self.send_event(event_line(event_type, &self.repr.render(object)))
-                            .await?;
+                        let line = event.lines.get(self.repr, event_type, object);
+                        self.send_event(line).await?;
                     }
                 }
                 cursor = last;

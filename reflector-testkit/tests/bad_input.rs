@@ -238,12 +238,20 @@ async fn bad_bodies() {
             400,
         ),
         (
-            "json patch",
+            "json patch not an array",
             "PATCH",
             format!("{CMS}/existing"),
             "application/json-patch+json",
-            br#"[{"op":"add","path":"/data","value":{}}]"#.to_vec(),
-            415,
+            br#"{"op":"add","path":"/data","value":{}}"#.to_vec(),
+            400,
+        ),
+        (
+            "json patch with an unknown op",
+            "PATCH",
+            format!("{CMS}/existing"),
+            "application/json-patch+json",
+            br#"[{"op":"frobnicate","path":"/data"}]"#.to_vec(),
+            422,
         ),
         (
             "apply patch",
