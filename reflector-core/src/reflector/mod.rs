@@ -139,7 +139,7 @@ where
         options: ReflectorOptions,
     ) -> Self {
         let name = if options.name.is_empty() {
-            short_type_name::<K>().to_owned()
+            crate::object::short_type_name::<K>().to_owned()
         } else {
             options.name.clone()
         };
@@ -190,7 +190,7 @@ where
         let span = tracing::info_span!(
             "reflector",
             name = %self.name,
-            resource = short_type_name::<K>()
+            resource = crate::object::short_type_name::<K>()
         );
         tracing::Instrument::instrument(self.run_loop(cancel), span).await;
     }
@@ -652,10 +652,4 @@ where
 /// watch again later", not "relist".
 fn is_watch_error_retriable(e: &ListWatchError) -> bool {
     e.is_connection_refused() || e.is_too_many_requests()
-}
-
-fn short_type_name<K>() -> &'static str {
-    let full = std::any::type_name::<K>();
-    let base = full.split('<').next().unwrap_or(full);
-    base.rsplit("::").next().unwrap_or(base)
 }
