@@ -113,16 +113,36 @@ impl Registration {
     /// Cancel-safe: it only observes. Put it in a `tokio::time::timeout` for a
     /// deadline.
     pub async fn wait_synced(&self) -> Result<(), InformerError> {
-        loop {
-            let mut woken = pin!(self.pending_initial.progress.notified());
-            woken.as_mut().enable();
-            if self.has_synced() {
-                return Ok(());
-            }
-            if self.upstream.is_stopped() {
-                return Err(InformerError::StoppedBeforeSync);
-            }
-            woken.await;
+        wait_for_progress(
+            &self.pending_initial.progress,
+            || self.has_synced(),
+            || self.upstream.is_stopped(),
+        )
+        .await
+    }
+}
+
+/// Waits until `done()` holds, woken by `progress` (`notify_waiters`): registers for
+/// the next wake-up before each check, so none is lost between check and wait.
+/// [`InformerError::StoppedBeforeSync`] once `stopped()` holds while `done()` does
+/// not.
+///
+/// # Cancel safety
+/// Cancel-safe: it only observes.
+pub(crate) async fn wait_for_progress(
+    progress: &Notify,
+    done: impl Fn() -> bool,
+    stopped: impl Fn() -> bool,
+) -> Result<(), InformerError> {
+    loop {
+        let mut woken = pin!(progress.notified());
+        woken.as_mut().enable();
+        if done() {
+            return Ok(());
         }
+        if stopped() {
+            return Err(InformerError::StoppedBeforeSync);
+        }
+        woken.await;
     }
 }

@@ -1,6 +1,5 @@
 //! [`SharedIndexInformer`]: one watch, one cache, many handlers.
 
-use std::pin::pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
@@ -20,7 +19,7 @@ use crate::store::{BatchWriter, Indexer, Indexers, Store};
 use super::builder::InformerBuilder;
 use super::notification::{Batch, Notification};
 use super::processor_listener::ProcessorListener;
-use super::registration::{Registration, Upstream};
+use super::registration::{Registration, Upstream, wait_for_progress};
 use super::shared_processor::{SharedProcessor, determine_resync_period};
 use super::{EventHandler, InformerError};
 
@@ -323,17 +322,7 @@ impl<K: Object> SharedIndexInformer<K> {
 
     /// Waits until `done()` is true, woken by the informer's progress signal.
     async fn wait_until(&self, done: impl Fn() -> bool) -> Result<(), InformerError> {
-        loop {
-            let mut woken = pin!(self.inner.progress.notified());
-            woken.as_mut().enable();
-            if done() {
-                return Ok(());
-            }
-            if self.is_stopped() {
-                return Err(InformerError::StoppedBeforeSync);
-            }
-            woken.await;
-        }
+        wait_for_progress(&self.inner.progress, done, || self.is_stopped()).await
     }
 
     /// Adds indexers, before or after start; cached objects are indexed at once.
