@@ -128,6 +128,12 @@ impl Record {
 
 type RunHandle = JoinHandle<Result<(), ControllerError>>;
 
+/// Records the key (and whether the request carried the object) and succeeds.
+async fn record_and_succeed<K>(req: Request<K>, rec: Arc<Record>) -> Result<Action, Fail> {
+    rec.push(req.key.key(), req.object.is_some());
+    Ok(Action::done())
+}
+
 struct ConcurrencyCtx {
     lister: Lister<ConfigMap>,
     informer: SharedIndexInformer<ConfigMap>,
@@ -470,11 +476,7 @@ async fn owned_children_and_watches_mapper_map_to_primary_keys() {
                 .map(|app| ObjectRef::new(s.metadata.namespace.as_deref(), app))
         });
     let run: RunHandle = tokio::spawn(controller.run_until(
-        |req: Request<_>, rec: Arc<Record>| async move {
-            let key = req.key.into_key();
-            rec.push(&key, true);
-            Ok::<_, Fail>(Action::done())
-        },
+        record_and_succeed,
         Arc::clone(&record),
         cancel.clone().cancelled_owned(),
     ));
@@ -598,11 +600,7 @@ async fn run_waits_for_informers_started_elsewhere() {
         Controller::new(informer.clone())
             .start_informers(false)
             .run_until(
-                |req: Request<_>, rec: Arc<Record>| async move {
-                    let key = req.key.into_key();
-                    rec.push(&key, true);
-                    Ok::<_, Fail>(Action::done())
-                },
+                record_and_succeed,
                 Arc::clone(&record),
                 cancel.clone().cancelled_owned(),
             ),
@@ -1074,10 +1072,7 @@ async fn first_reconcile_runs_at_sync_without_polling() {
     let record = Arc::new(Record::default());
     let cancel = CancellationToken::new();
     let run: RunHandle = tokio::spawn(Controller::new(informer).run_until(
-        |req: Request<ConfigMap>, rec: Arc<Record>| async move {
-            rec.push(&req.key.into_key(), true);
-            Ok::<_, Fail>(Action::done())
-        },
+        record_and_succeed,
         Arc::clone(&record),
         cancel.clone().cancelled_owned(),
     ));
