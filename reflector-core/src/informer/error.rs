@@ -13,6 +13,10 @@ pub enum InformerError {
     /// sync or for a resource version cannot end well. Not retryable.
     #[error("informer stopped before it synced")]
     StoppedBeforeSync,
+    /// A resource version to wait for is not the integer an etcd3-backed API server
+    /// hands out, so it could never be reached. Not retryable.
+    #[error("resource version {0:?} is not an integer")]
+    InvalidResourceVersion(String),
     /// The indexer rejected new indexers (a name conflict). Not retryable.
     #[error("cannot add indexers")]
     Store(#[source] StoreError),

@@ -271,13 +271,14 @@ impl<K: Object> SharedIndexInformer<K> {
     /// informer's cache holds that write or a later state.
     ///
     /// Resource versions are compared as the integers an etcd3-backed API server
-    /// hands out; one that is not an integer is never reached. The event must be one
+    /// hands out. The event must be one
     /// this informer watches (an object outside its namespace or selectors never
     /// arrives); when the watch is idle and everything received is applied, the
     /// reflector's last resource version (which bookmarks advance) counts too.
     ///
     /// # Errors
-    /// [`InformerError::StoppedBeforeSync`] if the informer stopped first.
+    /// [`InformerError::InvalidResourceVersion`] at once for a version that is not an
+    /// integer; [`InformerError::StoppedBeforeSync`] if the informer stopped first.
     ///
     /// # Cancel safety
     /// Cancel-safe: it only observes.
@@ -286,7 +287,9 @@ impl<K: Object> SharedIndexInformer<K> {
         resource_version: &str,
     ) -> Result<(), InformerError> {
         let Ok(target) = resource_version.parse::<u64>() else {
-            return std::future::pending().await;
+            return Err(InformerError::InvalidResourceVersion(
+                resource_version.to_owned(),
+            ));
         };
         let inner = &self.inner;
         inner.rv_waiters.fetch_add(1, Ordering::SeqCst);

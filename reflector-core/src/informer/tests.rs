@@ -981,6 +981,11 @@ async fn wait_for_resource_version_returns_once_the_cache_has_the_write() {
     .await
     .expect("a version already in the cache returns at once")
     .unwrap();
+    // A version no API server hands out is refused at once, not waited for forever.
+    assert_eq!(
+        informer.wait_for_resource_version("abc").await,
+        Err(InformerError::InvalidResourceVersion("abc".to_owned()))
+    );
 
     // A write the informer has not seen yet: the wait is pending until it lands.
     let mut changed = pod("a");
