@@ -114,10 +114,11 @@ pub use reflector_derive::Reflect;
 /// # Ok(()) }
 /// ```
 pub mod prelude {
-    pub use reflector_core::controller::{Action, CancellationToken, Controller, Request};
+    pub use reflector_core::controller::{Action, Controller, Request};
     pub use reflector_core::informer::{Event, InformerFactory, SharedIndexInformer};
     pub use reflector_core::lister::Lister;
     pub use reflector_core::object::ObjectRef;
     pub use reflector_core::reflect::{IndexQuery, Reflect};
     pub use reflector_derive::Reflect;
+    pub use tokio_util::sync::CancellationToken;
 }

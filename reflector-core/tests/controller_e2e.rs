@@ -10,12 +10,13 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, DeleteParams, PostParams};
 use prometheus_client::registry::Registry;
-use reflector_core::controller::{Action, CancellationToken, Controller, Request};
+use reflector_core::controller::{Action, Controller, Request};
 use reflector_core::informer::InformerFactory;
 use reflector_core::metrics::{Metrics, render_metrics};
 use reflector_core::object::ObjectKey;
 use reflector_testkit::ApiServer;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, thiserror::Error)]
 #[error("never")]

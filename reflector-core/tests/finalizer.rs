@@ -11,10 +11,10 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use reflector_core::controller::{
-    Action, CancellationToken, Controller, ControllerError, Finalizer, FinalizerError,
-    FinalizerEvent, Request,
+    Action, Controller, ControllerError, Finalizer, FinalizerError, FinalizerEvent, Request,
 };
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
+use tokio_util::sync::CancellationToken;
 
 const NAME: &str = "example.com/cleanup";
 const NS: &str = "fin";

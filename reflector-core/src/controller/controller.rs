@@ -400,13 +400,14 @@ impl<K: Object, P> Controller<K, P> {
 
     /// As [`run`](Self::run), and shuts down gracefully when `shutdown` resolves
     /// (e.g. `token.cancelled_owned()` of a
-    /// [`CancellationToken`](crate::controller::CancellationToken), a oneshot
+    /// [`CancellationToken`], a oneshot
     /// receiver, a leadership loss).
     ///
     /// ```no_run
     /// # use std::sync::Arc;
     /// # use k8s_openapi::api::core::v1::ConfigMap;
-    /// # use reflector_core::controller::{Action, CancellationToken, Controller, Request};
+    /// # use reflector_core::controller::{Action, Controller, Request};
+    /// # use tokio_util::sync::CancellationToken;
     /// # async fn reconcile(_: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
     /// # async fn f(client: kube::Client) {
     /// let stop = CancellationToken::new();

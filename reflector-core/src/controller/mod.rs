@@ -51,4 +51,3 @@ pub use error_policy::{BackoffOnError, ErrorPolicy};
 pub use finalizer::{Finalizer, FinalizerError, FinalizerEvent};
 pub use owner_mapping::OwnerMapping;
 pub use request::Request;
-pub use tokio_util::sync::CancellationToken;
