@@ -2,16 +2,13 @@
 
 use std::time::Duration;
 
-use reflector_core::workqueue::{
-    BucketRateLimiter, ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter,
-    MaxOfRateLimiter, RateLimiter, WithMaxWaitRateLimiter, default_controller_rate_limiter,
-};
+use reflector_core::workqueue::{self as wq, RateLimiter};
 
 const MS: Duration = Duration::from_millis(1);
 
 #[test]
 fn item_exponential_failure_rate_limiter() {
-    let limiter = ItemExponentialFailureRateLimiter::new(MS, Duration::from_secs(1));
+    let limiter = wq::item_exponential_failure_rate_limiter(MS, Duration::from_secs(1));
 
     for expected in [1, 2, 4, 8, 16] {
         assert_eq!(limiter.when(&"one"), expected * MS);
@@ -29,7 +26,7 @@ fn item_exponential_failure_rate_limiter() {
 
 #[test]
 fn item_exponential_failure_rate_limiter_over_flow() {
-    let limiter = ItemExponentialFailureRateLimiter::new(MS, Duration::from_secs(1000));
+    let limiter = wq::item_exponential_failure_rate_limiter(MS, Duration::from_secs(1000));
     for _ in 0..5 {
         limiter.when(&"one");
     }
@@ -42,7 +39,7 @@ fn item_exponential_failure_rate_limiter_over_flow() {
 
     let minute = Duration::from_secs(60);
     let hour = Duration::from_secs(3600);
-    let limiter = ItemExponentialFailureRateLimiter::new(minute, 1000 * hour);
+    let limiter = wq::item_exponential_failure_rate_limiter(minute, 1000 * hour);
     for _ in 0..2 {
         limiter.when(&"two");
     }
@@ -56,7 +53,7 @@ fn item_exponential_failure_rate_limiter_over_flow() {
 
 #[test]
 fn item_fast_slow_rate_limiter() {
-    let limiter = ItemFastSlowRateLimiter::new(5 * MS, Duration::from_secs(10), 3);
+    let limiter = wq::item_fast_slow_rate_limiter(5 * MS, Duration::from_secs(10), 3);
 
     for expected in [
         5 * MS,
@@ -80,13 +77,13 @@ fn item_fast_slow_rate_limiter() {
 
 #[test]
 fn max_of_rate_limiter() {
-    let limiter: MaxOfRateLimiter<&str> = MaxOfRateLimiter::new(vec![
-        Box::new(ItemFastSlowRateLimiter::new(
+    let limiter = wq::max_of_rate_limiter::<&str>(vec![
+        Box::new(wq::item_fast_slow_rate_limiter(
             5 * MS,
             Duration::from_secs(3),
             3,
         )),
-        Box::new(ItemExponentialFailureRateLimiter::new(
+        Box::new(wq::item_exponential_failure_rate_limiter(
             MS,
             Duration::from_secs(1),
         )),
@@ -114,8 +111,8 @@ fn max_of_rate_limiter() {
 
 #[tokio::test(start_paused = true)]
 async fn with_max_wait_rate_limiter() {
-    let limiter = WithMaxWaitRateLimiter::new(
-        Box::new(default_controller_rate_limiter()),
+    let limiter = wq::with_max_wait_rate_limiter(
+        Box::new(wq::default_controller_rate_limiter()),
         Duration::from_secs(500),
     );
     // The burst of 100: only the per-item backoff (first failure, 5 ms) counts.
@@ -136,30 +133,30 @@ async fn with_max_wait_rate_limiter() {
 
 #[tokio::test(start_paused = true)]
 async fn bucket_rate_limiter_refills_at_qps() {
-    let limiter = BucketRateLimiter::new(10.0, 2);
-    assert_eq!(RateLimiter::<()>::when(&limiter, &()), Duration::ZERO);
-    assert_eq!(RateLimiter::<()>::when(&limiter, &()), Duration::ZERO);
-    assert_eq!(RateLimiter::<()>::when(&limiter, &()), 100 * MS);
-    assert_eq!(RateLimiter::<()>::when(&limiter, &()), 200 * MS);
+    let limiter = wq::bucket_rate_limiter::<()>(10.0, 2);
+    assert_eq!(limiter.when(&()), Duration::ZERO);
+    assert_eq!(limiter.when(&()), Duration::ZERO);
+    assert_eq!(limiter.when(&()), 100 * MS);
+    assert_eq!(limiter.when(&()), 200 * MS);
     // Waiting 200 ms pays back the two reservations made ahead of time.
     tokio::time::advance(200 * MS).await;
-    assert_eq!(RateLimiter::<()>::when(&limiter, &()), 100 * MS);
+    assert_eq!(limiter.when(&()), 100 * MS);
     // A long idle period refills no more than the burst.
     tokio::time::advance(Duration::from_secs(60)).await;
-    assert_eq!(RateLimiter::<()>::when(&limiter, &()), Duration::ZERO);
-    assert_eq!(RateLimiter::<()>::when(&limiter, &()), Duration::ZERO);
-    assert_eq!(RateLimiter::<()>::when(&limiter, &()), 100 * MS);
-    assert_eq!(RateLimiter::<()>::num_requeues(&limiter, &()), 0);
+    assert_eq!(limiter.when(&()), Duration::ZERO);
+    assert_eq!(limiter.when(&()), Duration::ZERO);
+    assert_eq!(limiter.when(&()), 100 * MS);
+    assert_eq!(limiter.num_requeues(&()), 0);
 }
 
 #[tokio::test(start_paused = true)]
 async fn bucket_rate_limiter_edge_rates() {
-    let unlimited = BucketRateLimiter::new(f64::INFINITY, 0);
+    let unlimited = wq::bucket_rate_limiter::<()>(f64::INFINITY, 0);
     for _ in 0..1000 {
-        assert_eq!(RateLimiter::<()>::when(&unlimited, &()), Duration::ZERO);
+        assert_eq!(unlimited.when(&()), Duration::ZERO);
     }
-    let never_refills = BucketRateLimiter::new(0.0, 1);
-    assert_eq!(RateLimiter::<()>::when(&never_refills, &()), Duration::ZERO);
+    let never_refills = wq::bucket_rate_limiter::<()>(0.0, 1);
+    assert_eq!(never_refills.when(&()), Duration::ZERO);
     tokio::time::advance(Duration::from_secs(3600)).await;
-    assert_eq!(RateLimiter::<()>::when(&never_refills, &()), Duration::MAX);
+    assert_eq!(never_refills.when(&()), Duration::MAX);
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reflector_core::workqueue::{ItemExponentialFailureRateLimiter, WorkQueue};
+use reflector_core::workqueue::{WorkQueue, item_exponential_failure_rate_limiter};
 use tokio::time::{Instant, advance};
 
 const MS: Duration = Duration::from_millis(1);
@@ -21,7 +21,7 @@ async fn expect_wait(queue: &WorkQueue<&'static str>, item: &'static str, expect
 
 #[tokio::test(start_paused = true)]
 async fn rate_limiting_queue() {
-    let limiter = ItemExponentialFailureRateLimiter::new(MS, Duration::from_secs(1));
+    let limiter = item_exponential_failure_rate_limiter(MS, Duration::from_secs(1));
     let queue = WorkQueue::with_rate_limiter(Arc::new(limiter));
 
     queue.add_rate_limited("one");
@@ -43,7 +43,7 @@ async fn rate_limiting_queue() {
 
 #[tokio::test(start_paused = true)]
 async fn add_rate_limited_keeps_the_earliest_wait() {
-    let limiter = ItemExponentialFailureRateLimiter::new(MS, Duration::from_secs(1));
+    let limiter = item_exponential_failure_rate_limiter(MS, Duration::from_secs(1));
     let queue = WorkQueue::with_rate_limiter(Arc::new(limiter));
     queue.add_rate_limited("one"); // 1 ms
     queue.add_rate_limited("one"); // 2 ms, merged: the earlier time stays

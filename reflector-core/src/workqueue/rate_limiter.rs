@@ -28,23 +28,7 @@ fn lock<S>(mutex: &Mutex<S>) -> MutexGuard<'_, S> {
 
 /// Per-item exponential backoff: `base * 2^failures`, capped at `max`,
 /// client-go's `ItemExponentialFailureRateLimiter`.
-///
-/// # Example
-///
-/// ```
-/// use std::time::Duration;
-/// use reflector_core::workqueue::{ItemExponentialFailureRateLimiter, RateLimiter};
-///
-/// let limiter = ItemExponentialFailureRateLimiter::new(
-///     Duration::from_millis(5),
-///     Duration::from_secs(1000),
-/// );
-/// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
-/// assert_eq!(limiter.when(&"a"), Duration::from_millis(10));
-/// limiter.forget(&"a");
-/// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
-/// ```
-pub struct ItemExponentialFailureRateLimiter<T> {
+pub(crate) struct ItemExponentialFailureRateLimiter<T> {
     base: Duration,
     max: Duration,
     /// Failure count per item. Guarded by its own mutex.
@@ -115,7 +99,7 @@ impl<T: QueueItem> RateLimiter<T> for ItemExponentialFailureRateLimiter<T> {
 
 /// `fast` for the first `max_fast_attempts` failures of an item, `slow`
 /// afterwards, client-go's `ItemFastSlowRateLimiter`.
-pub struct ItemFastSlowRateLimiter<T> {
+pub(crate) struct ItemFastSlowRateLimiter<T> {
     fast: Duration,
     slow: Duration,
     max_fast_attempts: u32,
@@ -176,7 +160,7 @@ impl<T: QueueItem> RateLimiter<T> for ItemFastSlowRateLimiter<T> {
 /// for it (`Reserve().Delay()`): zero while tokens are left, then growing by
 /// `1 / qps` per call. The bucket starts full. Time is `tokio::time::Instant`.
 #[derive(Debug)]
-pub struct BucketRateLimiter {
+pub(crate) struct BucketRateLimiter {
     qps: f64,
     burst: f64,
     /// Tokens left (negative once reservations run ahead) and when that was
@@ -249,7 +233,7 @@ impl<T> RateLimiter<T> for BucketRateLimiter {
 /// The longest wait of several limiters, client-go's `MaxOfRateLimiter`.
 ///
 /// `when` and `forget` reach every limiter; `num_requeues` is the largest.
-pub struct MaxOfRateLimiter<T> {
+pub(crate) struct MaxOfRateLimiter<T> {
     limiters: Vec<Box<dyn RateLimiter<T>>>,
 }
 
@@ -293,7 +277,7 @@ impl<T> RateLimiter<T> for MaxOfRateLimiter<T> {
 }
 
 /// Caps another limiter's wait at `max_wait`, client-go's `WithMaxWaitRateLimiter`.
-pub struct WithMaxWaitRateLimiter<T> {
+pub(crate) struct WithMaxWaitRateLimiter<T> {
     limiter: Box<dyn RateLimiter<T>>,
     max_wait: Duration,
 }
@@ -343,7 +327,7 @@ impl<T> RateLimiter<T> for WithMaxWaitRateLimiter<T> {
 /// assert_eq!(limiter.num_requeues(&"a"), 1);
 /// ```
 #[must_use]
-pub fn default_controller_rate_limiter<T: QueueItem>() -> MaxOfRateLimiter<T> {
+pub fn default_controller_rate_limiter<T: QueueItem>() -> impl RateLimiter<T> {
     MaxOfRateLimiter::new(vec![
         Box::new(ItemExponentialFailureRateLimiter::new(
             Duration::from_millis(5),
@@ -351,4 +335,125 @@ pub fn default_controller_rate_limiter<T: QueueItem>() -> MaxOfRateLimiter<T> {
         )),
         Box::new(BucketRateLimiter::new(10.0, 100)),
     ])
+}
+
+/// Per-item exponential backoff: `base * 2^failures`, capped at `max`, client-go's
+/// `NewItemExponentialFailureRateLimiter`.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use reflector_core::workqueue::{item_exponential_failure_rate_limiter, RateLimiter};
+///
+/// let limiter = item_exponential_failure_rate_limiter(
+///     Duration::from_millis(5),
+///     Duration::from_secs(1000),
+/// );
+/// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
+/// assert_eq!(limiter.when(&"a"), Duration::from_millis(10));
+/// limiter.forget(&"a");
+/// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
+/// ```
+#[must_use]
+pub fn item_exponential_failure_rate_limiter<T: QueueItem>(
+    base: Duration,
+    max: Duration,
+) -> impl RateLimiter<T> {
+    ItemExponentialFailureRateLimiter::new(base, max)
+}
+
+/// `fast` for the first `max_fast_attempts` failures of an item, `slow` afterwards,
+/// client-go's `NewItemFastSlowRateLimiter`.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use reflector_core::workqueue::{item_fast_slow_rate_limiter, RateLimiter};
+///
+/// let limiter = item_fast_slow_rate_limiter(Duration::from_millis(5), Duration::from_secs(10), 1);
+/// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
+/// assert_eq!(limiter.when(&"a"), Duration::from_secs(10));
+/// ```
+#[must_use]
+pub fn item_fast_slow_rate_limiter<T: QueueItem>(
+    fast: Duration,
+    slow: Duration,
+    max_fast_attempts: u32,
+) -> impl RateLimiter<T> {
+    ItemFastSlowRateLimiter::new(fast, slow, max_fast_attempts)
+}
+
+/// An overall token bucket shared by all items, refilled at `qps` tokens per second
+/// and holding at most `burst`: client-go's `BucketRateLimiter` over
+/// `golang.org/x/time/rate`. Each `when` reserves a token and answers how long to wait
+/// for it (zero while tokens are left). An infinite `qps` never limits; a zero,
+/// negative or NaN `qps` never refills (after the burst, the longest wait).
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use reflector_core::workqueue::{bucket_rate_limiter, RateLimiter};
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
+/// let limiter = bucket_rate_limiter::<&str>(10.0, 1);
+/// assert_eq!(limiter.when(&"a"), Duration::ZERO);
+/// assert_eq!(limiter.when(&"b"), Duration::from_millis(100));
+/// # }
+/// ```
+#[must_use]
+pub fn bucket_rate_limiter<T>(qps: f64, burst: u32) -> impl RateLimiter<T> {
+    BucketRateLimiter::new(qps, burst)
+}
+
+/// The longest wait of several limiters, client-go's `NewMaxOfRateLimiter`: `when` and
+/// `forget` reach every limiter, `num_requeues` is the largest. With none, `when` is
+/// always zero.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use reflector_core::workqueue::{
+///     item_exponential_failure_rate_limiter, item_fast_slow_rate_limiter, max_of_rate_limiter,
+///     RateLimiter,
+/// };
+///
+/// let limiter = max_of_rate_limiter::<&str>(vec![
+///     Box::new(item_fast_slow_rate_limiter(Duration::from_millis(5), Duration::from_secs(3), 3)),
+///     Box::new(item_exponential_failure_rate_limiter(Duration::from_millis(1), Duration::from_secs(1))),
+/// ]);
+/// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
+/// ```
+#[must_use]
+pub fn max_of_rate_limiter<T>(limiters: Vec<Box<dyn RateLimiter<T>>>) -> impl RateLimiter<T> {
+    MaxOfRateLimiter::new(limiters)
+}
+
+/// Caps another limiter's wait at `max_wait`, client-go's `NewWithMaxWaitRateLimiter`.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use reflector_core::workqueue::{
+///     item_exponential_failure_rate_limiter, with_max_wait_rate_limiter, RateLimiter,
+/// };
+///
+/// let limiter = with_max_wait_rate_limiter::<&str>(
+///     Box::new(item_exponential_failure_rate_limiter(Duration::from_secs(1), Duration::from_secs(1000))),
+///     Duration::from_secs(2),
+/// );
+/// assert_eq!(limiter.when(&"a"), Duration::from_secs(1));
+/// assert_eq!(limiter.when(&"a"), Duration::from_secs(2));
+/// assert_eq!(limiter.when(&"a"), Duration::from_secs(2));
+/// ```
+#[must_use]
+pub fn with_max_wait_rate_limiter<T>(
+    limiter: Box<dyn RateLimiter<T>>,
+    max_wait: Duration,
+) -> impl RateLimiter<T> {
+    WithMaxWaitRateLimiter::new(limiter, max_wait)
 }
