@@ -7,8 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use reflector_core::object::{KeyError, ObjectKey};
 use reflector_core::store::{
-    IndexFunc, Indexer, Indexers, KeyListerGetter, NAMESPACE_INDEX, Store, StoreError,
-    namespace_index_func,
+    Indexer, Indexers, KeyListerGetter, NAMESPACE_INDEX, Store, StoreError, namespace_index_func,
 };
 
 /// A pod `name` (cluster-scoped unless `ns`) with the given labels and annotations.
@@ -145,10 +144,7 @@ fn multi_index_keys() {
 /// client-go's `doTestIndex` (`TestIndex`): `index` finds objects sharing a value.
 #[test]
 fn index() {
-    let by_val: IndexFunc<ConfigMap> = Arc::new(|c: &ConfigMap| vec![val(c)]);
-    let mut indexers = Indexers::new();
-    assert!(indexers.insert("by_val", by_val).is_none());
-    let indexer = Indexer::new(indexers);
+    let indexer = Indexer::new(Indexers::new().with("by_val", |c: &ConfigMap| vec![val(c)]));
     for (id, v) in [("a", "b"), ("c", "b"), ("e", "f"), ("g", "h")] {
         indexer.add(obj(id, v)).unwrap();
     }

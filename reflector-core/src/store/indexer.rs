@@ -14,7 +14,7 @@ use crate::object::{KeyFunc, Object, ObjectKey, meta_namespace_key};
 /// An object may yield zero, one or many values; it is found by
 /// [`Indexer::by_index`] under each of them. The function must be pure: it is
 /// called again on the stored object when that object is replaced or removed.
-pub type IndexFunc<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
+pub(crate) type IndexFunc<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 
 /// The name of the built-in index by namespace, as client-go's `NamespaceIndex`.
 pub const NAMESPACE_INDEX: &str = "namespace";
@@ -136,7 +136,11 @@ impl<K> Indexers<K> {
     }
 
     /// Adds the index `name` computed by `f`; returns the function it replaced.
-    pub fn insert(&mut self, name: impl Into<String>, f: IndexFunc<K>) -> Option<IndexFunc<K>> {
+    pub(crate) fn insert(
+        &mut self,
+        name: impl Into<String>,
+        f: IndexFunc<K>,
+    ) -> Option<IndexFunc<K>> {
         self.funcs
             .insert(
                 name.into(),
@@ -149,8 +153,7 @@ impl<K> Indexers<K> {
     }
 
     /// The function of index `name`.
-    #[must_use]
-    pub fn get(&self, name: &str) -> Option<&IndexFunc<K>> {
+    pub(crate) fn get(&self, name: &str) -> Option<&IndexFunc<K>> {
         self.funcs.get(name).map(|e| &e.func)
     }
 
@@ -173,11 +176,6 @@ impl<K> Indexers<K> {
     /// The index names, in no particular order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.funcs.keys().map(String::as_str)
-    }
-
-    /// The (name, function) pairs, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &IndexFunc<K>)> {
-        self.funcs.iter().map(|(n, e)| (n.as_str(), &e.func))
     }
 
     /// How many indices.

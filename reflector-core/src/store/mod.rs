@@ -18,7 +18,7 @@ mod indexer;
 mod sink;
 mod thread_safe_store;
 
-pub use indexer::{IndexFunc, Indexer, Indexers, NAMESPACE_INDEX, namespace_index_func};
+pub use indexer::{Indexer, Indexers, NAMESPACE_INDEX, namespace_index_func};
 pub(crate) use sink::{StoreSink, WatchAction, sink_for};
 pub(crate) use thread_safe_store::BatchWriter;
 
