@@ -2,10 +2,10 @@
 #![cfg(feature = "metrics-server")]
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use prometheus_client::registry::Registry;
-use reflector_core::metrics::{Metrics, MetricsServer, ReconcileResult};
+use reflector_core::metrics::{Metrics, MetricsServer};
+use reflector_core::workqueue::{QueueConfig, WorkQueue};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
@@ -24,8 +24,11 @@ async fn get(addr: std::net::SocketAddr, path: &str) -> String {
 async fn metrics_endpoint_serves_the_registry_until_cancelled() {
     let mut registry = Registry::default();
     let metrics = Metrics::registered(&mut registry);
-    let recorder = metrics.reconcile().init_controller("widgets", 1);
-    recorder.reconciled(ReconcileResult::Success, Duration::from_millis(1));
+    let queue: WorkQueue<&str> = WorkQueue::with_config(
+        Arc::new(reflector_core::workqueue::default_controller_rate_limiter()),
+        QueueConfig::default().name("widgets").metrics(&metrics),
+    );
+    queue.add("ns/a");
     let server = MetricsServer::bind("127.0.0.1:0".parse().unwrap(), Arc::new(registry))
         .await
         .unwrap();
@@ -39,9 +42,10 @@ async fn metrics_endpoint_serves_the_registry_until_cancelled() {
         response.contains("application/openmetrics-text"),
         "{response}"
     );
-    assert!(response.contains(
-        "controller_runtime_reconcile_total{controller=\"widgets\",result=\"success\"} 1"
-    ));
+    assert!(
+        response.contains("workqueue_adds_total{name=\"widgets\"} 1"),
+        "{response}"
+    );
     assert!(response.trim_end().ends_with("# EOF"), "{response}");
     assert!(get(addr, "/other").await.starts_with("HTTP/1.1 404"));
 

@@ -466,7 +466,7 @@ impl<K: Object, P> Controller<K, P> {
 
             let mut queue_config = QueueConfig::default().name(name.clone());
             if let Some(m) = &metrics {
-                queue_config = queue_config.metrics(m.workqueue().queue_metrics(&name));
+                queue_config = queue_config.metrics(m);
             }
             let queue = WorkQueue::with_config(rate_limiter, queue_config);
             let recorder = metrics

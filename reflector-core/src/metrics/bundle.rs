@@ -5,11 +5,40 @@ use prometheus_client::registry::Registry;
 use crate::workqueue::PrometheusMetricsProvider;
 
 use super::{ReconcileMetrics, ReflectorCollector};
+use crate::informer::SharedIndexInformer;
+use crate::object::Object;
 
-/// Every family a controller reports to: [`ReconcileMetrics`]
-/// (`controller_runtime_*`), the work-queue families of
-/// [`PrometheusMetricsProvider`] (`workqueue_*`, one queue per controller, named
-/// after it) and a [`ReflectorCollector`] (`reflector_*`).
+/// Every family a controller reports to: controller-runtime's `controller_runtime_*`,
+/// client-go's `workqueue_*` (one queue per controller, named after it) and the
+/// `reflector_*` counters of the informers' reflectors.
+///
+/// controller-runtime's controller metrics, each labelled `controller` = the
+/// controller's name:
+///
+/// | metric | type |
+/// |---|---|
+/// | `controller_runtime_reconcile_total{controller,result}` | counter; `result` ∈ `success`, `error`, `requeue`, `requeue_after` |
+/// | `controller_runtime_reconcile_errors_total` | counter |
+/// | `controller_runtime_terminal_reconcile_errors_total` | counter (errors the policy did not retry) |
+/// | `controller_runtime_reconcile_panics_total` | counter |
+/// | `controller_runtime_reconcile_time_seconds` | histogram, controller-runtime's buckets (5 ms – 60 s) |
+/// | `controller_runtime_max_concurrent_reconciles` | gauge |
+/// | `controller_runtime_active_workers` | gauge (workers inside a reconcile) |
+///
+/// client-go's work-queue metrics, each labelled `name` = the queue's name
+/// ([`QueueConfig::metrics`](crate::workqueue::QueueConfig::metrics)):
+///
+/// | metric | type |
+/// |---|---|
+/// | `workqueue_depth` | gauge |
+/// | `workqueue_adds_total` | counter |
+/// | `workqueue_queue_duration_seconds` | histogram |
+/// | `workqueue_work_duration_seconds` | histogram |
+/// | `workqueue_retries_total` | counter |
+/// | `workqueue_unfinished_work_seconds` | gauge (float) |
+/// | `workqueue_longest_running_processor_seconds` | gauge (float) |
+///
+/// The reflectors' counters: see [`Metrics::informer`].
 ///
 /// Register it once per [`Registry`] and hand clones (cheap: shared handles) to every
 /// controller with [`Controller::metrics`](crate::controller::Controller::metrics);
@@ -22,8 +51,11 @@ use super::{ReconcileMetrics, ReflectorCollector};
 ///
 /// let mut registry = Registry::default();
 /// let metrics = Metrics::registered(&mut registry);
-/// metrics.reconcile().init_controller("widgets", 1);
-/// assert!(render_metrics(&registry).contains("controller_runtime_active_workers{controller=\"widgets\"} 0"));
+/// # use k8s_openapi::api::core::v1::ConfigMap;
+/// # let informer = reflector_core::informer::SharedIndexInformer::builder(
+/// #     reflector_core::listwatch::FakeSource::<ConfigMap>::new()).build();
+/// metrics.informer("configmaps", &informer);
+/// assert!(render_metrics(&registry).contains("reflector_lists_total{name=\"configmaps\"} 0"));
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct Metrics {
@@ -54,21 +86,39 @@ impl Metrics {
         self.reflectors.register(registry);
     }
 
+    /// Exports the counters of `informer`'s reflector under `name` (all zero until it
+    /// starts), read at each scrape; a controller does this for its own informers.
+    /// Exporting another informer under the same name replaces the first.
+    ///
+    /// | metric | counts |
+    /// |---|---|
+    /// | `reflector_lists_total{name}` | lists (each relist too) |
+    /// | `reflector_list_pages_total` | list pages read |
+    /// | `reflector_relists_total` | lists after the first |
+    /// | `reflector_watches_total` | watches opened |
+    /// | `reflector_short_watches_total` | watches that ended at once with no event |
+    /// | `reflector_watch_events_total` | watch events applied |
+    /// | `reflector_bookmarks_total` | bookmarks |
+    /// | `reflector_unexpected_kind_events_total` | events of another kind, skipped |
+    /// | `reflector_resyncs_total` | resyncs |
+    /// | `reflector_handler_panics_total` | event handlers that panicked |
+    /// | `reflector_errors_total{name,reason}` | errors; `reason` ∈ `expired`, `too_large_resource_version`, `too_many_requests`, `internal_error`, `connection_refused`, `decode`, `very_short_watch`, `other` |
+    pub fn informer<K: Object>(&self, name: &str, informer: &SharedIndexInformer<K>) {
+        self.reflectors.add(name, informer);
+    }
+
     /// The `controller_runtime_*` families.
-    #[must_use]
-    pub fn reconcile(&self) -> &ReconcileMetrics {
+    pub(crate) fn reconcile(&self) -> &ReconcileMetrics {
         &self.reconcile
     }
 
     /// The `workqueue_*` families.
-    #[must_use]
-    pub fn workqueue(&self) -> &PrometheusMetricsProvider {
+    pub(crate) fn workqueue(&self) -> &PrometheusMetricsProvider {
         &self.workqueue
     }
 
     /// The `reflector_*` collector.
-    #[must_use]
-    pub fn reflectors(&self) -> &ReflectorCollector {
+    pub(crate) fn reflectors(&self) -> &ReflectorCollector {
         &self.reflectors
     }
 }

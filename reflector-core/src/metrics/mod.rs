@@ -4,30 +4,35 @@
 //! and gives a clone to each [`Controller`](crate::controller::Controller). Each
 //! controller then reports, labelled with its name:
 //!
-//! - [`ReconcileMetrics`] — `controller_runtime_reconcile_total{controller,result}`,
+//! - `controller_runtime_reconcile_total{controller,result}`,
 //!   `controller_runtime_reconcile_errors_total`,
 //!   `controller_runtime_reconcile_time_seconds`, `controller_runtime_active_workers`
 //!   and the rest of controller-runtime's controller metrics, so its dashboards work;
-//! - the `workqueue_*` metrics of its queue (client-go's names, through
-//!   [`PrometheusMetricsProvider`](crate::workqueue::PrometheusMetricsProvider)),
-//!   the queue named after the controller;
-//! - the counters of the reflectors under its informers, read at scrape time by a
-//!   [`ReflectorCollector`] (`reflector_lists_total{name}`, `reflector_watches_total`,
-//!   `reflector_watch_events_total`, `reflector_errors_total{name,reason}`, ...).
+//! - the `workqueue_*` metrics of its queue (client-go's names), the queue named after
+//!   the controller;
+//! - the counters of the reflectors under its informers, read at scrape time
+//!   (`reflector_lists_total{name}`, `reflector_watches_total`,
+//!   `reflector_watch_events_total`, `reflector_errors_total{name,reason}`, ...; see
+//!   [`Metrics::informer`] for the whole list).
 //!
 //! [`render_metrics`] encodes a registry in the text exposition format; with the
-//! `metrics-server` feature, `MetricsServer` serves it on `GET /metrics`.
+//! `metrics-server` feature, `MetricsServer` serves it on `GET /metrics`, with
+//! `/healthz` and `/readyz` answered from a [`Health`].
 //!
 //! ```
 //! use prometheus_client::registry::Registry;
 //! use reflector_core::metrics::{render_metrics, Metrics};
+//! use reflector_core::workqueue::{QueueConfig, WorkQueue};
 //!
 //! let mut registry = Registry::default();
 //! let metrics = Metrics::registered(&mut registry);
-//! let recorder = metrics.reconcile().init_controller("widgets", 4);
-//! recorder.reconciled(reflector_core::metrics::ReconcileResult::Success, std::time::Duration::from_millis(3));
+//! let queue: WorkQueue<String> = WorkQueue::with_config(
+//!     std::sync::Arc::new(reflector_core::workqueue::default_controller_rate_limiter()),
+//!     QueueConfig::default().name("widgets").metrics(&metrics),
+//! );
+//! queue.add("ns/a".to_string());
 //! let text = render_metrics(&registry);
-//! assert!(text.contains("controller_runtime_reconcile_total{controller=\"widgets\",result=\"success\"} 1"));
+//! assert!(text.contains("workqueue_adds_total{name=\"widgets\"} 1"));
 //! ```
 
 mod bundle;
@@ -42,8 +47,8 @@ mod server;
 pub use bundle::Metrics;
 pub use error::MetricsError;
 pub use health::Health;
-pub use reconcile_metrics::{ControllerRecorder, ReconcileMetrics, ReconcileResult};
-pub use reflector_collector::ReflectorCollector;
+pub(crate) use reconcile_metrics::{ControllerRecorder, ReconcileMetrics, ReconcileResult};
+pub(crate) use reflector_collector::ReflectorCollector;
 pub use render::{METRICS_CONTENT_TYPE, render_metrics};
 #[cfg(feature = "metrics-server")]
 pub use server::MetricsServer;

@@ -79,33 +79,10 @@ impl MetricConstructor<Histogram> for ReconcileTimeBuckets {
 }
 
 /// controller-runtime's controller metrics in `prometheus-client`, each labelled
-/// `controller` = the controller's name:
-///
-/// | metric | type |
-/// |---|---|
-/// | `controller_runtime_reconcile_total{controller,result}` | counter; `result` ∈ `success`, `error`, `requeue`, `requeue_after` |
-/// | `controller_runtime_reconcile_errors_total` | counter |
-/// | `controller_runtime_terminal_reconcile_errors_total` | counter (errors the policy did not retry) |
-/// | `controller_runtime_reconcile_panics_total` | counter |
-/// | `controller_runtime_reconcile_time_seconds` | histogram, controller-runtime's buckets (5 ms – 60 s) |
-/// | `controller_runtime_max_concurrent_reconciles` | gauge |
-/// | `controller_runtime_active_workers` | gauge (workers inside a reconcile) |
+/// `controller` = the controller's name
+/// (names and types: see [`Metrics`](super::Metrics)).
 ///
 /// Usually reached through [`Metrics`](super::Metrics).
-///
-/// # Example
-/// ```
-/// use prometheus_client::registry::Registry;
-/// use reflector_core::metrics::{render_metrics, ReconcileMetrics};
-///
-/// let mut registry = Registry::default();
-/// let metrics = ReconcileMetrics::new();
-/// metrics.register(&mut registry);
-/// metrics.init_controller("widgets", 2);
-/// let text = render_metrics(&registry);
-/// assert!(text.contains("controller_runtime_reconcile_total{controller=\"widgets\",result=\"success\"} 0"));
-/// assert!(text.contains("controller_runtime_max_concurrent_reconciles{controller=\"widgets\"} 2"));
-/// ```
 #[derive(Clone, Debug)]
 pub struct ReconcileMetrics {
     reconcile_total: Family<ResultLabels, Counter>,

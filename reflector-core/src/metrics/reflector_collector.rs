@@ -93,39 +93,11 @@ const ERROR_REASONS: [(&str, Read); 8] = [
 /// Exports each added informer's [`ReflectorStats`] as Prometheus counters, read
 /// when the registry is encoded (a `prometheus-client` [`Collector`]), in the spirit
 /// of client-go's reflector metrics. Every series is labelled `name` = the label the
-/// informer was added under:
-///
-/// | metric | from |
-/// |---|---|
-/// | `reflector_lists_total` | `lists` |
-/// | `reflector_list_pages_total` | `list_pages` |
-/// | `reflector_relists_total` | `relists` |
-/// | `reflector_watches_total` | `watches` |
-/// | `reflector_short_watches_total` | `errors_very_short_watch` |
-/// | `reflector_watch_events_total` | `events` |
-/// | `reflector_bookmarks_total` | `bookmarks` |
-/// | `reflector_unexpected_kind_events_total` | `unexpected_kind_events` |
-/// | `reflector_resyncs_total` | `resyncs` |
-/// | `reflector_handler_panics_total` | `handler_panics` |
-/// | `reflector_errors_total{name,reason}` | `errors_*`; `reason` ∈ `expired`, `too_large_resource_version`, `too_many_requests`, `internal_error`, `connection_refused`, `decode`, `very_short_watch`, `other` |
+/// informer was added under
+/// (names: see [`Metrics::informer`](super::Metrics::informer)).
 ///
 /// Cloning gives another handle to the same set of informers. Adding under a label
 /// already present replaces the earlier source.
-///
-/// # Example
-/// ```
-/// use prometheus_client::registry::Registry;
-/// use reflector_core::metrics::{render_metrics, ReflectorCollector};
-/// use reflector_core::reflector::ReflectorStats;
-///
-/// let mut registry = Registry::default();
-/// let collector = ReflectorCollector::new();
-/// collector.register(&mut registry);
-/// collector.add_source("pods", || ReflectorStats::default());
-/// let text = render_metrics(&registry);
-/// assert!(text.contains("reflector_lists_total{name=\"pods\"} 0"));
-/// assert!(text.contains("reflector_errors_total{name=\"pods\",reason=\"expired\"} 0"));
-/// ```
 #[derive(Clone, Default)]
 pub struct ReflectorCollector {
     /// Label → stats reader; guarded by its own mutex, never held across an await
@@ -142,12 +114,6 @@ impl fmt::Debug for ReflectorCollector {
 }
 
 impl ReflectorCollector {
-    /// A collector with no informers.
-    #[must_use]
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// Registers the collector in `registry`; informers added later are exported too.
     pub fn register(&self, registry: &mut Registry) {
         registry.register_collector(Box::new(self.clone()));
@@ -169,6 +135,7 @@ impl ReflectorCollector {
     }
 
     /// Stops exporting `name`.
+    #[cfg(test)]
     pub fn remove(&self, name: &str) {
         self.lock().remove(name);
     }
@@ -239,7 +206,7 @@ mod tests {
     #[test]
     fn collector_reads_sources_at_scrape_time_and_replaces_by_name() {
         let mut registry = Registry::default();
-        let collector = ReflectorCollector::new();
+        let collector = ReflectorCollector::default();
         collector.register(&mut registry);
         collector.add_source("a", || stats(2, 1));
         collector.add_source("b", || stats(5, 0));

@@ -58,45 +58,10 @@ impl MetricConstructor<Histogram> for DurationBuckets {
 type FloatGauge = Gauge<f64, AtomicU64>;
 
 /// Work-queue metrics in `prometheus-client`, with client-go's names, each
-/// labelled `name` = the queue's name:
-///
-/// | metric | type |
-/// |---|---|
-/// | `workqueue_depth` | gauge |
-/// | `workqueue_adds_total` | counter |
-/// | `workqueue_queue_duration_seconds` | histogram |
-/// | `workqueue_work_duration_seconds` | histogram |
-/// | `workqueue_retries_total` | counter |
-/// | `workqueue_unfinished_work_seconds` | gauge (float) |
-/// | `workqueue_longest_running_processor_seconds` | gauge (float) |
+/// labelled `name` = the queue's name
+/// (names and types: see [`Metrics`](crate::metrics::Metrics)).
 ///
 /// Register the families once, then hand each queue its own hook.
-///
-/// # Example
-///
-/// ```
-/// use prometheus_client::registry::Registry;
-/// use std::sync::Arc;
-/// use reflector_core::workqueue::{
-///     PrometheusMetricsProvider, QueueConfig, WorkQueue, default_controller_rate_limiter,
-/// };
-///
-/// let mut registry = Registry::default();
-/// let provider = PrometheusMetricsProvider::new();
-/// provider.register(&mut registry);
-///
-/// let queue: WorkQueue<String> = WorkQueue::with_config(
-///     Arc::new(default_controller_rate_limiter()),
-///     QueueConfig::default()
-///         .name("widgets")
-///         .metrics(provider.queue_metrics("widgets")),
-/// );
-/// queue.add("ns/a".to_string());
-///
-/// let mut text = String::new();
-/// prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-/// assert!(text.contains("workqueue_depth{name=\"widgets\"} 1"));
-/// ```
 #[derive(Clone, Debug)]
 pub struct PrometheusMetricsProvider {
     depth: Family<QueueLabels, Gauge>,
@@ -239,7 +204,7 @@ mod tests {
     use prometheus_client::registry::Registry;
     use tokio::time::advance;
 
-    use super::PrometheusMetricsProvider;
+    use crate::metrics::Metrics;
     use std::sync::Arc;
 
     use crate::workqueue::{QueueConfig, WorkQueue, default_controller_rate_limiter};
@@ -247,13 +212,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn prometheus_metrics_follow_adds_gets_and_dones() {
         let mut registry = Registry::default();
-        let provider = PrometheusMetricsProvider::new();
-        provider.register(&mut registry);
+        let metrics = Metrics::registered(&mut registry);
         let queue = WorkQueue::with_config(
             Arc::new(default_controller_rate_limiter()),
-            QueueConfig::default()
-                .name("test")
-                .metrics(provider.queue_metrics("test")),
+            QueueConfig::default().name("test").metrics(&metrics),
         );
 
         queue.add("a");

@@ -48,16 +48,17 @@
 //! [`shut_down_with_drain`](WorkQueue::shut_down_with_drain) also waits until every
 //! key being processed is done.
 //!
-//! Metrics go through the [`QueueMetrics`] hook (none by default);
-//! [`PrometheusMetricsProvider`] exports client-go's `workqueue_*` metrics.
+//! Metrics: none by default; [`QueueConfig::metrics`] reports client-go's
+//! `workqueue_*` metrics to a [`Metrics`](crate::metrics::Metrics) bundle.
 
 mod metrics;
 mod queue;
 mod rate_limiter;
 
-pub use metrics::{PrometheusMetricsProvider, QueueMetrics};
+pub(crate) use metrics::PrometheusMetricsProvider;
 pub use queue::{QueueConfig, QueueItem, WorkQueue};
 pub use rate_limiter::{
-    BucketRateLimiter, ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter,
-    MaxOfRateLimiter, RateLimiter, WithMaxWaitRateLimiter, default_controller_rate_limiter,
+    RateLimiter, bucket_rate_limiter, default_controller_rate_limiter,
+    item_exponential_failure_rate_limiter, item_fast_slow_rate_limiter, max_of_rate_limiter,
+    with_max_wait_rate_limiter,
 };

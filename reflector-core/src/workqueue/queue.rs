@@ -20,6 +20,7 @@ use tokio::time::Instant;
 
 use super::metrics::QueueMetrics;
 use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
+use crate::metrics::Metrics;
 
 /// What a work queue can hold: cheap to clone, hashable, shareable between tasks.
 ///
@@ -44,9 +45,10 @@ pub struct QueueConfig {
     /// The queue's name, used in logs and as the `name` label of metrics.
     /// Default: empty, as client-go's `New()`.
     pub name: String,
-    /// The metrics hook. Default: `None`, which records nothing and reads no
-    /// clock (as client-go's `noopMetricsProvider`).
-    pub metrics: Option<Arc<dyn QueueMetrics>>,
+    /// Where the queue reports client-go's `workqueue_*` metrics, labelled with its
+    /// name. Default: none, which records nothing and reads no clock (as client-go's
+    /// `noopMetricsProvider`). Set with [`QueueConfig::metrics`].
+    pub(crate) metrics: Option<Metrics>,
 }
 
 impl QueueConfig {
@@ -57,11 +59,29 @@ impl QueueConfig {
         self
     }
 
-    /// Sets the metrics hook, e.g. one from
-    /// [`PrometheusMetricsProvider::queue_metrics`](super::PrometheusMetricsProvider::queue_metrics).
+    /// Reports client-go's `workqueue_*` metrics (`workqueue_depth`,
+    /// `workqueue_adds_total`, `workqueue_queue_duration_seconds`, ...) to `metrics`,
+    /// labelled `name="<the queue's name>"`.
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use prometheus_client::registry::Registry;
+    /// use reflector_core::metrics::{render_metrics, Metrics};
+    /// use reflector_core::workqueue::{QueueConfig, WorkQueue, default_controller_rate_limiter};
+    ///
+    /// let mut registry = Registry::default();
+    /// let metrics = Metrics::registered(&mut registry);
+    /// let queue: WorkQueue<String> = WorkQueue::with_config(
+    ///     Arc::new(default_controller_rate_limiter()),
+    ///     QueueConfig::default().name("widgets").metrics(&metrics),
+    /// );
+    /// queue.add("ns/a".to_string());
+    /// assert!(render_metrics(&registry).contains("workqueue_depth{name=\"widgets\"} 1"));
+    /// ```
     #[must_use]
-    pub fn metrics(mut self, metrics: Arc<dyn QueueMetrics>) -> Self {
-        self.metrics = Some(metrics);
+    pub fn metrics(mut self, metrics: &Metrics) -> Self {
+        self.metrics = Some(metrics.clone());
         self
     }
 }
@@ -390,8 +410,10 @@ impl<T: QueueItem> WorkQueue<T> {
         WorkQueue {
             inner: Arc::new(Inner {
                 limiter,
+                metrics: config
+                    .metrics
+                    .map(|m| m.workqueue().queue_metrics(&config.name)),
                 name: config.name,
-                metrics: config.metrics,
                 state: Mutex::new(State::new()),
                 items: Notify::new(),
                 drained: Notify::new(),
