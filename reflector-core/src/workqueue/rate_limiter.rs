@@ -26,13 +26,45 @@ fn lock<S>(mutex: &Mutex<S>) -> MutexGuard<'_, S> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The failures recorded per item: what the per-item limiters count.
+struct FailureCounts<T> {
+    /// Failure count per item. Guarded by its own mutex.
+    counts: Mutex<HashMap<T, u32>>,
+}
+
+impl<T: QueueItem> FailureCounts<T> {
+    fn new() -> Self {
+        FailureCounts {
+            counts: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Records one more failure of `item`; returns how many were recorded before.
+    fn record(&self, item: &T) -> u32 {
+        let mut counts = lock(&self.counts);
+        let count = counts.entry(item.clone()).or_insert(0);
+        let before = *count;
+        *count = count.saturating_add(1);
+        before
+    }
+
+    fn forget(&self, item: &T) {
+        lock(&self.counts).remove(item);
+    }
+
+    fn get(&self, item: &T) -> usize {
+        lock(&self.counts)
+            .get(item)
+            .map_or(0, |&n| usize::try_from(n).unwrap_or(usize::MAX))
+    }
+}
+
 /// Per-item exponential backoff: `base * 2^failures`, capped at `max`,
 /// client-go's `ItemExponentialFailureRateLimiter`.
 pub(crate) struct ItemExponentialFailureRateLimiter<T> {
     base: Duration,
     max: Duration,
-    /// Failure count per item. Guarded by its own mutex.
-    failures: Mutex<HashMap<T, u32>>,
+    failures: FailureCounts<T>,
 }
 
 impl<T> fmt::Debug for ItemExponentialFailureRateLimiter<T> {
@@ -51,7 +83,7 @@ impl<T: QueueItem> ItemExponentialFailureRateLimiter<T> {
         ItemExponentialFailureRateLimiter {
             base,
             max,
-            failures: Mutex::new(HashMap::new()),
+            failures: FailureCounts::new(),
         }
     }
 
@@ -76,24 +108,15 @@ impl<T: QueueItem> ItemExponentialFailureRateLimiter<T> {
 
 impl<T: QueueItem> RateLimiter<T> for ItemExponentialFailureRateLimiter<T> {
     fn when(&self, item: &T) -> Duration {
-        let exp = {
-            let mut failures = lock(&self.failures);
-            let count = failures.entry(item.clone()).or_insert(0);
-            let exp = *count;
-            *count = count.saturating_add(1);
-            exp
-        };
-        self.backoff(exp)
+        self.backoff(self.failures.record(item))
     }
 
     fn forget(&self, item: &T) {
-        lock(&self.failures).remove(item);
+        self.failures.forget(item);
     }
 
     fn num_requeues(&self, item: &T) -> usize {
-        lock(&self.failures)
-            .get(item)
-            .map_or(0, |&n| usize::try_from(n).unwrap_or(usize::MAX))
+        self.failures.get(item)
     }
 }
 
@@ -103,8 +126,7 @@ pub(crate) struct ItemFastSlowRateLimiter<T> {
     fast: Duration,
     slow: Duration,
     max_fast_attempts: u32,
-    /// Failure count per item. Guarded by its own mutex.
-    failures: Mutex<HashMap<T, u32>>,
+    failures: FailureCounts<T>,
 }
 
 impl<T> fmt::Debug for ItemFastSlowRateLimiter<T> {
@@ -125,17 +147,14 @@ impl<T: QueueItem> ItemFastSlowRateLimiter<T> {
             fast,
             slow,
             max_fast_attempts,
-            failures: Mutex::new(HashMap::new()),
+            failures: FailureCounts::new(),
         }
     }
 }
 
 impl<T: QueueItem> RateLimiter<T> for ItemFastSlowRateLimiter<T> {
     fn when(&self, item: &T) -> Duration {
-        let mut failures = lock(&self.failures);
-        let count = failures.entry(item.clone()).or_insert(0);
-        *count = count.saturating_add(1);
-        if *count <= self.max_fast_attempts {
+        if self.failures.record(item) < self.max_fast_attempts {
             self.fast
         } else {
             self.slow
@@ -143,13 +162,11 @@ impl<T: QueueItem> RateLimiter<T> for ItemFastSlowRateLimiter<T> {
     }
 
     fn forget(&self, item: &T) {
-        lock(&self.failures).remove(item);
+        self.failures.forget(item);
     }
 
     fn num_requeues(&self, item: &T) -> usize {
-        lock(&self.failures)
-            .get(item)
-            .map_or(0, |&n| usize::try_from(n).unwrap_or(usize::MAX))
+        self.failures.get(item)
     }
 }
 
