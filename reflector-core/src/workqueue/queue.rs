@@ -549,6 +549,12 @@ impl<T: QueueItem> WorkQueue<T> {
     /// processed, nor delayed items whose time has not come).
     #[must_use]
     pub fn len(&self) -> usize {
+        self.lock_promoted().queue.len()
+    }
+
+    /// Locks the state after moving the delayed items that are due into the queue
+    /// (waking a getter for them), so counts read under it are current.
+    fn lock_promoted(&self) -> MutexGuard<'_, State<T>> {
         let mut state = self.lock();
         if !state.heap.is_empty() {
             let pushed = state.promote_due_locked(Instant::now(), self.metrics());
@@ -556,7 +562,7 @@ impl<T: QueueItem> WorkQueue<T> {
                 self.inner.items.notify_one();
             }
         }
-        state.queue.len()
+        state
     }
 
     /// Whether no item is ready for a worker (see [`len`](Self::len)).
@@ -682,14 +688,7 @@ impl<T: QueueItem> WorkQueue<T> {
     /// Number of delayed items whose ready time has not been reached yet.
     #[must_use]
     pub fn waiting_len(&self) -> usize {
-        let mut state = self.lock();
-        if !state.heap.is_empty() {
-            let pushed = state.promote_due_locked(Instant::now(), self.metrics());
-            if pushed > 0 {
-                self.inner.items.notify_one();
-            }
-        }
-        state.waiting.len()
+        self.lock_promoted().waiting.len()
     }
 
     /// The ready time of a delayed item, if it is waiting.
