@@ -242,12 +242,13 @@ impl Watch {
         // writes have moved it past that.
         let start_rv = cursor;
         if let Some(objects) = initial {
-            for object in &objects {
-                if !self.filter.matches(object) {
-                    continue;
-                }
-                let line = event_line("ADDED", &self.repr.render(object));
-                self.send_event(line).await?;
+            for group in objects.chunks(BATCH) {
+                let lines = group
+                    .iter()
+                    .filter(|object| self.filter.matches(object))
+                    .map(|object| event_line("ADDED", &self.repr.render(object)))
+                    .collect();
+                self.send_events(lines).await?;
             }
             if let Start::Initial { end_bookmark: true } = start {
                 self.write(self.bookmark(cursor, true)).await?;
@@ -280,14 +281,15 @@ impl Watch {
                 let Some(last) = events.last().map(|e| e.rv) else {
                     break;
                 };
-                for event in &events {
-                    if event.resource == self.rid
-                        && let Some((event_type, object)) = self.translate(event)
-                    {
-                        let line = event.lines.get(self.repr, event_type, object);
-                        self.send_event(line).await?;
-                    }
-                }
+                let lines = events
+                    .iter()
+                    .filter(|event| event.resource == self.rid)
+                    .filter_map(|event| {
+                        let (event_type, object) = self.translate(event)?;
+                        Some(event.lines.get(self.repr, event_type, object))
+                    })
+                    .collect();
+                self.send_events(lines).await?;
                 cursor = last;
             }
             // Biased: stop signals and immediate actions win over new events, so
@@ -354,6 +356,32 @@ impl Watch {
             sent = self.tx.send(Ok(bytes)) => sent.map_err(|_| Stop),
             () = self.token.cancelled() => Err(Stop),
         }
+    }
+
+    /// Writes whole event lines: as one chunk when no fault acts between two events of
+    /// this watch (one channel send and one socket write for the lot, so a watcher that
+    /// fell behind catches up in few writes), else one by one through
+    /// [`send_event`](Self::send_event).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe (events may be lost); only ever cancelled with the whole task.
+    async fn send_events(&mut self, lines: Vec<Bytes>) -> Result<(), Stop> {
+        let per_event_faults = self.faults.latency.is_some()
+            || self.faults.abort_after.is_some()
+            || !self.faults.lines.is_empty();
+        if per_event_faults || lines.len() < 2 {
+            for line in lines {
+                self.send_event(line).await?;
+            }
+            return Ok(());
+        }
+        let mut chunk = BytesMut::with_capacity(lines.iter().map(Bytes::len).sum());
+        for line in &lines {
+            chunk.extend_from_slice(line);
+        }
+        self.write(chunk.freeze()).await?;
+        self.sent += lines.len();
+        Ok(())
     }
 
     /// Writes one event, applying latency / abort / bad-line faults.
