@@ -62,11 +62,14 @@ async fn count_events(mut stream: TcpStream, events: usize) -> Instant {
             chunk = &buf[body_start..n];
             head_done = true;
         }
-        for &byte in chunk {
-            if byte == b'\n' && prev != b'\r' {
+        for at in memchr::memchr_iter(b'\n', chunk) {
+            let before = if at == 0 { prev } else { chunk[at - 1] };
+            if before != b'\r' {
                 seen += 1;
             }
-            prev = byte;
+        }
+        if let Some(&last) = chunk.last() {
+            prev = last;
         }
     }
     Instant::now()
