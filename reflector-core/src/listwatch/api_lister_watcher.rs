@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::TryStreamExt;
 use http_body_util::BodyExt;
 use kube::api::{Api, ListParams, ObjectList, WatchParams};
-use kube::core::{Request, Status};
+use kube::core::{PartialObjectMeta, Request, Status};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
@@ -54,9 +54,18 @@ pub struct ApiListerWatcher<K: Resource> {
     /// serde_json.
     list_filter: Option<Arc<FieldFilter>>,
     decoder: WatchDecoder<K>,
+    /// Whether lists and watches ask for `meta.k8s.io/v1` `PartialObjectMetadata`
+    /// ([`ApiListerWatcher::metadata`]) instead of whole objects.
+    metadata_only: bool,
     /// The next page, requested and decoded ahead. Not shared between clones.
     prefetch: PrefetchSlot<K>,
 }
+
+/// The `Accept` header of a metadata-only list, as kube's `Api::list_metadata` sends it.
+const ACCEPT_METADATA_LIST: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+/// The `Accept` header of a metadata-only watch, as kube's `Api::watch_metadata`.
+const ACCEPT_METADATA: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
 impl<K: Resource> Clone for ApiListerWatcher<K>
 where
@@ -71,6 +80,7 @@ where
             field_selector: self.field_selector.clone(),
             list_filter: self.list_filter.clone(),
             decoder: self.decoder.clone(),
+            metadata_only: self.metadata_only,
             prefetch: PrefetchSlot::default(),
         }
     }
@@ -82,6 +92,7 @@ impl<K: Resource> Debug for ApiListerWatcher<K> {
             .field("url", &self.url)
             .field("label_selector", &self.label_selector)
             .field("field_selector", &self.field_selector)
+            .field("metadata_only", &self.metadata_only)
             .field(
                 "skipped_fields",
                 &self.list_filter.as_ref().map(|f| f.paths()),
@@ -99,6 +110,56 @@ where
     #[must_use]
     pub fn new(api: Api<K>) -> Self {
         Self::new_with(api, &K::DynamicType::default())
+    }
+}
+
+impl<K> ApiListerWatcher<PartialObjectMeta<K>>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+    K::DynamicType: Default + Clone,
+{
+    /// Lists and watches only the metadata of `api`'s objects: the server answers
+    /// `meta.k8s.io/v1` `PartialObjectMetadata` (kind, apiVersion, metadata), so
+    /// neither the wire nor the cache carries a spec, a status or data — what a
+    /// controller needs to map, count or shard objects it does not read. As
+    /// controller-runtime's metadata-only watches and kube's `Api::watch_metadata`.
+    ///
+    /// # Example
+    /// ```no_run
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kube::Api;
+    /// use reflector_core::informer::SharedIndexInformer;
+    /// use reflector_core::listwatch::ApiListerWatcher;
+    /// # fn f(client: kube::Client) {
+    /// let lw = ApiListerWatcher::metadata(Api::<Pod>::all(client));
+    /// let pods = SharedIndexInformer::new(lw); // caches PartialObjectMeta<Pod>
+    /// # let _ = pods;
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn metadata(api: Api<K>) -> Self {
+        Self::metadata_with(api, &K::DynamicType::default())
+    }
+}
+
+impl<K> ApiListerWatcher<PartialObjectMeta<K>>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+    K::DynamicType: Clone,
+{
+    /// As [`ApiListerWatcher::metadata`], with a runtime type description.
+    pub(crate) fn metadata_with(api: Api<K>, dyntype: &K::DynamicType) -> Self {
+        ApiListerWatcher {
+            url: api.resource_url().to_owned(),
+            client: api.into_client(),
+            dyntype: dyntype.clone(),
+            label_selector: None,
+            field_selector: None,
+            list_filter: None,
+            decoder: WatchDecoder::new("meta.k8s.io/v1", "PartialObjectMetadata"),
+            metadata_only: true,
+            prefetch: PrefetchSlot::default(),
+        }
     }
 }
 
@@ -120,6 +181,7 @@ where
             field_selector: None,
             list_filter: None,
             decoder,
+            metadata_only: false,
             prefetch: PrefetchSlot::default(),
         }
     }
@@ -189,9 +251,9 @@ where
         if lp.field_selector.is_none() {
             lp.field_selector.clone_from(&self.field_selector);
         }
-        let mut req = super::list_request::list_request(&self.url, &lp)
+        let req = self
+            .list_request(&lp)
             .map_err(|e| ListWatchError::Transport(kube::Error::HttpError(e)))?;
-        req.extensions_mut().insert("list");
         if let Some(mut waiting) = self.prefetch.take(&req.uri().to_string()) {
             // Start on the page after this one as soon as this one's body is in,
             // then take this one, decoded meanwhile.
@@ -232,6 +294,12 @@ where
             http::header::ACCEPT_ENCODING,
             http::HeaderValue::from_static("identity"),
         );
+        if self.metadata_only {
+            req.headers_mut().insert(
+                http::header::ACCEPT,
+                http::HeaderValue::from_static(ACCEPT_METADATA),
+            );
+        }
         req.extensions_mut().insert("watch");
         let body = send(&self.client, req)
             .await?
@@ -245,6 +313,19 @@ impl<K> ApiListerWatcher<K>
 where
     K: Resource + Clone + DeserializeOwned + Send + 'static,
 {
+    /// The request for one list page of `lp`, in this lister-watcher's representation.
+    fn list_request(&self, lp: &ListParams) -> Result<http::Request<Vec<u8>>, http::Error> {
+        let mut req = super::list_request::list_request(&self.url, lp)?;
+        if self.metadata_only {
+            req.headers_mut().insert(
+                http::header::ACCEPT,
+                http::HeaderValue::from_static(ACCEPT_METADATA_LIST),
+            );
+        }
+        req.extensions_mut().insert("list");
+        Ok(req)
+    }
+
     /// Sends the request the pager will make after a page of `lp` that names
     /// `token` (the same parameters, continuing at `token`, without a resource
     /// version, as the pager's continuation requests), in a task that also decodes
@@ -254,10 +335,9 @@ where
         next.continue_token = Some(token);
         next.resource_version = None;
         next.version_match = None;
-        let Ok(mut req) = super::list_request::list_request(&self.url, &next) else {
+        let Ok(req) = self.list_request(&next) else {
             return;
         };
-        req.extensions_mut().insert("list");
         let uri = req.uri().to_string();
         let client = self.client.clone();
         let filter = self.list_filter.clone();
