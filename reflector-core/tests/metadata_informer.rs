@@ -1,5 +1,5 @@
-//! Metadata-only informers (`InformerFactory::metadata`, `ApiListerWatcher::metadata`)
-//! on the embedded API server: the server is asked for `PartialObjectMetadata`, and
+//! Metadata-only informers (`InformerFactory::informer::<PartialObjectMeta<K>>()`) on
+//! the embedded API server: the server is asked for `PartialObjectMetadata`, and
 //! the cache follows lists, watch events and relists like a full informer.
 
 use std::collections::BTreeMap;
@@ -73,7 +73,7 @@ async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 async fn metadata_informer_lists_and_watches_partial_object_metadata() {
     let server = server_with(20).await;
     let factory = InformerFactory::new(server.client());
-    let informer = factory.metadata::<ConfigMap>();
+    let informer = factory.informer::<PartialObjectMeta<ConfigMap>>();
     factory.start();
     tokio::time::timeout(GUARD, factory.wait_synced())
         .await
@@ -156,7 +156,7 @@ async fn metadata_informer_lists_and_watches_partial_object_metadata() {
 async fn metadata_informer_relists_after_an_expired_watch() {
     let server = server_with(10).await;
     let factory = InformerFactory::new(server.client());
-    let informer = factory.metadata::<ConfigMap>();
+    let informer = factory.informer::<PartialObjectMeta<ConfigMap>>();
     factory.start();
     tokio::time::timeout(GUARD, factory.wait_synced())
         .await
@@ -199,14 +199,14 @@ async fn metadata_informer_relists_after_an_expired_watch() {
     );
 }
 
-/// `metadata::<K>()` and `informer::<K>()` are different informers (one caches
+/// `informer::<PartialObjectMeta<K>>()` and `informer::<K>()` are different informers (one caches
 /// `PartialObjectMeta<K>`, the other `K`); asking twice for either gives the same one.
 #[tokio::test]
 async fn metadata_and_full_informers_of_one_kind_are_distinct_and_shared() {
     let server = ApiServer::start().await.unwrap();
     let factory = InformerFactory::new(server.client());
-    let a = factory.metadata::<ConfigMap>();
-    let b = factory.metadata::<ConfigMap>();
+    let a = factory.informer::<PartialObjectMeta<ConfigMap>>();
+    let b = factory.informer::<PartialObjectMeta<ConfigMap>>();
     let full = factory.informer::<ConfigMap>();
     let again = factory.informer::<ConfigMap>();
     // A handler added through one handle is registered on the other: same informer.

@@ -7,11 +7,14 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
+use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self as kr, ObjectRef};
 use kube::runtime::watcher;
 use reflector::informer::{InformerFactory, SharedIndexInformer, strip_managed_fields};
 use reflector::listwatch::ApiListerWatcher;
+use reflector::object::Object;
 use reflector_testkit::bench_objects::NAMESPACE;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
@@ -56,6 +59,17 @@ enum Built {
         store: kr::Store<ConfigMap>,
         _task: JoinHandle<()>,
     },
+    /// kube-runtime's store of metadata-only objects (`metadata_watcher`).
+    KubeMeta {
+        store: kr::Store<PartialObjectMeta<ConfigMap>>,
+        _task: JoinHandle<()>,
+    },
+    /// Our metadata-only informer (`InformerFactory::metadata`) and its factory.
+    OursMeta {
+        informer: SharedIndexInformer<PartialObjectMeta<ConfigMap>>,
+        phases: Value,
+        _factory: InformerFactory,
+    },
     /// Our informer and what runs it.
     Ours {
         informer: SharedIndexInformer<ConfigMap>,
@@ -67,9 +81,8 @@ enum Built {
     },
 }
 
-fn rv_of(cm: &ConfigMap) -> u64 {
-    cm.metadata
-        .resource_version
+fn rv_of(meta: &ObjectMeta) -> u64 {
+    meta.resource_version
         .as_deref()
         .and_then(|rv| rv.parse().ok())
         .unwrap_or(0)
@@ -80,7 +93,9 @@ impl Built {
         match self {
             Built::Floor { items, count, .. } => items.len().max(*count),
             Built::Kube { store, .. } => store.len(),
+            Built::KubeMeta { store, .. } => store.len(),
             Built::Ours { informer, .. } => informer.indexer().len(),
+            Built::OursMeta { informer, .. } => informer.indexer().len(),
         }
     }
 
@@ -91,11 +106,18 @@ impl Built {
             Built::Floor { max_rv, .. } => max_rv.load(Ordering::Relaxed),
             Built::Kube { store, .. } => store
                 .get(&ObjectRef::new(name).within(NAMESPACE))
-                .map_or(0, |cm| rv_of(&cm)),
+                .map_or(0, |cm| rv_of(&cm.metadata)),
+            Built::KubeMeta { store, .. } => store
+                .get(&ObjectRef::new(name).within(NAMESPACE))
+                .map_or(0, |o| rv_of(&o.metadata)),
             Built::Ours { informer, .. } => informer
                 .lister()
                 .get(Some(NAMESPACE), name)
-                .map_or(0, |cm| rv_of(&cm)),
+                .map_or(0, |cm| rv_of(&cm.metadata)),
+            Built::OursMeta { informer, .. } => informer
+                .lister()
+                .get(Some(NAMESPACE), name)
+                .map_or(0, |o| rv_of(&o.metadata)),
         }
     }
 }
@@ -156,7 +178,7 @@ async fn poll_until(mut done: impl FnMut() -> bool) -> Result<(), String> {
 ///
 /// # Cancel safety
 /// Cancel safe: it only observes.
-async fn fill_phases(informer: &SharedIndexInformer<ConfigMap>) -> Result<Value, String> {
+async fn fill_phases<K: Object>(informer: &SharedIndexInformer<K>) -> Result<Value, String> {
     let start = Instant::now();
     let mut first: Option<(f64, u64)> = None;
     let mut heap_max = 0;
@@ -212,7 +234,7 @@ async fn build(cache: Cache, client: kube::Client) -> Result<Built, String> {
                 let mut stream = std::pin::pin!(stream);
                 while let Some(event) = stream.next().await {
                     if let Ok(WatchEvent::Added(cm) | WatchEvent::Modified(cm)) = event {
-                        seen.fetch_max(rv_of(&cm), Ordering::Relaxed);
+                        seen.fetch_max(rv_of(&cm.metadata), Ordering::Relaxed);
                     }
                 }
             });
@@ -258,6 +280,36 @@ async fn build(cache: Cache, client: kube::Client) -> Result<Built, String> {
                 _cancel: cancel,
                 _factory: None,
                 _task: Some(task),
+            })
+        }
+        Cache::KubeRuntimeMetadata => {
+            let (store, writer) = kr::store::<PartialObjectMeta<ConfigMap>>();
+            let stream = kr::reflector(
+                writer,
+                watcher(
+                    Api::<PartialObjectMeta<ConfigMap>>::all(client),
+                    watcher::Config::default().page_size(500),
+                ),
+            );
+            let task = tokio::spawn(async move {
+                let mut stream = std::pin::pin!(stream);
+                while stream.next().await.is_some() {}
+            });
+            tokio::time::timeout(TIMEOUT, store.wait_until_ready())
+                .await
+                .map_err(|_| "kube-runtime: timed out".to_owned())?
+                .map_err(|e| format!("kube-runtime: {e}"))?;
+            Ok(Built::KubeMeta { store, _task: task })
+        }
+        Cache::OursMetadata => {
+            let factory = InformerFactory::new(client);
+            let informer = factory.informer::<PartialObjectMeta<ConfigMap>>();
+            factory.start();
+            let phases = fill_phases(&informer).await?;
+            Ok(Built::OursMeta {
+                informer,
+                phases,
+                _factory: factory,
             })
         }
         Cache::OursFactory => {
@@ -337,7 +389,7 @@ async fn body(scenario: Scenario, url: &str, objects: usize) -> Result<(), Strin
         "rss0": rss0,
         "heap0": heap0,
     });
-    if let Built::Ours { phases, .. } = &built {
+    if let Built::Ours { phases, .. } | Built::OursMeta { phases, .. } = &built {
         synced["phases"] = phases.clone();
     }
     match scenario.phase {

@@ -17,6 +17,10 @@ pub enum Cache {
     OursFactory,
     /// Our plain informer built with `.transform(strip_managed_fields())`.
     OursStrip,
+    /// kube-runtime's `reflector(writer, watcher(Api<PartialObjectMeta<ConfigMap>>, page_size 500))`.
+    KubeRuntimeMetadata,
+    /// `InformerFactory::new(client).informer::<PartialObjectMeta<ConfigMap>>()`.
+    OursMetadata,
 }
 
 /// What happens after the initial sync.
@@ -49,6 +53,12 @@ pub const ALL: &[Scenario] = &[
     s("ours", Cache::Ours, Phase::Sync),
     s("ours-factory", Cache::OursFactory, Phase::Sync),
     s("ours-strip-transform", Cache::OursStrip, Phase::Sync),
+    s(
+        "kube-runtime-metadata",
+        Cache::KubeRuntimeMetadata,
+        Phase::Sync,
+    ),
+    s("ours-metadata", Cache::OursMetadata, Phase::Sync),
     s("churn-floor", Cache::FloorWatch, Phase::Churn),
     s("churn-kube-runtime", Cache::KubeRuntime, Phase::Churn),
     s("churn-ours", Cache::Ours, Phase::Churn),

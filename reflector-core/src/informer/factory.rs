@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use kube::core::{NamespaceResourceScope, PartialObjectMeta};
+use kube::core::NamespaceResourceScope;
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
@@ -227,6 +227,10 @@ impl InformerFactory {
     /// The shared informer for `K` within `scope` (namespace, label and field
     /// selectors). Asking twice with the same scope returns the same informer.
     ///
+    /// `K` = [`PartialObjectMeta<T>`](kube::core::PartialObjectMeta) gives a
+    /// metadata-only informer: it lists and watches `PartialObjectMetadata` (see
+    /// [`ApiListerWatcher`]) and is another informer than `T`'s.
+    ///
     /// A namespace is honoured only for namespaced kinds, by listing the namespace's
     /// URL; use [`InformerFactory::namespaced`] to have that checked at compile time.
     ///
@@ -245,61 +249,6 @@ impl InformerFactory {
         K: Object + DeserializeOwned + Debug,
         K::DynamicType: Default + Clone + Send + Sync + 'static,
     {
-        self.shared(scope, |client, dt| {
-            ApiListerWatcher::new_with(Api::all_with(client, dt), dt)
-        })
-    }
-
-    /// The shared metadata-only informer for every `K`: it lists and watches
-    /// `meta.k8s.io/v1` `PartialObjectMetadata` ([`ApiListerWatcher::metadata`]) and
-    /// caches [`PartialObjectMeta<K>`] — names, labels, annotations, owners, versions,
-    /// no spec, status or data. As controller-runtime's metadata-only informers.
-    ///
-    /// # Example
-    /// ```no_run
-    /// use k8s_openapi::api::core::v1::Secret;
-    /// use reflector_core::informer::InformerFactory;
-    /// # fn f(factory: InformerFactory) {
-    /// let secrets = factory.metadata::<Secret>(); // never holds a secret's data
-    /// # let _ = secrets;
-    /// # }
-    /// ```
-    #[must_use]
-    pub fn metadata<K>(&self) -> SharedIndexInformer<PartialObjectMeta<K>>
-    where
-        K: Object + DeserializeOwned + Debug,
-        K::DynamicType: Default + Clone + Send + Sync + 'static,
-    {
-        self.metadata_scoped::<K>(&InformerScope::default())
-    }
-
-    /// The shared metadata-only informer for `K` within `scope` (see
-    /// [`metadata`](Self::metadata) and [`scoped`](Self::scoped)).
-    #[must_use]
-    pub fn metadata_scoped<K>(
-        &self,
-        scope: &InformerScope,
-    ) -> SharedIndexInformer<PartialObjectMeta<K>>
-    where
-        K: Object + DeserializeOwned + Debug,
-        K::DynamicType: Default + Clone + Send + Sync + 'static,
-    {
-        self.shared(scope, |client, dt| {
-            ApiListerWatcher::metadata_with(Api::<K>::all_with(client, dt), dt)
-        })
-    }
-
-    /// The informer of `K` within `scope`, built from `lister_watcher(client, dyntype)`
-    /// the first time it is asked for.
-    fn shared<K>(
-        &self,
-        scope: &InformerScope,
-        lister_watcher: impl FnOnce(Client, &K::DynamicType) -> ApiListerWatcher<K>,
-    ) -> SharedIndexInformer<K>
-    where
-        K: Object + DeserializeOwned + Debug,
-        K::DynamicType: Default + Clone + Send + Sync + 'static,
-    {
         let key = InformerKey {
             type_id: TypeId::of::<K>(),
             type_name: std::any::type_name::<K>(),
@@ -312,7 +261,8 @@ impl InformerFactory {
             return informer.clone();
         }
         let dt = K::DynamicType::default();
-        let mut lw = lister_watcher(self.client.clone(), &dt)
+        let api: Api<K> = Api::all_with(self.client.clone(), &dt);
+        let mut lw = ApiListerWatcher::new_with(api, &dt)
             .in_namespace(scope.namespace.as_deref())
             .field_filter(self.field_filter());
         if let Some(l) = &scope.labels {

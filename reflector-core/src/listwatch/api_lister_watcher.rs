@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::TryStreamExt;
 use http_body_util::BodyExt;
 use kube::api::{Api, ListParams, ObjectList, WatchParams};
-use kube::core::{PartialObjectMeta, Request, Status};
+use kube::core::{Request, Status};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
@@ -25,6 +25,13 @@ use super::{FieldFilter, ListWatchError, ListerWatcher, WatchDecoder, WatchStrea
 /// that page too: two pages are decoded at once, on both cores, while the server
 /// serves the next. The pager's next call takes that page (same URL); anything else
 /// drops it.
+///
+/// With `K` = [`PartialObjectMeta<T>`](kube::core::PartialObjectMeta) (kube's
+/// `Resource::metadata_api`), lists and watches ask for `meta.k8s.io/v1`
+/// `PartialObjectMetadata` (the `Accept` headers of kube's `Api::list_metadata` and
+/// `watch_metadata`): names, labels, annotations, owners and versions, no spec, status
+/// or data on the wire or in the cache — a metadata-only informer, as
+/// controller-runtime's and client-go's `metadatainformer`.
 ///
 /// With [`ApiListerWatcher::field_filter`], both skip the filter's paths while
 /// decoding, so dropped fields are never allocated. Default: no filter, every field
@@ -55,7 +62,7 @@ pub struct ApiListerWatcher<K: Resource> {
     list_filter: Option<Arc<FieldFilter>>,
     decoder: WatchDecoder<K>,
     /// Whether lists and watches ask for `meta.k8s.io/v1` `PartialObjectMetadata`
-    /// ([`ApiListerWatcher::metadata`]) instead of whole objects.
+    /// instead of whole objects (`K` is a `PartialObjectMeta<_>`).
     metadata_only: bool,
     /// The next page, requested and decoded ahead. Not shared between clones.
     prefetch: PrefetchSlot<K>,
@@ -113,56 +120,6 @@ where
     }
 }
 
-impl<K> ApiListerWatcher<PartialObjectMeta<K>>
-where
-    K: Resource + Clone + DeserializeOwned + Debug,
-    K::DynamicType: Default + Clone,
-{
-    /// Lists and watches only the metadata of `api`'s objects: the server answers
-    /// `meta.k8s.io/v1` `PartialObjectMetadata` (kind, apiVersion, metadata), so
-    /// neither the wire nor the cache carries a spec, a status or data — what a
-    /// controller needs to map, count or shard objects it does not read. As
-    /// controller-runtime's metadata-only watches and kube's `Api::watch_metadata`.
-    ///
-    /// # Example
-    /// ```no_run
-    /// use k8s_openapi::api::core::v1::Pod;
-    /// use kube::Api;
-    /// use reflector_core::informer::SharedIndexInformer;
-    /// use reflector_core::listwatch::ApiListerWatcher;
-    /// # fn f(client: kube::Client) {
-    /// let lw = ApiListerWatcher::metadata(Api::<Pod>::all(client));
-    /// let pods = SharedIndexInformer::new(lw); // caches PartialObjectMeta<Pod>
-    /// # let _ = pods;
-    /// # }
-    /// ```
-    #[must_use]
-    pub fn metadata(api: Api<K>) -> Self {
-        Self::metadata_with(api, &K::DynamicType::default())
-    }
-}
-
-impl<K> ApiListerWatcher<PartialObjectMeta<K>>
-where
-    K: Resource + Clone + DeserializeOwned + Debug,
-    K::DynamicType: Clone,
-{
-    /// As [`ApiListerWatcher::metadata`], with a runtime type description.
-    pub(crate) fn metadata_with(api: Api<K>, dyntype: &K::DynamicType) -> Self {
-        ApiListerWatcher {
-            url: api.resource_url().to_owned(),
-            client: api.into_client(),
-            dyntype: dyntype.clone(),
-            label_selector: None,
-            field_selector: None,
-            list_filter: None,
-            decoder: WatchDecoder::new("meta.k8s.io/v1", "PartialObjectMetadata"),
-            metadata_only: true,
-            prefetch: PrefetchSlot::default(),
-        }
-    }
-}
-
 impl<K> ApiListerWatcher<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug,
@@ -172,7 +129,14 @@ where
     /// (`DynamicObject`).
     #[must_use]
     pub fn new_with(api: Api<K>, dyntype: &K::DynamicType) -> Self {
-        let decoder = WatchDecoder::new(K::api_version(dyntype), K::kind(dyntype));
+        // kube's `Resource::metadata_api`: true for `PartialObjectMeta<_>`, whose
+        // requests ask for (and whose watch events carry) `PartialObjectMetadata`.
+        let metadata_only = K::metadata_api();
+        let decoder = if metadata_only {
+            WatchDecoder::new("meta.k8s.io/v1", "PartialObjectMetadata")
+        } else {
+            WatchDecoder::new(K::api_version(dyntype), K::kind(dyntype))
+        };
         ApiListerWatcher {
             url: api.resource_url().to_owned(),
             client: api.into_client(),
@@ -181,7 +145,7 @@ where
             field_selector: None,
             list_filter: None,
             decoder,
-            metadata_only: false,
+            metadata_only,
             prefetch: PrefetchSlot::default(),
         }
     }
