@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// One stored object version. Immutable once built; shared by the store, the event log and
@@ -226,13 +227,24 @@ impl Repr {
         match self {
             Self::Full => object.json.clone(),
             Self::Metadata => {
-                let value = object.value();
-                let partial = serde_json::json!({
-                    "kind": "PartialObjectMetadata",
-                    "apiVersion": "meta.k8s.io/v1",
-                    "metadata": value.get("metadata").cloned().unwrap_or(Value::Null),
-                });
-                Bytes::from(serde_json::to_vec(&partial).unwrap_or_default())
+                // The stored `metadata` bytes as they are: only they are read out of the
+                // object (no tree of the whole object is built), then wrapped.
+                #[derive(serde::Deserialize)]
+                struct Metadata<'a> {
+                    #[serde(borrow)]
+                    metadata: Option<&'a RawValue>,
+                }
+                let metadata = serde_json::from_slice::<Metadata<'_>>(&object.json)
+                    .ok()
+                    .and_then(|m| m.metadata)
+                    .map_or("null", RawValue::get);
+                let mut out = BytesMut::with_capacity(metadata.len() + 80);
+                out.put_slice(
+                    br#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":"#,
+                );
+                out.put_slice(metadata.as_bytes());
+                out.put_u8(b'}');
+                out.freeze()
             }
         }
     }
