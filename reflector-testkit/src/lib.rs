@@ -172,6 +172,7 @@
 
 pub mod bench_objects;
 mod continue_token;
+mod crd;
 mod discovery;
 mod error;
 mod fault;
@@ -183,6 +184,7 @@ mod query;
 mod request_log;
 mod resource;
 mod router;
+mod schema_validation;
 mod selector;
 mod server;
 mod state;

@@ -41,6 +41,13 @@ pub(crate) enum Target {
         name: String,
         status: bool,
     },
+    /// The `scale` subresource of a custom object whose CRD version has one.
+    Scale {
+        rid: ResourceId,
+        plural: String,
+        namespace: Option<String>,
+        name: String,
+    },
     /// Nothing we serve.
     NotFound,
 }
@@ -48,7 +55,9 @@ pub(crate) enum Target {
 impl Target {
     fn resource(&self) -> Option<&str> {
         match self {
-            Self::Collection { plural, .. } | Self::Object { plural, .. } => Some(plural),
+            Self::Collection { plural, .. }
+            | Self::Object { plural, .. }
+            | Self::Scale { plural, .. } => Some(plural),
             _ => None,
         }
     }
@@ -56,6 +65,7 @@ impl Target {
     fn subresource(&self) -> Option<&str> {
         match self {
             Self::Object { status: true, .. } => Some("status"),
+            Self::Scale { .. } => Some("scale"),
             _ => None,
         }
     }
@@ -104,12 +114,24 @@ fn parse_target(shared: &Shared, path: &str) -> Target {
             }
             _ => Target::NotFound,
         };
+    let scale = |plural: &str, namespace: Option<&str>, name: &str| match lookup(plural) {
+        Some((rid, namespaced))
+            if namespaced == namespace.is_some() && state.custom.scale(rid).is_some() =>
+        {
+            Target::Scale {
+                rid,
+                plural: plural.to_owned(),
+                namespace: namespace.map(str::to_owned),
+                name: name.to_owned(),
+            }
+        }
+        _ => Target::NotFound,
+    };
     match rest {
         [] => {
             if state
-                .resources
-                .iter()
-                .any(|r| r.group == group && r.version == version)
+                .served()
+                .any(|(_, r)| r.group == group && r.version == version)
             {
                 Target::ResourceList {
                     group: group.to_owned(),
@@ -123,11 +145,15 @@ fn parse_target(shared: &Shared, path: &str) -> Target {
         ["namespaces", ns, plural, name] if lookup(plural).is_some() => {
             object(plural, Some(ns), name, None)
         }
+        ["namespaces", ns, plural, name, "scale"] if lookup(plural).is_some() => {
+            scale(plural, Some(ns), name)
+        }
         ["namespaces", ns, plural, name, sub] if lookup(plural).is_some() => {
             object(plural, Some(ns), name, Some(sub))
         }
         [plural] => collection(plural, None),
         [plural, name] => object(plural, None, name, None),
+        [plural, name, "scale"] => scale(plural, None, name),
         [plural, name, sub] => object(plural, None, name, Some(sub)),
         _ => Target::NotFound,
     }
@@ -139,9 +165,9 @@ fn verb_of(method: &Method, target: &Target, watch: bool) -> Verb {
         (Target::Collection { .. }, "GET") => Verb::List,
         (Target::Collection { .. }, "POST") => Verb::Create,
         (Target::Collection { .. }, "DELETE") => Verb::DeleteCollection,
-        (Target::Object { .. }, "GET") => Verb::Get,
-        (Target::Object { .. }, "PUT") => Verb::Update,
-        (Target::Object { .. }, "PATCH") => Verb::Patch,
+        (Target::Object { .. } | Target::Scale { .. }, "GET") => Verb::Get,
+        (Target::Object { .. } | Target::Scale { .. }, "PUT") => Verb::Update,
+        (Target::Object { .. } | Target::Scale { .. }, "PATCH") => Verb::Patch,
         (Target::Object { .. }, "DELETE") => Verb::Delete,
         _ => Verb::Other,
     }
@@ -307,6 +333,22 @@ async fn dispatch(
                         _ if *status => Err(ApiError::method_not_allowed("DELETE")),
                         _ => crate::handlers::delete(shared, repr, *rid, ns, name, &body.bytes),
                     },
+                    Err(e) => Err(e),
+                },
+                other => Err(ApiError::method_not_allowed(other)),
+            }
+        }
+        Target::Scale {
+            rid,
+            namespace,
+            name,
+            ..
+        } => {
+            let ns = namespace.as_deref();
+            match method.as_str() {
+                "GET" => crate::crd::scale(shared, method, *rid, ns, name, None),
+                "PUT" | "PATCH" => match read_body(request).await {
+                    Ok(body) => crate::crd::scale(shared, method, *rid, ns, name, Some(&body)),
                     Err(e) => Err(e),
                 },
                 other => Err(ApiError::method_not_allowed(other)),

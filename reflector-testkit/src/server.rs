@@ -277,12 +277,26 @@ impl ApiServer {
         kube::Client::try_from(config).expect("kube builds a plain-HTTP client for a loopback URL")
     }
 
-    /// Registers a custom resource; scope and the status subresource come from `K::crd()`.
+    /// Registers a custom resource by storing `K::crd()` as a CustomResourceDefinition,
+    /// exactly as a client creating it through the API would (without its validation):
+    /// the kind is then served with its scope, subresources, schema (pruning and
+    /// validation) and short names, and the CRD shows up in discovery, lists and watches.
+    /// Registering another version of the same CRD (another Rust type) adds that version.
     pub fn register<K>(&self)
     where
         K: kube::Resource<DynamicType = ()> + CustomResourceExt,
     {
-        self.register_info(ResourceInfo::of_crd::<K>());
+        let crd = K::crd();
+        let mut state = self.shared.state();
+        let value = crate::crd::merged_registration(&state, &crd);
+        if let Some(crd_rid) = state.find(crate::crd::GROUP, "v1", "customresourcedefinitions")
+            && let Err(error) = state.upsert(crd_rid, value)
+        {
+            tracing::warn!(%error, "could not store the CRD; serving the kind without it");
+        }
+        if Self::resource_id::<K>(&state).is_err() {
+            state.register(ResourceInfo::of_crd::<K>());
+        }
     }
 
     /// Registers any static resource type (e.g. a k8s-openapi type) without a status
