@@ -170,6 +170,7 @@
 //! (`kubectl get` asks for tables and protobuf first, then falls back to JSON; use
 //! `kubectl get --raw /api/v1/namespaces/demo/configmaps` for the exact wire format.)
 
+mod admin;
 pub mod bench_objects;
 mod continue_token;
 mod crd;

@@ -181,6 +181,9 @@ fn verb_of(method: &Method, target: &Target, watch: bool) -> Verb {
 pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
+    if shared.config.admin && path.starts_with(crate::admin::PREFIX) {
+        return crate::admin::handle(&shared, &path, request).await;
+    }
     let pairs = query::parse_pairs(request.uri().query());
     let target = parse_target(&shared, &path);
     let watch = matches!(

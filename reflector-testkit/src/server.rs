@@ -27,6 +27,7 @@ pub(crate) struct ServerConfig {
     pub too_large_rv_wait: Duration,
     pub history_len: usize,
     pub port: u16,
+    pub admin: bool,
 }
 
 impl Default for ServerConfig {
@@ -37,6 +38,7 @@ impl Default for ServerConfig {
             too_large_rv_wait: Duration::from_secs(3),
             history_len: 10_000,
             port: 0,
+            admin: false,
         }
     }
 }
@@ -115,6 +117,21 @@ impl ApiServerBuilder {
     /// `Retry-After: 1`). Default 3 s, the real watch cache's wait.
     pub fn too_large_resource_version_wait(mut self, wait: Duration) -> Self {
         self.config.too_large_rv_wait = wait;
+        self
+    }
+
+    /// Serves the admin API under `/testkit/admin/` (fault injection, dropping watches,
+    /// compaction, as JSON; see the crate docs' "Admin API"), for clients in any language.
+    /// Default `false`: those paths are then 404 like any unknown path.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = reflector_testkit::ApiServer::builder().admin(true).start().await?;
+    /// assert!(server.url().starts_with("http://127.0.0.1:"));
+    /// # Ok(()) }
+    /// ```
+    pub fn admin(mut self, enabled: bool) -> Self {
+        self.config.admin = enabled;
         self
     }
 
