@@ -180,6 +180,8 @@ mod fault;
 mod handlers;
 mod list;
 mod object;
+mod openapi;
+mod openapi_proto;
 mod patch;
 mod query;
 mod request_log;

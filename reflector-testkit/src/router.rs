@@ -27,6 +27,8 @@ pub(crate) enum Target {
     Version,
     /// `/api/v1`, `/apis/{group}/{version}`
     ResourceList { group: String, version: String },
+    /// `/openapi/v2`, `/openapi/v3[/...]`: the path after `/openapi/`.
+    OpenApi(String),
     /// A collection, optionally in a namespace.
     Collection {
         rid: ResourceId,
@@ -77,6 +79,7 @@ fn parse_target(shared: &Shared, path: &str) -> Target {
         ["api"] => return Target::CoreVersions,
         ["apis"] => return Target::Groups,
         ["version"] => return Target::Version,
+        ["openapi", rest @ ..] if !rest.is_empty() => return Target::OpenApi(rest.join("/")),
         ["api", version, rest @ ..] => ("", *version, rest),
         ["apis", group, version, rest @ ..] => (*group, *version, rest),
         _ => return Target::NotFound,
@@ -299,6 +302,15 @@ async fn dispatch(
                 Err(ApiError::method_not_allowed(method.as_str()))
             }
         }
+        Target::OpenApi(rest) if method == Method::GET => {
+            let accept = request
+                .headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            crate::openapi::respond(shared, rest, accept)
+        }
+        Target::OpenApi(_) => Err(ApiError::method_not_allowed(method.as_str())),
         Target::Collection { rid, namespace, .. } => match method.as_str() {
             "GET" => {
                 crate::list::list_or_watch(shared, repr, *rid, namespace.as_deref(), pairs, fired)
