@@ -60,14 +60,15 @@ fn fault_json(id: FaultId, matcher: &Matcher, fault: &Fault, hits: usize) -> Val
     json!({"id": id.0, "matcher": matcher, "fault": fault, "hits": hits})
 }
 
-/// Parses a JSON body; an empty body is `T::default()` when `empty` is given.
-fn parse<T: serde::de::DeserializeOwned>(body: &[u8], empty: Option<T>) -> Result<T, Response> {
+/// Parses a JSON body; an empty body is `T::default()` when `empty` is given. The error
+/// is the message of the 400 answer.
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8], empty: Option<T>) -> Result<T, String> {
     if body.iter().all(u8::is_ascii_whitespace)
         && let Some(default) = empty
     {
         return Ok(default);
     }
-    serde_json::from_slice(body).map_err(|e| error(400, format!("invalid JSON body: {e}")))
+    serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))
 }
 
 /// Answers one admin request (`path` starts with [`PREFIX`]).
@@ -98,7 +99,7 @@ pub(crate) async fn handle(shared: &Shared, path: &str, request: Request) -> Res
                 let id = shared.faults.add(injection.matcher, injection.fault);
                 answer(201, &json!({"id": id.0}))
             }
-            Err(response) => response,
+            Err(message) => error(400, message),
         },
         ("DELETE", ["faults"]) => {
             let removed = shared.faults.list().len();
@@ -136,7 +137,7 @@ pub(crate) async fn handle(shared: &Shared, path: &str, request: Request) -> Res
                     .unwrap_or(0);
                 answer(200, &json!({"watches": watches}))
             }
-            Err(response) => response,
+            Err(message) => error(400, message),
         },
         ("POST", ["compact"]) => match parse::<Compact>(&body, Some(Compact::default())) {
             Ok(Compact { resource_version }) => {
@@ -145,7 +146,7 @@ pub(crate) async fn handle(shared: &Shared, path: &str, request: Request) -> Res
                 state.compact_to(rv);
                 answer(200, &json!({"floor": state.floor}))
             }
-            Err(response) => response,
+            Err(message) => error(400, message),
         },
         (_, ["faults" | "compact"] | ["watches", "drop" | "inject-line"]) => {
             error(405, format!("method {method} not allowed"))

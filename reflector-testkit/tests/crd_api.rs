@@ -490,7 +490,7 @@ async fn register_stores_the_crd_so_it_is_established_and_its_schema_applies() {
         Duration::from_secs(10),
         await_condition(
             crds,
-            &Sprocket::crd_name(),
+            Sprocket::crd_name(),
             conditions::is_crd_established(),
         ),
     )
