@@ -172,19 +172,11 @@ fn str_at<'a>(value: &'a Value, pointer: &str) -> &'a str {
 }
 
 fn required(field: &str) -> FieldError {
-    FieldError {
-        field: field.to_owned(),
-        reason: "FieldValueRequired",
-        message: "Required value".to_owned(),
-    }
+    FieldError::required(field)
 }
 
 fn invalid(field: &str, value: &str, detail: &str) -> FieldError {
-    FieldError {
-        field: field.to_owned(),
-        reason: "FieldValueInvalid",
-        message: format!("Invalid value: {}: {detail}", go_quote(value)),
-    }
+    FieldError::invalid(field, &go_quote(value), detail)
 }
 
 /// The message of the real `IsDNS1035Label`, if `s` is not one.
@@ -587,14 +579,8 @@ pub(crate) fn scale(
             ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
         })?,
         ("PATCH", Some(body)) => {
-            let media = body
-                .content_type
-                .split(';')
-                .next()
-                .unwrap_or_default()
-                .trim();
             let mut patched = current.clone();
-            Patch::decode(media, &body.bytes)?.apply(&mut patched)?;
+            Patch::decode(body.media_type(), &body.bytes)?.apply(&mut patched)?;
             patched
         }
         (other, _) => return Err(ApiError::method_not_allowed(other)),

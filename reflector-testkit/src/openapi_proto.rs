@@ -61,6 +61,15 @@ impl Message {
     }
 }
 
+/// The items of the array `fields[key]` (none when absent or not an array).
+fn array<'a>(fields: &'a Map<String, Value>, key: &str) -> impl Iterator<Item = &'a Value> {
+    fields
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
 /// `Any { yaml = 2 }`.
 fn any(value: &Value) -> Message {
     let mut m = Message::default();
@@ -118,20 +127,10 @@ fn schema(value: &Value) -> Message {
         }
     }
     m.string(13, text("pattern"));
-    for name in s
-        .get("required")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for name in array(s, "required") {
         m.string(19, name.as_str().unwrap_or_default());
     }
-    for value in s
-        .get("enum")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for value in array(s, "enum") {
         m.message(20, any(value));
     }
     match s.get("additionalProperties") {
@@ -158,12 +157,7 @@ fn schema(value: &Value) -> Message {
         item.message(1, schema(items));
         m.message(23, item);
     }
-    for sub in s
-        .get("allOf")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for sub in array(s, "allOf") {
         m.message(24, schema(sub));
     }
     if let Some(Value::Object(properties)) = s.get("properties") {
@@ -183,12 +177,7 @@ fn operation(value: &Value) -> Message {
     let Value::Object(op) = value else {
         return m;
     };
-    for tag in op
-        .get("tags")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for tag in array(op, "tags") {
         m.string(1, tag.as_str().unwrap_or_default());
     }
     m.string(

@@ -379,6 +379,17 @@ pub(crate) struct RequestBody {
     pub content_type: String,
 }
 
+impl RequestBody {
+    /// The media type of `Content-Type`, without parameters (`application/json`).
+    pub(crate) fn media_type(&self) -> &str {
+        self.content_type
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+    }
+}
+
 /// Largest request body accepted (the real server's limit is 3 MiB for most bodies).
 const MAX_BODY: usize = 3 * 1024 * 1024;
 

@@ -16,7 +16,7 @@ pub(crate) struct FieldError {
 }
 
 impl FieldError {
-    fn required(field: &str) -> Self {
+    pub(crate) fn required(field: &str) -> Self {
         Self {
             field: field.to_owned(),
             reason: "FieldValueRequired",
@@ -24,7 +24,8 @@ impl FieldError {
         }
     }
 
-    fn invalid(field: &str, value: &str, detail: &str) -> Self {
+    /// `value` is printed as given (quote strings first).
+    pub(crate) fn invalid(field: &str, value: &str, detail: &str) -> Self {
         Self {
             field: field.to_owned(),
             reason: "FieldValueInvalid",
@@ -275,6 +276,32 @@ fn check_string(schema: &Value, s: &str, path: &str, body_path: &str, out: &mut 
     }
 }
 
+/// A numeric bound keyword of a schema.
+struct Bound {
+    keyword: &'static str,
+    /// The OpenAPI v3.0 flag making it exclusive.
+    exclusive: &'static str,
+    /// Whether a value is past the bound.
+    past: fn(f64, f64) -> bool,
+    /// How the error names the relation: inclusive, exclusive.
+    words: [&'static str; 2],
+}
+
+const BOUNDS: [Bound; 2] = [
+    Bound {
+        keyword: "maximum",
+        exclusive: "exclusiveMaximum",
+        past: |n, b| n > b,
+        words: ["less than or equal to", "less than"],
+    },
+    Bound {
+        keyword: "minimum",
+        exclusive: "exclusiveMinimum",
+        past: |n, b| n < b,
+        words: ["greater than or equal to", "greater than"],
+    },
+];
+
 fn check_number(
     schema: &Value,
     n: f64,
@@ -283,33 +310,23 @@ fn check_number(
     body_path: &str,
     out: &mut Admission,
 ) {
-    if let Some(max) = schema.get("maximum").and_then(Value::as_f64) {
-        let exclusive = flag(schema, "exclusiveMaximum");
-        if n > max || (exclusive && n == max) {
-            let rel = if exclusive {
-                "less than"
-            } else {
-                "less than or equal to"
-            };
+    for Bound {
+        keyword,
+        exclusive: exclusive_flag,
+        past,
+        words,
+    } in BOUNDS
+    {
+        let Some(bound) = schema.get(keyword).and_then(Value::as_f64) else {
+            continue;
+        };
+        let exclusive = flag(schema, exclusive_flag);
+        if past(n, bound) || (exclusive && n == bound) {
+            let rel = words[usize::from(exclusive)];
             out.errors.push(FieldError::invalid(
                 path,
                 &shown(value),
-                &format!("{body_path} in body should be {rel} {}", number(max)),
-            ));
-        }
-    }
-    if let Some(min) = schema.get("minimum").and_then(Value::as_f64) {
-        let exclusive = flag(schema, "exclusiveMinimum");
-        if n < min || (exclusive && n == min) {
-            let rel = if exclusive {
-                "greater than"
-            } else {
-                "greater than or equal to"
-            };
-            out.errors.push(FieldError::invalid(
-                path,
-                &shown(value),
-                &format!("{body_path} in body should be {rel} {}", number(min)),
+                &format!("{body_path} in body should be {rel} {}", number(bound)),
             ));
         }
     }

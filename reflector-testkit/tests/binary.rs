@@ -23,23 +23,9 @@ impl Drop for Running {
 
 #[tokio::test]
 async fn sigterm_ends_watches_cleanly_and_exits_zero() {
-    let mut child = Running(
-        Command::new(env!("CARGO_BIN_EXE_reflector-testkit"))
-            .arg("--demo")
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    // Kept open to the end, so the binary never writes into a closed pipe.
-    let mut stdout = BufReader::new(child.0.stdout.take().unwrap());
-    let mut url = String::new();
-    while !url.starts_with("http://") {
-        url.clear();
-        assert_ne!(stdout.read_line(&mut url).unwrap(), 0, "no URL printed");
-    }
-    let addr = url.trim().trim_start_matches("http://").to_owned();
+    // Stdout is kept open to the end, so the binary never writes into a closed pipe.
+    let (mut child, stdout, url) = spawn(&["--demo"]);
+    let addr = url.trim_start_matches("http://").to_owned();
 
     let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let request =

@@ -488,11 +488,7 @@ async fn register_stores_the_crd_so_it_is_established_and_its_schema_applies() {
     let crds: Api<CustomResourceDefinition> = Api::all(server.client());
     let crd = tokio::time::timeout(
         Duration::from_secs(10),
-        await_condition(
-            crds,
-            Sprocket::crd_name(),
-            conditions::is_crd_established(),
-        ),
+        await_condition(crds, Sprocket::crd_name(), conditions::is_crd_established()),
     )
     .await
     .expect("in time")
