@@ -192,8 +192,10 @@
 //!   paths then answer 404 and discovery no longer lists it. Creating it again serves an
 //!   empty kind again.
 //! * Not supported: conversion between versions of a multi-version CRD (each served
-//!   version keeps its own objects; `conversion` is stored but not applied), and name
-//!   conflicts between CRDs (`NamesAccepted` is always True).
+//!   version keeps its own objects; `conversion` is stored but not applied), name
+//!   conflicts between CRDs (`NamesAccepted` is always True), and the `Terminating`
+//!   phase: a DELETE of a CRD answers a success `Status` at once (the real one answers
+//!   the CRD with `deletionTimestamp` and its cleanup finalizer, then removes it).
 //!
 //! # Faults
 //!
