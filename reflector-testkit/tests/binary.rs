@@ -7,6 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use futures::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const GUARD: Duration = Duration::from_secs(20);
@@ -359,8 +360,20 @@ async fn admin_api_injects_lists_and_clears_faults_over_http() {
         (code, &status["reason"]),
         (410, &serde_json::json!("Expired"))
     );
-    let (code, dropped) = send(&client, "POST", "/testkit/admin/watches/drop", "").await;
-    assert_eq!((code, &dropped["watches"]), (200, &serde_json::json!(0)));
+    // An open watch: inject-line reaches it, drop ends it cleanly.
+    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(client.clone(), "demo");
+    let mut lines = api
+        .watch(&kube::api::WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    for _ in 0..3 {
+        assert!(matches!(
+            lines.next().await,
+            Some(Ok(kube::api::WatchEvent::Added(_)))
+        ));
+    }
     let (code, injected) = send(
         &client,
         "POST",
@@ -368,7 +381,17 @@ async fn admin_api_injects_lists_and_clears_faults_over_http() {
         r#"{"line": "Malformed"}"#,
     )
     .await;
-    assert_eq!((code, &injected["watches"]), (200, &serde_json::json!(0)));
+    assert_eq!((code, &injected["watches"]), (200, &serde_json::json!(1)));
+    assert!(
+        matches!(lines.next().await, Some(Err(_))),
+        "the malformed line reached the watch"
+    );
+    let (code, dropped) = send(&client, "POST", "/testkit/admin/watches/drop", "").await;
+    assert_eq!((code, &dropped["watches"]), (200, &serde_json::json!(1)));
+    let end = tokio::time::timeout(GUARD, lines.next())
+        .await
+        .expect("the watch ends");
+    assert!(end.is_none(), "ended cleanly: {end:?}");
 }
 
 #[tokio::test]
