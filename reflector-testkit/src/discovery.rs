@@ -17,7 +17,7 @@ pub(crate) fn respond(shared: &Shared, target: &Target) -> Result<Response, ApiE
         }),
         Target::Groups => {
             let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-            for r in state.resources.iter().filter(|r| !r.group.is_empty()) {
+            for (_, r) in state.served().filter(|(_, r)| !r.group.is_empty()) {
                 match groups.iter_mut().find(|(g, _)| *g == r.group) {
                     Some((_, versions)) if !versions.contains(&r.version) => {
                         versions.push(r.version.clone())
@@ -51,10 +51,9 @@ pub(crate) fn respond(shared: &Shared, target: &Target) -> Result<Response, ApiE
         }),
         Target::ResourceList { group, version } => {
             let mut resources = Vec::new();
-            for r in state
-                .resources
-                .iter()
-                .filter(|r| r.group == *group && r.version == *version)
+            for (rid, r) in state
+                .served()
+                .filter(|(_, r)| r.group == *group && r.version == *version)
             {
                 let mut resource = json!({
                     "name": r.plural,
@@ -77,6 +76,17 @@ pub(crate) fn respond(shared: &Shared, target: &Target) -> Result<Response, ApiE
                         "singularName": "",
                         "namespaced": r.namespaced,
                         "kind": r.kind,
+                        "verbs": ["get", "patch", "update"],
+                    }));
+                }
+                if state.custom.scale(rid).is_some() {
+                    resources.push(json!({
+                        "name": format!("{}/scale", r.plural),
+                        "singularName": "",
+                        "namespaced": r.namespaced,
+                        "group": "autoscaling",
+                        "version": "v1",
+                        "kind": "Scale",
                         "verbs": ["get", "patch", "update"],
                     }));
                 }

@@ -18,8 +18,9 @@ use crate::server::Shared;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FaultId(pub(crate) u64);
 
-/// A line that is not a valid watch event, written into a watch stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A line that is not a valid watch event, written into a watch stream. In JSON: its name
+/// (`"Malformed"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum BadLine {
     /// A line that is not JSON at all.
@@ -43,7 +44,19 @@ impl BadLine {
 }
 
 /// What happens to a matched request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// In JSON (the binary's `--admin` API) a fault is serde's external tagging of this enum:
+/// a unit variant is its name (`"InternalError"`), the others an object with one key
+/// (`{"TooManyRequests": {"retry_after_secs": 1, "plain_text": false}}`,
+/// `{"AbortWatch": {"after_events": 2}}`), durations in milliseconds
+/// (`{"LatencyBeforeHeaders": 1500}`).
+///
+/// ```
+/// use reflector_testkit::Fault;
+/// let fault: Fault = serde_json::from_str(r#"{"LatencyBeforeHeaders": 250}"#).unwrap();
+/// assert_eq!(fault, Fault::LatencyBeforeHeaders(std::time::Duration::from_millis(250)));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum Fault {
     /// Answer `410 Gone` (Status reason `Expired`) instead of serving the request.
@@ -70,9 +83,9 @@ pub enum Fault {
     /// Answer 504 Timeout.
     GatewayTimeout,
     /// Wait this long before sending the response headers (then serve normally).
-    LatencyBeforeHeaders(Duration),
+    LatencyBeforeHeaders(#[serde(with = "millis")] Duration),
     /// Watch only: wait this long before each event.
-    LatencyBetweenEvents(Duration),
+    LatencyBetweenEvents(#[serde(with = "millis")] Duration),
     /// Watch only: after `after_events` events, send half of the next event and cut the
     /// connection without ending the chunked body (the client sees a broken body).
     AbortWatch {
@@ -121,7 +134,17 @@ impl Fault {
 
 /// Which requests a fault targets. Defaults: any verb, any resource, the first matching
 /// request only.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// In JSON every field is optional: `{"verb": "watch", "resource": "configmaps", "skip": 0,
+/// "times": 1}`; `"times": null` fires on every matching request ([`Matcher::every`]).
+///
+/// ```
+/// use reflector_testkit::{Matcher, Verb};
+/// let m: Matcher = serde_json::from_str(r#"{"verb": "list", "times": null}"#).unwrap();
+/// assert_eq!(m, Matcher::verb(Verb::List).every());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 #[must_use]
 pub struct Matcher {
     verb: Option<Verb>,
@@ -273,6 +296,15 @@ impl FaultTable {
         self.lock().0.clear();
     }
 
+    /// Every registered fault as `(id, matcher, fault, hits)`, in registration order.
+    pub(crate) fn list(&self) -> Vec<(FaultId, Matcher, Fault, usize)> {
+        self.lock()
+            .0
+            .iter()
+            .map(|e| (e.id, e.matcher.clone(), e.fault.clone(), e.hits))
+            .collect()
+    }
+
     /// Decides which faults fire for a request that just arrived.
     pub(crate) fn on_request(&self, req: &RequestInfo<'_>) -> Fired {
         let mut fired = Fired::default();
@@ -374,6 +406,21 @@ impl Faults {
             .watch_control
             .send(WatchControl::Line(line))
             .unwrap_or(0)
+    }
+}
+
+/// Serde for durations as whole milliseconds (the `--admin` API's JSON).
+mod millis {
+    use std::time::Duration;
+
+    pub(super) fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Duration, D::Error> {
+        <u64 as serde::Deserialize>::deserialize(d).map(Duration::from_millis)
     }
 }
 

@@ -27,9 +27,22 @@
 //!   `/apis/{group}/{version}` and `/version`, listing each resource's verbs and, as the
 //!   real server, its `shortNames` and `categories` (built-ins: the real ones, e.g. `po`
 //!   and `all` for Pods; CRDs: from their `names`). Anything else is a 404 `Status`.
-//! * Resources: Namespace, Node, Pod (with `status` subresources), ConfigMap, Secret and
-//!   Lease by default; [`ApiServer::register`] adds a CRD type (scope and status
-//!   subresource from `K::crd()`), [`ApiServer::register_resource`] any k8s-openapi type.
+//! * Resources: Namespace, Node, Pod (with `status` subresources), ConfigMap, Secret,
+//!   Lease and CustomResourceDefinition by default; CRDs created through the API (see
+//!   "CustomResourceDefinitions" below) or with [`ApiServer::register`] (which stores
+//!   `K::crd()` the same way), [`ApiServer::register_resource`] any k8s-openapi type.
+//! * `/openapi/v2` (Swagger 2.0; JSON, or gnostic's protobuf when `Accept` asks for
+//!   `application/com.github.proto-openapi.spec.v2@v1.0+protobuf`, as kubectl up to 1.26
+//!   does) and `/openapi/v3` (the index of `api/v1` and `apis/{group}/{version}` with
+//!   `serverRelativeURL`s, then one OpenAPI 3.0 document per group-version), generated from
+//!   the kinds served now: k8s-openapi's `schemars` schemas for the well-known built-ins,
+//!   the CRD version's `openAPIV3Schema` for custom resources (in v2 without `nullable`,
+//!   `anyOf`, `oneOf`, `not`), an open object for anything else; each top-level
+//!   definition carries `x-kubernetes-group-version-kind`, each path an operation per verb.
+//!   So `kubectl apply -f`, `create -f` and `explain` work without `--validate=false`, and
+//!   kubectl's client-side validation rejects misspelled fields (tried with kubectl
+//!   1.20.2). The operations do not list the `fieldValidation` parameter: the server does
+//!   not implement server-side field validation, so newer kubectl validates on the client.
 //! * Every error is a `kind: Status` JSON object with `status: Failure`, `message`,
 //!   `reason`, `code` and `details` where the real server sets them.
 //! * One global resourceVersion counter (like etcd's revision), bumped on every write.
@@ -141,15 +154,83 @@
 //! Selectors apply to events: an object that stops matching arrives as `DELETED`, one
 //! that starts matching as `ADDED`.
 //!
+//! # CustomResourceDefinitions
+//!
+//! `POST /apis/apiextensions.k8s.io/v1/customresourcedefinitions` (and every other verb,
+//! watch included, on CRDs themselves) works as on the real apiextensions-apiserver:
+//!
+//! * Defaults as the real `SetDefaults`: `names.singular` (lower-case kind),
+//!   `names.listKind` (`{kind}List`), `conversion.strategy: None`.
+//! * Validation of the common mistakes with the real 422 wording, every error collected:
+//!   the name must be `<plural>.<group>` (`metadata.name: Invalid value: "x": must be
+//!   spec.names.plural+"."+spec.group`), `spec.group` required and a domain with a dot,
+//!   `spec.scope` `Cluster` or `Namespaced`, version names DNS-1035 labels and unique,
+//!   exactly one storage version, a schema per version with `type: object` at the root,
+//!   plural/singular/kind/short names well formed; on update `group` and `names.plural`
+//!   are immutable, and `scope` and `names.kind` once established.
+//! * Once stored, every served version is served (discovery with short names, categories,
+//!   `{plural}/status` and `{plural}/scale`; CRUD, list, watch), and a second write sets
+//!   `status.conditions` `NamesAccepted` and `Established` (True), `acceptedNames` and
+//!   `storedVersions`, so watchers see `ADDED` then `MODIFIED` and kube's
+//!   `await_condition(.., conditions::is_crd_established())` returns.
+//! * Custom objects are handled on every create and update as the real server: unknown
+//!   fields are silently **pruned** (except under `x-kubernetes-preserve-unknown-fields`
+//!   or `additionalProperties: true`; `metadata` keeps only `ObjectMeta` fields),
+//!   `default`s are applied, then the object is validated against the version's
+//!   `openAPIV3Schema` (types, `required`, `enum`, `minimum`/`maximum` and their exclusive
+//!   forms, `minLength`/`maxLength`, `pattern`, `minItems`/`maxItems`, `nullable`,
+//!   `x-kubernetes-int-or-string`), answering the real 422, e.g. `Widget.example.com "w"
+//!   is invalid: [spec.color: Unsupported value: "green": supported values: "red",
+//!   "blue", spec.size: Invalid value: "string": spec.size in body must be of type
+//!   integer: "string"]`. Not checked: `x-kubernetes-validations` (CEL), `format`,
+//!   `multipleOf`, `uniqueItems`, list-type/map-type uniqueness.
+//! * The `scale` subresource (`autoscaling/v1` Scale) reads `specReplicasPath`,
+//!   `statusReplicasPath` and `labelSelectorPath`; `PUT`/`PATCH` write `specReplicasPath`
+//!   (the object's schema still applies; a Scale `resourceVersion` is a precondition).
+//! * Deleting the CRD deletes every object of its versions (watchers get `DELETED`s, as
+//!   from the real cleanup finalizer, which this server runs at once), then the CRD; its
+//!   paths then answer 404 and discovery no longer lists it. Creating it again serves an
+//!   empty kind again.
+//! * Not supported: conversion between versions of a multi-version CRD (each served
+//!   version keeps its own objects; `conversion` is stored but not applied), name
+//!   conflicts between CRDs (`NamesAccepted` is always True), and the `Terminating`
+//!   phase: a DELETE of a CRD answers a success `Status` at once (the real one answers
+//!   the CRD with `deletionTimestamp` and its cleanup finalizer, then removes it).
+//!
 //! # Faults
 //!
 //! See [`Fault`] for the variants and [`Matcher`] for targeting; [`Faults::drop_watches`]
 //! and [`Faults::inject_line`] act on the watches open right now. [`ApiServer::request_log`]
 //! records verb, path, query and status of every request.
 //!
+//! # Admin API (for clients in any language)
+//!
+//! With [`ApiServerBuilder::admin`] (the binary's `--admin`; off by default, loopback only
+//! like everything else) a small JSON API under `/testkit/admin/` drives the same fault
+//! model ([`Fault`] and [`Matcher`] in their serde JSON form, documented on each):
+//!
+//! | request | body | answer |
+//! |---|---|---|
+//! | `GET /testkit/admin/faults` | | `[{"id", "matcher", "fault", "hits"}]` |
+//! | `POST /testkit/admin/faults` | `{"matcher": {...}, "fault": ...}` | 201 `{"id": N}` |
+//! | `GET /testkit/admin/faults/{id}` | | `{"id", "matcher", "fault", "hits"}` |
+//! | `DELETE /testkit/admin/faults` | | `{"removed": n}` |
+//! | `DELETE /testkit/admin/faults/{id}` | | `{"removed": 1}` (404 if unknown) |
+//! | `POST /testkit/admin/watches/drop` | | `{"watches": n}` ([`Faults::drop_watches`]) |
+//! | `POST /testkit/admin/watches/inject-line` | `{"line": "Malformed"}` | `{"watches": n}` |
+//! | `POST /testkit/admin/compact` | `{}` or `{"resourceVersion": N}` | `{"floor": N}` |
+//!
+//! For example `curl -XPOST localhost:8080/testkit/admin/faults -d '{"matcher": {"verb":
+//! "watch", "resource": "configmaps", "times": null}, "fault": {"AbortWatch":
+//! {"after_events": 3}}}'`. Bad JSON answers 400 `{"error": "..."}`. Admin requests
+//! are not faulted and not in the request log. Without the flag these paths are the
+//! usual 404 `Status`.
+//!
 //! # Using it from kubectl
 //!
-//! Run `cargo run -p reflector-testkit -- --port 8080 --demo`, then point kubectl at it:
+//! Run `cargo run -p reflector-testkit -- --port 8080 --demo [--crd my-crds.yaml]`, then
+//! point kubectl at it (`kubectl apply -f`, `create -f`, `explain` and short names work;
+//! no `--validate=false` needed):
 //!
 //! ```yaml
 //! apiVersion: v1
@@ -170,19 +251,24 @@
 //! (`kubectl get` asks for tables and protobuf first, then falls back to JSON; use
 //! `kubectl get --raw /api/v1/namespaces/demo/configmaps` for the exact wire format.)
 
+mod admin;
 pub mod bench_objects;
 mod continue_token;
+mod crd;
 mod discovery;
 mod error;
 mod fault;
 mod handlers;
 mod list;
 mod object;
+mod openapi;
+mod openapi_proto;
 mod patch;
 mod query;
 mod request_log;
 mod resource;
 mod router;
+mod schema_validation;
 mod selector;
 mod server;
 mod state;

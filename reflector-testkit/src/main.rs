@@ -1,27 +1,58 @@
 //! `reflector-testkit`: run the embedded API server standalone.
 //!
 //! ```text
-//! reflector-testkit [--port PORT] [--demo]
+//! reflector-testkit [--port PORT] [--demo] [--crd FILE]... [--admin]
 //! ```
 //!
 //! It prints its URL on stdout and runs until Ctrl+C or SIGTERM, then shuts down
 //! gracefully: open watches end with their final chunk and the process exits 0.
+//! `--crd FILE` creates the CustomResourceDefinitions in FILE (YAML, several documents
+//! allowed, or JSON) through the API before the URL is printed; a file that cannot be read,
+//! parsed or is rejected by the API's CRD validation is an error message and exit code 2.
+//! `--admin` serves the admin API under `/testkit/admin/` (see the crate docs).
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, PostParams};
 use reflector_testkit::ApiServer;
-use serde_json::json;
+use serde_json::{Value, json};
 
-const USAGE: &str = "usage: reflector-testkit [--port PORT] [--demo]\n  --port PORT  listen on 127.0.0.1:PORT (default: an ephemeral port)\n  --demo       preload a `demo` namespace with a few ConfigMaps and Pods";
+const USAGE: &str = "usage: reflector-testkit [--port PORT] [--demo] [--crd FILE]... [--admin]
+  --port PORT  listen on 127.0.0.1:PORT (default: an ephemeral port)
+  --demo       preload a `demo` namespace with a few ConfigMaps and Pods
+  --crd FILE   create the CustomResourceDefinitions in FILE (YAML, multi-document allowed,
+               or JSON) at start; repeatable. A bad file exits with code 2.
+  --admin      serve the admin JSON API (loopback only, like everything else):
+                 GET    /testkit/admin/faults                 list faults and their hits
+                 POST   /testkit/admin/faults                 {\"matcher\": {\"verb\": \"watch\", \"resource\": \"configmaps\",
+                                                               \"skip\": 0, \"times\": 1}, \"fault\": \"InternalError\"}
+                                                              -> 201 {\"id\": N}
+                 GET    /testkit/admin/faults/ID              one fault and its hits
+                 DELETE /testkit/admin/faults[/ID]            remove all faults (or one)
+                 POST   /testkit/admin/watches/drop           end every open watch cleanly
+                 POST   /testkit/admin/watches/inject-line    {\"line\": \"Malformed\"|\"Truncated\"|\"NonEvent\"}
+                 POST   /testkit/admin/compact                {} or {\"resourceVersion\": N}
+               Faults: \"Gone\", \"WatchGone\", \"ContinueExpired\", \"InternalError\",
+               \"ServiceUnavailable\", \"GatewayTimeout\", \"SilentWatch\",
+               {\"TooManyRequests\": {\"retry_after_secs\": 1, \"plain_text\": false}},
+               {\"LatencyBeforeHeaders\": MS}, {\"LatencyBetweenEvents\": MS},
+               {\"AbortWatch\": {\"after_events\": N}},
+               {\"BadLine\": {\"after_events\": N, \"line\": \"Malformed\"}}.
+               Without --admin those paths are 404.";
 
 struct Args {
     port: u16,
     demo: bool,
+    admin: bool,
+    crd_files: Vec<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         port: 0,
         demo: false,
+        admin: false,
+        crd_files: Vec::new(),
     };
     let mut iter = std::env::args().skip(1);
     while let Some(arg) = iter.next() {
@@ -33,6 +64,10 @@ fn parse_args() -> Result<Args, String> {
                     .map_err(|_| format!("invalid port {value:?}"))?;
             }
             "--demo" => args.demo = true,
+            "--admin" => args.admin = true,
+            "--crd" => args
+                .crd_files
+                .push(iter.next().ok_or("--crd needs a file")?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -75,9 +110,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             std::process::exit(2);
         }
     };
-    let server = ApiServer::builder().port(args.port).start().await?;
+    let server = ApiServer::builder()
+        .port(args.port)
+        .admin(args.admin)
+        .start()
+        .await?;
     if args.demo {
         demo_objects(&server)?;
+    }
+    for file in &args.crd_files {
+        if let Err(message) = create_crds(&server, file).await {
+            eprintln!("error: --crd {file}: {message}");
+            server.shutdown().await;
+            std::process::exit(2);
+        }
     }
     tracing::info!(url = %server.url(), demo = args.demo, "reflector-testkit API server running; Ctrl+C or SIGTERM to stop");
     // Handlers are installed before the URL is printed, so a SIGTERM sent by whoever
@@ -88,6 +134,52 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Ends every open watch (each stream gets its final chunk) and waits for the
     // connections to finish, then exits 0.
     server.shutdown().await;
+    Ok(())
+}
+
+/// The documents of a YAML (possibly multi-document) or JSON file, empty ones skipped.
+fn documents(text: &str) -> Result<Vec<Value>, String> {
+    if text.trim_start().starts_with('{') {
+        return serde_json::from_str(text)
+            .map(|v| vec![v])
+            .map_err(|e| format!("invalid JSON: {e}"));
+    }
+    let mut docs = Vec::new();
+    for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
+        let value = <Value as serde::Deserialize>::deserialize(doc)
+            .map_err(|e| format!("invalid YAML in document {}: {e}", i + 1))?;
+        if !value.is_null() {
+            docs.push(value);
+        }
+    }
+    Ok(docs)
+}
+
+/// Creates every CRD in `file` through the API (so the API's validation applies).
+async fn create_crds(server: &ApiServer, file: &str) -> Result<(), String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read it: {e}"))?;
+    let docs = documents(&text)?;
+    if docs.is_empty() {
+        return Err("no documents in it".to_owned());
+    }
+    let api: Api<CustomResourceDefinition> = Api::all(server.client());
+    for (i, doc) in docs.into_iter().enumerate() {
+        let n = i + 1;
+        let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
+        if kind != "CustomResourceDefinition" {
+            return Err(format!(
+                "document {n} is {kind:?}, not a CustomResourceDefinition"
+            ));
+        }
+        let crd: CustomResourceDefinition = serde_json::from_value(doc)
+            .map_err(|e| format!("document {n} is not a valid CustomResourceDefinition: {e}"))?;
+        api.create(&PostParams::default(), &crd)
+            .await
+            .map_err(|e| match e {
+                kube::Error::Api(status) => format!("document {n}: {}", status.message),
+                other => format!("document {n}: {other}"),
+            })?;
+    }
     Ok(())
 }
 

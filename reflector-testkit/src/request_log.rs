@@ -2,8 +2,10 @@
 
 use crate::fault::FaultId;
 
-/// What kind of request this was, as the real server's audit log names verbs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// What kind of request this was, as the real server's audit log names verbs. In JSON (the
+/// `--admin` API) it is the lower-case verb: `"list"`, `"watch"`, `"deletecollection"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Verb {
     /// GET of one object (or its status).

@@ -193,11 +193,14 @@ fn builtin_generation(group: &str, kind: &str) -> bool {
 }
 
 /// The resources registered on every new server: Namespace, Node, Pod (with `status`
-/// subresources, as the real server), ConfigMap, Secret and Lease.
+/// subresources, as the real server), ConfigMap, Secret, Lease and
+/// CustomResourceDefinition (with `status`).
 pub(crate) fn builtins() -> Vec<ResourceInfo> {
     use k8s_openapi::api::coordination::v1::Lease;
     use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret};
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     vec![
+        ResourceInfo::of::<CustomResourceDefinition>(true),
         ResourceInfo::of::<Namespace>(true),
         ResourceInfo::of::<Node>(true),
         ResourceInfo::of::<Pod>(true),

@@ -27,6 +27,8 @@ pub(crate) enum Target {
     Version,
     /// `/api/v1`, `/apis/{group}/{version}`
     ResourceList { group: String, version: String },
+    /// `/openapi/v2`, `/openapi/v3[/...]`: the path after `/openapi/`.
+    OpenApi(String),
     /// A collection, optionally in a namespace.
     Collection {
         rid: ResourceId,
@@ -41,6 +43,13 @@ pub(crate) enum Target {
         name: String,
         status: bool,
     },
+    /// The `scale` subresource of a custom object whose CRD version has one.
+    Scale {
+        rid: ResourceId,
+        plural: String,
+        namespace: Option<String>,
+        name: String,
+    },
     /// Nothing we serve.
     NotFound,
 }
@@ -48,7 +57,9 @@ pub(crate) enum Target {
 impl Target {
     fn resource(&self) -> Option<&str> {
         match self {
-            Self::Collection { plural, .. } | Self::Object { plural, .. } => Some(plural),
+            Self::Collection { plural, .. }
+            | Self::Object { plural, .. }
+            | Self::Scale { plural, .. } => Some(plural),
             _ => None,
         }
     }
@@ -56,6 +67,7 @@ impl Target {
     fn subresource(&self) -> Option<&str> {
         match self {
             Self::Object { status: true, .. } => Some("status"),
+            Self::Scale { .. } => Some("scale"),
             _ => None,
         }
     }
@@ -67,6 +79,7 @@ fn parse_target(shared: &Shared, path: &str) -> Target {
         ["api"] => return Target::CoreVersions,
         ["apis"] => return Target::Groups,
         ["version"] => return Target::Version,
+        ["openapi", rest @ ..] if !rest.is_empty() => return Target::OpenApi(rest.join("/")),
         ["api", version, rest @ ..] => ("", *version, rest),
         ["apis", group, version, rest @ ..] => (*group, *version, rest),
         _ => return Target::NotFound,
@@ -104,12 +117,24 @@ fn parse_target(shared: &Shared, path: &str) -> Target {
             }
             _ => Target::NotFound,
         };
+    let scale = |plural: &str, namespace: Option<&str>, name: &str| match lookup(plural) {
+        Some((rid, namespaced))
+            if namespaced == namespace.is_some() && state.custom.scale(rid).is_some() =>
+        {
+            Target::Scale {
+                rid,
+                plural: plural.to_owned(),
+                namespace: namespace.map(str::to_owned),
+                name: name.to_owned(),
+            }
+        }
+        _ => Target::NotFound,
+    };
     match rest {
         [] => {
             if state
-                .resources
-                .iter()
-                .any(|r| r.group == group && r.version == version)
+                .served()
+                .any(|(_, r)| r.group == group && r.version == version)
             {
                 Target::ResourceList {
                     group: group.to_owned(),
@@ -123,11 +148,15 @@ fn parse_target(shared: &Shared, path: &str) -> Target {
         ["namespaces", ns, plural, name] if lookup(plural).is_some() => {
             object(plural, Some(ns), name, None)
         }
+        ["namespaces", ns, plural, name, "scale"] if lookup(plural).is_some() => {
+            scale(plural, Some(ns), name)
+        }
         ["namespaces", ns, plural, name, sub] if lookup(plural).is_some() => {
             object(plural, Some(ns), name, Some(sub))
         }
         [plural] => collection(plural, None),
         [plural, name] => object(plural, None, name, None),
+        [plural, name, "scale"] => scale(plural, None, name),
         [plural, name, sub] => object(plural, None, name, Some(sub)),
         _ => Target::NotFound,
     }
@@ -139,9 +168,9 @@ fn verb_of(method: &Method, target: &Target, watch: bool) -> Verb {
         (Target::Collection { .. }, "GET") => Verb::List,
         (Target::Collection { .. }, "POST") => Verb::Create,
         (Target::Collection { .. }, "DELETE") => Verb::DeleteCollection,
-        (Target::Object { .. }, "GET") => Verb::Get,
-        (Target::Object { .. }, "PUT") => Verb::Update,
-        (Target::Object { .. }, "PATCH") => Verb::Patch,
+        (Target::Object { .. } | Target::Scale { .. }, "GET") => Verb::Get,
+        (Target::Object { .. } | Target::Scale { .. }, "PUT") => Verb::Update,
+        (Target::Object { .. } | Target::Scale { .. }, "PATCH") => Verb::Patch,
         (Target::Object { .. }, "DELETE") => Verb::Delete,
         _ => Verb::Other,
     }
@@ -155,6 +184,9 @@ fn verb_of(method: &Method, target: &Target, watch: bool) -> Verb {
 pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
+    if shared.config.admin && path.starts_with(crate::admin::PREFIX) {
+        return crate::admin::handle(&shared, &path, request).await;
+    }
     let pairs = query::parse_pairs(request.uri().query());
     let target = parse_target(&shared, &path);
     let watch = matches!(
@@ -270,6 +302,15 @@ async fn dispatch(
                 Err(ApiError::method_not_allowed(method.as_str()))
             }
         }
+        Target::OpenApi(rest) if method == Method::GET => {
+            let accept = request
+                .headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            crate::openapi::respond(shared, rest, accept)
+        }
+        Target::OpenApi(_) => Err(ApiError::method_not_allowed(method.as_str())),
         Target::Collection { rid, namespace, .. } => match method.as_str() {
             "GET" => {
                 crate::list::list_or_watch(shared, repr, *rid, namespace.as_deref(), pairs, fired)
@@ -312,6 +353,22 @@ async fn dispatch(
                 other => Err(ApiError::method_not_allowed(other)),
             }
         }
+        Target::Scale {
+            rid,
+            namespace,
+            name,
+            ..
+        } => {
+            let ns = namespace.as_deref();
+            match method.as_str() {
+                "GET" => crate::crd::scale(shared, method, *rid, ns, name, None),
+                "PUT" | "PATCH" => match read_body(request).await {
+                    Ok(body) => crate::crd::scale(shared, method, *rid, ns, name, Some(&body)),
+                    Err(e) => Err(e),
+                },
+                other => Err(ApiError::method_not_allowed(other)),
+            }
+        }
     };
     result.unwrap_or_else(ApiError::into_response)
 }
@@ -320,6 +377,17 @@ async fn dispatch(
 pub(crate) struct RequestBody {
     pub bytes: bytes::Bytes,
     pub content_type: String,
+}
+
+impl RequestBody {
+    /// The media type of `Content-Type`, without parameters (`application/json`).
+    pub(crate) fn media_type(&self) -> &str {
+        self.content_type
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+    }
 }
 
 /// Largest request body accepted (the real server's limit is 3 MiB for most bodies).

@@ -27,6 +27,7 @@ pub(crate) struct ServerConfig {
     pub too_large_rv_wait: Duration,
     pub history_len: usize,
     pub port: u16,
+    pub admin: bool,
 }
 
 impl Default for ServerConfig {
@@ -37,6 +38,7 @@ impl Default for ServerConfig {
             too_large_rv_wait: Duration::from_secs(3),
             history_len: 10_000,
             port: 0,
+            admin: false,
         }
     }
 }
@@ -115,6 +117,21 @@ impl ApiServerBuilder {
     /// `Retry-After: 1`). Default 3 s, the real watch cache's wait.
     pub fn too_large_resource_version_wait(mut self, wait: Duration) -> Self {
         self.config.too_large_rv_wait = wait;
+        self
+    }
+
+    /// Serves the admin API under `/testkit/admin/` (fault injection, dropping watches,
+    /// compaction, as JSON; see the crate docs' "Admin API"), for clients in any language.
+    /// Default `false`: those paths are then 404 like any unknown path.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = reflector_testkit::ApiServer::builder().admin(true).start().await?;
+    /// assert!(server.url().starts_with("http://127.0.0.1:"));
+    /// # Ok(()) }
+    /// ```
+    pub fn admin(mut self, enabled: bool) -> Self {
+        self.config.admin = enabled;
         self
     }
 
@@ -277,12 +294,26 @@ impl ApiServer {
         kube::Client::try_from(config).expect("kube builds a plain-HTTP client for a loopback URL")
     }
 
-    /// Registers a custom resource; scope and the status subresource come from `K::crd()`.
+    /// Registers a custom resource by storing `K::crd()` as a CustomResourceDefinition,
+    /// exactly as a client creating it through the API would (without its validation):
+    /// the kind is then served with its scope, subresources, schema (pruning and
+    /// validation) and short names, and the CRD shows up in discovery, lists and watches.
+    /// Registering another version of the same CRD (another Rust type) adds that version.
     pub fn register<K>(&self)
     where
         K: kube::Resource<DynamicType = ()> + CustomResourceExt,
     {
-        self.register_info(ResourceInfo::of_crd::<K>());
+        let crd = K::crd();
+        let mut state = self.shared.state();
+        let value = crate::crd::merged_registration(&state, &crd);
+        if let Some(crd_rid) = state.find(crate::crd::GROUP, "v1", "customresourcedefinitions")
+            && let Err(error) = state.upsert(crd_rid, value)
+        {
+            tracing::warn!(%error, "could not store the CRD; serving the kind without it");
+        }
+        if Self::resource_id::<K>(&state).is_err() {
+            state.register(ResourceInfo::of_crd::<K>());
+        }
     }
 
     /// Registers any static resource type (e.g. a k8s-openapi type) without a status
@@ -319,7 +350,8 @@ impl ApiServer {
             .ok_or_else(|| TestkitError::UnknownResource(format!("{api_version}/{kind}")))
     }
 
-    /// Stores `obj` directly (create or replace, no HTTP, no preconditions), as one write
+    /// Stores `obj` directly (create or replace, no HTTP, no preconditions, no CRD schema
+    /// pruning or validation; a stored CustomResourceDefinition is served), as one write
     /// with a new resourceVersion that watches see. Sets `uid`, `creationTimestamp` and
     /// (for kinds that track it) `generation` when missing. Returns the new resourceVersion.
     pub fn insert<K>(&self, obj: &K) -> Result<u64, TestkitError>

@@ -107,6 +107,8 @@ pub(crate) struct State {
     pub rv: u64,
     /// Publishes `rv` after every write so watchers wake.
     notify: watch::Sender<u64>,
+    /// Resources served from CRD objects (schemas, scale paths, retired ids).
+    pub custom: crate::crd::CustomResources,
 }
 
 impl State {
@@ -119,6 +121,7 @@ impl State {
             floor: 0,
             rv: 1,
             notify,
+            custom: crate::crd::CustomResources::default(),
         };
         for info in crate::resource::builtins() {
             state.register(info);
@@ -128,8 +131,11 @@ impl State {
 
     /// Registers (or re-registers) a resource; returns its id.
     pub(crate) fn register(&mut self, info: ResourceInfo) -> ResourceId {
-        if let Some(id) = self.find(&info.group, &info.version, &info.plural) {
+        if let Some(id) = self.resources.iter().position(|r| {
+            r.group == info.group && r.version == info.version && r.plural == info.plural
+        }) {
             self.resources[id] = info;
+            self.custom.revive(id);
             return id;
         }
         self.resources.push(info);
@@ -138,15 +144,23 @@ impl State {
     }
 
     pub(crate) fn find(&self, group: &str, version: &str, plural: &str) -> Option<ResourceId> {
-        self.resources
-            .iter()
-            .position(|r| r.group == group && r.version == version && r.plural == plural)
+        self.served()
+            .find(|(_, r)| r.group == group && r.version == version && r.plural == plural)
+            .map(|(id, _)| id)
     }
 
     pub(crate) fn find_kind(&self, api_version: &str, kind: &str) -> Option<ResourceId> {
+        self.served()
+            .find(|(_, r)| r.kind == kind && r.api_version() == api_version)
+            .map(|(id, _)| id)
+    }
+
+    /// The resources served now (not those of a deleted CRD), with their ids.
+    pub(crate) fn served(&self) -> impl Iterator<Item = (ResourceId, &ResourceInfo)> {
         self.resources
             .iter()
-            .position(|r| r.kind == kind && r.api_version() == api_version)
+            .enumerate()
+            .filter(|(id, _)| !self.custom.is_retired(*id))
     }
 
     pub(crate) fn get(&self, rid: ResourceId, key: &str) -> Option<Arc<StoredObject>> {
@@ -188,6 +202,7 @@ impl State {
         mut value: Value,
         event_type: EventType,
     ) -> Arc<StoredObject> {
+        crate::crd::before_commit(self, rid, &value, event_type);
         self.rv += 1;
         let rv = self.rv;
         metadata_mut(&mut value)
@@ -212,6 +227,7 @@ impl State {
             }
         }
         self.notify.send_replace(rv);
+        crate::crd::after_commit(self, rid, &value, event_type);
         object
     }
 
@@ -328,6 +344,7 @@ impl State {
             ));
         }
         validate_data_size(&info, &name, &body)?;
+        crate::crd::admit(self, rid, &name, &mut body, None)?;
         let key = key_of(namespace.filter(|_| info.namespaced), &name);
         if self.objects[rid].contains_key(&key) {
             return Err(ApiError::already_exists(&info.plural, &info.group, &name));
@@ -456,6 +473,7 @@ impl State {
                 Value::String(old.rv.to_string()),
             );
         }
+        crate::crd::admit(self, rid, name, &mut new, Some(&old_value))?;
         if new == old_value {
             return Ok(old);
         }

@@ -141,6 +141,40 @@ impl ApiError {
         })
     }
 
+    /// The real `NewInvalid` for several field errors: `{Kind}[.{group}] "{name}" is
+    /// invalid: {error}` for one, `... is invalid: [{error}, {error}]` for more, each also a
+    /// `details.causes` entry.
+    pub(crate) fn invalid_fields(
+        kind: &str,
+        group: &str,
+        name: &str,
+        errors: &[crate::schema_validation::FieldError],
+    ) -> Self {
+        let rendered: Vec<String> = errors
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.message))
+            .collect();
+        let joined = match rendered.as_slice() {
+            [one] => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        let causes: Vec<Value> = errors
+            .iter()
+            .map(|e| json!({"reason": e.reason, "message": e.message, "field": e.field}))
+            .collect();
+        let mut details = status_details(name, group, kind);
+        details["causes"] = Value::Array(causes);
+        Self::new(
+            422,
+            "Invalid",
+            format!(
+                "{kind}{} \"{name}\" is invalid: {joined}",
+                group_suffix(group)
+            ),
+        )
+        .with_details(details)
+    }
+
     pub(crate) fn invalid_list_options(field: &str, detail: &str, cause_reason: &str) -> Self {
         Self::new(
             422,

@@ -1,0 +1,652 @@
+//! CustomResourceDefinitions through the API, as the real apiextensions-apiserver serves
+//! them: a CRD written to `/apis/apiextensions.k8s.io/v1/customresourcedefinitions` is
+//! defaulted and validated, its served versions become resources (discovery, CRUD, watch,
+//! `status` and `scale` subresources), its status gets `NamesAccepted` and `Established`,
+//! custom objects are pruned, defaulted and validated against the version's
+//! `openAPIV3Schema`, and deleting the CRD deletes its objects and stops serving it.
+//!
+//! Every function here runs with the `Shared::state` lock held (they take `State`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use axum::response::Response;
+use http::Method;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde_json::{Value, json};
+
+use crate::object::{key_of, meta_str, metadata, metadata_mut, now_timestamp};
+use crate::patch::Patch;
+use crate::resource::ResourceInfo;
+use crate::router::{RequestBody, json_response};
+use crate::schema_validation::{self, FieldError};
+use crate::server::Shared;
+use crate::state::{EventType, ResourceId, State};
+use crate::status::{ApiError, go_quote};
+
+/// The CRD resource's group.
+pub(crate) const GROUP: &str = "apiextensions.k8s.io";
+/// The CRD resource's plural.
+const PLURAL: &str = "customresourcedefinitions";
+/// The CRD resource's kind.
+const KIND: &str = "CustomResourceDefinition";
+
+/// How one served custom resource version is checked, and where its scale lives.
+#[derive(Debug, Clone)]
+pub(crate) struct Served {
+    /// Name of the CRD that serves it (`widgets.example.com`).
+    pub crd: String,
+    /// The version's `openAPIV3Schema` (None: no pruning or validation).
+    pub schema: Option<Arc<Value>>,
+    /// The version's `scale` subresource.
+    pub scale: Option<ScalePaths>,
+}
+
+/// `subresources.scale` of a CRD version: JSON paths (`.spec.replicas`) split into keys.
+#[derive(Debug, Clone)]
+pub(crate) struct ScalePaths {
+    pub spec_replicas: Vec<String>,
+    pub status_replicas: Vec<String>,
+    pub label_selector: Option<Vec<String>>,
+}
+
+/// Resources served from CRD objects. Lives in `State` (guarded by `Shared::state`).
+#[derive(Debug, Default)]
+pub(crate) struct CustomResources {
+    /// Served custom resource versions, by resource id.
+    served: BTreeMap<ResourceId, Served>,
+    /// Resource ids no longer served (their CRD or version went away). Ids are never
+    /// reused for another resource, so the event log's ids stay valid.
+    retired: BTreeSet<ResourceId>,
+}
+
+impl CustomResources {
+    /// Whether `rid` stopped being served.
+    pub(crate) fn is_retired(&self, rid: ResourceId) -> bool {
+        self.retired.contains(&rid)
+    }
+
+    /// Serves `rid` again (a CRD came back).
+    pub(crate) fn revive(&mut self, rid: ResourceId) {
+        self.retired.remove(&rid);
+    }
+
+    /// How `rid` is served, if it comes from a CRD.
+    pub(crate) fn served(&self, rid: ResourceId) -> Option<&Served> {
+        self.served.get(&rid)
+    }
+
+    /// The scale paths of `rid`, if it has a `scale` subresource.
+    pub(crate) fn scale(&self, rid: ResourceId) -> Option<&ScalePaths> {
+        self.served.get(&rid)?.scale.as_ref()
+    }
+
+    /// The ids served by the CRD `crd`.
+    fn of_crd(&self, crd: &str) -> Vec<ResourceId> {
+        self.served
+            .iter()
+            .filter(|(_, s)| s.crd == crd)
+            .map(|(rid, _)| *rid)
+            .collect()
+    }
+
+    fn retire(&mut self, rid: ResourceId) {
+        self.served.remove(&rid);
+        self.retired.insert(rid);
+    }
+}
+
+/// Whether `rid` is the CRD resource itself.
+fn is_crd_resource(state: &State, rid: ResourceId) -> bool {
+    let info = &state.resources[rid];
+    info.group == GROUP && info.plural == PLURAL
+}
+
+/// Checks a create or update before it is stored: a CRD is defaulted and validated as the
+/// real server does (422 with its wording); a custom object is pruned, defaulted and
+/// validated against its version's schema. `old` is the stored object on updates.
+pub(crate) fn admit(
+    state: &State,
+    rid: ResourceId,
+    name: &str,
+    value: &mut Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
+    if is_crd_resource(state, rid) {
+        set_crd_defaults(value);
+        let mut errors = validate_crd(name, value);
+        if let Some(old) = old {
+            errors.extend(validate_crd_update(value, old));
+        }
+        if errors.is_empty() {
+            return Ok(());
+        }
+        return Err(ApiError::invalid_fields(KIND, GROUP, name, &errors));
+    }
+    let Some(schema) = state.custom.served(rid).and_then(|s| s.schema.clone()) else {
+        return Ok(());
+    };
+    let admission = schema_validation::admit(&schema, value);
+    if admission.errors.is_empty() {
+        return Ok(());
+    }
+    let info = &state.resources[rid];
+    Err(ApiError::invalid_fields(
+        &info.kind,
+        &info.group,
+        name,
+        &admission.errors,
+    ))
+}
+
+/// The real `SetDefaults` of a v1 CRD: `singular` (lower-case kind), `listKind`
+/// (`{kind}List`), `conversion.strategy: None`.
+fn set_crd_defaults(value: &mut Value) {
+    let Some(spec) = value.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
+        let kind = names
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if !kind.is_empty() {
+            names
+                .entry("singular")
+                .or_insert_with(|| json!(kind.to_lowercase()));
+            names
+                .entry("listKind")
+                .or_insert_with(|| json!(format!("{kind}List")));
+        }
+    }
+    spec.entry("conversion")
+        .or_insert_with(|| json!({"strategy": "None"}));
+}
+
+fn str_at<'a>(value: &'a Value, pointer: &str) -> &'a str {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+fn required(field: &str) -> FieldError {
+    FieldError::required(field)
+}
+
+fn invalid(field: &str, value: &str, detail: &str) -> FieldError {
+    FieldError::invalid(field, &go_quote(value), detail)
+}
+
+/// The message of the real `IsDNS1035Label`, if `s` is not one.
+fn dns1035_error(s: &str) -> Option<String> {
+    let ok = s.len() <= 63
+        && s.starts_with(|c: char| c.is_ascii_lowercase())
+        && !s.ends_with('-')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    (!ok).then(|| {
+        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".to_owned()
+    })
+}
+
+/// The real CRD validation's checks for the common mistakes, with its wording.
+fn validate_crd(name: &str, crd: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let group = str_at(crd, "/spec/group");
+    let plural = str_at(crd, "/spec/names/plural");
+    if name != format!("{plural}.{group}") {
+        errors.push(invalid(
+            "metadata.name",
+            name,
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
+    }
+    if group.is_empty() {
+        errors.push(required("spec.group"));
+    } else if !crate::object::valid_name(group) {
+        errors.push(invalid(
+            "spec.group",
+            group,
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+        ));
+    } else if !group.contains('.') {
+        errors.push(invalid(
+            "spec.group",
+            group,
+            "should be a domain with at least one dot",
+        ));
+    }
+    match str_at(crd, "/spec/scope") {
+        "" => errors.push(required("spec.scope")),
+        "Cluster" | "Namespaced" => {}
+        other => errors.push(FieldError {
+            field: "spec.scope".to_owned(),
+            reason: "FieldValueNotSupported",
+            message: format!(
+                "Unsupported value: {}: supported values: \"Cluster\", \"Namespaced\"",
+                go_quote(other)
+            ),
+        }),
+    }
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if versions.is_empty() {
+        errors.push(FieldError {
+            field: "spec.versions".to_owned(),
+            reason: "FieldValueInvalid",
+            message:
+                "Invalid value: \"null\": must have exactly one version marked as storage version"
+                    .to_owned(),
+        });
+    }
+    let mut seen = BTreeSet::new();
+    for (i, version) in versions.iter().enumerate() {
+        let v = str_at(version, "/name");
+        if let Some(e) = dns1035_error(v) {
+            errors.push(invalid(&format!("spec.versions[{i}].name"), v, &e));
+        }
+        if !seen.insert(v.to_owned()) {
+            errors.push(invalid(
+                "spec.versions",
+                v,
+                "must contain unique version names",
+            ));
+        }
+        match version.pointer("/schema/openAPIV3Schema") {
+            None => errors.push(FieldError {
+                message: "Required value: schemas are required".to_owned(),
+                ..required(&format!("spec.versions[{i}].schema.openAPIV3Schema"))
+            }),
+            Some(schema) if schema.get("type").and_then(Value::as_str) != Some("object") => errors
+                .push(FieldError {
+                    message: "Required value: must not be empty at the root".to_owned(),
+                    ..required(&format!("spec.versions[{i}].schema.openAPIV3Schema.type"))
+                }),
+            Some(_) => {}
+        }
+    }
+    let storage = versions
+        .iter()
+        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .count();
+    if !versions.is_empty() && storage != 1 {
+        errors.push(FieldError {
+            field: "spec.versions".to_owned(),
+            reason: "FieldValueInvalid",
+            message: "Invalid value: ...: must have exactly one version marked as storage version"
+                .to_owned(),
+        });
+    }
+    if plural.is_empty() {
+        errors.push(required("spec.names.plural"));
+    } else if let Some(e) = dns1035_error(plural) {
+        errors.push(invalid("spec.names.plural", plural, &e));
+    }
+    let singular = str_at(crd, "/spec/names/singular");
+    if let Some(e) = dns1035_error(singular).filter(|_| !singular.is_empty()) {
+        errors.push(invalid("spec.names.singular", singular, &e));
+    }
+    let kind = str_at(crd, "/spec/names/kind");
+    if kind.is_empty() {
+        errors.push(required("spec.names.kind"));
+        errors.push(required("spec.names.listKind"));
+    } else if let Some(e) = dns1035_error(&kind.to_lowercase()) {
+        errors.push(invalid(
+            "spec.names.kind",
+            kind,
+            &format!("may have mixed case, but should otherwise match: {e}"),
+        ));
+    }
+    for (i, short) in crd
+        .pointer("/spec/names/shortNames")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let short = short.as_str().unwrap_or_default();
+        if let Some(e) = dns1035_error(short) {
+            errors.push(invalid(&format!("spec.names.shortNames[{i}]"), short, &e));
+        }
+    }
+    errors
+}
+
+/// The real update checks: `group` and `names.plural` never change; `scope` and
+/// `names.kind` not once the CRD is established.
+fn validate_crd_update(new: &Value, old: &Value) -> Vec<FieldError> {
+    let established = old
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Established" && c["status"] == "True");
+    let mut fields = vec![
+        ("spec.group", "/spec/group"),
+        ("spec.names.plural", "/spec/names/plural"),
+    ];
+    if established {
+        fields.push(("spec.scope", "/spec/scope"));
+        fields.push(("spec.names.kind", "/spec/names/kind"));
+    }
+    fields
+        .into_iter()
+        .filter(|(_, pointer)| str_at(new, pointer) != str_at(old, pointer))
+        .map(|(field, pointer)| invalid(field, str_at(new, pointer), "field is immutable"))
+        .collect()
+}
+
+/// Called by `State::commit` before a write is stored: deleting a CRD first deletes every
+/// object of its resources (as the real `customresourcecleanup` finalizer) and stops
+/// serving them.
+pub(crate) fn before_commit(
+    state: &mut State,
+    rid: ResourceId,
+    value: &Value,
+    event_type: EventType,
+) {
+    if event_type != EventType::Deleted || !is_crd_resource(state, rid) {
+        return;
+    }
+    let name = meta_str(value, "name").unwrap_or_default().to_owned();
+    for served in state.custom.of_crd(&name) {
+        for object in state.snapshot(served, None) {
+            state.remove(served, &object.key);
+        }
+        state.custom.retire(served);
+    }
+}
+
+/// Called by `State::commit` after a write is stored: a created or updated CRD starts (or
+/// keeps) serving its served versions, stops serving the others, and gets its status
+/// (`NamesAccepted`, `Established`, `acceptedNames`, `storedVersions`) as from the real
+/// naming and establishing controllers, in a second write.
+pub(crate) fn after_commit(
+    state: &mut State,
+    rid: ResourceId,
+    value: &Value,
+    event_type: EventType,
+) {
+    if event_type == EventType::Deleted || !is_crd_resource(state, rid) {
+        return;
+    }
+    let Ok(crd) = serde_json::from_value::<CustomResourceDefinition>(value.clone()) else {
+        return;
+    };
+    let name = crd.metadata.name.clone().unwrap_or_default();
+    if crd.metadata.deletion_timestamp.is_some() {
+        return;
+    }
+    let mut serving = BTreeSet::new();
+    for version in crd.spec.versions.iter().filter(|v| v.served) {
+        let subresources = version.subresources.as_ref();
+        let info = ResourceInfo {
+            group: crd.spec.group.clone(),
+            version: version.name.clone(),
+            kind: crd.spec.names.kind.clone(),
+            plural: crd.spec.names.plural.clone(),
+            namespaced: crd.spec.scope == "Namespaced",
+            status_subresource: subresources.is_some_and(|s| s.status.is_some()),
+            delete_returns_object: false,
+            unstructured: true,
+            short_names: crd.spec.names.short_names.clone().unwrap_or_default(),
+            categories: crd.spec.names.categories.clone().unwrap_or_default(),
+            generation: true,
+        };
+        let served_rid = state.register(info);
+        let schema = version
+            .schema
+            .as_ref()
+            .and_then(|s| s.open_api_v3_schema.as_ref())
+            .and_then(|s| serde_json::to_value(s).ok())
+            .map(Arc::new);
+        let scale = subresources
+            .and_then(|s| s.scale.as_ref())
+            .map(|s| ScalePaths {
+                spec_replicas: json_path(&s.spec_replicas_path),
+                status_replicas: json_path(&s.status_replicas_path),
+                label_selector: s.label_selector_path.as_deref().map(json_path),
+            });
+        state.custom.served.insert(
+            served_rid,
+            Served {
+                crd: name.clone(),
+                schema,
+                scale,
+            },
+        );
+        serving.insert(served_rid);
+    }
+    for old in state.custom.of_crd(&name) {
+        if !serving.contains(&old) {
+            state.custom.retire(old);
+        }
+    }
+    establish(state, rid, &name, value);
+}
+
+/// Writes the status the real controllers give an accepted CRD, unless it has it already.
+fn establish(state: &mut State, rid: ResourceId, name: &str, value: &Value) {
+    let mut accepted = value.pointer("/spec/names").cloned().unwrap_or_default();
+    if let Value::Object(names) = &mut accepted {
+        names.retain(|_, v| !v.is_null());
+    }
+    let storage: Vec<String> = value
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .filter_map(|v| v.get("name").and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    let mut stored: Vec<String> = value
+        .pointer("/status/storedVersions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    for v in storage {
+        if !stored.contains(&v) {
+            stored.push(v);
+        }
+    }
+    let condition_true = |ty: &str| {
+        value
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == ty && c["status"] == "True")
+    };
+    let up_to_date = condition_true("NamesAccepted")
+        && condition_true("Established")
+        && value.pointer("/status/acceptedNames") == Some(&accepted)
+        && value.pointer("/status/storedVersions") == Some(&json!(stored));
+    if up_to_date {
+        return;
+    }
+    let now = now_timestamp();
+    let mut updated = value.clone();
+    updated["status"] = json!({
+        "conditions": [
+            {"type": "NamesAccepted", "status": "True", "lastTransitionTime": now,
+             "reason": "NoConflicts", "message": "no conflicts found"},
+            {"type": "Established", "status": "True", "lastTransitionTime": now,
+             "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"},
+        ],
+        "acceptedNames": accepted,
+        "storedVersions": stored,
+    });
+    if let Err(error) = state.update(rid, None, name, updated, true) {
+        tracing::warn!(crd = name, message = %error.message, "could not establish CRD");
+    }
+}
+
+/// Splits a CRD JSON path (`.spec.replicas`) into keys.
+fn json_path(path: &str) -> Vec<String> {
+    path.split('.')
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn get_path<'a>(value: &'a Value, path: &[String]) -> Option<&'a Value> {
+    path.iter().try_fold(value, |v, key| v.get(key))
+}
+
+fn set_path(value: &mut Value, path: &[String], new: Value) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut target = value;
+    for key in parents {
+        if !target.get(key).is_some_and(Value::is_object) {
+            target[key.as_str()] = json!({});
+        }
+        target = &mut target[key.as_str()];
+    }
+    target[last.as_str()] = new;
+}
+
+/// The `autoscaling/v1` Scale of a custom object, as the real `scaleFromCustomResource`.
+fn scale_of(object: &Value, paths: &ScalePaths) -> Value {
+    let replicas = |path: &[String]| get_path(object, path).and_then(Value::as_i64).unwrap_or(0);
+    let meta = metadata(object).cloned().unwrap_or_default();
+    let mut scale_meta = serde_json::Map::new();
+    for field in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
+        if let Some(v) = meta.get(field) {
+            scale_meta.insert(field.to_owned(), v.clone());
+        }
+    }
+    let spec_replicas = replicas(&paths.spec_replicas);
+    let mut status = json!({"replicas": replicas(&paths.status_replicas)});
+    if let Some(selector) = paths
+        .label_selector
+        .as_deref()
+        .and_then(|p| get_path(object, p))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+    {
+        status["selector"] = json!(selector);
+    }
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": scale_meta,
+        "spec": if spec_replicas == 0 { json!({}) } else { json!({"replicas": spec_replicas}) },
+        "status": status,
+    })
+}
+
+/// `GET`, `PUT` and `PATCH` on `{object}/scale` of a custom resource with a `scale`
+/// subresource. A write sets the object's `specReplicasPath` (a `metadata.resourceVersion`
+/// in the Scale is a precondition, as on the real server) and answers the new Scale.
+pub(crate) fn scale(
+    shared: &Shared,
+    method: &Method,
+    rid: ResourceId,
+    namespace: Option<&str>,
+    name: &str,
+    body: Option<&RequestBody>,
+) -> Result<Response, ApiError> {
+    let mut state = shared.state();
+    let info = state.resources[rid].clone();
+    let paths = state
+        .custom
+        .scale(rid)
+        .cloned()
+        .ok_or_else(ApiError::path_not_found)?;
+    let object = state
+        .get(rid, &key_of(namespace, name))
+        .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?
+        .value();
+    let current = scale_of(&object, &paths);
+    let requested = match (method.as_str(), body) {
+        ("GET", _) => return Ok(scale_response(&current)),
+        ("PUT", Some(body)) => serde_json::from_slice::<Value>(&body.bytes).map_err(|e| {
+            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+        })?,
+        ("PATCH", Some(body)) => {
+            let mut patched = current.clone();
+            Patch::decode(body.media_type(), &body.bytes)?.apply(&mut patched)?;
+            patched
+        }
+        (other, _) => return Err(ApiError::method_not_allowed(other)),
+    };
+    let Some(replicas) = requested
+        .pointer("/spec/replicas")
+        .map_or(Some(0), Value::as_i64)
+    else {
+        return Err(ApiError::bad_request(
+            "Scale in version \"v1\" cannot be handled as a Scale: spec.replicas must be an integer",
+        ));
+    };
+    if replicas < 0 {
+        return Err(ApiError::invalid(
+            "Scale",
+            "autoscaling",
+            name,
+            "spec.replicas",
+            "FieldValueInvalid",
+            &format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+        ));
+    }
+    let mut updated = object;
+    set_path(&mut updated, &paths.spec_replicas, json!(replicas));
+    let rv = requested
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .filter(|rv| !rv.is_empty());
+    match rv {
+        Some(rv) => metadata_mut(&mut updated).insert("resourceVersion".to_owned(), json!(rv)),
+        None => metadata_mut(&mut updated).remove("resourceVersion"),
+    };
+    let stored = state.update(rid, namespace, name, updated, false)?;
+    Ok(scale_response(&scale_of(&stored.value(), &paths)))
+}
+
+fn scale_response(scale: &Value) -> Response {
+    json_response(200, serde_json::to_vec(scale).unwrap_or_default())
+}
+
+/// The CRD object `ApiServer::register` stores for `crd`, keeping the versions an earlier
+/// registration of the same CRD served (each registered Rust type brings one version).
+pub(crate) fn merged_registration(state: &State, crd: &CustomResourceDefinition) -> Value {
+    let mut value = serde_json::to_value(crd).unwrap_or_default();
+    let name = crd.metadata.name.as_deref().unwrap_or_default();
+    let Some(crd_rid) = state.find(GROUP, "v1", PLURAL) else {
+        return value;
+    };
+    let Some(existing) = state.get(crd_rid, &key_of(None, name)) else {
+        return value;
+    };
+    let existing = existing.value();
+    let new_storage = crd.spec.versions.iter().any(|v| v.storage);
+    if let (Some(Value::Array(old)), Some(Value::Array(new))) = (
+        existing.pointer("/spec/versions"),
+        value.pointer_mut("/spec/versions"),
+    ) {
+        for version in old {
+            if !new.iter().any(|v| v["name"] == version["name"]) {
+                let mut version = version.clone();
+                if new_storage {
+                    version["storage"] = json!(false);
+                }
+                new.push(version);
+            }
+        }
+    }
+    value
+}
