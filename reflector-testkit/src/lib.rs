@@ -170,13 +170,17 @@
 //! (`kubectl get` asks for tables and protobuf first, then falls back to JSON; use
 //! `kubectl get --raw /api/v1/namespaces/demo/configmaps` for the exact wire format.)
 
+mod apply;
 pub mod bench_objects;
 mod continue_token;
 mod discovery;
 mod error;
 mod fault;
+mod field_set;
 mod handlers;
 mod list;
+mod list_type;
+mod managed_fields;
 mod object;
 mod patch;
 mod query;
