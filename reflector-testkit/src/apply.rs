@@ -8,7 +8,7 @@
 use axum::response::Response;
 use serde_json::{Map, Value, json};
 
-use crate::field_set::{FieldSet, PathElement, path_string};
+use crate::field_set::{FieldSet, Path, PathElement, path_string};
 use crate::list_type::ListType;
 use crate::managed_fields::{self, Entry, Operation, Scope, Writer};
 use crate::object::{Repr, key_of, metadata, metadata_mut};
@@ -412,11 +412,17 @@ fn remove_at(scope: &Scope<'_>, value: &mut Value, path: &[PathElement]) -> bool
 }
 
 /// Removes the fields in `gone` (applied before, owned by no one now) from `merged`,
-/// unless someone owns something below them; then the objects this emptied, up to (not
-/// including) `metadata` and the root, unless owned.
+/// outermost first, unless someone owns something below them or they are the key of a
+/// list item that stays; then the objects this emptied, up to (not including) `metadata`
+/// and the root, unless owned.
 fn prune(scope: &Scope<'_>, merged: &mut Value, gone: &FieldSet, owned: &FieldSet) {
-    for path in gone.paths().iter().rev() {
-        if owned.has_prefix(path) || !remove_at(scope, merged, path) {
+    let mut removed: Vec<Path> = Vec::new();
+    for path in gone.paths() {
+        let under_removed = removed.iter().any(|r| path.starts_with(r));
+        if under_removed || owned.has_prefix(&path) || is_item_key(&path) {
+            continue;
+        }
+        if !remove_at(scope, merged, &path) {
             continue;
         }
         for depth in (1..path.len()).rev() {
@@ -429,6 +435,17 @@ fn prune(scope: &Scope<'_>, merged: &mut Value, gone: &FieldSet, owned: &FieldSe
             }
             remove_at(scope, merged, parent);
         }
+        removed.push(path);
+    }
+}
+
+/// Whether `path` is a key field of an associative list item (`[name="c"].name`).
+fn is_item_key(path: &[PathElement]) -> bool {
+    match path {
+        [.., PathElement::Key(key), PathElement::Field(field)] => {
+            serde_json::from_str::<Map<String, Value>>(key).is_ok_and(|k| k.contains_key(field))
+        }
+        _ => false,
     }
 }
 
