@@ -145,10 +145,7 @@ pub(crate) fn apply(
             "the name of the object ({applied_name}) does not match the name on the URL ({name})"
         )));
     }
-    let scope = Scope {
-        info: &info,
-        status_write,
-    };
+    let scope = Scope::new(&info, status_write);
     let key = key_of(namespace.filter(|_| info.namespaced), name);
     let live = state.get(rid, &key);
     if live.is_none() && status_write {
@@ -458,10 +455,7 @@ mod tests {
     #[test]
     fn merge_keeps_live_items_and_merges_applied_ones_by_key() {
         let info = ResourceInfo::of::<Pod>(true);
-        let scope = Scope {
-            info: &info,
-            status_write: false,
-        };
+        let scope = Scope::new(&info, false);
         let mut live = json!({"spec": {"containers": [
             {"name": "a", "image": "1", "args": ["x"]},
             {"name": "b", "image": "2"}],
@@ -491,10 +485,7 @@ mod tests {
     #[test]
     fn prune_removes_maps_it_empties_but_not_metadata() {
         let info = ResourceInfo::of::<Pod>(true);
-        let scope = Scope {
-            info: &info,
-            status_write: false,
-        };
+        let scope = Scope::new(&info, false);
         let mut merged = json!({"metadata": {"labels": {"a": "1"}}, "data": {"k": "v"}});
         let mut gone = FieldSet::default();
         let field = |s: &str| PathElement::Field(s.to_owned());

@@ -54,16 +54,15 @@ impl FieldSet {
         }
     }
 
+    /// The node `path` leads to, if the set has paths there.
+    fn node(&self, path: &[PathElement]) -> Option<&Self> {
+        path.iter()
+            .try_fold(self, |node, element| node.children.get(element))
+    }
+
     /// Whether `path` is a member.
     pub(crate) fn contains(&self, path: &[PathElement]) -> bool {
-        let mut node = self;
-        for element in path {
-            match node.children.get(element) {
-                Some(child) => node = child,
-                None => return false,
-            }
-        }
-        !path.is_empty() && node.member
+        !path.is_empty() && self.node(path).is_some_and(|node| node.member)
     }
 
     /// Removes `path` (only that member; paths below it stay).
@@ -133,14 +132,7 @@ impl FieldSet {
 
     /// Whether some member path starts with `prefix` (the prefix itself included).
     pub(crate) fn has_prefix(&self, prefix: &[PathElement]) -> bool {
-        let mut node = self;
-        for element in prefix {
-            match node.children.get(element) {
-                Some(child) => node = child,
-                None => return false,
-            }
-        }
-        true
+        self.node(prefix).is_some()
     }
 
     /// The real `FieldsV1` JSON of the set.

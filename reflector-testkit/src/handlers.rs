@@ -62,6 +62,7 @@ pub(crate) fn create(
     Ok(json_response(201, repr.render(&created)))
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn update(
     shared: &Shared,
     repr: Repr,
@@ -81,6 +82,7 @@ pub(crate) fn update(
     Ok(json_response(200, repr.render(&updated)))
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn patch(
     shared: &Shared,
     repr: Repr,

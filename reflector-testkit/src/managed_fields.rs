@@ -84,7 +84,12 @@ pub(crate) struct Scope<'a> {
     pub status_write: bool,
 }
 
-impl Scope<'_> {
+impl<'a> Scope<'a> {
+    /// The scope of a write to `info`'s main resource or, with `status_write`, its status.
+    pub(crate) const fn new(info: &'a ResourceInfo, status_write: bool) -> Self {
+        Self { info, status_write }
+    }
+
     /// The subresource of the entries written in this scope.
     pub(crate) fn subresource(&self) -> &'static str {
         if self.status_write { "status" } else { "" }
@@ -558,10 +563,7 @@ mod tests {
     #[test]
     fn field_set_keys_containers_and_strips_server_metadata() {
         let info = ResourceInfo::of::<Pod>(true);
-        let scope = Scope {
-            info: &info,
-            status_write: false,
-        };
+        let scope = Scope::new(&info, false);
         let pod = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "p", "labels": {"a": "b"}},
             "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80}]}],
@@ -590,10 +592,7 @@ mod tests {
     #[test]
     fn compare_marks_new_maps_as_added_and_changed_leaves_as_modified() {
         let info = ResourceInfo::of::<ConfigMap>(false);
-        let scope = Scope {
-            info: &info,
-            status_write: false,
-        };
+        let scope = Scope::new(&info, false);
         let old = json!({"metadata": {}, "data": {"a": "1", "gone": "x"}});
         let new = json!({"metadata": {"labels": {"l": "v"}}, "data": {"a": "2"}});
         let c = compare(&scope, &old, &new);

@@ -341,10 +341,7 @@ impl State {
             m.remove("status");
         }
         if let Writer::Update(manager) = writer {
-            let scope = Scope {
-                info: &info,
-                status_write: false,
-            };
+            let scope = Scope::new(&info, false);
             track_update(&scope, &empty_object(&info), &mut body, manager);
         }
         if info.group.is_empty()
@@ -469,10 +466,7 @@ impl State {
             );
         }
         if let Writer::Update(manager) = writer {
-            let scope = Scope {
-                info: &info,
-                status_write,
-            };
+            let scope = Scope::new(&info, status_write);
             track_update(&scope, &old_value, &mut new, manager);
         }
         if new == old_value {

@@ -15,20 +15,20 @@ use serde_json::{Value, json};
 #[kube(
     group = "testkit.example.com",
     version = "v1",
-    kind = "Widget",
+    kind = "Gadget",
     namespaced,
-    status = "WidgetStatus"
+    status = "GadgetStatus"
 )]
-pub struct WidgetSpec {
-    /// Desired size.
-    pub size: u32,
+pub struct GadgetSpec {
+    /// Desired replicas.
+    pub replicas: u32,
 }
 
-/// Widget status.
+/// Gadget status.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema, Default)]
-pub struct WidgetStatus {
-    /// Observed size.
-    pub observed: u32,
+pub struct GadgetStatus {
+    /// Ready replicas.
+    pub ready: u32,
 }
 
 fn config_map(name: &str, data: Value) -> Value {
@@ -62,7 +62,7 @@ async fn force_apply(server: &ApiServer, manager: &str, config: Value) -> Value 
     apply_with(server, &params, config).await.unwrap()
 }
 
-fn status_of(result: Result<Value, kube::Error>) -> kube::core::Status {
+fn status_of<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> kube::core::Status {
     match result {
         Err(kube::Error::Api(status)) => *status,
         other => panic!("expected an API error, got {other:?}"),
@@ -305,15 +305,15 @@ async fn reapplying_without_a_field_removes_it_but_not_what_others_set() {
 #[tokio::test]
 async fn managed_fields_follow_create_update_patch_apply_and_status_writes() {
     let server = ApiServer::start().await.unwrap();
-    server.register::<Widget>();
-    let widgets: Api<Widget> = Api::namespaced(server.client_without_retries(), "default");
-    let mut widget = Widget::new("w", WidgetSpec { size: 1 });
-    widget.metadata.labels = Some([("app".to_owned(), "w".to_owned())].into());
+    server.register::<Gadget>();
+    let gadgets: Api<Gadget> = Api::namespaced(server.client_without_retries(), "default");
+    let mut gadget = Gadget::new("w", GadgetSpec { replicas: 1 });
+    gadget.metadata.labels = Some([("app".to_owned(), "w".to_owned())].into());
     let post = |manager: &str| PostParams {
         field_manager: Some(manager.to_owned()),
         ..PostParams::default()
     };
-    let created = widgets.create(&post("creator"), &widget).await.unwrap();
+    let created = gadgets.create(&post("creator"), &gadget).await.unwrap();
     let value = serde_json::to_value(&created).unwrap();
     assert_eq!(
         owners(&value),
@@ -321,13 +321,13 @@ async fn managed_fields_follow_create_update_patch_apply_and_status_writes() {
             "creator",
             "Update",
             json!({"f:metadata": {"f:labels": {".": {}, "f:app": {}}},
-                   "f:spec": {".": {}, "f:size": {}}})
+                   "f:spec": {".": {}, "f:replicas": {}}})
         )]
     );
     // A replace by another manager takes the field it changed.
     let mut replaced = created.clone();
-    replaced.spec.size = 2;
-    let replaced = widgets
+    replaced.spec.replicas = 2;
+    let replaced = gadgets
         .replace("w", &post("updater"), &replaced)
         .await
         .unwrap();
@@ -340,7 +340,7 @@ async fn managed_fields_follow_create_update_patch_apply_and_status_writes() {
                 "Update",
                 json!({"f:metadata": {"f:labels": {".": {}, "f:app": {}}}, "f:spec": {}})
             ),
-            owner("updater", "Update", json!({"f:spec": {"f:size": {}}})),
+            owner("updater", "Update", json!({"f:spec": {"f:replicas": {}}})),
         ]
     );
     // A status write is its own entry, with `subresource: status`.
@@ -348,11 +348,11 @@ async fn managed_fields_follow_create_update_patch_apply_and_status_writes() {
         field_manager: Some("status-writer".to_owned()),
         ..PatchParams::default()
     };
-    let patched = widgets
+    let patched = gadgets
         .patch_status(
             "w",
             &status_patch,
-            &Patch::Merge(json!({"status": {"observed": 2}})),
+            &Patch::Merge(json!({"status": {"ready": 2}})),
         )
         .await
         .unwrap();
@@ -365,13 +365,13 @@ async fn managed_fields_follow_create_update_patch_apply_and_status_writes() {
     assert_eq!(status_entry.2, "status");
     assert_eq!(
         status_entry.3,
-        json!({"f:status": {".": {}, "f:observed": {}}})
+        json!({"f:status": {".": {}, "f:ready": {}}})
     );
     // The same manager's later update merges into its entry; a write without
     // `fieldManager` is owned by the user agent's product name.
     let mut request = http::Request::builder()
         .method("PATCH")
-        .uri("/apis/testkit.example.com/v1/namespaces/default/widgets/w")
+        .uri("/apis/testkit.example.com/v1/namespaces/default/gadgets/w")
         .header("content-type", "application/merge-patch+json")
         .header("user-agent", "my-tool/1.2 (linux)")
         .body(br#"{"metadata":{"annotations":{"n":"1"}}}"#.to_vec())
@@ -393,34 +393,32 @@ async fn managed_fields_follow_create_update_patch_apply_and_status_writes() {
         json!({"f:metadata": {"f:annotations": {".": {}, "f:n": {}}}})
     );
     // An apply of the value another manager set shares it; one that changes it conflicts.
-    let config = json!({"apiVersion": "testkit.example.com/v1", "kind": "Widget",
-        "metadata": {"name": "w"}, "spec": {"size": 2}});
-    let applied = widgets
+    let config = json!({"apiVersion": "testkit.example.com/v1", "kind": "Gadget",
+        "metadata": {"name": "w"}, "spec": {"replicas": 2}});
+    let applied = gadgets
         .patch("w", &PatchParams::apply("applier"), &Patch::Apply(config))
         .await
         .unwrap();
     let value = serde_json::to_value(&applied).unwrap();
     assert_eq!(
         owners(&value)[0],
-        owner("applier", "Apply", json!({"f:spec": {"f:size": {}}}))
+        owner("applier", "Apply", json!({"f:spec": {"f:replicas": {}}}))
     );
-    let config = json!({"apiVersion": "testkit.example.com/v1", "kind": "Widget",
-        "metadata": {"name": "w"}, "spec": {"size": 3}});
-    let err = widgets
-        .patch("w", &PatchParams::apply("other"), &Patch::Apply(config))
-        .await
-        .unwrap_err();
-    let kube::Error::Api(status) = err else {
-        panic!("{err:?}")
-    };
+    let config = json!({"apiVersion": "testkit.example.com/v1", "kind": "Gadget",
+        "metadata": {"name": "w"}, "spec": {"replicas": 3}});
+    let status = status_of(
+        gadgets
+            .patch("w", &PatchParams::apply("other"), &Patch::Apply(config))
+            .await,
+    );
     assert_eq!(
         status.message,
-        "Apply failed with 2 conflicts: conflicts with \"applier\":\n- .spec.size\nconflicts with \"updater\" using testkit.example.com/v1:\n- .spec.size"
+        "Apply failed with 2 conflicts: conflicts with \"applier\":\n- .spec.replicas\nconflicts with \"updater\" using testkit.example.com/v1:\n- .spec.replicas"
     );
     // Status by apply on the subresource.
-    let config = json!({"apiVersion": "testkit.example.com/v1", "kind": "Widget",
-        "metadata": {"name": "w"}, "status": {"observed": 5}});
-    let applied = widgets
+    let config = json!({"apiVersion": "testkit.example.com/v1", "kind": "Gadget",
+        "metadata": {"name": "w"}, "status": {"ready": 5}});
+    let applied = gadgets
         .patch_status(
             "w",
             &PatchParams::apply("status-applier").force(),
@@ -428,15 +426,15 @@ async fn managed_fields_follow_create_update_patch_apply_and_status_writes() {
         )
         .await
         .unwrap();
-    assert_eq!(applied.status, Some(WidgetStatus { observed: 5 }));
+    assert_eq!(applied.status, Some(GadgetStatus { ready: 5 }));
     let value = serde_json::to_value(&applied).unwrap();
     let entry = owners(&value)
         .into_iter()
         .find(|o| o.0 == "status-applier")
         .unwrap();
     assert_eq!((entry.1.as_str(), entry.2.as_str()), ("Apply", "status"));
-    assert_eq!(entry.3, json!({"f:status": {"f:observed": {}}}));
-    // The forced apply took `.status.observed`; status-writer keeps `.status` itself,
+    assert_eq!(entry.3, json!({"f:status": {"f:ready": {}}}));
+    // The forced apply took `.status.ready`; status-writer keeps `.status` itself,
     // which its write added.
     let status_writer = owners(&value)
         .into_iter()
@@ -533,13 +531,10 @@ async fn keyed_lists_merge_by_key_and_atomic_lists_are_replaced() {
         json!([{"name": "a", "image": "a:2"}]),
         json!([{"key": "y"}]),
     );
-    let err = pods
-        .patch("p", &PatchParams::apply("mgr-b"), &Patch::Apply(third))
-        .await
-        .unwrap_err();
-    let kube::Error::Api(status) = err else {
-        panic!("{err:?}")
-    };
+    let status = status_of(
+        pods.patch("p", &PatchParams::apply("mgr-b"), &Patch::Apply(third))
+            .await,
+    );
     assert_eq!(
         status.message,
         "Apply failed with 2 conflicts: conflicts with \"mgr-a\":\n- .spec.containers[name=\"a\"].image\n- .spec.tolerations"
