@@ -117,10 +117,10 @@
 //!   shares its ownership, without conflict. Fields the applier applied before and no
 //!   longer applies are removed unless another manager owns them (maps this empties go
 //!   too). A `metadata.resourceVersion` in the applied configuration is a precondition
-//!   (409 when stale; ignored when the apply creates the object, as the real update path).
-//!   Objects without `managedFields` (seeded with [`ApiServer::insert`], which keeps none)
-//!   get their fields owned by `before-first-apply` on their first apply, as the real
-//!   server. An apply that changes nothing writes nothing (no resourceVersion, no event).
+//!   (409 when stale; ignored when the apply creates the object). Objects without
+//!   `managedFields` (typically seeded with [`ApiServer::insert`], which adds none) get
+//!   their fields owned by `before-first-apply` (an `Update` entry) on their first apply,
+//!   as the real server. An apply that changes nothing writes nothing (no resourceVersion, no event).
 //! * Every create, update, patch and status write keeps `metadata.managedFields`: the fields
 //!   it added or changed go to the writer's `Update` entry (the `fieldManager` parameter,
 //!   else the `User-Agent` up to its first `/`), merged with that manager's earlier

@@ -663,3 +663,73 @@ async fn protobuf_is_refused_with_the_real_servers_wording() {
     assert_eq!(code, 200);
     assert_eq!(body["kind"], "ConfigMapList");
 }
+
+#[tokio::test]
+async fn fields_of_an_object_without_managed_fields_belong_to_before_first_apply() {
+    let server = ApiServer::start().await.unwrap();
+    let mut seeded: ConfigMap =
+        serde_json::from_value(config_map("seeded", json!({"key": "1"}))).unwrap();
+    seeded.metadata.namespace = Some("default".to_owned());
+    server.insert(&seeded).unwrap();
+    let status = status_of(apply(&server, "mgr", config_map("seeded", json!({"key": "2"}))).await);
+    assert_eq!(
+        status.message,
+        r#"Apply failed with 1 conflict: conflict with "before-first-apply" using v1: .data.key"#
+    );
+    let shared = apply(&server, "mgr", config_map("seeded", json!({"key": "1"})))
+        .await
+        .unwrap();
+    assert_eq!(
+        owners(&shared),
+        [
+            owner("mgr", "Apply", json!({"f:data": {"f:key": {}}})),
+            owner(
+                "before-first-apply",
+                "Update",
+                json!({"f:data": {".": {}, "f:key": {}}})
+            ),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_update_may_set_managed_fields_and_an_empty_entry_clears_them() {
+    let server = ApiServer::start().await.unwrap();
+    let post = PostParams {
+        field_manager: Some("creator".to_owned()),
+        ..PostParams::default()
+    };
+    let object: DynamicObject =
+        serde_json::from_value(config_map("cm", json!({"a": "1"}))).unwrap();
+    let created = api(&server).create(&post, &object).await.unwrap();
+    assert_eq!(
+        created.metadata.managed_fields.as_ref().map(Vec::len),
+        Some(1)
+    );
+    // Sent back unchanged (as clients that round-trip objects do), they are kept.
+    let same = api(&server)
+        .replace("cm", &PostParams::default(), &created)
+        .await
+        .unwrap();
+    assert_eq!(
+        same.metadata.managed_fields,
+        created.metadata.managed_fields
+    );
+    assert_eq!(
+        same.metadata.resource_version,
+        created.metadata.resource_version
+    );
+    // `[{}]` resets them: with nothing else changed, no entry is left.
+    let mut reset = serde_json::to_value(&created).unwrap();
+    reset["metadata"]["managedFields"] = json!([{}]);
+    let reset: DynamicObject = serde_json::from_value(reset).unwrap();
+    let cleared = api(&server)
+        .replace("cm", &PostParams::default(), &reset)
+        .await
+        .unwrap();
+    assert!(cleared.metadata.managed_fields.is_none(), "{cleared:?}");
+    assert_ne!(
+        cleared.metadata.resource_version,
+        created.metadata.resource_version
+    );
+}
