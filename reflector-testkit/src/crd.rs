@@ -483,7 +483,9 @@ fn establish(state: &mut State, rid: ResourceId, name: &str, value: &Value) {
         "acceptedNames": accepted,
         "storedVersions": stored,
     });
-    if let Err(error) = state.update(rid, None, name, updated, true) {
+    // Written by the API server's own CRD controller, as its `managedFields` say.
+    let writer = crate::managed_fields::Writer::Update("kube-apiserver");
+    if let Err(error) = state.update(rid, None, name, updated, true, writer) {
         tracing::warn!(crd = name, message = %error.message, "could not establish CRD");
     }
 }
@@ -613,7 +615,11 @@ pub(crate) fn scale(
         Some(rv) => metadata_mut(&mut updated).insert("resourceVersion".to_owned(), json!(rv)),
         None => metadata_mut(&mut updated).remove("resourceVersion"),
     };
-    let stored = state.update(rid, namespace, name, updated, false)?;
+    // A scale write has no `fieldManager` of its own here: the user agent's product.
+    let manager =
+        crate::managed_fields::manager_of(None, body.map_or("", |b| b.user_agent.as_str()));
+    let writer = crate::managed_fields::Writer::Update(&manager);
+    let stored = state.update(rid, namespace, name, updated, false, writer)?;
     Ok(scale_response(&scale_of(&stored.value(), &paths)))
 }
 

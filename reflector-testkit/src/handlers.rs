@@ -6,9 +6,10 @@ use axum::response::Response;
 use serde_json::Value;
 
 use crate::list::list_body;
+use crate::managed_fields::{Writer, manager_of};
 use crate::object::{Repr, key_of};
 use crate::patch::Patch;
-use crate::query::ListOptions;
+use crate::query::{ListOptions, param};
 use crate::router::{RequestBody, json_response};
 use crate::selector::FieldLabels;
 use crate::server::Shared;
@@ -40,18 +41,28 @@ pub(crate) fn get(
         .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))
 }
 
+/// The field manager of a non-apply write (`fieldManager`, else the user agent).
+fn manager(pairs: &[(String, String)], body: &RequestBody) -> String {
+    manager_of(param(pairs, "fieldManager"), &body.user_agent)
+}
+
 pub(crate) fn create(
     shared: &Shared,
     repr: Repr,
     rid: ResourceId,
     namespace: Option<&str>,
+    pairs: &[(String, String)],
     body: &RequestBody,
 ) -> Result<Response, ApiError> {
     let value = parse_json(&body.bytes, &body.content_type)?;
-    let created = shared.state().create(rid, namespace, value)?;
+    let manager = manager(pairs, body);
+    let created = shared
+        .state()
+        .create(rid, namespace, value, Writer::Update(&manager))?;
     Ok(json_response(201, repr.render(&created)))
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn update(
     shared: &Shared,
     repr: Repr,
@@ -59,13 +70,19 @@ pub(crate) fn update(
     namespace: Option<&str>,
     name: &str,
     status: bool,
+    pairs: &[(String, String)],
     body: &RequestBody,
 ) -> Result<Response, ApiError> {
     let value = parse_json(&body.bytes, &body.content_type)?;
-    let updated = shared.state().update(rid, namespace, name, value, status)?;
+    let manager = manager(pairs, body);
+    let writer = Writer::Update(&manager);
+    let updated = shared
+        .state()
+        .update(rid, namespace, name, value, status, writer)?;
     Ok(json_response(200, repr.render(&updated)))
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn patch(
     shared: &Shared,
     repr: Repr,
@@ -73,6 +90,7 @@ pub(crate) fn patch(
     namespace: Option<&str>,
     name: &str,
     status: bool,
+    pairs: &[(String, String)],
     body: &RequestBody,
 ) -> Result<Response, ApiError> {
     let media = body
@@ -81,7 +99,18 @@ pub(crate) fn patch(
         .next()
         .unwrap_or_default()
         .trim();
+    if media == crate::apply::APPLY_PATCH {
+        return crate::apply::apply(shared, repr, rid, namespace, name, status, pairs, body);
+    }
+    if param(pairs, "force").is_some() {
+        return Err(crate::apply::invalid_patch_options(
+            "force",
+            "FieldValueForbidden",
+            "Forbidden: may not be specified for non-apply patch",
+        ));
+    }
     let patch = Patch::decode(media, &body.bytes)?;
+    let manager = manager(pairs, body);
     let mut state = shared.state();
     let info = state.resources[rid].clone();
     let current = state
@@ -89,7 +118,14 @@ pub(crate) fn patch(
         .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
     let mut value = current.value();
     patch.apply(&mut value)?;
-    let updated = state.update(rid, namespace, name, value, status)?;
+    let updated = state.update(
+        rid,
+        namespace,
+        name,
+        value,
+        status,
+        Writer::Update(&manager),
+    )?;
     Ok(json_response(200, repr.render(&updated)))
 }
 

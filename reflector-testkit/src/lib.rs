@@ -71,9 +71,9 @@
 //!   a create or update past it is the real 422 (`ConfigMap "x" is invalid: []: Too long:
 //!   may not be more than 1048576 bytes`; a Secret's field is `data`).
 //! * Namespaces need not exist before objects are created in them.
-//! * Not supported: `dryRun` (answers 400 rather than silently writing), server-side apply
-//!   (415), aggregated discovery (`Discovery::run_aggregated`), Table and
-//!   protobuf encodings (every response is JSON), field selectors other than
+//! * Not supported: `dryRun` (answers 400 rather than silently writing), aggregated
+//!   discovery (`Discovery::run_aggregated`), Table, YAML, CBOR and protobuf encodings
+//!   (see [Protobuf](#protobuf); every response is JSON), field selectors other than
 //!   `metadata.name`/`metadata.namespace` (400; the real server also accepts a few
 //!   resource-specific ones such as a Pod's `spec.nodeName`), graceful deletion (a Pod
 //!   without finalizers goes at once), and namespace lifecycle (deleting a namespace does
@@ -92,9 +92,71 @@
 //! accepted and applied **as a JSON merge patch** (lists are replaced, not merged by key).
 //! With any of them, a `metadata.resourceVersion` the patch leaves in the object is a
 //! precondition (409 `Conflict` when stale), as on the real server.
-//! Every other patch type (server-side apply) answers 415, listing the three accepted
-//! types; a create or replace body that is not `application/json` answers 415 listing
-//! `application/json`.
+//! `application/apply-patch+yaml`: server-side apply, see below. A `force` parameter on
+//! any other patch is the real 422 (`force: Forbidden: may not be specified for non-apply
+//! patch`). Every other patch type answers 415, listing the four accepted types; a create
+//! or replace body that is not `application/json` answers 415 listing `application/json`.
+//!
+//! ## Server-side apply and `managedFields`
+//!
+//! As the real fieldmanager (structured-merge-diff semantics, our own code):
+//!
+//! * `PATCH` with `Content-Type: application/apply-patch+yaml`, a YAML or JSON body (kube's
+//!   `Patch::Apply` sends JSON, kubectl YAML) holding `apiVersion` and `kind` of the
+//!   resource (else 400 `Incorrect version specified in apply patch...`) and no
+//!   `metadata.managedFields` (400). `fieldManager` is required: without it the real 422
+//!   `PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for
+//!   apply patch`. An absent object is created (201), else it is applied to (200); `/status`
+//!   of an absent object is a 404. `null`s in the applied configuration set nothing.
+//! * The applied configuration is merged into the object: maps key by key; associative
+//!   lists (`x-kubernetes-list-type: map`) item by item (new items appended), set lists
+//!   (`x-kubernetes-list-type: set`) value by value; every other list is atomic (replaced
+//!   whole). The associative and set lists known here are `metadata.finalizers` (set) and
+//!   `metadata.ownerReferences` (by `uid`) on every kind, and on core Pods `containers`,
+//!   `initContainers`, `ephemeralContainers` (by `name`) with their `ports`
+//!   (`containerPort`, `protocol` defaulting to `TCP`), `env` (`name`), `volumeMounts`
+//!   (`mountPath`) and `volumeDevices` (`devicePath`), `volumes`, `imagePullSecrets`,
+//!   `resourceClaims`, `schedulingGates` (`name`), `hostAliases`, `status.podIPs`,
+//!   `status.hostIPs` (`ip`), `topologySpreadConstraints` (`topologyKey`,
+//!   `whenUnsatisfiable`), and `status.conditions` (`type`) of Pods, Nodes and Namespaces,
+//!   Node `status.addresses` (`type`) and `spec.podCIDRs` (set). Lists of CRDs are atomic
+//!   (their schema's list types are not read). An item without its keys, or two items with
+//!   the same keys, in an applied list is a 500 `failed to create typed patch object`.
+//! * The applier's `Apply` entry owns exactly the fields it applied. Changing a field
+//!   another manager owns is a 409 `Conflict`: `Apply failed with 1 conflict: conflict with
+//!   "mgr": .data.key` (an `Update` owner is `"mgr" using v1`; several conflicts are listed
+//!   per manager), one `details.causes` entry of reason `FieldManagerConflict` per field.
+//!   `force=true` takes the fields from their owners. Applying the value a field already has
+//!   shares its ownership, without conflict. Fields the applier applied before and no
+//!   longer applies are removed unless another manager owns them (maps this empties go
+//!   too). A `metadata.resourceVersion` in the applied configuration is a precondition
+//!   (409 when stale; ignored when the apply creates the object). Objects without
+//!   `managedFields` (typically seeded with [`ApiServer::insert`], which adds none) get
+//!   their fields owned by `before-first-apply` (an `Update` entry) on their first apply,
+//!   as the real server. An apply that changes nothing writes nothing (no resourceVersion, no event).
+//! * Every create, update, patch and status write keeps `metadata.managedFields`: the fields
+//!   it added or changed go to the writer's `Update` entry (the `fieldManager` parameter,
+//!   else the `User-Agent` up to its first `/`), merged with that manager's earlier
+//!   updates and stamped with the time; other managers lose the fields it changed or
+//!   removed, and a manager left owning nothing is dropped. Entries are
+//!   `{manager, operation, apiVersion, time, fieldsType: FieldsV1, fieldsV1}` (plus
+//!   `subresource: status` for status writes), `fieldsV1` in the real `f:`/`k:`/`v:`/`.`
+//!   encoding, sorted as the real server sorts them. A client may set `managedFields` in an
+//!   update (`[{}]` clears them), as on the real server. Not modelled: the cap of 10
+//!   `Update` managers, kubectl's `last-applied-configuration` upgrade, `dryRun`, CBOR apply
+//!   (`application/apply-patch+cbor`).
+//!
+//! ## Protobuf
+//!
+//! Not supported, and said so as the real server says it for a type it cannot decode or
+//! encode: a body in `application/vnd.kubernetes.protobuf` answers 415 `the body of the
+//! request was in an unknown format - accepted media types include: application/json`, and
+//! an `Accept` that admits no JSON (protobuf only) answers 406 `NotAcceptable` `only the
+//! following media types are accepted: application/json`; an `Accept` listing JSON as a
+//! fallback, as client-go's reads do, gets JSON. client-go's typed clientsets therefore need
+//! `ContentType: "application/json"` in their `rest.Config`. Decoding protobuf would need
+//! every served type's message plus a faithful protobuf→JSON mapping (`k8s-pb` has the
+//! prost messages but no such mapping, and CRDs have no protobuf at all); that is not done.
 //!
 //! ## LIST
 //!
@@ -252,14 +314,18 @@
 //! `kubectl get --raw /api/v1/namespaces/demo/configmaps` for the exact wire format.)
 
 mod admin;
+mod apply;
 pub mod bench_objects;
 mod continue_token;
 mod crd;
 mod discovery;
 mod error;
 mod fault;
+mod field_set;
 mod handlers;
 mod list;
+mod list_type;
+mod managed_fields;
 mod object;
 mod openapi;
 mod openapi_proto;

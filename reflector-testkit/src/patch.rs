@@ -10,8 +10,14 @@ pub(crate) const JSON_PATCH: &str = "application/json-patch+json";
 pub(crate) const MERGE_PATCH: &str = "application/merge-patch+json";
 /// `application/strategic-merge-patch+json` (applied as a merge patch).
 pub(crate) const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
-/// The patch types this server applies, in the order the real server lists them.
-pub(crate) const PATCH_TYPES: [&str; 3] = [JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH];
+/// The patch types this server applies, in the order the real server lists them
+/// (server-side apply is decoded by `apply.rs`).
+pub(crate) const PATCH_TYPES: [&str; 4] = [
+    JSON_PATCH,
+    MERGE_PATCH,
+    STRATEGIC_MERGE_PATCH,
+    crate::apply::APPLY_PATCH,
+];
 
 /// The real server's bound on a JSON patch's operations (`maxJSONPatchOperations`).
 const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
@@ -28,8 +34,8 @@ pub(crate) enum Patch {
 }
 
 impl Patch {
-    /// Decodes a patch body of media type `media` (one of [`PATCH_TYPES`]; anything else
-    /// answers 415 listing them).
+    /// Decodes a patch body of media type `media` (one of [`PATCH_TYPES`] but apply;
+    /// anything else answers 415 listing them).
     pub(crate) fn decode(media: &str, body: &[u8]) -> Result<Self, ApiError> {
         match media {
             JSON_PATCH => {

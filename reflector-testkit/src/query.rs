@@ -53,7 +53,7 @@ pub(crate) fn param<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a
         .map(|(_, v)| v.as_str())
 }
 
-fn parse_bool(pairs: &[(String, String)], name: &str) -> Result<Option<bool>, ApiError> {
+pub(crate) fn parse_bool(pairs: &[(String, String)], name: &str) -> Result<Option<bool>, ApiError> {
     match param(pairs, name) {
         None => Ok(None),
         Some("" | "true" | "1" | "True" | "TRUE" | "t" | "T") => Ok(Some(true)),

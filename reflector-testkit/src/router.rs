@@ -278,13 +278,23 @@ async fn dispatch(
     request: Request,
     fired: Fired,
 ) -> Response {
-    let repr = Repr::from_accept(
-        request
-            .headers()
-            .get(header::ACCEPT)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default(),
-    );
+    let accept = request
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let repr = Repr::from_accept(accept);
+    if matches!(target, Target::Collection { .. } | Target::Object { .. }) && !accepts_json(accept)
+    {
+        // The real negotiation's 406 (`NewNotAcceptableError`), listing what this server
+        // encodes: protobuf, YAML and CBOR are not among them.
+        return ApiError::new(
+            406,
+            "NotAcceptable",
+            "only the following media types are accepted: application/json",
+        )
+        .into_response();
+    }
     let mutating = matches!(method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE");
     if mutating
         && param(pairs, "dryRun").is_some_and(|d| !d.is_empty())
@@ -318,7 +328,7 @@ async fn dispatch(
             }
             "POST" => match read_body(request).await {
                 Ok(body) => {
-                    crate::handlers::create(shared, repr, *rid, namespace.as_deref(), &body)
+                    crate::handlers::create(shared, repr, *rid, namespace.as_deref(), pairs, &body)
                 }
                 Err(e) => Err(e),
             },
@@ -339,12 +349,12 @@ async fn dispatch(
                 "GET" => crate::handlers::get(shared, repr, *rid, ns, name),
                 "PUT" | "PATCH" | "DELETE" => match read_body(request).await {
                     Ok(body) => match method.as_str() {
-                        "PUT" => {
-                            crate::handlers::update(shared, repr, *rid, ns, name, *status, &body)
-                        }
-                        "PATCH" => {
-                            crate::handlers::patch(shared, repr, *rid, ns, name, *status, &body)
-                        }
+                        "PUT" => crate::handlers::update(
+                            shared, repr, *rid, ns, name, *status, pairs, &body,
+                        ),
+                        "PATCH" => crate::handlers::patch(
+                            shared, repr, *rid, ns, name, *status, pairs, &body,
+                        ),
                         _ if *status => Err(ApiError::method_not_allowed("DELETE")),
                         _ => crate::handlers::delete(shared, repr, *rid, ns, name, &body.bytes),
                     },
@@ -373,10 +383,23 @@ async fn dispatch(
     result.unwrap_or_else(ApiError::into_response)
 }
 
-/// A request body and its `Content-Type`.
+/// Whether an `Accept` header (absent or empty included) admits a JSON answer.
+fn accepts_json(accept: &str) -> bool {
+    accept.trim().is_empty()
+        || accept.split(',').any(|range| {
+            let media = range.split(';').next().unwrap_or_default().trim();
+            media.eq_ignore_ascii_case("application/json")
+                || media == "application/*"
+                || media == "*/*"
+        })
+}
+
+/// A request body, its `Content-Type` and the request's `User-Agent` (the field manager
+/// of a write without `fieldManager`).
 pub(crate) struct RequestBody {
     pub bytes: bytes::Bytes,
     pub content_type: String,
+    pub user_agent: String,
 }
 
 impl RequestBody {
@@ -401,12 +424,15 @@ const DRAIN_CAP: usize = 64 * 1024 * 1024;
 /// # Cancel safety
 /// Cancel safe: dropping it only drops the partially read body.
 async fn read_body(request: Request) -> Result<RequestBody, ApiError> {
-    let content_type = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
+    let header_text = |headers: &http::HeaderMap, name| {
+        headers
+            .get(name)
+            .and_then(|v: &http::HeaderValue| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let content_type = header_text(request.headers(), header::CONTENT_TYPE);
+    let user_agent = header_text(request.headers(), header::USER_AGENT);
     // Read up to the limit; past it, keep draining (up to a hard cap) so the client gets
     // the 413 instead of a connection reset while it is still sending.
     let mut stream = request.into_body().into_data_stream();
@@ -433,6 +459,7 @@ async fn read_body(request: Request) -> Result<RequestBody, ApiError> {
     Ok(RequestBody {
         bytes: body,
         content_type,
+        user_agent,
     })
 }
 

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use crate::managed_fields::{Scope, Writer, empty_object, track_update};
 use crate::object::{
     StoredObject, key_of, meta_str, metadata, metadata_mut, new_uid, now_timestamp, spec_part,
     valid_name,
@@ -295,11 +296,13 @@ impl State {
 
     /// POST: creates an object. Errors: 400 wrong type, 409 AlreadyExists, 422 bad name,
     /// 500 when `resourceVersion` is set (as the real server's storage layer).
+    /// `managedFields` are kept as `writer` says.
     pub(crate) fn create(
         &mut self,
         rid: ResourceId,
         namespace: Option<&str>,
         mut body: Value,
+        writer: Writer<'_>,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let info = self.resources[rid].clone();
         Self::check_type(&info, &body)?;
@@ -354,6 +357,10 @@ impl State {
         {
             m.remove("status");
         }
+        if let Writer::Update(manager) = writer {
+            let scope = Scope::new(&info, false);
+            track_update(&scope, &empty_object(&info), &mut body, manager);
+        }
         if info.group.is_empty()
             && info.kind == "Pod"
             && let Value::Object(m) = &mut body
@@ -379,7 +386,8 @@ impl State {
     }
 
     /// PUT (main resource or `/status`). Errors: 400 name/namespace mismatch or wrong type,
-    /// 404 missing, 409 Conflict on a stale `resourceVersion`.
+    /// 404 missing, 409 Conflict on a stale `resourceVersion`. `managedFields` are kept as
+    /// `writer` says.
     pub(crate) fn update(
         &mut self,
         rid: ResourceId,
@@ -387,6 +395,7 @@ impl State {
         name: &str,
         mut body: Value,
         status_write: bool,
+        writer: Writer<'_>,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let info = self.resources[rid].clone();
         Self::check_type(&info, &body)?;
@@ -474,6 +483,10 @@ impl State {
             );
         }
         crate::crd::admit(self, rid, name, &mut new, Some(&old_value))?;
+        if let Writer::Update(manager) = writer {
+            let scope = Scope::new(&info, status_write);
+            track_update(&scope, &old_value, &mut new, manager);
+        }
         if new == old_value {
             return Ok(old);
         }

@@ -553,13 +553,13 @@ async fn unsupported_patch_type_lists_only_the_accepted_ones() {
     let server = seeded().await;
     let prefix =
         "the body of the request was in an unknown format - accepted media types include: ";
-    for content_type in ["application/apply-patch+yaml", "text/plain"] {
+    for content_type in ["application/vnd.kubernetes.protobuf", "text/plain"] {
         let uri = format!("{CMS}/a");
         let (code, _, body) =
             send_bytes(&server, "PATCH", &uri, Some(content_type), b"[]".to_vec()).await;
         let message = format!(
             "{prefix}application/json-patch+json, application/merge-patch+json, \
-             application/strategic-merge-patch+json"
+             application/strategic-merge-patch+json, application/apply-patch+yaml"
         );
         assert_failure((code, &body), 415, Some("UnsupportedMediaType"), &message);
         assert!(body.get("details").is_none(), "{body}");
