@@ -10,4 +10,4 @@ mod watch_errors;
 mod watch_events;
 mod watch_list;
 
-pub(crate) use support::{pod, pod_list};
+pub(crate) use support::{eventually, pod, pod_list};
