@@ -1,53 +1,16 @@
 //! `#[derive(Reflect)]` on a CRD spec: the generated indexers, typed queries and
 //! event plumbing, exercised on an `Indexer`/`Lister` without any HTTP.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kube::CustomResource;
 use reflector::Reflect;
 use reflector::lister::Lister;
 use reflector::object::ObjectKey;
 use reflector::store::{Indexer, Store};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
-/// Status of a widget.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
-pub struct WidgetStatus {
-    /// Whether it is ready.
-    pub ready: bool,
-}
-
-/// The user story's spec, plus an annotation, a `with` index and an integer field.
-#[derive(CustomResource, Reflect, Serialize, Deserialize, Clone, Debug, JsonSchema)]
-#[kube(
-    group = "example.com",
-    version = "v1",
-    kind = "Widget",
-    namespaced,
-    status = "WidgetStatus"
-)]
-#[reflect(index(name = "by_app", label = "app"))]
-#[reflect(index(name = "by_team", annotation = "example.com/team"))]
-#[reflect(index(name = "by_size_class", with = size_class))]
-pub struct WidgetSpec {
-    #[reflect(index)]
-    owner: String,
-    #[reflect(index)]
-    tags: Vec<String>,
-    #[reflect(index)]
-    parent: Option<String>,
-    #[reflect(index(name = "by_replicas"))]
-    replicas: u32,
-    #[reflect(index)]
-    zones: Option<BTreeSet<String>>,
-    size: u32,
-}
-
-fn size_class(w: &Widget) -> Vec<String> {
-    vec![if w.spec.size >= 10 { "big" } else { "small" }.to_owned()]
-}
+mod support;
+use support::widget::{Widget, WidgetIndexes, WidgetSpec};
 
 struct W<'a> {
     name: &'a str,
@@ -80,14 +43,16 @@ impl W<'_> {
         let mut widget = Widget::new(
             self.name,
             WidgetSpec {
-                owner: self.owner.to_owned(),
-                tags: self.tags.iter().map(|t| (*t).to_owned()).collect(),
-                parent: self.parent.map(str::to_owned),
                 replicas: self.replicas,
                 zones: self
                     .zones
                     .map(|z| z.iter().map(|t| (*t).to_owned()).collect()),
                 size: self.size,
+                ..WidgetSpec::owned_by(
+                    self.owner,
+                    self.tags.iter().map(|t| (*t).to_owned()).collect(),
+                    self.parent.map(str::to_owned),
+                )
             },
         );
         widget.metadata.namespace = Some("default".into());
