@@ -15,8 +15,8 @@ use crate::{FieldFilterError, FilteredDeserializer, FilteredSeed};
 /// A skipped value is consumed with [`IgnoredAny`](serde::de::IgnoredAny): it must
 /// be valid JSON but is never allocated. Keys are compared after unescaping
 /// (`"man\u0061gedFields"` is `managedFields`) and only exact paths match:
-/// `managedFields` anywhere but under `metadata` is left alone. Off the filtered paths the adapter steps aside and
-/// values decode at plain serde_json cost.
+/// `managedFields` anywhere but under `metadata` is left alone. Off the filtered
+/// paths the adapter steps aside and values decode at plain serde_json cost.
 ///
 /// # Path syntax
 /// Segments joined by `.`: a bare key (`metadata`), `[*]` for every element of a
