@@ -18,8 +18,8 @@ pub(super) const SHRINK_ABOVE: usize = 4096;
 pub(super) struct State<K> {
     /// Key to its pending deltas. Guarded by `DeltaFifo::state`. Every entry holds at
     /// least one delta; a key is here if and only if it is in `queue`. Hashed with
-    /// foldhash (randomly seeded, as hashbrown's default): each add+pop hashes the
-    /// key twice, and SipHash was a tenth of that path.
+    /// foldhash (randomly seeded, as hashbrown's default), as each add+pop hashes the
+    /// key twice (see BENCHMARKS.md, "Profiling notes").
     pub(super) items: HashMap<ObjectKey, Deltas<K>, RandomState>,
     /// Keys in first-enqueue order, each at most once. Guarded by `DeltaFifo::state`.
     pub(super) queue: VecDeque<ObjectKey>,
