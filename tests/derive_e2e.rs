@@ -13,7 +13,9 @@ use reflector_testkit::ApiServer;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-mod support;
+mod support {
+    pub mod widget;
+}
 use support::widget::{Widget, WidgetIndexes, WidgetSpec};
 
 const N: usize = 200;

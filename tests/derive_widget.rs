@@ -9,7 +9,9 @@ use reflector::lister::Lister;
 use reflector::object::ObjectKey;
 use reflector::store::{Indexer, Store};
 
-mod support;
+mod support {
+    pub mod widget;
+}
 use support::widget::{Widget, WidgetIndexes, WidgetSpec};
 
 struct W<'a> {
