@@ -104,10 +104,7 @@ async fn remove_on_stopped_shared_informer() {
 /// TestRemoveWhileActive: after removal the handler gets no more events.
 #[tokio::test(start_paused = true)]
 async fn remove_while_active() {
-    let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::new(source.clone());
-    let l = TestListener::default();
-    let reg = informer.add_event_handler(l.clone()).unwrap();
+    let (source, informer, l, reg) = listened_informer();
     let running = start(&informer);
     settle().await;
     source.add(pod("pod1"));
@@ -125,10 +122,7 @@ async fn remove_while_active() {
 /// initial adds; its `has_synced` turns true only once it has handled them.
 #[tokio::test(start_paused = true)]
 async fn add_while_active() {
-    let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::new(source.clone());
-    let l1 = TestListener::default();
-    let reg1 = informer.add_event_handler(l1.clone()).unwrap();
+    let (source, informer, l1, reg1) = listened_informer();
     assert!(!reg1.has_synced(), "synced before run");
     let running = start(&informer);
     source.add(pod("pod1"));

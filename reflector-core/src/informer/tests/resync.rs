@@ -1,6 +1,7 @@
 //! Resync periods: the informer's check period, each handler's own period, and
 //! which deltas are resyncs (client-go's shared_informer_test.go).
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,41 +24,39 @@ async fn listener_resync_periods() {
             .add_event_handler_with_resync(l.clone(), Duration::from_secs(period))
             .unwrap();
     }
+    // What each listener saw since the last look.
+    let seen = || -> Vec<BTreeSet<String>> {
+        listeners
+            .iter()
+            .map(|l| {
+                let names = l.names();
+                l.reset();
+                names
+            })
+            .collect()
+    };
+    let (both, none) = (set(&["pod1", "pod2"]), set(&[]));
     let running = start(&informer);
     settle().await;
-    for l in &listeners {
-        assert_eq!(l.names(), set(&["pod1", "pod2"]));
-        l.reset();
-    }
+    assert_eq!(
+        seen(),
+        [both.clone(), both.clone(), both.clone()],
+        "initial list"
+    );
     tokio::time::sleep(Duration::from_secs(2)).await;
     settle().await;
     assert_eq!(
-        listeners[1].names(),
-        set(&["pod1", "pod2"]),
-        "2 s listener resynced"
+        seen(),
+        [none.clone(), both.clone(), none.clone()],
+        "at 2 s only the 2 s listener resynced"
     );
-    assert_eq!(
-        listeners[0].count(),
-        0,
-        "listener1 should not have resynced"
-    );
-    assert_eq!(
-        listeners[2].count(),
-        0,
-        "listener3 should not have resynced yet"
-    );
-    for l in &listeners {
-        l.reset();
-    }
     tokio::time::sleep(Duration::from_secs(1)).await;
     settle().await;
     assert_eq!(
-        listeners[2].names(),
-        set(&["pod1", "pod2"]),
-        "3 s listener resynced"
+        seen(),
+        [none.clone(), none, both],
+        "at 3 s only the 3 s listener resynced"
     );
-    assert_eq!(listeners[0].count(), 0);
-    assert_eq!(listeners[1].count(), 0);
     running.stop().await;
 }
 

@@ -119,3 +119,18 @@ pub(super) fn resyncing_informer(names: &[&str]) -> (FakeSource<Pod>, SharedInde
         .build();
     (source, informer)
 }
+
+/// An empty source, an informer over it, and a recording listener registered on
+/// it.
+pub(super) fn listened_informer() -> (
+    FakeSource<Pod>,
+    SharedIndexInformer<Pod>,
+    TestListener,
+    Registration,
+) {
+    let source = FakeSource::<Pod>::new();
+    let informer = SharedIndexInformer::new(source.clone());
+    let listener = TestListener::default();
+    let reg = informer.add_event_handler(listener.clone()).unwrap();
+    (source, informer, listener, reg)
+}

@@ -71,6 +71,23 @@ where
     }
 }
 
+/// A lister answering `answer`, and the requests it was sent, each described as
+/// a list table's row is (`rv=0 limit=500`).
+pub(crate) fn recorded_list(
+    answer: impl Fn(&ListParams) -> Result<ObjectList<Pod>, ListWatchError> + Send + Sync + 'static,
+) -> (
+    Arc<Mutex<Vec<String>>>,
+    impl Fn(&ListParams) -> Result<ObjectList<Pod>, ListWatchError> + Send + Sync + 'static,
+) {
+    let asked = recorder();
+    let a = asked.clone();
+    let list = move |p: &ListParams| {
+        a.lock().unwrap().push(describe(p));
+        answer(p)
+    };
+    (asked, list)
+}
+
 /// A lister for watch-list tests: the list must not be called.
 pub(crate) fn no_list(_: &ListParams) -> Result<ObjectList<Pod>, ListWatchError> {
     Err(api_error(500, "InternalError", "list must not be called"))

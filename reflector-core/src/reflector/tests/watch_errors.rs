@@ -25,18 +25,11 @@ async fn no_relist_on_too_many_requests() {
             Ok(closed_watch())
         }
     });
-    let lists = recorder();
-    let l = lists.clone();
-    let lw = scripted(
-        move |p| {
-            l.lock().unwrap().push(rv_of(p));
-            Ok(pod_list("1", None, vec![]))
-        },
-        watch,
-    );
+    let (lists, list) = recorded_list(empty_list("1"));
+    let lw = scripted(list, watch);
     let (r, _) = recording(lw, ReflectorOptions::default());
     r.list_and_watch(&CancellationToken::new()).await.unwrap();
-    assert_eq!(*lists.lock().unwrap(), ["0"], "one list");
+    assert_eq!(*lists.lock().unwrap(), ["rv=0 limit=500"], "one list");
     assert_eq!(watches.load(Ordering::SeqCst), 5);
     assert_eq!(r.stats().errors_too_many_requests, 4);
 }
@@ -122,8 +115,6 @@ async fn close_watch_channel_on_error() {
 /// nothing is lost.
 #[tokio::test(start_paused = true)]
 async fn malformed_line_ends_the_watch_and_the_loop_recovers() {
-    let lists = recorder();
-    let l = lists.clone();
     let (watches, watch) = counted_watch(|n| {
         if n > 0 {
             return Ok(pending_watch());
@@ -138,22 +129,19 @@ async fn malformed_line_ends_the_watch_and_the_loop_recovers() {
         // `tx` dropped: but the decode error already ends the watch.
         Ok(stream)
     });
-    let lw = scripted(
-        move |p| {
-            l.lock().unwrap().push(rv_of(p));
-            Ok(if rv_of(p) == "0" {
-                pod_list("1", None, vec![pod("a", "1")])
-            } else {
-                pod_list("3", None, vec![pod("a", "1"), pod("b", "3")])
-            })
-        },
-        watch,
-    );
+    let (lists, list) = recorded_list(|p| {
+        Ok(if rv_of(p) == "0" {
+            pod_list("1", None, vec![pod("a", "1")])
+        } else {
+            pod_list("3", None, vec![pod("a", "1"), pod("b", "3")])
+        })
+    });
+    let lw = scripted(list, watch);
     let (r, store) = recording(lw, ReflectorOptions::default().backoff(no_jitter()));
     run_until(&r, || watches.load(Ordering::SeqCst) == 2).await;
     assert_eq!(
         *lists.lock().unwrap(),
-        ["0", "2"],
+        ["rv=0 limit=500", "rv=2"],
         "relisted from the last RV"
     );
     assert_eq!(r.stats().errors_decode, 1);
@@ -164,8 +152,6 @@ async fn malformed_line_ends_the_watch_and_the_loop_recovers() {
 /// (not from "").
 #[tokio::test(start_paused = true)]
 async fn expired_watch_relists_from_last_resource_version() {
-    let lists = recorder();
-    let l = lists.clone();
     let (watches, watch) = counted_watch(|n| {
         Ok(if n == 0 {
             watch_of([added("x", "5"), error_event(expired())])
@@ -173,16 +159,11 @@ async fn expired_watch_relists_from_last_resource_version() {
             pending_watch()
         })
     });
-    let lw = scripted(
-        move |p| {
-            l.lock().unwrap().push(rv_of(p));
-            Ok(pod_list("7", None, vec![]))
-        },
-        watch,
-    );
+    let (lists, list) = recorded_list(empty_list("7"));
+    let lw = scripted(list, watch);
     let (r, _) = recording(lw, ReflectorOptions::default().backoff(no_jitter()));
     run_until(&r, || watches.load(Ordering::SeqCst) == 2).await;
-    assert_eq!(*lists.lock().unwrap(), ["0", "5"]);
+    assert_eq!(*lists.lock().unwrap(), ["rv=0 limit=500", "rv=5"]);
     assert_eq!(r.stats().relists, 1);
 }
 

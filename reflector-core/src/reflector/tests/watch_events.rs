@@ -20,21 +20,15 @@ use crate::reflector::{
 /// then watch from the list's resource version with bookmarks; every event lands.
 #[tokio::test(start_paused = true)]
 async fn reflector_list_and_watch() {
-    let lists = recorder();
+    let (lists, list) = recorded_list(|_| Ok(pod_list("1", None, vec![pod("foo", "1")])));
     let watches = Arc::new(Mutex::new(Vec::<(String, bool)>::new()));
     let (tx, stream) = fake_watch();
     let first_watch = watch_once(stream);
-    let (l, w) = (lists.clone(), watches.clone());
-    let lw = scripted(
-        move |p| {
-            l.lock().unwrap().push(describe(p));
-            Ok(pod_list("1", None, vec![pod("foo", "1")]))
-        },
-        move |p, rv| {
-            w.lock().unwrap().push((rv.to_owned(), p.bookmarks));
-            first_watch(p, rv)
-        },
-    );
+    let w = watches.clone();
+    let lw = scripted(list, move |p, rv| {
+        w.lock().unwrap().push((rv.to_owned(), p.bookmarks));
+        first_watch(p, rv)
+    });
     let (r, store) = recording(lw, ReflectorOptions::default());
     send(&tx, [modified("foo", "2")]);
     send(&tx, four_more_adds());

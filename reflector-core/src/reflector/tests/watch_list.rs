@@ -60,32 +60,26 @@ async fn watch_list_streams_then_keeps_the_watch() {
 /// LIST/WATCH.
 #[tokio::test(start_paused = true)]
 async fn watch_list_falls_back_to_list_on_refusal() {
-    let lists = recorder();
+    let (lists, list) = recorded_list(|_| Ok(pod_list("5", None, vec![pod("a", "5")])));
     let watch_kinds = recorder();
-    let (l, w) = (lists.clone(), watch_kinds.clone());
-    let lw = scripted(
-        move |p| {
-            l.lock().unwrap().push(rv_of(p));
-            Ok(pod_list("5", None, vec![pod("a", "5")]))
-        },
-        move |wp, rv| {
-            w.lock()
-                .unwrap()
-                .push(format!("rv={rv} initial={}", wp.send_initial_events));
-            if wp.send_initial_events {
-                Err(api_error(
-                    400,
-                    "BadRequest",
-                    "sendInitialEvents is not supported",
-                ))
-            } else {
-                Ok(pending_watch())
-            }
-        },
-    );
+    let w = watch_kinds.clone();
+    let lw = scripted(list, move |wp, rv| {
+        w.lock()
+            .unwrap()
+            .push(format!("rv={rv} initial={}", wp.send_initial_events));
+        if wp.send_initial_events {
+            Err(api_error(
+                400,
+                "BadRequest",
+                "sendInitialEvents is not supported",
+            ))
+        } else {
+            Ok(pending_watch())
+        }
+    });
     let (r, store) = watch_list_recording(lw);
     list_and_watch_until(&r, || watch_kinds.lock().unwrap().len() == 2).await;
-    assert_eq!(*lists.lock().unwrap(), ["0"]);
+    assert_eq!(*lists.lock().unwrap(), ["rv=0 limit=500"]);
     assert_eq!(
         *watch_kinds.lock().unwrap(),
         ["rv= initial=true", "rv=5 initial=false"]
