@@ -40,7 +40,41 @@ fn w<'a>(name: &'a str, owner: &'a str) -> W<'a> {
     }
 }
 
-impl W<'_> {
+impl<'a> W<'a> {
+    fn tags(self, tags: &'a [&'a str]) -> Self {
+        W { tags, ..self }
+    }
+    fn parent(self, parent: &'a str) -> Self {
+        W {
+            parent: Some(parent),
+            ..self
+        }
+    }
+    fn replicas(self, replicas: u32) -> Self {
+        W { replicas, ..self }
+    }
+    fn zones(self, zones: &'a [&'a str]) -> Self {
+        W {
+            zones: Some(zones),
+            ..self
+        }
+    }
+    fn size(self, size: u32) -> Self {
+        W { size, ..self }
+    }
+    fn app(self, app: &'a str) -> Self {
+        W {
+            app: Some(app),
+            ..self
+        }
+    }
+    fn team(self, team: &'a str) -> Self {
+        W {
+            team: Some(team),
+            ..self
+        }
+    }
+
     fn build(self) -> Arc<Widget> {
         let mut widget = Widget::new(
             self.name,
@@ -77,6 +111,15 @@ fn names(v: Vec<Arc<Widget>>) -> Vec<String> {
     n
 }
 
+/// A cache holding `widgets`.
+fn cache_with<'a>(widgets: impl IntoIterator<Item = W<'a>>) -> (Indexer<Widget>, Lister<Widget>) {
+    let (indexer, lister) = cache();
+    for w in widgets {
+        indexer.add(w.build()).unwrap();
+    }
+    (indexer, lister)
+}
+
 fn cache() -> (Indexer<Widget>, Lister<Widget>) {
     let indexer = Indexer::new(Widget::indexers());
     let lister = Lister::new(indexer.clone());
@@ -108,10 +151,7 @@ fn index_names_are_declared_in_order() {
 
 #[test]
 fn by_owner_returns_exactly_the_owners_widgets() {
-    let (indexer, lister) = cache();
-    indexer.add(w("a", "alice").build()).unwrap();
-    indexer.add(w("b", "bob").build()).unwrap();
-    indexer.add(w("c", "alice").build()).unwrap();
+    let (_, lister) = cache_with([w("a", "alice"), w("b", "bob"), w("c", "alice")]);
     assert_eq!(names(lister.by_owner("alice")), ["a", "c"]);
     assert_eq!(names(lister.by_owner(String::from("bob"))), ["b"]);
     assert!(lister.by_owner("carol").is_empty());
@@ -126,26 +166,11 @@ fn by_owner_returns_exactly_the_owners_widgets() {
 
 #[test]
 fn by_tags_indexes_each_element() {
-    let (indexer, lister) = cache();
-    indexer
-        .add(
-            W {
-                tags: &["blue", "red"],
-                ..w("a", "x")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer
-        .add(
-            W {
-                tags: &["red"],
-                ..w("b", "x")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer.add(w("c", "x").build()).unwrap();
+    let (_, lister) = cache_with([
+        w("a", "x").tags(&["blue", "red"]),
+        w("b", "x").tags(&["red"]),
+        w("c", "x"),
+    ]);
     assert_eq!(names(lister.by_tags("red")), ["a", "b"]);
     assert_eq!(names(lister.by_tags("blue")), ["a"]);
     assert!(lister.by_tags("green").is_empty());
@@ -153,17 +178,7 @@ fn by_tags_indexes_each_element() {
 
 #[test]
 fn by_parent_has_no_value_when_none() {
-    let (indexer, lister) = cache();
-    indexer
-        .add(
-            W {
-                parent: Some("p"),
-                ..w("a", "x")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer.add(w("b", "x").build()).unwrap();
+    let (indexer, lister) = cache_with([w("a", "x").parent("p"), w("b", "x")]);
     assert_eq!(names(lister.by_parent("p")), ["a"]);
     assert!(lister.by_parent("").is_empty());
     assert!(lister.by_parent("None").is_empty());
@@ -172,26 +187,11 @@ fn by_parent_has_no_value_when_none() {
 
 #[test]
 fn by_zones_reads_an_optional_set() {
-    let (indexer, lister) = cache();
-    indexer
-        .add(
-            W {
-                zones: Some(&["z1", "z2"]),
-                ..w("a", "x")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer
-        .add(
-            W {
-                zones: Some(&[]),
-                ..w("b", "x")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer.add(w("c", "x").build()).unwrap();
+    let (indexer, lister) = cache_with([
+        w("a", "x").zones(&["z1", "z2"]),
+        w("b", "x").zones(&[]),
+        w("c", "x"),
+    ]);
     assert_eq!(names(lister.by_zones("z2")), ["a"]);
     let mut values = indexer.list_index_func_values("by_zones");
     values.sort();
@@ -200,25 +200,7 @@ fn by_zones_reads_an_optional_set() {
 
 #[test]
 fn by_replicas_takes_integers() {
-    let (indexer, lister) = cache();
-    indexer
-        .add(
-            W {
-                replicas: 3,
-                ..w("a", "x")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer
-        .add(
-            W {
-                replicas: 30,
-                ..w("b", "x")
-            }
-            .build(),
-        )
-        .unwrap();
+    let (_, lister) = cache_with([w("a", "x").replicas(3), w("b", "x").replicas(30)]);
     assert_eq!(names(lister.by_replicas(3)), ["a"]);
     assert_eq!(names(lister.by_replicas(30u64)), ["b"]);
     assert_eq!(names(lister.by_replicas("3")), ["a"]);
@@ -226,27 +208,11 @@ fn by_replicas_takes_integers() {
 
 #[test]
 fn by_app_reads_the_label_and_by_team_the_annotation() {
-    let (indexer, lister) = cache();
-    indexer
-        .add(
-            W {
-                app: Some("web"),
-                team: Some("core"),
-                ..w("a", "x")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer
-        .add(
-            W {
-                app: Some("db"),
-                ..w("b", "x")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer.add(w("c", "x").build()).unwrap();
+    let (_, lister) = cache_with([
+        w("a", "x").app("web").team("core"),
+        w("b", "x").app("db"),
+        w("c", "x"),
+    ]);
     assert_eq!(names(lister.by_app("web")), ["a"]);
     assert_eq!(names(lister.by_app("db")), ["b"]);
     assert_eq!(names(lister.by_team("core")), ["a"]);
@@ -255,58 +221,19 @@ fn by_app_reads_the_label_and_by_team_the_annotation() {
 
 #[test]
 fn by_size_class_calls_the_with_function() {
-    let (indexer, lister) = cache();
-    indexer
-        .add(
-            W {
-                size: 12,
-                ..w("a", "x")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer
-        .add(
-            W {
-                size: 2,
-                ..w("b", "x")
-            }
-            .build(),
-        )
-        .unwrap();
+    let (_, lister) = cache_with([w("a", "x").size(12), w("b", "x").size(2)]);
     assert_eq!(names(lister.by_size_class("big")), ["a"]);
     assert_eq!(names(lister.by_size_class("small")), ["b"]);
 }
 
 #[test]
 fn updates_move_widgets_between_owners_and_tags() {
-    let (indexer, lister) = cache();
+    let (indexer, lister) = cache_with([
+        w("a", "alice").tags(&["blue"]),
+        w("b", "alice").tags(&["blue"]),
+    ]);
     indexer
-        .add(
-            W {
-                tags: &["blue"],
-                ..w("a", "alice")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer
-        .add(
-            W {
-                tags: &["blue"],
-                ..w("b", "alice")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer
-        .update(
-            W {
-                tags: &["red", "green"],
-                ..w("a", "bob")
-            }
-            .build(),
-        )
+        .update(w("a", "bob").tags(&["red", "green"]).build())
         .unwrap();
     assert_eq!(names(lister.by_owner("alice")), ["b"]);
     assert_eq!(names(lister.by_owner("bob")), ["a"]);
@@ -318,13 +245,11 @@ fn updates_move_widgets_between_owners_and_tags() {
 #[test]
 fn deletes_leave_every_index() {
     let (indexer, lister) = cache();
-    let a = W {
-        tags: &["blue"],
-        parent: Some("p"),
-        app: Some("web"),
-        ..w("a", "alice")
-    }
-    .build();
+    let a = w("a", "alice")
+        .tags(&["blue"])
+        .parent("p")
+        .app("web")
+        .build();
     indexer.add(Arc::clone(&a)).unwrap();
     indexer.add(w("b", "alice").build()).unwrap();
     indexer.delete(a).unwrap();
@@ -336,8 +261,7 @@ fn deletes_leave_every_index() {
 
 #[test]
 fn queries_work_on_indexer_lister_and_answer_nothing_without_the_index() {
-    let (indexer, lister) = cache();
-    indexer.add(w("a", "alice").build()).unwrap();
+    let (indexer, lister) = cache_with([w("a", "alice")]);
     assert_eq!(names(indexer.by_owner("alice")), ["a"]);
     assert_eq!(names(lister.by_owner("alice")), ["a"]);
     let bare = Indexer::<Widget>::new(reflector::store::Indexers::new());
