@@ -216,12 +216,7 @@ async fn converge(seed: u64) -> Result<(), String> {
             .lister()
             .list()
             .iter()
-            .map(|c| {
-                (
-                    format!("{NS}/{}", c.metadata.name.as_deref().unwrap_or_default()),
-                    c.metadata.resource_version.clone().unwrap_or_default(),
-                )
-            })
+            .map(|c| name_rv(c))
             .collect();
         v.sort();
         v

@@ -40,6 +40,16 @@ async fn synced(i: &SharedIndexInformer<ConfigMap>) -> Running {
         .expect("synced in time")
 }
 
+/// An informer over `server`'s ConfigMaps, run until synced.
+async fn running_informer(
+    server: &ApiServer,
+    options: ReflectorOptions,
+) -> (SharedIndexInformer<ConfigMap>, Running) {
+    let i = informer(server, options);
+    let running = synced(&i).await;
+    (i, running)
+}
+
 async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     tokio::time::timeout(Duration::from_secs(10), async {
         while !cond() {
@@ -61,8 +71,7 @@ fn of(log: &[RequestLogEntry], verb: Verb) -> Vec<RequestLogEntry> {
 async fn list_then_watch_parameters_on_the_wire() {
     let server = server_with(1_200).await;
     let list_rv = server.current_resource_version().to_string();
-    let i = informer(&server, ReflectorOptions::default());
-    let running = synced(&i).await;
+    let (i, running) = running_informer(&server, ReflectorOptions::default()).await;
     wait_for("the watch", || {
         !of(&server.request_log(), Verb::Watch).is_empty()
     })
@@ -109,8 +118,8 @@ async fn list_then_watch_parameters_on_the_wire() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_list_streams_without_a_list() {
     let server = server_with(300).await;
-    let i = informer(&server, ReflectorOptions::default().use_watch_list(true));
-    let running = synced(&i).await;
+    let (i, running) =
+        running_informer(&server, ReflectorOptions::default().use_watch_list(true)).await;
     assert_eq!(i.indexer().len(), 300);
     let log = server.request_log();
     assert!(
@@ -153,8 +162,8 @@ async fn watch_list_refused_falls_back_to_list() {
 
     let server = server_with(10).await;
     server.inject(Matcher::verb(Verb::Watch), Fault::InternalError);
-    let i = informer(&server, ReflectorOptions::default().use_watch_list(true));
-    let running = synced(&i).await;
+    let (i, running) =
+        running_informer(&server, ReflectorOptions::default().use_watch_list(true)).await;
     let log = server.request_log();
     assert_eq!(of(&log, Verb::List).len(), 1, "fell back to a list");
     assert_eq!(of(&log, Verb::List)[0].param("resourceVersion"), Some("0"));
@@ -167,8 +176,7 @@ async fn watch_list_refused_falls_back_to_list() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_resource_version_relists_from_empty() {
     let server = server_with(20).await;
-    let i = informer(&server, ReflectorOptions::default());
-    let running = synced(&i).await;
+    let (i, running) = running_informer(&server, ReflectorOptions::default()).await;
     wait_for("the watch", || server.open_watches() > 0).await;
     // Let the watch outlive client-go's "very short watch" rule (1 s with no event),
     // or dropping it would count as a failure and relist before re-watching.
@@ -198,8 +206,7 @@ async fn expired_resource_version_relists_from_empty() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_closes_the_watch() {
     let server = server_with(5).await;
-    let i = informer(&server, ReflectorOptions::default());
-    let running = synced(&i).await;
+    let (i, running) = running_informer(&server, ReflectorOptions::default()).await;
     wait_for("the watch", || server.open_watches() == 1).await;
     tokio::time::timeout(Duration::from_secs(5), running.stop())
         .await
@@ -219,8 +226,7 @@ async fn cancel_closes_the_watch() {
 async fn expired_continue_page_lists_everything_at_once() {
     let server = server_with(1_200).await;
     server.inject(Matcher::verb(Verb::List), Fault::ContinueExpired);
-    let i = informer(&server, ReflectorOptions::default());
-    let running = synced(&i).await;
+    let (i, running) = running_informer(&server, ReflectorOptions::default()).await;
     assert_eq!(i.indexer().len(), 1_200);
     let lists = of(&server.request_log(), Verb::List);
     assert_eq!(lists.len(), 3, "{lists:#?}");
