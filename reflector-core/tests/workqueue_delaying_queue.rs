@@ -76,15 +76,21 @@ async fn deduping() {
     );
 }
 
+/// A queue with each item added after its delay, all of them still waiting.
+fn waiting(adds: &[(&'static str, Duration)]) -> WorkQueue<&'static str> {
+    let queue = WorkQueue::new();
+    for (item, delay) in adds {
+        queue.add_after(*item, *delay);
+    }
+    assert_eq!(queue.waiting_len(), adds.len());
+    assert_eq!(queue.len(), 0, "should not have added");
+    queue
+}
+
 #[tokio::test(start_paused = true)]
 async fn add_two_fire_early() {
-    let queue = WorkQueue::new();
     let (first, second, third) = ("foo", "bar", "baz");
-
-    queue.add_after(first, Duration::from_secs(1));
-    queue.add_after(second, 50 * MS);
-    assert_eq!(queue.waiting_len(), 2);
-    assert_eq!(queue.len(), 0, "should not have added");
+    let queue = waiting(&[(first, Duration::from_secs(1)), (second, 50 * MS)]);
 
     advance(60 * MS).await;
     assert_eq!(queue.len(), 1);
@@ -103,14 +109,12 @@ async fn add_two_fire_early() {
 
 #[tokio::test(start_paused = true)]
 async fn copy_shifting() {
-    let queue = WorkQueue::new();
     let (first, second, third) = ("foo", "bar", "baz");
-
-    queue.add_after(first, Duration::from_secs(1));
-    queue.add_after(second, 500 * MS);
-    queue.add_after(third, 250 * MS);
-    assert_eq!(queue.waiting_len(), 3);
-    assert_eq!(queue.len(), 0, "should not have added");
+    let queue = waiting(&[
+        (first, Duration::from_secs(1)),
+        (second, 500 * MS),
+        (third, 250 * MS),
+    ]);
 
     advance(Duration::from_secs(2)).await;
     assert_eq!(queue.len(), 3);

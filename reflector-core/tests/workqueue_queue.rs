@@ -160,12 +160,18 @@ async fn reinsert() {
     assert_eq!(queue.len(), 0, "expected queue to be empty");
 }
 
-#[tokio::test]
-async fn processing_item_is_not_handed_to_a_second_worker() {
+/// A queue whose "foo" is being processed and was added again meanwhile (dirty).
+async fn processing_and_dirty() -> (WorkQueue<&'static str>, &'static str) {
     let queue = WorkQueue::new();
     queue.add("foo");
     let first = queue.get().await.unwrap();
     queue.add("foo");
+    (queue, first)
+}
+
+#[tokio::test]
+async fn processing_item_is_not_handed_to_a_second_worker() {
+    let (queue, first) = processing_and_dirty().await;
     // A second worker finds nothing while the first holds "foo".
     assert!(queue.get().now_or_never().is_none());
     queue.done(&first);
@@ -241,10 +247,7 @@ async fn force_queue_shutdown_using_shut_down() {
 
 #[tokio::test]
 async fn queue_drainage_using_shut_down_with_drain_with_dirty_item() {
-    let queue = WorkQueue::new();
-    queue.add("foo");
-    let gotten = queue.get().await.unwrap();
-    queue.add("foo");
+    let (queue, gotten) = processing_and_dirty().await;
 
     let drainer = {
         let queue = queue.clone();
