@@ -65,12 +65,11 @@ async fn delta_fifo_add_update() {
 #[tokio::test(start_paused = true)]
 async fn delta_fifo_enqueueing_no_lister() {
     let f = fifo();
-    f.add(mk("foo", 10)).unwrap();
-    f.update(mk("bar", 15)).unwrap();
-    f.add(mk("qux", 17)).unwrap();
-    f.delete(mk("qux", 18)).unwrap();
-    // baz does not exist: nothing is queued.
-    f.delete(mk("baz", 20)).unwrap();
+    // baz does not exist: its deletion queues nothing.
+    apply(
+        &f,
+        "add foo 10, update bar 15, add qux 17, delete qux 18, delete baz 20",
+    );
     assert_eq!(pop_vals(&f, 3).await, ["10", "15", "18"]);
     assert_nothing_to_pop(&f).await;
 }
@@ -78,10 +77,8 @@ async fn delta_fifo_enqueueing_no_lister() {
 #[tokio::test(start_paused = true)]
 async fn delta_fifo_enqueueing_with_lister() {
     let f = fifo_known(vec![mk("foo", 5), mk("bar", 6), mk("baz", 7)]);
-    f.add(mk("foo", 10)).unwrap();
-    f.update(mk("bar", 15)).unwrap();
-    // baz is known: the deletion is queued.
-    f.delete(mk("baz", 20)).unwrap();
+    // baz is known: its deletion is queued.
+    apply(&f, "add foo 10, update bar 15, delete baz 20");
     assert_eq!(pop_vals(&f, 3).await, ["10", "15", "20"]);
     assert_nothing_to_pop(&f).await;
 }
@@ -97,11 +94,10 @@ fn delta_fifo_delete_existing_non_propagated() {
 #[tokio::test(start_paused = true)]
 async fn delta_fifo_detect_line_jumpers() {
     let f = fifo();
-    f.add(mk("foo", 10)).unwrap();
-    f.add(mk("bar", 1)).unwrap();
-    f.add(mk("foo", 11)).unwrap();
-    f.add(mk("foo", 13)).unwrap();
-    f.add(mk("zab", 30)).unwrap();
+    apply(
+        &f,
+        "add foo 10, add bar 1, add foo 11, add foo 13, add zab 30",
+    );
     assert_eq!(pop_vals(&f, 1).await, ["13"]);
     // foo must not jump back in line.
     f.add(mk("foo", 14)).unwrap();

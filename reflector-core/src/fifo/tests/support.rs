@@ -103,6 +103,25 @@ pub(super) async fn pop(f: &DeltaFifo<ConfigMap>) -> PoppedItem<ConfigMap> {
         .expect("fifo not closed")
 }
 
+/// Applies a script of writes such as `"add foo 10, update bar 15, delete baz 20"`
+/// to `f`: each writes `mk(name, val)`.
+pub(super) fn apply(f: &DeltaFifo<ConfigMap>, script: &str) {
+    for step in script.split(',') {
+        let words: Vec<&str> = step.split_whitespace().collect();
+        let [op, name, val] = words[..] else {
+            panic!("bad step {step:?}");
+        };
+        let obj = mk(name, val);
+        match op {
+            "add" => f.add(obj),
+            "update" => f.update(obj),
+            "delete" => f.delete(obj),
+            _ => panic!("unknown write {op:?}"),
+        }
+        .unwrap();
+    }
+}
+
 /// The `val` of the newest object of each of the next `n` pops.
 pub(super) async fn pop_vals(f: &DeltaFifo<ConfigMap>, n: usize) -> Vec<String> {
     let mut vals = Vec::with_capacity(n);
