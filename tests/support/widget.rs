@@ -18,13 +18,8 @@ pub struct WidgetStatus {
 
 /// The user story's spec, plus an annotation, a `with` index and an integer field.
 #[derive(CustomResource, Reflect, Serialize, Deserialize, Clone, Debug, JsonSchema)]
-#[kube(
-    group = "example.com",
-    version = "v1",
-    kind = "Widget",
-    namespaced,
-    status = "WidgetStatus"
-)]
+#[kube(group = "example.com", version = "v1", kind = "Widget")]
+#[kube(namespaced, status = "WidgetStatus")]
 #[reflect(index(name = "by_app", label = "app"))]
 #[reflect(index(name = "by_team", annotation = "example.com/team"))]
 #[reflect(index(name = "by_size_class", with = size_class))]
