@@ -25,6 +25,11 @@ use crate::object::ObjectKey;
 use crate::reflector::{Reflector, ReflectorError, ReflectorOptions};
 use crate::store::{Store, StoreError, StoreSink};
 
+/// What a list answers.
+pub(crate) type ListResult = Result<ObjectList<Pod>, ListWatchError>;
+/// What a watch answers.
+pub(crate) type WatchResult = Result<WatchStream<Pod>, ListWatchError>;
+
 type ListFn = Box<
     dyn Fn(&ListParams) -> BoxFuture<'static, Result<ObjectList<Pod>, ListWatchError>>
         + Send
@@ -62,8 +67,8 @@ impl ListerWatcher<Pod> for Scripted {
 /// A scripted lister-watcher whose answers are ready at once.
 pub(crate) fn scripted<LF, WF>(list: LF, watch: WF) -> Scripted
 where
-    LF: Fn(&ListParams) -> Result<ObjectList<Pod>, ListWatchError> + Send + Sync + 'static,
-    WF: Fn(&WatchParams, &str) -> Result<WatchStream<Pod>, ListWatchError> + Send + Sync + 'static,
+    LF: Fn(&ListParams) -> ListResult + Send + Sync + 'static,
+    WF: Fn(&WatchParams, &str) -> WatchResult + Send + Sync + 'static,
 {
     Scripted {
         list: Box::new(move |p| futures::future::ready(list(p)).boxed()),
@@ -74,10 +79,10 @@ where
 /// A lister answering `answer`, and the requests it was sent, each described as
 /// a list table's row is (`rv=0 limit=500`).
 pub(crate) fn recorded_list(
-    answer: impl Fn(&ListParams) -> Result<ObjectList<Pod>, ListWatchError> + Send + Sync + 'static,
+    answer: impl Fn(&ListParams) -> ListResult + Send + Sync + 'static,
 ) -> (
     Arc<Mutex<Vec<String>>>,
-    impl Fn(&ListParams) -> Result<ObjectList<Pod>, ListWatchError> + Send + Sync + 'static,
+    impl Fn(&ListParams) -> ListResult + Send + Sync + 'static,
 ) {
     let asked = recorder();
     let a = asked.clone();
@@ -96,7 +101,7 @@ pub(crate) fn no_list(_: &ListParams) -> Result<ObjectList<Pod>, ListWatchError>
 /// A lister answering one empty list at `rv`, however often asked.
 pub(crate) fn empty_list(
     rv: &'static str,
-) -> impl Fn(&ListParams) -> Result<ObjectList<Pod>, ListWatchError> + Send + Sync + 'static {
+) -> impl Fn(&ListParams) -> ListResult + Send + Sync + 'static {
     move |_| Ok(pod_list(rv, None, vec![]))
 }
 
@@ -259,8 +264,7 @@ pub(crate) fn send(tx: &Sender, events: impl IntoIterator<Item = WatchEvent<Pod>
 /// A watcher that hands out `stream` to the first watch and fails any other.
 pub(crate) fn watch_once(
     stream: WatchStream<Pod>,
-) -> impl Fn(&WatchParams, &str) -> Result<WatchStream<Pod>, ListWatchError> + Send + Sync + 'static
-{
+) -> impl Fn(&WatchParams, &str) -> WatchResult + Send + Sync + 'static {
     let stream = Mutex::new(Some(stream));
     move |_, _| {
         stream
@@ -274,10 +278,10 @@ pub(crate) fn watch_once(
 /// A counter of watch calls, and a watcher that answers call `n` (from 0) with
 /// `answer(n)`.
 pub(crate) fn counted_watch(
-    answer: impl Fn(usize) -> Result<WatchStream<Pod>, ListWatchError> + Send + Sync + 'static,
+    answer: impl Fn(usize) -> WatchResult + Send + Sync + 'static,
 ) -> (
     Arc<AtomicUsize>,
-    impl Fn(&WatchParams, &str) -> Result<WatchStream<Pod>, ListWatchError> + Send + Sync + 'static,
+    impl Fn(&WatchParams, &str) -> WatchResult + Send + Sync + 'static,
 ) {
     let calls = Arc::new(AtomicUsize::new(0));
     let c = calls.clone();
@@ -489,7 +493,7 @@ pub(crate) async fn run_until<L: ListerWatcher<Pod> + 'static>(
 /// A reflector into a fresh recording store whose lister answers `list` and whose
 /// one watch the test drives through the returned sender.
 pub(crate) fn driven(
-    list: impl Fn(&ListParams) -> Result<ObjectList<Pod>, ListWatchError> + Send + Sync + 'static,
+    list: impl Fn(&ListParams) -> ListResult + Send + Sync + 'static,
     options: ReflectorOptions,
 ) -> (Sender, Arc<Reflector<Pod, Scripted>>, Arc<RecordingStore>) {
     let (tx, stream) = fake_watch();
@@ -531,8 +535,7 @@ pub(crate) async fn eventually(mut cond: impl FnMut() -> bool) {
 /// tests' `WatchFunc: cancel(); return watch.NewFake()`.
 pub(crate) fn cancel_on_watch(
     cancel: &CancellationToken,
-) -> impl Fn(&WatchParams, &str) -> Result<WatchStream<Pod>, ListWatchError> + Send + Sync + 'static
-{
+) -> impl Fn(&WatchParams, &str) -> WatchResult + Send + Sync + 'static {
     let cancel = Mutex::new(cancel.clone());
     move |_, _| {
         cancel.lock().unwrap().cancel();
@@ -556,8 +559,7 @@ impl Rounds {
     /// The watcher of the rounds: it ends the current round as it opens.
     pub(crate) fn watch(
         &self,
-    ) -> impl Fn(&WatchParams, &str) -> Result<WatchStream<Pod>, ListWatchError> + Send + Sync + 'static
-    {
+    ) -> impl Fn(&WatchParams, &str) -> WatchResult + Send + Sync + 'static {
         let token = self.token.clone();
         move |_, _| {
             token.lock().unwrap().cancel();

@@ -87,21 +87,21 @@ async fn watch_list_falls_back_to_list_on_refusal() {
     assert_eq!(store.len(), 1);
 }
 
+/// The resource version of every watch asked for, and the senders that keep the
+/// watches open.
+struct OpenWatches {
+    rvs: Arc<Mutex<Vec<String>>>,
+    _open: Arc<Mutex<Vec<Sender>>>,
+}
+
 /// A watcher whose first call gets `first`, and whose later calls each get a watch
-/// holding `events`, kept open by a sender stored in the returned list.
+/// holding `events`, kept open by a sender that the returned `OpenWatches` keeps.
 fn then_open_watches(
     first: crate::listwatch::ListWatchError,
     events: fn() -> Vec<kube::api::WatchEvent<Pod>>,
 ) -> (
-    Arc<Mutex<Vec<String>>>,
-    Arc<Mutex<Vec<Sender>>>,
-    impl Fn(
-        &kube::api::WatchParams,
-        &str,
-    ) -> Result<crate::listwatch::WatchStream<Pod>, crate::listwatch::ListWatchError>
-    + Send
-    + Sync
-    + 'static,
+    OpenWatches,
+    impl Fn(&kube::api::WatchParams, &str) -> WatchResult + Send + Sync + 'static,
 ) {
     let (rvs, open) = (recorder(), Arc::new(Mutex::new(Vec::<Sender>::new())));
     let (w, keep) = (rvs.clone(), open.clone());
@@ -116,19 +116,19 @@ fn then_open_watches(
         keep.lock().unwrap().push(tx);
         Ok(stream)
     };
-    (rvs, open, watch)
+    (OpenWatches { rvs, _open: open }, watch)
 }
 
 /// TestWatchList: a 429 on the watch-list request is retried after a backoff,
 /// still in watch-list mode (no list).
 #[tokio::test(start_paused = true)]
 async fn watch_list_retries_too_many_requests() {
-    let (calls, _open, watch) = then_open_watches(too_many_requests(), || {
+    let (calls, watch) = then_open_watches(too_many_requests(), || {
         vec![added("a", "1"), bookmark("2", true)]
     });
     let (r, store) = watch_list_recording(scripted(no_list, watch));
     list_and_watch_until(&r, || r.last_sync_resource_version() == "2").await;
-    assert_eq!(calls.lock().unwrap().len(), 2);
+    assert_eq!(calls.rvs.lock().unwrap().len(), 2);
     assert_eq!(store.ops(), ["replace 1 @2"]);
     assert_eq!(r.stats().errors_too_many_requests, 1);
 }
@@ -164,11 +164,11 @@ async fn watch_list_stop_after_sync() {
 /// version, and the retry streams from "".
 #[tokio::test(start_paused = true)]
 async fn watch_list_expired_restarts_from_empty_resource_version() {
-    let (rvs, _open, watch) = then_open_watches(expired(), || vec![bookmark("9", true)]);
+    let (watches, watch) = then_open_watches(expired(), || vec![bookmark("9", true)]);
     let (r, _) = watch_list_recording(scripted(no_list, watch));
     r.set_last_sync_resource_version("4");
     list_and_watch_until(&r, || r.last_sync_resource_version() == "9").await;
-    assert_eq!(*rvs.lock().unwrap(), ["4", ""]);
+    assert_eq!(*watches.rvs.lock().unwrap(), ["4", ""]);
 }
 
 /// A watch-list hands the store the cached copy of every object whose
