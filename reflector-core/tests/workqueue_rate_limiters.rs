@@ -54,11 +54,17 @@ fn item_exponential_failure_rate_limiter_over_flow() {
     assert_eq!(limiter.when(&"overflow2"), 1000 * hour);
 }
 
-/// What client-go's fast-slow and max-of tests both expect of a limiter that is 5 ms
-/// for an item's first three failures and `slow` after: per-item counts, and
-/// `forget` starting an item over.
-fn assert_fast_then_slow(limiter: &impl RateLimiter<&'static str>, slow: Duration) {
-    for expected in [5 * MS, 5 * MS, 5 * MS, slow, slow] {
+#[test]
+fn item_fast_slow_rate_limiter() {
+    let limiter = ItemFastSlowRateLimiter::new(5 * MS, Duration::from_secs(10), 3);
+
+    for expected in [
+        5 * MS,
+        5 * MS,
+        5 * MS,
+        Duration::from_secs(10),
+        Duration::from_secs(10),
+    ] {
         assert_eq!(limiter.when(&"one"), expected);
     }
     assert_eq!(limiter.num_requeues(&"one"), 5);
@@ -70,13 +76,6 @@ fn assert_fast_then_slow(limiter: &impl RateLimiter<&'static str>, slow: Duratio
     limiter.forget(&"one");
     assert_eq!(limiter.num_requeues(&"one"), 0);
     assert_eq!(limiter.when(&"one"), 5 * MS);
-}
-
-#[test]
-fn item_fast_slow_rate_limiter() {
-    let limiter = ItemFastSlowRateLimiter::new(5 * MS, Duration::from_secs(10), 3);
-
-    assert_fast_then_slow(&limiter, Duration::from_secs(10));
 }
 
 #[test]
@@ -93,7 +92,24 @@ fn max_of_rate_limiter() {
         )),
     ]);
 
-    assert_fast_then_slow(&limiter, Duration::from_secs(3));
+    for expected in [
+        5 * MS,
+        5 * MS,
+        5 * MS,
+        Duration::from_secs(3),
+        Duration::from_secs(3),
+    ] {
+        assert_eq!(limiter.when(&"one"), expected);
+    }
+    assert_eq!(limiter.num_requeues(&"one"), 5);
+
+    assert_eq!(limiter.when(&"two"), 5 * MS);
+    assert_eq!(limiter.when(&"two"), 5 * MS);
+    assert_eq!(limiter.num_requeues(&"two"), 2);
+
+    limiter.forget(&"one");
+    assert_eq!(limiter.num_requeues(&"one"), 0);
+    assert_eq!(limiter.when(&"one"), 5 * MS);
 }
 
 #[tokio::test(start_paused = true)]
