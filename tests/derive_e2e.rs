@@ -6,42 +6,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::CustomResource;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use reflector::Reflect;
 use reflector::informer::{Event, InformerFactory};
 use reflector_testkit::ApiServer;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// Status of a widget.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
-pub struct WidgetStatus {
-    /// Whether it is ready.
-    pub ready: bool,
+mod support {
+    pub mod widget;
 }
-
-/// The user story's spec.
-#[derive(CustomResource, Reflect, Serialize, Deserialize, Clone, Debug, JsonSchema)]
-#[kube(
-    group = "example.com",
-    version = "v1",
-    kind = "Widget",
-    namespaced,
-    status = "WidgetStatus"
-)]
-#[reflect(index(name = "by_app", label = "app"))]
-pub struct WidgetSpec {
-    #[reflect(index)]
-    owner: String,
-    #[reflect(index)]
-    tags: Vec<String>,
-    #[reflect(index)]
-    parent: Option<String>,
-    size: u32,
-}
+use support::widget::{Widget, WidgetIndexes, WidgetSpec};
 
 const N: usize = 200;
 
@@ -145,12 +120,7 @@ async fn typed_queries_follow_200_widgets_through_sync_updates_and_deletes() {
         let api: Api<Widget> = Api::namespaced(client.clone(), &ns);
         let mut w = Widget::new(
             &name,
-            WidgetSpec {
-                owner: owner.clone(),
-                tags: tags.clone(),
-                parent: parent.clone(),
-                size: 1,
-            },
+            WidgetSpec::owned_by(&owner, tags.clone(), parent.clone()),
         );
         w.metadata.labels = Some([("app".to_owned(), app.clone())].into());
         api.create(&PostParams::default(), &w)
@@ -182,7 +152,12 @@ async fn typed_queries_follow_200_widgets_through_sync_updates_and_deletes() {
         .expect("sync in time")
         .expect("not stopped");
     expect_events(&mut rx, "added", N).await;
-    assert!(reg.has_synced());
+    // The handler sent its last initial event before returning; the registration
+    // counts as synced once it has returned.
+    tokio::time::timeout(Duration::from_secs(30), reg.wait_synced())
+        .await
+        .expect("registration synced in time")
+        .expect("not stopped");
     assert_queries(&informer, &model, "after sync");
     assert_queries(&informer.lister(), &model, "after sync (lister)");
 
@@ -229,15 +204,7 @@ async fn factory_reflected_informer_answers_typed_queries() {
     server.register::<Widget>();
     let api: Api<Widget> = Api::namespaced(server.client(), "ns");
     for (name, owner) in [("a", "alice"), ("b", "bob"), ("c", "alice")] {
-        let w = Widget::new(
-            name,
-            WidgetSpec {
-                owner: owner.into(),
-                tags: vec![],
-                parent: None,
-                size: 1,
-            },
-        );
+        let w = Widget::new(name, WidgetSpec::owned_by(owner, vec![], None));
         api.create(&PostParams::default(), &w)
             .await
             .expect("create");

@@ -1,53 +1,18 @@
 //! `#[derive(Reflect)]` on a CRD spec: the generated indexers, typed queries and
 //! event plumbing, exercised on an `Indexer`/`Lister` without any HTTP.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kube::CustomResource;
 use reflector::Reflect;
 use reflector::lister::Lister;
 use reflector::object::ObjectKey;
 use reflector::store::{Indexer, Store};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
-/// Status of a widget.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
-pub struct WidgetStatus {
-    /// Whether it is ready.
-    pub ready: bool,
+mod support {
+    pub mod widget;
 }
-
-/// The user story's spec, plus an annotation, a `with` index and an integer field.
-#[derive(CustomResource, Reflect, Serialize, Deserialize, Clone, Debug, JsonSchema)]
-#[kube(
-    group = "example.com",
-    version = "v1",
-    kind = "Widget",
-    namespaced,
-    status = "WidgetStatus"
-)]
-#[reflect(index(name = "by_app", label = "app"))]
-#[reflect(index(name = "by_team", annotation = "example.com/team"))]
-#[reflect(index(name = "by_size_class", with = size_class))]
-pub struct WidgetSpec {
-    #[reflect(index)]
-    owner: String,
-    #[reflect(index)]
-    tags: Vec<String>,
-    #[reflect(index)]
-    parent: Option<String>,
-    #[reflect(index(name = "by_replicas"))]
-    replicas: u32,
-    #[reflect(index)]
-    zones: Option<BTreeSet<String>>,
-    size: u32,
-}
-
-fn size_class(w: &Widget) -> Vec<String> {
-    vec![if w.spec.size >= 10 { "big" } else { "small" }.to_owned()]
-}
+use support::widget::{Widget, WidgetIndexes, WidgetSpec};
 
 struct W<'a> {
     name: &'a str,
@@ -75,19 +40,55 @@ fn w<'a>(name: &'a str, owner: &'a str) -> W<'a> {
     }
 }
 
-impl W<'_> {
+impl<'a> W<'a> {
+    fn tags(self, tags: &'a [&'a str]) -> Self {
+        W { tags, ..self }
+    }
+    fn parent(self, parent: &'a str) -> Self {
+        W {
+            parent: Some(parent),
+            ..self
+        }
+    }
+    fn replicas(self, replicas: u32) -> Self {
+        W { replicas, ..self }
+    }
+    fn zones(self, zones: &'a [&'a str]) -> Self {
+        W {
+            zones: Some(zones),
+            ..self
+        }
+    }
+    fn size(self, size: u32) -> Self {
+        W { size, ..self }
+    }
+    fn app(self, app: &'a str) -> Self {
+        W {
+            app: Some(app),
+            ..self
+        }
+    }
+    fn team(self, team: &'a str) -> Self {
+        W {
+            team: Some(team),
+            ..self
+        }
+    }
+
     fn build(self) -> Arc<Widget> {
         let mut widget = Widget::new(
             self.name,
             WidgetSpec {
-                owner: self.owner.to_owned(),
-                tags: self.tags.iter().map(|t| (*t).to_owned()).collect(),
-                parent: self.parent.map(str::to_owned),
                 replicas: self.replicas,
                 zones: self
                     .zones
                     .map(|z| z.iter().map(|t| (*t).to_owned()).collect()),
                 size: self.size,
+                ..WidgetSpec::owned_by(
+                    self.owner,
+                    self.tags.iter().map(|t| (*t).to_owned()).collect(),
+                    self.parent.map(str::to_owned),
+                )
             },
         );
         widget.metadata.namespace = Some("default".into());
@@ -108,6 +109,15 @@ fn names(v: Vec<Arc<Widget>>) -> Vec<String> {
     let mut n: Vec<String> = v.iter().filter_map(|w| w.metadata.name.clone()).collect();
     n.sort();
     n
+}
+
+/// A cache holding `widgets`.
+fn cache_with<'a>(widgets: impl IntoIterator<Item = W<'a>>) -> (Indexer<Widget>, Lister<Widget>) {
+    let (indexer, lister) = cache();
+    for w in widgets {
+        indexer.add(w.build()).unwrap();
+    }
+    (indexer, lister)
 }
 
 fn cache() -> (Indexer<Widget>, Lister<Widget>) {
@@ -141,10 +151,7 @@ fn index_names_are_declared_in_order() {
 
 #[test]
 fn by_owner_returns_exactly_the_owners_widgets() {
-    let (indexer, lister) = cache();
-    indexer.add(w("a", "alice").build()).unwrap();
-    indexer.add(w("b", "bob").build()).unwrap();
-    indexer.add(w("c", "alice").build()).unwrap();
+    let (_, lister) = cache_with([w("a", "alice"), w("b", "bob"), w("c", "alice")]);
     assert_eq!(names(lister.by_owner("alice")), ["a", "c"]);
     assert_eq!(names(lister.by_owner(String::from("bob"))), ["b"]);
     assert!(lister.by_owner("carol").is_empty());
@@ -159,26 +166,11 @@ fn by_owner_returns_exactly_the_owners_widgets() {
 
 #[test]
 fn by_tags_indexes_each_element() {
-    let (indexer, lister) = cache();
-    indexer
-        .add(
-            W {
-                tags: &["blue", "red"],
-                ..w("a", "x")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer
-        .add(
-            W {
-                tags: &["red"],
-                ..w("b", "x")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer.add(w("c", "x").build()).unwrap();
+    let (_, lister) = cache_with([
+        w("a", "x").tags(&["blue", "red"]),
+        w("b", "x").tags(&["red"]),
+        w("c", "x"),
+    ]);
     assert_eq!(names(lister.by_tags("red")), ["a", "b"]);
     assert_eq!(names(lister.by_tags("blue")), ["a"]);
     assert!(lister.by_tags("green").is_empty());
@@ -186,17 +178,7 @@ fn by_tags_indexes_each_element() {
 
 #[test]
 fn by_parent_has_no_value_when_none() {
-    let (indexer, lister) = cache();
-    indexer
-        .add(
-            W {
-                parent: Some("p"),
-                ..w("a", "x")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer.add(w("b", "x").build()).unwrap();
+    let (indexer, lister) = cache_with([w("a", "x").parent("p"), w("b", "x")]);
     assert_eq!(names(lister.by_parent("p")), ["a"]);
     assert!(lister.by_parent("").is_empty());
     assert!(lister.by_parent("None").is_empty());
@@ -205,26 +187,11 @@ fn by_parent_has_no_value_when_none() {
 
 #[test]
 fn by_zones_reads_an_optional_set() {
-    let (indexer, lister) = cache();
-    indexer
-        .add(
-            W {
-                zones: Some(&["z1", "z2"]),
-                ..w("a", "x")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer
-        .add(
-            W {
-                zones: Some(&[]),
-                ..w("b", "x")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer.add(w("c", "x").build()).unwrap();
+    let (indexer, lister) = cache_with([
+        w("a", "x").zones(&["z1", "z2"]),
+        w("b", "x").zones(&[]),
+        w("c", "x"),
+    ]);
     assert_eq!(names(lister.by_zones("z2")), ["a"]);
     let mut values = indexer.list_index_func_values("by_zones");
     values.sort();
@@ -233,25 +200,7 @@ fn by_zones_reads_an_optional_set() {
 
 #[test]
 fn by_replicas_takes_integers() {
-    let (indexer, lister) = cache();
-    indexer
-        .add(
-            W {
-                replicas: 3,
-                ..w("a", "x")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer
-        .add(
-            W {
-                replicas: 30,
-                ..w("b", "x")
-            }
-            .build(),
-        )
-        .unwrap();
+    let (_, lister) = cache_with([w("a", "x").replicas(3), w("b", "x").replicas(30)]);
     assert_eq!(names(lister.by_replicas(3)), ["a"]);
     assert_eq!(names(lister.by_replicas(30u64)), ["b"]);
     assert_eq!(names(lister.by_replicas("3")), ["a"]);
@@ -259,27 +208,11 @@ fn by_replicas_takes_integers() {
 
 #[test]
 fn by_app_reads_the_label_and_by_team_the_annotation() {
-    let (indexer, lister) = cache();
-    indexer
-        .add(
-            W {
-                app: Some("web"),
-                team: Some("core"),
-                ..w("a", "x")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer
-        .add(
-            W {
-                app: Some("db"),
-                ..w("b", "x")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer.add(w("c", "x").build()).unwrap();
+    let (_, lister) = cache_with([
+        w("a", "x").app("web").team("core"),
+        w("b", "x").app("db"),
+        w("c", "x"),
+    ]);
     assert_eq!(names(lister.by_app("web")), ["a"]);
     assert_eq!(names(lister.by_app("db")), ["b"]);
     assert_eq!(names(lister.by_team("core")), ["a"]);
@@ -288,58 +221,19 @@ fn by_app_reads_the_label_and_by_team_the_annotation() {
 
 #[test]
 fn by_size_class_calls_the_with_function() {
-    let (indexer, lister) = cache();
-    indexer
-        .add(
-            W {
-                size: 12,
-                ..w("a", "x")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer
-        .add(
-            W {
-                size: 2,
-                ..w("b", "x")
-            }
-            .build(),
-        )
-        .unwrap();
+    let (_, lister) = cache_with([w("a", "x").size(12), w("b", "x").size(2)]);
     assert_eq!(names(lister.by_size_class("big")), ["a"]);
     assert_eq!(names(lister.by_size_class("small")), ["b"]);
 }
 
 #[test]
 fn updates_move_widgets_between_owners_and_tags() {
-    let (indexer, lister) = cache();
+    let (indexer, lister) = cache_with([
+        w("a", "alice").tags(&["blue"]),
+        w("b", "alice").tags(&["blue"]),
+    ]);
     indexer
-        .add(
-            W {
-                tags: &["blue"],
-                ..w("a", "alice")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer
-        .add(
-            W {
-                tags: &["blue"],
-                ..w("b", "alice")
-            }
-            .build(),
-        )
-        .unwrap();
-    indexer
-        .update(
-            W {
-                tags: &["red", "green"],
-                ..w("a", "bob")
-            }
-            .build(),
-        )
+        .update(w("a", "bob").tags(&["red", "green"]).build())
         .unwrap();
     assert_eq!(names(lister.by_owner("alice")), ["b"]);
     assert_eq!(names(lister.by_owner("bob")), ["a"]);
@@ -351,13 +245,11 @@ fn updates_move_widgets_between_owners_and_tags() {
 #[test]
 fn deletes_leave_every_index() {
     let (indexer, lister) = cache();
-    let a = W {
-        tags: &["blue"],
-        parent: Some("p"),
-        app: Some("web"),
-        ..w("a", "alice")
-    }
-    .build();
+    let a = w("a", "alice")
+        .tags(&["blue"])
+        .parent("p")
+        .app("web")
+        .build();
     indexer.add(Arc::clone(&a)).unwrap();
     indexer.add(w("b", "alice").build()).unwrap();
     indexer.delete(a).unwrap();
@@ -369,8 +261,7 @@ fn deletes_leave_every_index() {
 
 #[test]
 fn queries_work_on_indexer_lister_and_answer_nothing_without_the_index() {
-    let (indexer, lister) = cache();
-    indexer.add(w("a", "alice").build()).unwrap();
+    let (indexer, lister) = cache_with([w("a", "alice")]);
     assert_eq!(names(indexer.by_owner("alice")), ["a"]);
     assert_eq!(names(lister.by_owner("alice")), ["a"]);
     let bare = Indexer::<Widget>::new(reflector::store::Indexers::new());

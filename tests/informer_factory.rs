@@ -23,6 +23,14 @@ fn cm(ns: &str, name: &str) -> ConfigMap {
     c
 }
 
+/// A server holding three ConfigMaps (two in `a`, one in `b`), and a factory over
+/// it.
+async fn seeded_factory() -> (ApiServer, InformerFactory) {
+    let s = server().await;
+    let factory = InformerFactory::new(s.client());
+    (s, factory)
+}
+
 async fn server() -> ApiServer {
     let s = ApiServer::start().await.expect("server");
     let objs = [cm("a", "one"), cm("a", "two"), cm("b", "three")];
@@ -32,8 +40,7 @@ async fn server() -> ApiServer {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_informer_per_type_namespace_and_selectors() {
-    let s = server().await;
-    let factory = InformerFactory::new(s.client());
+    let (s, factory) = seeded_factory().await;
     let all = factory.informer::<ConfigMap>();
     let again = factory.informer::<ConfigMap>();
     let in_a = factory.namespaced::<ConfigMap>("a");
@@ -115,8 +122,7 @@ async fn no_open_watches(s: &ApiServer) {
 /// it opened and stops its informers' tasks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_a_factory_ends_its_watches_and_tasks() {
-    let s = server().await;
-    let factory = InformerFactory::new(s.client());
+    let (s, factory) = seeded_factory().await;
     let cms = factory.informer::<ConfigMap>();
     let pods = factory.informer::<Pod>();
     factory.start();

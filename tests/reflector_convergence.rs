@@ -22,7 +22,11 @@ use reflector::informer::{Event, SharedIndexInformer};
 use reflector::listwatch::ApiListerWatcher;
 use reflector::reflector::ReflectorOptions;
 use reflector_testkit::{ApiServer, BadLine, Fault, Matcher, Verb};
-use tokio_util::sync::CancellationToken;
+
+mod support {
+    pub mod running;
+}
+use support::running::Running;
 
 const NS: &str = "e2e";
 const OBJECTS: usize = 1_000;
@@ -165,14 +169,8 @@ async fn converge(seed: u64) -> Result<(), String> {
             }
         })
         .map_err(|e| e.to_string())?;
-    let cancel = CancellationToken::new();
-    let run = tokio::spawn({
-        let (i, c) = (informer.clone(), cancel.clone());
-        async move { i.run(c).await }
-    });
-    tokio::time::timeout(Duration::from_secs(20), informer.wait_synced())
+    let running = Running::until_synced(&informer, Duration::from_secs(20))
         .await
-        .map_err(|_| format!("seed {seed}: no initial sync"))?
         .map_err(|e| format!("seed {seed}: {e}"))?;
 
     // The writer: random creates, updates and deletes, with a fault every 50 writes.
@@ -218,12 +216,7 @@ async fn converge(seed: u64) -> Result<(), String> {
             .lister()
             .list()
             .iter()
-            .map(|c| {
-                (
-                    format!("{NS}/{}", c.metadata.name.as_deref().unwrap_or_default()),
-                    c.metadata.resource_version.clone().unwrap_or_default(),
-                )
-            })
+            .map(|c| name_rv(c))
             .collect();
         v.sort();
         v
@@ -255,8 +248,7 @@ async fn converge(seed: u64) -> Result<(), String> {
     .await
     .map_err(|e| format!("seed {seed}: {e}"))?;
     let stats = informer.reflector_stats();
-    cancel.cancel();
-    run.await.map_err(|e| e.to_string())?;
+    running.stop().await.map_err(|e| e.to_string())?;
 
     let live_names: BTreeSet<String> = want
         .iter()

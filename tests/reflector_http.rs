@@ -10,7 +10,11 @@ use reflector::informer::SharedIndexInformer;
 use reflector::listwatch::ApiListerWatcher;
 use reflector::reflector::ReflectorOptions;
 use reflector_testkit::{ApiServer, Fault, Matcher, RequestLogEntry, Verb, bench_objects};
-use tokio_util::sync::CancellationToken;
+
+mod support {
+    pub mod running;
+}
+use support::running::Running;
 
 async fn server_with(n: usize) -> ApiServer {
     let server = ApiServer::builder()
@@ -30,19 +34,20 @@ fn informer(server: &ApiServer, opts: ReflectorOptions) -> SharedIndexInformer<C
         .build()
 }
 
-async fn run_until_synced(
-    i: &SharedIndexInformer<ConfigMap>,
-) -> (CancellationToken, tokio::task::JoinHandle<()>) {
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (i, c) = (i.clone(), cancel.clone());
-        async move { i.run(c).await }
-    });
-    tokio::time::timeout(Duration::from_secs(10), i.wait_synced())
+async fn synced(i: &SharedIndexInformer<ConfigMap>) -> Running {
+    Running::until_synced(i, Duration::from_secs(10))
         .await
         .expect("synced in time")
-        .expect("not stopped");
-    (cancel, task)
+}
+
+/// An informer over `server`'s ConfigMaps, run until synced.
+async fn running_informer(
+    server: &ApiServer,
+    options: ReflectorOptions,
+) -> (SharedIndexInformer<ConfigMap>, Running) {
+    let i = informer(server, options);
+    let running = synced(&i).await;
+    (i, running)
 }
 
 async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
@@ -66,8 +71,7 @@ fn of(log: &[RequestLogEntry], verb: Verb) -> Vec<RequestLogEntry> {
 async fn list_then_watch_parameters_on_the_wire() {
     let server = server_with(1_200).await;
     let list_rv = server.current_resource_version().to_string();
-    let i = informer(&server, ReflectorOptions::default());
-    let (cancel, task) = run_until_synced(&i).await;
+    let (i, running) = running_informer(&server, ReflectorOptions::default()).await;
     wait_for("the watch", || {
         !of(&server.request_log(), Verb::Watch).is_empty()
     })
@@ -104,8 +108,7 @@ async fn list_then_watch_parameters_on_the_wire() {
     assert!((300..=600).contains(&timeout), "timeout {timeout}");
     assert_eq!(i.indexer().len(), 1_200);
 
-    cancel.cancel();
-    task.await.expect("run ends");
+    running.stop().await.expect("run ends");
     wait_for("the watch to close", || server.open_watches() == 0).await;
 }
 
@@ -115,8 +118,8 @@ async fn list_then_watch_parameters_on_the_wire() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_list_streams_without_a_list() {
     let server = server_with(300).await;
-    let i = informer(&server, ReflectorOptions::default().use_watch_list(true));
-    let (cancel, task) = run_until_synced(&i).await;
+    let (i, running) =
+        running_informer(&server, ReflectorOptions::default().use_watch_list(true)).await;
     assert_eq!(i.indexer().len(), 300);
     let log = server.request_log();
     assert!(
@@ -142,8 +145,7 @@ async fn watch_list_streams_without_a_list() {
     wait_for("the new object", || i.indexer().len() == 301).await;
     assert_eq!(of(&server.request_log(), Verb::Watch).len(), 1);
 
-    cancel.cancel();
-    task.await.expect("run ends");
+    running.stop().await.expect("run ends");
 }
 
 /// A server that refuses watch-list makes the reflector fall back to list+watch.
@@ -154,21 +156,19 @@ async fn watch_list_refused_falls_back_to_list() {
     let i = informer(&server, ReflectorOptions::default().use_watch_list(true));
     // 410 on the watch-list marks the RV unavailable and retries; refuse with 500
     // instead to force the fallback.
-    let (cancel, task) = run_until_synced(&i).await;
+    let running = synced(&i).await;
     assert_eq!(i.indexer().len(), 10);
-    cancel.cancel();
-    task.await.expect("run ends");
+    running.stop().await.expect("run ends");
 
     let server = server_with(10).await;
     server.inject(Matcher::verb(Verb::Watch), Fault::InternalError);
-    let i = informer(&server, ReflectorOptions::default().use_watch_list(true));
-    let (cancel, task) = run_until_synced(&i).await;
+    let (i, running) =
+        running_informer(&server, ReflectorOptions::default().use_watch_list(true)).await;
     let log = server.request_log();
     assert_eq!(of(&log, Verb::List).len(), 1, "fell back to a list");
     assert_eq!(of(&log, Verb::List)[0].param("resourceVersion"), Some("0"));
     assert_eq!(i.indexer().len(), 10);
-    cancel.cancel();
-    task.await.expect("run ends");
+    running.stop().await.expect("run ends");
 }
 
 /// After the watch is answered 410, the next list asks for the last RV seen; when
@@ -176,8 +176,7 @@ async fn watch_list_refused_falls_back_to_list() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_resource_version_relists_from_empty() {
     let server = server_with(20).await;
-    let i = informer(&server, ReflectorOptions::default());
-    let (cancel, task) = run_until_synced(&i).await;
+    let (i, running) = running_informer(&server, ReflectorOptions::default()).await;
     wait_for("the watch", || server.open_watches() > 0).await;
     // Let the watch outlive client-go's "very short watch" rule (1 s with no event),
     // or dropping it would count as a failure and relist before re-watching.
@@ -200,19 +199,16 @@ async fn expired_resource_version_relists_from_empty() {
     assert_eq!(lists[0].status, 410);
     assert_eq!(lists[1].param("resourceVersion").unwrap_or(""), "");
     assert_eq!(lists[1].status, 200);
-    cancel.cancel();
-    task.await.expect("run ends");
+    running.stop().await.expect("run ends");
 }
 
 /// Cancelling the informer closes its watch on the server and leaves no task.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_closes_the_watch() {
     let server = server_with(5).await;
-    let i = informer(&server, ReflectorOptions::default());
-    let (cancel, task) = run_until_synced(&i).await;
+    let (i, running) = running_informer(&server, ReflectorOptions::default()).await;
     wait_for("the watch", || server.open_watches() == 1).await;
-    cancel.cancel();
-    tokio::time::timeout(Duration::from_secs(5), task)
+    tokio::time::timeout(Duration::from_secs(5), running.stop())
         .await
         .expect("run returns promptly")
         .expect("no panic");
@@ -230,8 +226,7 @@ async fn cancel_closes_the_watch() {
 async fn expired_continue_page_lists_everything_at_once() {
     let server = server_with(1_200).await;
     server.inject(Matcher::verb(Verb::List), Fault::ContinueExpired);
-    let i = informer(&server, ReflectorOptions::default());
-    let (cancel, task) = run_until_synced(&i).await;
+    let (i, running) = running_informer(&server, ReflectorOptions::default()).await;
     assert_eq!(i.indexer().len(), 1_200);
     let lists = of(&server.request_log(), Verb::List);
     assert_eq!(lists.len(), 3, "{lists:#?}");
@@ -240,6 +235,5 @@ async fn expired_continue_page_lists_everything_at_once() {
     assert_eq!(lists[2].param("continue"), None);
     assert_eq!(lists[2].param("limit"), None);
     assert_eq!(lists[2].param("resourceVersion"), Some("0"));
-    cancel.cancel();
-    task.await.expect("run ends");
+    running.stop().await.expect("run ends");
 }

@@ -26,9 +26,21 @@ async fn simple_queue() {
     queue.done(&item);
 
     // Step past the next heartbeat: nothing else appears.
-    advance(Duration::from_secs(10)).await;
-    assert_eq!(queue.len(), 0, "should not have added");
+    advance_and_drain(&queue, Duration::from_secs(10), 0).await;
     assert_eq!(queue.waiting_len(), 0);
+}
+
+/// Advances the paused clock by `by`, asserts that `ready` items became ready (0 or
+/// 1), and takes and finishes the one that did.
+async fn advance_and_drain(queue: &WorkQueue<&'static str>, by: Duration, ready: usize) {
+    advance(by).await;
+    if ready == 0 {
+        assert_eq!(queue.len(), 0, "should not have added");
+    } else {
+        assert_eq!(queue.len(), ready, "should have added");
+        let item = queue.get().await.unwrap();
+        queue.done(&item);
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -36,35 +48,18 @@ async fn deduping() {
     let queue = WorkQueue::new();
     let first = "foo";
 
-    queue.add_after(first, 50 * MS);
-    queue.add_after(first, 70 * MS);
-    assert_eq!(queue.waiting_len(), 1);
-    assert_eq!(queue.len(), 0, "should not have added");
-
-    // Step past the first block, we should receive now.
-    advance(60 * MS).await;
-    assert_eq!(queue.len(), 1, "should have added");
-    let item = queue.get().await.unwrap();
-    queue.done(&item);
-
-    // Step past the second add: it was merged into the first.
-    advance(20 * MS).await;
-    assert_eq!(queue.len(), 0, "should not have added");
-
-    // Again, but this time the earlier should override.
-    queue.add_after(first, 50 * MS);
-    queue.add_after(first, 30 * MS);
-    assert_eq!(queue.waiting_len(), 1);
-    assert_eq!(queue.len(), 0, "should not have added");
-
-    advance(40 * MS).await;
-    assert_eq!(queue.len(), 1, "should have added");
-    let item = queue.get().await.unwrap();
-    queue.done(&item);
-
-    // Step past the second add.
-    advance(20 * MS).await;
-    assert_eq!(queue.len(), 0, "should not have added");
+    // Two delayed adds of one item merge, keeping the earlier time: the item is
+    // ready once, at the earlier of the two, and not again at the later one.
+    for (first_delay, second_delay, earlier) in [(50, 70, 50), (50, 30, 30)] {
+        queue.add_after(first, first_delay * MS);
+        queue.add_after(first, second_delay * MS);
+        assert_eq!(queue.waiting_len(), 1);
+        assert_eq!(queue.len(), 0, "should not have added");
+        // Step past the earlier time: the item is ready.
+        advance_and_drain(&queue, (earlier + 10) * MS, 1).await;
+        // Step past the later one: it was merged into the first.
+        advance_and_drain(&queue, 20 * MS, 0).await;
+    }
 
     // Again, but this time the item is being processed.
     queue.add(first);
@@ -81,15 +76,21 @@ async fn deduping() {
     );
 }
 
+/// A queue with each item added after its delay, all of them still waiting.
+fn waiting(adds: &[(&'static str, Duration)]) -> WorkQueue<&'static str> {
+    let queue = WorkQueue::new();
+    for (item, delay) in adds {
+        queue.add_after(*item, *delay);
+    }
+    assert_eq!(queue.waiting_len(), adds.len());
+    assert_eq!(queue.len(), 0, "should not have added");
+    queue
+}
+
 #[tokio::test(start_paused = true)]
 async fn add_two_fire_early() {
-    let queue = WorkQueue::new();
     let (first, second, third) = ("foo", "bar", "baz");
-
-    queue.add_after(first, Duration::from_secs(1));
-    queue.add_after(second, 50 * MS);
-    assert_eq!(queue.waiting_len(), 2);
-    assert_eq!(queue.len(), 0, "should not have added");
+    let queue = waiting(&[(first, Duration::from_secs(1)), (second, 50 * MS)]);
 
     advance(60 * MS).await;
     assert_eq!(queue.len(), 1);
@@ -108,14 +109,12 @@ async fn add_two_fire_early() {
 
 #[tokio::test(start_paused = true)]
 async fn copy_shifting() {
-    let queue = WorkQueue::new();
     let (first, second, third) = ("foo", "bar", "baz");
-
-    queue.add_after(first, Duration::from_secs(1));
-    queue.add_after(second, 500 * MS);
-    queue.add_after(third, 250 * MS);
-    assert_eq!(queue.waiting_len(), 3);
-    assert_eq!(queue.len(), 0, "should not have added");
+    let queue = waiting(&[
+        (first, Duration::from_secs(1)),
+        (second, 500 * MS),
+        (third, 250 * MS),
+    ]);
 
     advance(Duration::from_secs(2)).await;
     assert_eq!(queue.len(), 3);

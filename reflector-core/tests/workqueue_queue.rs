@@ -160,12 +160,18 @@ async fn reinsert() {
     assert_eq!(queue.len(), 0, "expected queue to be empty");
 }
 
-#[tokio::test]
-async fn processing_item_is_not_handed_to_a_second_worker() {
+/// A queue whose "foo" is being processed and was added again meanwhile (dirty).
+async fn processing_and_dirty() -> (WorkQueue<&'static str>, &'static str) {
     let queue = WorkQueue::new();
     queue.add("foo");
     let first = queue.get().await.unwrap();
     queue.add("foo");
+    (queue, first)
+}
+
+#[tokio::test]
+async fn processing_item_is_not_handed_to_a_second_worker() {
+    let (queue, first) = processing_and_dirty().await;
     // A second worker finds nothing while the first holds "foo".
     assert!(queue.get().now_or_never().is_none());
     queue.done(&first);
@@ -180,24 +186,36 @@ async fn finishes_soon(task: &tokio::task::JoinHandle<()>) -> bool {
     task.is_finished()
 }
 
-#[tokio::test]
-async fn queue_drainage_using_shut_down_with_drain() {
+/// A queue with "foo" and "bar" both handed out and not yet done.
+async fn two_in_flight() -> (WorkQueue<&'static str>, &'static str, &'static str) {
     let queue = WorkQueue::new();
     queue.add("foo");
     queue.add("bar");
     let first = queue.get().await.unwrap();
     let second = queue.get().await.unwrap();
+    (queue, first, second)
+}
 
+/// Starts `shut_down_with_drain` in a task of its own, empties the queue, and
+/// checks that the drain still waits for the items handed out.
+async fn drain_waiting_for_done(queue: &WorkQueue<&'static str>) -> tokio::task::JoinHandle<()> {
     let drainer = {
         let queue = queue.clone();
         tokio::spawn(async move { queue.shut_down_with_drain().await })
     };
-    // ShutDownWithDrain is called before the items are marked done.
     while queue.get().await.is_some() {}
     assert!(
         !finishes_soon(&drainer).await,
         "drain returned with items still processing"
     );
+    drainer
+}
+
+#[tokio::test]
+async fn queue_drainage_using_shut_down_with_drain() {
+    let (queue, first, second) = two_in_flight().await;
+    // ShutDownWithDrain is called before the items are marked done.
+    let drainer = drain_waiting_for_done(&queue).await;
 
     queue.done(&first);
     assert!(
@@ -210,11 +228,7 @@ async fn queue_drainage_using_shut_down_with_drain() {
 
 #[tokio::test]
 async fn no_queue_drainage_using_shut_down() {
-    let queue = WorkQueue::new();
-    queue.add("foo");
-    queue.add("bar");
-    let _first = queue.get().await.unwrap();
-    let _second = queue.get().await.unwrap();
+    let (queue, _first, _second) = two_in_flight().await;
     // ShutDown returns at once although nothing was marked done.
     queue.shut_down();
     assert!(queue.shutting_down());
@@ -223,21 +237,8 @@ async fn no_queue_drainage_using_shut_down() {
 
 #[tokio::test]
 async fn force_queue_shutdown_using_shut_down() {
-    let queue = WorkQueue::new();
-    queue.add("foo");
-    queue.add("bar");
-    let _first = queue.get().await.unwrap();
-    let _second = queue.get().await.unwrap();
-
-    let drainer = {
-        let queue = queue.clone();
-        tokio::spawn(async move { queue.shut_down_with_drain().await })
-    };
-    while queue.get().await.is_some() {}
-    assert!(
-        !finishes_soon(&drainer).await,
-        "drain returned with items still processing"
-    );
+    let (queue, _first, _second) = two_in_flight().await;
+    let drainer = drain_waiting_for_done(&queue).await;
 
     // A second signal forces the shutdown: the drain returns without any done.
     queue.shut_down();
@@ -246,10 +247,7 @@ async fn force_queue_shutdown_using_shut_down() {
 
 #[tokio::test]
 async fn queue_drainage_using_shut_down_with_drain_with_dirty_item() {
-    let queue = WorkQueue::new();
-    queue.add("foo");
-    let gotten = queue.get().await.unwrap();
-    queue.add("foo");
+    let (queue, gotten) = processing_and_dirty().await;
 
     let drainer = {
         let queue = queue.clone();

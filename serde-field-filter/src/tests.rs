@@ -5,6 +5,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use serde::de::DeserializeSeed;
 use serde_json::{Value, json};
 
+use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny};
+
 use super::*;
 use kube::api::{ObjectList, WatchEvent};
 

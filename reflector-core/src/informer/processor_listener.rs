@@ -20,9 +20,10 @@ pub(crate) const SLEEP_AFTER_PANIC: Duration = Duration::from_secs(1);
 
 /// A run of handler calls that reaches this long stops there and marks the handler
 /// as one that blocks its thread: the next run goes through [`may_block`], whose
-/// hand-over of the worker costs tens of microseconds — under 5% of such a run, too
-/// much for every batch of a quick handler. A handler that blocks thus holds its
-/// worker (and whatever the scheduler had queued there) for one call at most.
+/// hand-over of the worker is cheap beside such a run but too dear for every batch
+/// of a quick handler (BENCHMARKS.md, "Profiling notes"). A handler that blocks thus
+/// holds its worker (and whatever the scheduler had queued there) for one call at
+/// most.
 const SLOW_RUN: Duration = Duration::from_millis(1);
 
 /// The resync schedule of one listener. Guarded by `ProcessorListener::resync`.

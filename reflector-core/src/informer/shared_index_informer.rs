@@ -601,8 +601,7 @@ impl<K: Object> SharedIndexInformer<K> {
         // The popped key and each delta's object are moved into the cache, not
         // cloned and dropped: every reference-count change is a locked instruction,
         // which waits until the cache's pending writes (table slots not in the CPU
-        // cache) have landed. perf put most of this function's samples on such a
-        // wait while it cloned them.
+        // cache) have landed (BENCHMARKS.md, "Profiling notes").
         let count = deltas.as_slice().len();
         let mut popped_key = Some(popped_key);
         for (i, delta) in deltas.into_iter().enumerate() {

@@ -28,10 +28,8 @@ const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
 /// Events handled between two yields to the scheduler. The watch stream yields on
 /// its own whenever it waits for data; this bounds the run of an always-ready one,
 /// so the informer's consumer (which shares the reflector's task) drains the FIFO
-/// at least this often and other tasks on the worker get their turn. Measured with
-/// `benches/informer.rs`: consuming tokio's coop budget per event (a yield every
-/// 128) cost 16 handlers a fifth of their throughput; every 1024 events costs
-/// nothing visible.
+/// at least this often and other tasks on the worker get their turn. Large, since a
+/// yield per few events costs throughput (BENCHMARKS.md, "Profiling notes").
 const YIELD_EVERY: u64 = 1024;
 
 /// How a watch stream ended without an error.
@@ -101,7 +99,7 @@ pub(crate) async fn handle_watch<K: Object>(
         // Up to YIELD_EVERY ready events per poll, checked in the order a biased
         // select would: cancellation, the resync timer, the stream. Cancellation is
         // a flag read per event; its waker is registered only when the stream
-        // waits (a select polling it per event cost a twentieth of the pipeline).
+        // waits (polling it per event was measurably slower: BENCHMARKS.md).
         // The events taken in one poll go to the store together when it ends —
         // before it returns, so before any await — and only then are their
         // resource versions reported, in order.

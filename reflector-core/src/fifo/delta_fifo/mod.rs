@@ -1,0 +1,503 @@
+//! The DeltaFifo: per-key accumulated deltas, queued in first-enqueue order.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::pin::pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use foldhash::fast::RandomState;
+use tokio::sync::Notify;
+
+use super::delta::{Delta, DeltaObject, DeltaType, Deltas};
+use super::error::FifoError;
+use crate::object::{DeletedFinalStateUnknown, KeyError, KeyFunc, Object, ObjectKey};
+use crate::store::{KeyListerGetter, Store, StoreError, StoreSink, WatchAction};
+
+mod enqueue;
+mod options;
+mod sink;
+mod state;
+mod store;
+#[cfg(test)]
+mod tests;
+
+pub use options::{DeltaFifoOptions, TransformFunc};
+use state::{Popped, SHRINK_ABOVE, State};
+
+/// One item handed out by [`DeltaFifo::pop`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoppedItem<K> {
+    /// The object's key.
+    pub key: ObjectKey,
+    /// Everything that happened to the object since it was queued, oldest first.
+    /// Never empty.
+    pub deltas: Deltas<K>,
+    /// Whether the item belongs to the first `replace`'s list (popped before the
+    /// FIFO has synced), as client-go's `isInInitialList`.
+    pub is_in_initial_list: bool,
+}
+
+/// A producer-consumer queue of per-object changes, as client-go's `DeltaFIFO`.
+///
+/// A reflector produces (through [`Store`]: `add`, `update`, `delete`, `replace`,
+/// `resync`) and an informer consumes with [`pop`](DeltaFifo::pop). Each key
+/// accumulates its [`Deltas`] while it waits, and is queued once, in the order it was
+/// first enqueued; popping hands out everything that happened to the object since it
+/// was last popped. Two consecutive `Deleted` deltas collapse into one.
+///
+/// The optional *known objects* (the consumer's cache) let `replace` detect objects
+/// deleted while the watch was down — each gets a `Deleted` delta carrying a
+/// [`DeletedFinalStateUnknown`] tombstone — and let `resync` re-deliver every cached
+/// object that has no pending delta.
+///
+/// Several tasks may `pop` concurrently, but then (as in client-go) they may process
+/// different versions of the same object at once; an informer pops from one task.
+///
+/// Differences from client-go: writes to a closed FIFO fail with
+/// [`StoreError::Closed`] (client-go accepts them and never pops them); the
+/// [`Store`] getters return the newest object (use
+/// [`deltas`](DeltaFifo::deltas) for the whole `Deltas`).
+///
+/// # Example
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector_core::fifo::{DeltaFifo, DeltaFifoOptions, DeltaType};
+/// use reflector_core::store::Store;
+///
+/// let fifo = DeltaFifo::<ConfigMap>::new(DeltaFifoOptions::default());
+/// let mut cm = ConfigMap::default();
+/// cm.metadata.name = Some("a".into());
+/// let cm = Arc::new(cm);
+/// fifo.add(cm.clone()).unwrap();
+/// fifo.update(cm).unwrap();
+///
+/// let item = fifo.pop_item().await.unwrap();
+/// assert_eq!(item.key.as_str(), "a");
+/// let types: Vec<_> = item.deltas.iter().map(|d| d.delta_type).collect();
+/// assert_eq!(types, [DeltaType::Added, DeltaType::Updated]);
+/// # }
+/// ```
+pub struct DeltaFifo<K> {
+    /// Guards the queue and its bookkeeping. Never held across an `.await`, nor
+    /// while a `pop` callback runs.
+    state: Mutex<State<K>>,
+    /// Held by a `pop` from taking its items until its callback returned, and by
+    /// every write that consults the known objects (`delete`, `replace`,
+    /// `resync`), so those never see an item popped but not yet applied to the
+    /// consumer's cache. `add` and `update` do not take it: they run while a
+    /// callback applies the previous items. Lock order: this, then `state`. Never
+    /// held across an `.await`.
+    processing: Mutex<()>,
+    /// Wakes `pop`s: `notify_one` per newly queued key, `notify_waiters` on `replace`,
+    /// `resync` and `close`.
+    notify: Notify,
+    /// Wakes `wait_synced`s (`notify_waiters`) when `State::synced` is set.
+    synced_notify: Notify,
+    /// Immutable after construction.
+    key_func: KeyFunc<K>,
+    /// Immutable after construction. Called under `state`'s lock (lock order: FIFO,
+    /// then the known objects' own lock).
+    known_objects: Option<Arc<dyn KeyListerGetter<K>>>,
+    /// Immutable after construction.
+    emit_delta_type_replaced: bool,
+    /// Immutable after construction. Called under `state`'s lock.
+    transform: Option<TransformFunc<K>>,
+}
+
+impl<K: Object> Default for DeltaFifo<K> {
+    fn default() -> Self {
+        DeltaFifo::new(DeltaFifoOptions::default())
+    }
+}
+
+impl<K> fmt::Debug for DeltaFifo<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.lock();
+        f.debug_struct("DeltaFifo")
+            .field("len", &state.queue.len())
+            .field("populated", &state.populated)
+            .field("initial_population_count", &state.initial_population_count)
+            .field("closed", &state.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K> DeltaFifo<K> {
+    /// A FIFO configured by `options`, as client-go's `NewDeltaFIFOWithOptions`.
+    #[must_use]
+    pub fn new(options: DeltaFifoOptions<K>) -> Self {
+        DeltaFifo {
+            state: Mutex::new(State {
+                items: HashMap::default(),
+                queue: VecDeque::new(),
+                populated: false,
+                initial_population_count: 0,
+                synced: false,
+                closed: false,
+                streaming: false,
+            }),
+            processing: Mutex::new(()),
+            notify: Notify::new(),
+            synced_notify: Notify::new(),
+            key_func: options.key_func,
+            known_objects: options.known_objects,
+            emit_delta_type_replaced: options.emit_delta_type_replaced,
+            transform: options.transform,
+        }
+    }
+
+    /// Takes the lock. A panic in a `pop` callback poisons it but leaves the state
+    /// consistent (the item was removed before the callback ran), so poisoning is
+    /// ignored.
+    fn lock(&self) -> MutexGuard<'_, State<K>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the processing lock (before `state`, never after). A panicking `pop`
+    /// callback poisons it; its items were popped and are lost, nothing else is
+    /// inconsistent, so poisoning is ignored.
+    fn lock_processing(&self) -> MutexGuard<'_, ()> {
+        self.processing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The key of `obj`, computed by the key function.
+    ///
+    /// # Errors
+    /// [`FifoError::Key`] when the key function fails.
+    pub fn key_of(&self, obj: &K) -> Result<ObjectKey, FifoError> {
+        Ok((self.key_func)(obj)?)
+    }
+
+    /// The key of a delta's object: a tombstone's own key, else the key function's,
+    /// as client-go's `KeyOf` on a `DeletedFinalStateUnknown`.
+    ///
+    /// # Errors
+    /// [`FifoError::Key`] when the key function fails.
+    pub fn key_of_object(&self, obj: &DeltaObject<K>) -> Result<ObjectKey, FifoError> {
+        match obj {
+            DeltaObject::Object(o) => self.key_of(o),
+            DeltaObject::DeletedFinalStateUnknown(t) => Ok(t.key.clone()),
+        }
+    }
+
+    /// The key of a `Deltas`: that of its newest object, as client-go's `KeyOf` on a
+    /// `Deltas`.
+    ///
+    /// # Errors
+    /// [`FifoError::EmptyDeltas`] when `deltas` is empty; [`FifoError::Key`] when
+    /// the key function fails.
+    pub fn key_of_deltas(&self, deltas: &Deltas<K>) -> Result<ObjectKey, FifoError> {
+        let newest = deltas.newest().ok_or(FifoError::EmptyDeltas)?;
+        self.key_of_object(&newest.object)
+    }
+
+    /// Whether the first `replace`'s items have all been popped — or an
+    /// `add`/`update`/`delete` came before any `replace`. As client-go's `HasSynced`:
+    /// it turns true only once the `pop` callback of the last initial item returned.
+    #[must_use]
+    pub fn has_synced(&self) -> bool {
+        Self::has_synced_locked(&self.lock())
+    }
+
+    fn has_synced_locked(state: &State<K>) -> bool {
+        state.synced
+    }
+
+    /// Latches `synced` once the initial population is popped; returns whether it
+    /// was set just now, so the caller wakes `wait_synced` after unlocking. Called
+    /// whenever `populated` or `initial_population_count` change.
+    fn check_synced_locked(state: &mut State<K>) -> bool {
+        let now = state.populated && state.initial_population_count == 0;
+        let flipped = now && !state.synced;
+        state.synced |= now;
+        flipped
+    }
+
+    /// Wakes `wait_synced`s if `flipped`; call after unlocking.
+    fn announce_synced(&self, flipped: bool) {
+        if flipped {
+            self.synced_notify.notify_waiters();
+        }
+    }
+
+    /// Waits until [`has_synced`](DeltaFifo::has_synced) is true, as client-go's
+    /// `HasSyncedChecker().Done()`. Returns at once if it already is.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    ///
+    /// # Example
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_core::fifo::DeltaFifo;
+    /// use reflector_core::store::Store;
+    /// let fifo = DeltaFifo::<ConfigMap>::default();
+    /// fifo.replace(vec![], "1").unwrap(); // an empty first list: synced at once
+    /// fifo.wait_synced().await;
+    /// assert!(fifo.has_synced());
+    /// # }
+    /// ```
+    pub async fn wait_synced(&self) {
+        loop {
+            let mut notified = pin!(self.synced_notify.notified());
+            notified.as_mut().enable();
+            if self.has_synced() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Closes the FIFO: pending and future `pop`s return the queued items, then
+    /// [`FifoError::Closed`]; writes fail with [`StoreError::Closed`]. Idempotent.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.notify.notify_waiters();
+    }
+
+    /// Whether [`close`](DeltaFifo::close) was called.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    /// The number of queued keys.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.lock().queue.len()
+    }
+
+    /// Whether no key is queued.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.lock().queue.is_empty()
+    }
+
+    /// Whether no key is queued and none is being processed: everything written so
+    /// far has been popped and its `pop` callback has returned.
+    pub(crate) fn is_drained(&self) -> bool {
+        let _processing = self.lock_processing();
+        self.lock().queue.is_empty()
+    }
+
+    /// A copy of the pending deltas of `obj`'s key, as client-go's `Get`.
+    ///
+    /// # Errors
+    /// [`FifoError::Key`] when the key function fails.
+    pub fn deltas(&self, obj: &K) -> Result<Option<Deltas<K>>, FifoError> {
+        let key = self.key_of(obj)?;
+        Ok(self.deltas_by_key(&key))
+    }
+
+    /// A copy of the pending deltas under `key`, as client-go's `GetByKey`. The copy
+    /// shares the objects (`Arc`s), not the list.
+    #[must_use]
+    pub fn deltas_by_key(&self, key: &ObjectKey) -> Option<Deltas<K>> {
+        self.lock().items.get(key).cloned()
+    }
+
+    /// Waits for a queued item, removes it and runs `process` on it, as client-go's
+    /// `Pop`: whatever `process` updates (the informer's indexer, the known objects)
+    /// changes atomically with the queue for `delete`, `replace`, `resync` and
+    /// [`has_synced`](DeltaFifo::has_synced), which wait for a running `process`,
+    /// so none of them sees the item missing from both the queue and the cache.
+    /// Unlike client-go, `add` and `update` do not wait: a reflector queues the next
+    /// events while the consumer applies the previous ones. Items come out in the
+    /// order their keys were first queued.
+    ///
+    /// `process` must be quick and must not call this FIFO's `pop`, `delete`,
+    /// `replace` or `resync` (the processing lock is not reentrant: that
+    /// deadlocks). If it panics, the item is lost and the panic propagates; the FIFO
+    /// stays usable.
+    ///
+    /// # Errors
+    /// [`FifoError::Closed`] once the FIFO is closed **and** drained: items queued
+    /// before `close` are still handed out.
+    ///
+    /// # Cancel safety
+    /// Cancel safe. The item is removed and `process` runs within a single
+    /// synchronous section, after the last `.await`; a `pop` dropped while waiting
+    /// takes nothing, and a wake-up it received passes to another waiting `pop`.
+    ///
+    /// # Example
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_core::fifo::{DeltaFifo, FifoError};
+    /// use reflector_core::store::Store;
+    ///
+    /// let fifo = DeltaFifo::<ConfigMap>::default();
+    /// let mut cm = ConfigMap::default();
+    /// cm.metadata.name = Some("a".into());
+    /// fifo.add(Arc::new(cm)).unwrap();
+    /// fifo.close();
+    /// let n = fifo.pop(|item| item.deltas.len()).await.unwrap();
+    /// assert_eq!(n, 1);
+    /// assert_eq!(fifo.pop(|_| ()).await, Err(FifoError::Closed));
+    /// # }
+    /// ```
+    pub async fn pop<R>(&self, process: impl FnOnce(PoppedItem<K>) -> R) -> Result<R, FifoError> {
+        self.pop_some(1, |first, _| process(first)).await
+    }
+
+    /// As [`pop`](DeltaFifo::pop), for up to `max` queued items at once (at least
+    /// one; `max` 0 counts as 1): `process` gets them in queue order, under the
+    /// processing lock, as if they were popped one after another with nothing queued in between.
+    /// Handing items over in batches lets a consumer pay its own per-round costs
+    /// (locks, wake-ups of downstream tasks) once per batch.
+    ///
+    /// # Errors
+    /// [`FifoError::Closed`] once the FIFO is closed and drained.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe, as [`pop`](DeltaFifo::pop).
+    ///
+    /// # Example
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_core::fifo::DeltaFifo;
+    /// use reflector_core::store::Store;
+    ///
+    /// let fifo = DeltaFifo::<ConfigMap>::default();
+    /// for name in ["a", "b", "c"] {
+    ///     let mut cm = ConfigMap::default();
+    ///     cm.metadata.name = Some(name.into());
+    ///     fifo.add(Arc::new(cm)).unwrap();
+    /// }
+    /// let keys = fifo
+    ///     .pop_batch(2, |items| items.iter().map(|i| i.key.to_string()).collect::<Vec<_>>())
+    ///     .await
+    ///     .unwrap();
+    /// assert_eq!(keys, ["a", "b"]);
+    /// # }
+    /// ```
+    pub async fn pop_batch<R>(
+        &self,
+        max: usize,
+        process: impl FnOnce(Vec<PoppedItem<K>>) -> R,
+    ) -> Result<R, FifoError> {
+        self.pop_some(max, |first, rest| {
+            let mut items = Vec::with_capacity(rest.len() + 1);
+            items.push(first);
+            items.extend(rest);
+            process(items)
+        })
+        .await
+    }
+
+    /// Waits for a queued item and pops it with up to `max - 1` more, handing
+    /// `process` the first and the rest under the processing lock.
+    async fn pop_some<R>(
+        &self,
+        max: usize,
+        process: impl FnOnce(PoppedItem<K>, Vec<PoppedItem<K>>) -> R,
+    ) -> Result<R, FifoError> {
+        let mut notified = pin!(self.notify.notified());
+        // Whether `notified` is registered with the `Notify` (so `notify_one` reaches
+        // it). Registration costs a lock inside the `Notify`, so the first check of
+        // each round is made without it, and the state is checked again after
+        // registering: a wake-up sent between the two checks is then not lost.
+        let mut registered = false;
+        loop {
+            {
+                let processing = self.lock_processing();
+                let mut state = self.lock();
+                if let Some(first) = Self::pop_front_locked(&mut state) {
+                    let more = max.saturating_sub(1).min(state.queue.len());
+                    let mut rest = Vec::with_capacity(more);
+                    while rest.len() < more {
+                        match Self::pop_front_locked(&mut state) {
+                            Some(item) => rest.push(item),
+                            None => break,
+                        }
+                    }
+                    drop(state);
+                    // The items count as popped (for `has_synced`) only once
+                    // `process` returned, or unwound.
+                    let popped = Popped {
+                        fifo: self,
+                        count: rest.len() + 1,
+                    };
+                    let result = process(first, rest);
+                    drop(popped);
+                    drop(processing);
+                    return Ok(result);
+                }
+                if state.closed {
+                    return Err(FifoError::Closed);
+                }
+            }
+            if registered {
+                notified.as_mut().await;
+                notified.set(self.notify.notified());
+                registered = false;
+            } else {
+                notified.as_mut().enable();
+                registered = true;
+            }
+        }
+    }
+
+    /// Removes the first queued key and its deltas, or returns `None` when the queue
+    /// is empty. The caller counts the item out of the initial population (see
+    /// [`Popped`]) once it has been processed.
+    fn pop_front_locked(state: &mut State<K>) -> Option<PoppedItem<K>> {
+        while let Some(key) = state.queue.pop_front() {
+            let is_in_initial_list = !Self::has_synced_locked(state);
+            let removed = state.items.remove(&key);
+            if state.queue.is_empty() && state.queue.capacity() > SHRINK_ABOVE {
+                // A list's worth of keys went through; give the room back rather
+                // than keep it for the life of the informer.
+                state.queue.shrink_to_fit();
+                state.items.shrink_to_fit();
+            }
+            match removed {
+                Some(deltas) => {
+                    return Some(PoppedItem {
+                        key,
+                        deltas,
+                        is_in_initial_list,
+                    });
+                }
+                None => {
+                    tracing::error!(key = %key, "DeltaFifo: key was queued without deltas; skipped")
+                }
+            }
+        }
+        None
+    }
+
+    /// Counts `count` processed items out of the initial population; the last one
+    /// makes [`has_synced`](DeltaFifo::has_synced) true.
+    fn finish_processing(&self, count: usize) {
+        let flipped = {
+            let mut state = self.lock();
+            state.initial_population_count = state.initial_population_count.saturating_sub(count);
+            Self::check_synced_locked(&mut state)
+        };
+        self.announce_synced(flipped);
+    }
+
+    /// As [`pop`](DeltaFifo::pop) with a callback that returns the item itself.
+    ///
+    /// # Errors
+    /// As [`pop`](DeltaFifo::pop).
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`pop`](DeltaFifo::pop).
+    pub async fn pop_item(&self) -> Result<PoppedItem<K>, FifoError> {
+        self.pop(|item| item).await
+    }
+}

@@ -1,0 +1,149 @@
+//! The transform (client-go's delta_fifo_test.go): each object entering the
+//! FIFO is transformed once; resyncs and reused known objects are not.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use k8s_openapi::api::core::v1::ConfigMap;
+
+use crate::fifo::{DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, TransformFunc};
+use crate::object::ObjectKey;
+use crate::store::{Store, StoreSink};
+
+use super::support::*;
+use DeltaType::{Deleted, Replaced, Sync};
+
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_transformer() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let xfrm: TransformFunc<ConfigMap> = {
+        let calls = Arc::clone(&calls);
+        Arc::new(move |obj: Obj| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            let mut obj = Arc::unwrap_or_clone(obj);
+            let n: usize = data(&obj, "xfrm").parse().unwrap_or(0);
+            obj.data
+                .get_or_insert_default()
+                .insert("xfrm".into(), (n + 1).to_string());
+            Arc::new(obj)
+        })
+    };
+    let f = DeltaFifo::new(DeltaFifoOptions::default().transform(xfrm));
+    f.add(mk("foo", 10)).unwrap();
+    f.add(mk("bar", 11)).unwrap();
+    f.update(mk("foo", 12)).unwrap();
+    f.delete(mk("foo", 15)).unwrap();
+    f.replace(vec![], "").unwrap();
+    f.add(mk("bar", 16)).unwrap();
+    f.replace(vec![], "").unwrap();
+
+    assert_eq!(
+        f.list_keys(),
+        vec![ObjectKey::new(None, "foo"), ObjectKey::new(None, "bar")]
+    );
+    // One call per object entering; none for the three tombstones.
+    assert_eq!(calls.load(Ordering::SeqCst), 5);
+
+    let foo = pop(&f).await.deltas;
+    let newest = foo.newest().unwrap();
+    assert_eq!(newest.delta_type, Deleted);
+    let DeltaObject::Object(obj) = &newest.object else {
+        panic!("expected regular deletion of foo, got {newest:?}");
+    };
+    assert_eq!(obj.metadata.name.as_deref(), Some("foo"));
+    assert_eq!(data(obj, "val"), "15");
+    assert_eq!(
+        data(obj, "xfrm"),
+        "1",
+        "foo transformed wrong number of times"
+    );
+
+    let bar = pop(&f).await.deltas;
+    let newest = bar.newest().unwrap();
+    let DeltaObject::DeletedFinalStateUnknown(t) = &newest.object else {
+        panic!("expected tombstone deletion of bar, got {newest:?}");
+    };
+    assert_eq!(t.key.as_str(), "bar");
+    assert_eq!(data(&t.obj, "val"), "16");
+    assert_eq!(
+        data(&t.obj, "xfrm"),
+        "1",
+        "tombstoned bar transformed wrong number of times"
+    );
+    // Every object in every delta went through the transform exactly once.
+    for delta in foo.iter().chain(bar.iter()) {
+        assert_eq!(data(delta.object.object(), "xfrm"), "1", "{delta:?}");
+    }
+}
+
+/// An identity transform and how many times it ran.
+fn counting_identity() -> (Arc<AtomicUsize>, TransformFunc<ConfigMap>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let xfrm: TransformFunc<ConfigMap> = Arc::new(move |obj: Obj| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        obj
+    });
+    (calls, xfrm)
+}
+
+/// client-go skips the transform for resync's `Sync` deltas: the known objects were
+/// transformed when they entered.
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_transformer_skips_resync() {
+    let (calls, xfrm) = counting_identity();
+    let known = mk("foo", 5);
+    let f = DeltaFifo::new(
+        DeltaFifoOptions::default()
+            .known_objects(Arc::new(Literal(vec![known.clone()])))
+            .transform(xfrm),
+    );
+    f.resync().unwrap();
+    let item = pop(&f).await;
+    assert_eq!(item.deltas, deltas(vec![d(Sync, &known)]));
+    assert!(Arc::ptr_eq(item.deltas[0].object.object(), &known));
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+}
+
+/// `cached_unchanged` finds the known object with the same resourceVersion (what the
+/// reflector reuses during a relist), and `replace` does not transform such an
+/// object again: only the freshly decoded one goes through the transform.
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_replace_does_not_transform_reused_known_objects() {
+    let (calls, xfrm) = counting_identity();
+    let with_rv = |name: &str, rv: &str| {
+        let mut cm = (*mk(name, rv)).clone();
+        cm.metadata.resource_version = Some(rv.to_owned());
+        Arc::new(cm)
+    };
+    let (foo, bar) = (with_rv("foo", "5"), with_rv("bar", "6"));
+    let f = DeltaFifo::new(
+        DeltaFifoOptions::default()
+            .known_objects(Arc::new(Literal(vec![foo.clone(), bar.clone()])))
+            .emit_delta_type_replaced(true)
+            .transform(xfrm),
+    );
+    let reused = f.cached_unchanged(&with_rv("foo", "5")).expect("same RV");
+    assert!(Arc::ptr_eq(&reused, &foo));
+    assert!(
+        f.cached_unchanged(&with_rv("bar", "9")).is_none(),
+        "RV moved"
+    );
+    assert!(
+        f.cached_unchanged(&with_rv("baz", "1")).is_none(),
+        "unknown"
+    );
+
+    let new_bar = with_rv("bar", "9");
+    f.replace(vec![reused, new_bar.clone()], "9").unwrap();
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "only the new bar is transformed"
+    );
+    let item = pop(&f).await;
+    assert!(Arc::ptr_eq(item.deltas[0].object.object(), &foo));
+    assert_eq!(item.deltas[0].delta_type, Replaced);
+    let item = pop(&f).await;
+    assert!(Arc::ptr_eq(item.deltas[0].object.object(), &new_bar));
+}

@@ -1,0 +1,59 @@
+//! Indexers on a running informer (client-go's TestIndexer).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::informer::*;
+use crate::listwatch::FakeSource;
+use crate::store::Indexers;
+
+use super::support::*;
+
+/// TestIndexer: by_index works after sync, after later adds, and for an indexer
+/// added while the informer runs (existing objects are indexed).
+#[tokio::test(start_paused = true)]
+async fn indexer() {
+    let source = FakeSource::<Pod>::new();
+    source.add(labelled("a", "app", "web"));
+    source.add(labelled("b", "app", "db"));
+    let informer = SharedIndexInformer::builder(source.clone())
+        .indexers(Indexers::new().with("by_app", |p: &Pod| {
+            p.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("app").cloned())
+                .into_iter()
+                .collect()
+        }))
+        .build();
+    let running = start(&informer);
+    informer.wait_synced().await.unwrap();
+    let names = |v: Vec<Arc<Pod>>| -> BTreeSet<String> {
+        v.iter().map(|p| p.metadata.name.clone().unwrap()).collect()
+    };
+    assert_eq!(
+        names(informer.lister().by_index("by_app", "web").unwrap()),
+        set(&["a"])
+    );
+
+    source.add(labelled("c", "app", "web"));
+    eventually(|| informer.lister().by_index("by_app", "web").unwrap().len() == 2).await;
+
+    informer
+        .add_indexers(Indexers::new().with("by_name_len", |p: &Pod| {
+            vec![p.metadata.name.as_deref().unwrap_or("").len().to_string()]
+        }))
+        .unwrap();
+    assert_eq!(
+        names(informer.lister().by_index("by_name_len", "1").unwrap()),
+        set(&["a", "b", "c"])
+    );
+    assert!(matches!(
+        informer.add_indexers(Indexers::new().with("by_app", |_: &Pod| vec![])),
+        Err(InformerError::Store(_))
+    ));
+    assert_eq!(informer.lister().namespaced("ns").list().len(), 3);
+    running.stop().await;
+}

@@ -1,0 +1,160 @@
+//! Waiting without polling: for sync, and for a resource version (read your
+//! writes).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::informer::*;
+use crate::listwatch::{FakeSource, ListWatchError};
+use crate::object::DeletedObject;
+
+use super::support::*;
+
+/// A handler that records when it handled its last initial add.
+#[derive(Clone, Default)]
+struct SyncClock {
+    last_initial_add: Arc<Mutex<Option<tokio::time::Instant>>>,
+}
+
+impl EventHandler<Pod> for SyncClock {
+    fn on_add(&self, _: &Arc<Pod>, is_in_initial_list: bool) {
+        if is_in_initial_list {
+            *self.last_initial_add.lock().unwrap() = Some(tokio::time::Instant::now());
+        }
+    }
+    fn on_update(&self, _: &Arc<Pod>, _: &Arc<Pod>) {}
+    fn on_delete(&self, _: &DeletedObject<Pod>) {}
+}
+
+/// The informer's and a registration's `wait_synced` return at the instant of sync
+/// (paused clock: no 100 ms polling step), after the first lists failed for a while,
+/// and a handler added after sync is waited for through its own initial adds.
+#[tokio::test(start_paused = true)]
+async fn wait_synced_wakes_at_sync_without_polling() {
+    let source = FakeSource::<Pod>::new();
+    for i in 0..50 {
+        source.add(pod(&format!("p{i}")));
+    }
+    source.fail_lists(ListWatchError::Api(Box::new(
+        kube::core::Status::failure("unavailable", "InternalError").with_code(500),
+    )));
+    let informer = SharedIndexInformer::new(source.clone());
+    let clock = SyncClock::default();
+    let reg = informer.add_event_handler(clock.clone()).unwrap();
+    let running = start(&informer);
+    let waiters = tokio::spawn({
+        let (informer, reg) = (informer.clone(), reg.clone());
+        async move {
+            informer.wait_synced().await.unwrap();
+            let informer_at = tokio::time::Instant::now();
+            reg.wait_synced().await.unwrap();
+            (informer_at, tokio::time::Instant::now())
+        }
+    });
+    // Fail for a while, then let the list through at an instant no 100 ms poll
+    // would hit.
+    tokio::time::sleep(Duration::from_millis(2_345)).await;
+    source.clear_list_error();
+    let (informer_at, reg_at) = waiters.await.unwrap();
+    let handled_at = clock
+        .last_initial_add
+        .lock()
+        .unwrap()
+        .expect("initial adds handled");
+    assert!(informer.has_synced() && reg.has_synced());
+    assert_eq!(reg_at, handled_at, "the registration's wait polled");
+    assert!(
+        informer_at <= handled_at,
+        "informer synced after its handler"
+    );
+    assert!(
+        handled_at.duration_since(informer_at) < Duration::from_millis(1),
+        "the informer's wait returned {:?} after sync",
+        handled_at.duration_since(informer_at)
+    );
+
+    // A late handler gets 50 synthetic adds; its wait ends when it handled them.
+    let late = SyncClock::default();
+    let late_reg = informer.add_event_handler(late.clone()).unwrap();
+    late_reg.wait_synced().await.unwrap();
+    let late_at = tokio::time::Instant::now();
+    assert_eq!(Some(late_at), *late.last_initial_add.lock().unwrap());
+    running.stop().await;
+}
+
+/// A wait for sync ends with an error, not a hang, when the informer stops first.
+#[tokio::test(start_paused = true)]
+async fn wait_synced_fails_when_the_informer_stops_first() {
+    let source = FakeSource::<Pod>::new();
+    source.fail_lists(ListWatchError::Api(Box::new(
+        kube::core::Status::failure("unavailable", "InternalError").with_code(500),
+    )));
+    let informer = SharedIndexInformer::new(source);
+    let reg = informer.add_event_handler(SyncClock::default()).unwrap();
+    let running = start(&informer);
+    let waits = tokio::spawn({
+        let (informer, reg) = (informer.clone(), reg.clone());
+        async move { (informer.wait_synced().await, reg.wait_synced().await) }
+    });
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    running.stop().await;
+    let (informer_wait, reg_wait) = waits.await.unwrap();
+    assert_eq!(informer_wait, Err(InformerError::StoppedBeforeSync));
+    assert_eq!(reg_wait, Err(InformerError::StoppedBeforeSync));
+}
+
+/// Read-your-writes: `wait_for_resource_version(rv)` returns once the cache holds
+/// the write that produced `rv`, not before; a version already applied returns at
+/// once.
+#[tokio::test(start_paused = true)]
+async fn wait_for_resource_version_returns_once_the_cache_has_the_write() {
+    let source = FakeSource::<Pod>::new();
+    let first = source.add(pod("a"));
+    let informer = SharedIndexInformer::new(source.clone());
+    let running = start(&informer);
+    informer.wait_synced().await.unwrap();
+    let first_rv = first.metadata.resource_version.clone().unwrap();
+    tokio::time::timeout(
+        Duration::from_millis(1),
+        informer.wait_for_resource_version(&first_rv),
+    )
+    .await
+    .expect("a version already in the cache returns at once")
+    .unwrap();
+    // A version no API server hands out is refused at once, not waited for forever.
+    assert_eq!(
+        informer.wait_for_resource_version("abc").await,
+        Err(InformerError::InvalidResourceVersion("abc".to_owned()))
+    );
+
+    // A write the informer has not seen yet: the wait is pending until it lands.
+    let mut changed = pod("a");
+    changed.metadata.labels = Some([("v".to_owned(), "2".to_owned())].into());
+    let written = source.modify(changed);
+    let rv = written.metadata.resource_version.clone().unwrap();
+    let next: u64 = rv.parse::<u64>().unwrap() + 1;
+    let later = tokio::spawn({
+        let informer = informer.clone();
+        async move { informer.wait_for_resource_version(&next.to_string()).await }
+    });
+    informer.wait_for_resource_version(&rv).await.unwrap();
+    let cached = informer.lister().get(Some("ns"), "a").unwrap();
+    assert_eq!(
+        cached.metadata.resource_version.as_deref(),
+        Some(rv.as_str())
+    );
+    assert!(
+        cached.metadata.labels.is_some(),
+        "the write is in the cache"
+    );
+
+    // A version nobody wrote yet keeps waiting, and ends with the next write.
+    settle().await;
+    assert!(!later.is_finished(), "returned before the version existed");
+    source.add(pod("b"));
+    later.await.unwrap().unwrap();
+    assert!(informer.lister().get(Some("ns"), "b").is_some());
+    running.stop().await;
+}

@@ -1,0 +1,13 @@
+//! Ports of client-go's reflector_test.go and reflector_watchlist_test.go, by name,
+//! against scripted lister-watchers, one file per behaviour. Time is tokio's
+//! paused clock throughout.
+
+mod fifo_streaming;
+mod list_rv;
+mod run_loop;
+mod support;
+mod watch_errors;
+mod watch_events;
+mod watch_list;
+
+pub(crate) use support::{eventually, pod, pod_list};
