@@ -4,12 +4,17 @@ use prometheus_client::registry::Registry;
 
 use crate::workqueue::PrometheusMetricsProvider;
 
+use super::leader_election_metrics::LeaderElectionMetrics;
 use super::{ReconcileMetrics, ReflectorCollector};
 
 /// Every family a controller reports to: [`ReconcileMetrics`]
 /// (`controller_runtime_*`), the work-queue families of
 /// [`PrometheusMetricsProvider`] (`workqueue_*`, one queue per controller, named
-/// after it) and a [`ReflectorCollector`] (`reflector_*`).
+/// after it), a [`ReflectorCollector`] (`reflector_*`), and the leader-election
+/// families (`leader_election_master_status{name}` as client-go's, and
+/// `reflector_leader_election_lost_races_total` / `_errors_total`), reported to by
+/// a [`LeaderElection`](crate::leader_election::LeaderElection) configured with
+/// [`LeaderElectionConfig::metrics`](crate::leader_election::LeaderElectionConfig::metrics).
 ///
 /// Register it once per [`Registry`] and hand clones (cheap: shared handles) to every
 /// controller with [`Controller::metrics`](crate::controller::Controller::metrics);
@@ -30,6 +35,7 @@ pub struct Metrics {
     reconcile: ReconcileMetrics,
     workqueue: PrometheusMetricsProvider,
     reflectors: ReflectorCollector,
+    leader_election: LeaderElectionMetrics,
 }
 
 impl Metrics {
@@ -52,6 +58,7 @@ impl Metrics {
         self.reconcile.register(registry);
         self.workqueue.register(registry);
         self.reflectors.register(registry);
+        self.leader_election.register(registry);
     }
 
     /// The `controller_runtime_*` families.
@@ -70,5 +77,10 @@ impl Metrics {
     #[must_use]
     pub fn reflectors(&self) -> &ReflectorCollector {
         &self.reflectors
+    }
+
+    /// The leader-election families.
+    pub(crate) fn leader_election(&self) -> &LeaderElectionMetrics {
+        &self.leader_election
     }
 }

@@ -33,6 +33,7 @@
 mod bundle;
 mod error;
 mod health;
+mod leader_election_metrics;
 mod reconcile_metrics;
 mod reflector_collector;
 mod render;
