@@ -238,8 +238,16 @@ impl LeaderElection {
     /// duration.
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), LeaderElectionError> {
         let guard = self.claim()?;
-        Elector::new(guard).run(&cancel).await;
+        Self::run_claimed(guard, cancel).await;
         Ok(())
+    }
+
+    /// Runs a claimed election until `cancel` fires (as [`run`](Self::run)).
+    ///
+    /// # Cancel safety
+    /// As [`run`](Self::run).
+    pub(crate) async fn run_claimed(guard: RunGuard, cancel: CancellationToken) {
+        Elector::new(guard).run(&cancel).await;
     }
 
     /// Marks the election as running, or says it already is.
