@@ -66,15 +66,35 @@ type ReconcileLog = Arc<Mutex<Vec<(usize, ObjectKey, Instant, Instant)>>>;
 struct Ctx {
     replica: usize,
     log: ReconcileLog,
+    reconcile_time: Duration,
+}
+
+/// Logs one reconcile when dropped: at its end, or when it is aborted.
+struct Logged {
+    ctx: Arc<Ctx>,
+    key: ObjectKey,
+    start: Instant,
+}
+
+impl Drop for Logged {
+    fn drop(&mut self) {
+        self.ctx.log.lock().unwrap().push((
+            self.ctx.replica,
+            self.key.clone(),
+            self.start,
+            Instant::now(),
+        ));
+    }
 }
 
 async fn reconcile(req: Request<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, kube::Error> {
-    let start = Instant::now();
-    tokio::time::sleep(RECONCILE_TIME).await;
-    ctx.log
-        .lock()
-        .unwrap()
-        .push((ctx.replica, req.key.key().clone(), start, Instant::now()));
+    let reconcile_time = ctx.reconcile_time;
+    let _logged = Logged {
+        ctx,
+        key: req.key.key().clone(),
+        start: Instant::now(),
+    };
+    tokio::time::sleep(reconcile_time).await;
     // Keep reconciling while leading, so every term has reconciles to check.
     Ok(Action::requeue_after(Duration::from_secs(1)))
 }
@@ -94,6 +114,16 @@ struct Replica {
 
 impl Replica {
     fn start(server: &ApiServer, id: usize, log: &ReconcileLog, release: bool) -> Replica {
+        Self::start_with(server, id, log, release, RECONCILE_TIME)
+    }
+
+    fn start_with(
+        server: &ApiServer,
+        id: usize,
+        log: &ReconcileLog,
+        release: bool,
+        reconcile_time: Duration,
+    ) -> Replica {
         let mut registry = Registry::default();
         let metrics = Metrics::registered(&mut registry);
         let election = election(
@@ -129,6 +159,7 @@ impl Replica {
         let ctx = Arc::new(Ctx {
             replica: id,
             log: Arc::clone(log),
+            reconcile_time,
         });
         let run = tokio::spawn(
             Controller::for_api(Api::<ConfigMap>::namespaced(server.client(), NS))
@@ -663,7 +694,14 @@ async fn bad_configuration_and_double_runs_are_typed_errors() {
     ));
     let controller = Controller::for_api(Api::<ConfigMap>::namespaced(server.client(), NS))
         .leader_elected(e.clone())
-        .run(reconcile, Arc::new(Ctx { replica: 0, log: ReconcileLog::default() }))
+        .run(
+            reconcile,
+            Arc::new(Ctx {
+                replica: 0,
+                log: ReconcileLog::default(),
+                reconcile_time: RECONCILE_TIME,
+            }),
+        )
         .await;
     assert!(matches!(
         controller,
@@ -672,4 +710,85 @@ async fn bad_configuration_and_double_runs_are_typed_errors() {
     stop.cancel();
     first.await.unwrap().unwrap();
     assert_eq!(e.state(), LeaderState::Stopped);
+}
+
+/// A graceful stop of a leader whose reconcile outlasts the lease: the leader
+/// keeps renewing while the reconcile finishes and releases the lease only after
+/// it, so the next leader's reconciles never overlap it.
+#[tokio::test(start_paused = true)]
+async fn graceful_stop_releases_the_lease_only_after_reconciles_finish() {
+    let long = DEFAULT_LEASE_DURATION + Duration::from_secs(5);
+    let server = seeded_server().await;
+    let log = ReconcileLog::default();
+    let a = Replica::start_with(&server, 0, &log, true, long);
+    until("a leads", DEFAULT_LEASE_DURATION, || a.election.is_leader()).await;
+    let b = Replica::start_with(&server, 1, &log, true, long);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    a.stop.cancel();
+    until("b leads", DEFAULT_LEASE_DURATION * 3, || b.election.is_leader()).await;
+    let a_ended = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| e.0 == 0)
+        .map(|e| e.3)
+        .max()
+        .expect("a reconciled");
+    let b_started = b.terms()[0].0;
+    assert!(b_started >= a_ended, "b led before a's reconcile ended");
+    assert!(
+        b_started - a_ended <= MAX_RETRY_WAIT,
+        "released right after the reconcile: {:?}",
+        b_started - a_ended
+    );
+    tokio::time::sleep(long * 2).await;
+    assert_no_overlap(&[a, b], &log);
+}
+
+/// A leader that loses the lease (renewals answered 500) while a long reconcile
+/// runs: no new reconcile starts, the one in flight is awaited — but only until
+/// the lease could be taken by another replica (last renewal + lease duration),
+/// when it is aborted.
+#[tokio::test(start_paused = true)]
+async fn lost_leadership_awaits_reconciles_only_until_the_lease_could_be_taken() {
+    let long = DEFAULT_LEASE_DURATION * 2;
+    let server = Arc::new(seeded_server().await);
+    let (changes, watch) = lease_changes(&server);
+    let log = ReconcileLog::default();
+    let a = Replica::start_with(&server, 0, &log, false, long);
+    until("a leads", DEFAULT_LEASE_DURATION, || a.election.is_leader()).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let id = server.inject(
+        Matcher::verb(Verb::Update).resource("leases").every(),
+        Fault::InternalError,
+    );
+    until("a steps down", DEFAULT_LEASE_DURATION, || {
+        !a.election.is_leader()
+    })
+    .await;
+    let stepped_down = Instant::now();
+    let bound = last_change(&changes) + DEFAULT_LEASE_DURATION;
+    tokio::time::sleep(DEFAULT_LEASE_DURATION).await;
+    let in_flight: Vec<_> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| e.2 < stepped_down)
+        .map(|e| (e.2, e.3))
+        .collect();
+    let (started, ended) = *in_flight.last().expect("a reconcile was in flight");
+    assert!(
+        ended > stepped_down && ended <= bound + Duration::from_millis(50),
+        "in flight from {:?} before the step-down, ended {:?} after it (bound {:?})",
+        stepped_down - started,
+        ended.checked_duration_since(stepped_down),
+        bound - stepped_down
+    );
+    assert!(ended - started < long, "aborted, not finished");
+    assert!(
+        log.lock().unwrap().iter().all(|e| e.2 < stepped_down),
+        "no reconcile started after the step-down"
+    );
+    server.faults().remove(id);
+    watch.abort();
 }

@@ -92,10 +92,12 @@ impl Elector {
         self.lease = Some(lease);
     }
 
-    fn observed_holder(&self) -> Option<String> {
+    /// The other replica the lease as last seen names, if any.
+    fn observed_other_holder(&self) -> Option<String> {
         self.observed
             .as_ref()
             .and_then(|o| holder(&o.spec))
+            .filter(|h| *h != self.identity())
             .map(str::to_owned)
     }
 
@@ -195,7 +197,7 @@ impl Elector {
         self.observe(lease.clone());
         if !self.observed_as_holder()
             && self.observed_valid(sent)
-            && let Some(other) = self.observed_holder()
+            && let Some(other) = self.observed_other_holder()
         {
             return Attempt::HeldByOther(other);
         }
@@ -276,7 +278,7 @@ impl Elector {
                     holder: Some(holder),
                 }),
                 Attempt::LostRace | Attempt::Failed => self.publish(LeaderState::Following {
-                    holder: self.observed_holder(),
+                    holder: self.observed_other_holder(),
                 }),
             }
             tokio::select! {
@@ -327,7 +329,7 @@ impl Elector {
                     tracing::warn!(lease = %self.name(), identity = %self.identity(),
                         renew_deadline = ?config.renew_deadline, "failed to renew the lease; stopped leading");
                     self.publish(LeaderState::Following {
-                        holder: self.observed_holder().filter(|h| h != self.identity()),
+                        holder: self.observed_other_holder(),
                     });
                     return false;
                 }
