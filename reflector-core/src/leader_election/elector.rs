@@ -375,3 +375,75 @@ impl Elector {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use kube::Api;
+
+    use super::*;
+    use crate::leader_election::{LeaderElection, LeaderElectionConfig};
+
+    fn elector() -> Elector {
+        // A client that is never used: these tests only feed observations.
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        let election = LeaderElection::new(
+            Api::namespaced(client, "ns"),
+            "lease",
+            LeaderElectionConfig::default().identity("me"),
+        )
+        .unwrap();
+        Elector::new(election.claim().unwrap())
+    }
+
+    fn lease(holder: &str, seconds: i32, renew_secs: i64) -> Lease {
+        let mut l = Lease::default();
+        let t = Timestamp::from_second(renew_secs).unwrap();
+        l.spec = Some(record(
+            Some(holder),
+            seconds,
+            Some(MicroTime(t)),
+            MicroTime(t),
+            0,
+        ));
+        l
+    }
+
+    /// The lease is valid for `leaseDurationSeconds` after this replica last saw
+    /// it change; seeing the same record again does not extend it, a new one
+    /// (a renewal: new renewTime) does.
+    #[tokio::test(start_paused = true)]
+    async fn validity_counts_from_the_last_observed_change() {
+        let mut e = elector();
+        assert!(!e.observed_valid(Instant::now()), "nothing observed");
+        e.observe(lease("other", 15, 100));
+        let seen = Instant::now();
+        tokio::time::advance(Duration::from_secs(10)).await;
+        e.observe(lease("other", 15, 100));
+        assert!(e.observed_valid(seen + Duration::from_secs(14)));
+        assert!(
+            !e.observed_valid(seen + Duration::from_secs(15)),
+            "the unchanged record did not extend the lease"
+        );
+        e.observe(lease("other", 15, 101));
+        assert!(e.observed_valid(seen + Duration::from_secs(24)));
+        assert_eq!(e.observed_other_holder().as_deref(), Some("other"));
+        assert!(!e.observed_as_holder());
+    }
+
+    /// A released record (`leaseDurationSeconds: 1`, no holder) expires after one
+    /// second and names no holder.
+    #[tokio::test(start_paused = true)]
+    async fn a_released_record_names_nobody_and_expires_in_a_second() {
+        let mut e = elector();
+        let mut released = lease("x", 1, 5);
+        released.spec.as_mut().unwrap().holder_identity = None;
+        e.observe(released);
+        let seen = Instant::now();
+        assert_eq!(e.observed_other_holder(), None);
+        assert!(!e.observed_valid(seen + Duration::from_secs(1)));
+        e.observe(lease("me", 15, 6));
+        assert!(e.observed_as_holder());
+        assert_eq!(e.observed_other_holder(), None, "never names itself");
+    }
+}
