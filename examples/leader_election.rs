@@ -49,7 +49,11 @@ fn start(client: kube::Client, id: &str) -> Result<Replica, Box<dyn std::error::
     let run = tokio::spawn(
         Controller::for_api(Api::<ConfigMap>::default_namespaced(client))
             .leader_elected(election.clone())
-            .run_until(reconcile, Arc::new(id.to_owned()), stop.clone().cancelled_owned()),
+            .run_until(
+                reconcile,
+                Arc::new(id.to_owned()),
+                stop.clone().cancelled_owned(),
+            ),
     );
     Ok(Replica {
         election,
@@ -83,7 +87,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     let gone = replicas.remove(leader);
-    println!("stopping {} (it releases the lease)", gone.election.identity());
+    println!(
+        "stopping {} (it releases the lease)",
+        gone.election.identity()
+    );
     let stopped = Instant::now();
     gone.stop.cancel();
     gone.run.await??;

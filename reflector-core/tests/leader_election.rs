@@ -55,10 +55,16 @@ fn holder(server: &ApiServer) -> Option<String> {
 async fn until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();
     while !cond() {
-        assert!(start.elapsed() < limit, "not reached within {limit:?}: {what}");
+        assert!(
+            start.elapsed() < limit,
+            "not reached within {limit:?}: {what}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// A replica's leadership terms: start, and end once it ended.
+type Terms = Arc<Mutex<Vec<(Instant, Option<Instant>)>>>;
 
 /// Every reconcile: replica, key, start, end.
 type ReconcileLog = Arc<Mutex<Vec<(usize, ObjectKey, Instant, Instant)>>>;
@@ -106,7 +112,7 @@ struct Replica {
     election: LeaderElection,
     stop: CancellationToken,
     run: JoinHandle<Result<(), ControllerError>>,
-    terms: Arc<Mutex<Vec<(Instant, Option<Instant>)>>>,
+    terms: Terms,
     watcher: JoinHandle<()>,
     registry: Registry,
     health: Health,
@@ -134,7 +140,7 @@ impl Replica {
         );
         let health = Health::new();
         health.leader_election(&election);
-        let terms = Arc::new(Mutex::new(Vec::new()));
+        let terms = Terms::default();
         let watcher = tokio::spawn({
             let (mut rx, terms) = (election.subscribe(), Arc::clone(&terms));
             async move {
@@ -199,6 +205,19 @@ impl Drop for Replica {
     }
 }
 
+/// Replica 0, once it leads, and replica 1, started after it.
+async fn leader_then_follower(
+    server: &ApiServer,
+    log: &ReconcileLog,
+    release: bool,
+    reconcile_time: Duration,
+) -> (Replica, Replica) {
+    let a = Replica::start_with(server, 0, log, release, reconcile_time);
+    until("a leads", DEFAULT_LEASE_DURATION, || a.election.is_leader()).await;
+    let b = Replica::start_with(server, 1, log, release, reconcile_time);
+    (a, b)
+}
+
 async fn seeded_server() -> ApiServer {
     let server = ApiServer::start().await.unwrap();
     for i in 0..3 {
@@ -237,11 +256,10 @@ fn assert_no_overlap(replicas: &[Replica], log: &ReconcileLog) {
                 for &(s2, e2) in b {
                     assert!(
                         e1 <= s2 || e2 <= s1,
-                        "terms of replicas {i} and {j} overlap: {:?}..{:?} and {:?}..{:?}",
-                        s1 - s1,
+                        "terms of replicas {i} and {j} overlap: one lasts {:?}, the other starts {:?} after it began and lasts {:?}",
                         e1 - s1,
-                        s2 - s1,
-                        e2 - s1
+                        s2.checked_duration_since(s1),
+                        e2 - s2
                     );
                 }
             }
@@ -250,7 +268,9 @@ fn assert_no_overlap(replicas: &[Replica], log: &ReconcileLog) {
     let log = log.lock().unwrap().clone();
     for (replica, key, start, _) in &log {
         assert!(
-            terms[*replica].iter().any(|&(s, e)| s <= *start && *start <= e),
+            terms[*replica]
+                .iter()
+                .any(|&(s, e)| s <= *start && *start <= e),
             "replica {replica} reconciled {key} outside its terms"
         );
     }
@@ -340,9 +360,7 @@ async fn three_replicas_never_reconcile_in_overlapping_terms() {
 async fn cancelled_leader_with_release_hands_over_within_a_retry_period() {
     let server = seeded_server().await;
     let log = ReconcileLog::default();
-    let a = Replica::start(&server, 0, &log, true);
-    until("a leads", DEFAULT_LEASE_DURATION, || a.election.is_leader()).await;
-    let b = Replica::start(&server, 1, &log, true);
+    let (a, b) = leader_then_follower(&server, &log, true, RECONCILE_TIME).await;
     until("b follows a", DEFAULT_LEASE_DURATION, || {
         b.election.state()
             == LeaderState::Following {
@@ -359,7 +377,9 @@ async fn cancelled_leader_with_release_hands_over_within_a_retry_period() {
     a.run.is_finished().then_some(()).unwrap();
     let spec = lease(&server).unwrap();
     assert!(
-        spec.holder_identity.as_deref().is_none_or(|h| h == "replica-1"),
+        spec.holder_identity
+            .as_deref()
+            .is_none_or(|h| h == "replica-1"),
         "released: {spec:?}"
     );
     until("b leads", DEFAULT_LEASE_DURATION, || b.election.is_leader()).await;
@@ -410,16 +430,17 @@ async fn aborted_leader_is_replaced_only_after_the_lease_expired() {
     let server = Arc::new(seeded_server().await);
     let (changes, watch) = lease_changes(&server);
     let log = ReconcileLog::default();
-    let a = Replica::start(&server, 0, &log, true);
-    until("a leads", DEFAULT_LEASE_DURATION, || a.election.is_leader()).await;
-    let b = Replica::start(&server, 1, &log, true);
+    let (a, b) = leader_then_follower(&server, &log, true, RECONCILE_TIME).await;
     tokio::time::sleep(Duration::from_secs(7)).await;
     assert!(!b.election.is_leader());
 
     a.run.abort();
     until("a gone", Duration::from_secs(1), || a.run.is_finished()).await;
     let renewed = last_change(&changes);
-    until("b leads", DEFAULT_LEASE_DURATION * 2, || b.election.is_leader()).await;
+    until("b leads", DEFAULT_LEASE_DURATION * 2, || {
+        b.election.is_leader()
+    })
+    .await;
     let took_over = Instant::now();
     assert_eq!(holder(&server).as_deref(), Some("replica-1"));
     let since_renewal = took_over - renewed;
@@ -449,9 +470,7 @@ async fn leader_whose_renewals_fail_steps_down_by_the_renew_deadline() {
         let server = Arc::new(seeded_server().await);
         let (changes, watch) = lease_changes(&server);
         let log = ReconcileLog::default();
-        let a = Replica::start(&server, 0, &log, false);
-        until("a leads", DEFAULT_LEASE_DURATION, || a.election.is_leader()).await;
-        let b = Replica::start(&server, 1, &log, false);
+        let (a, b) = leader_then_follower(&server, &log, false, RECONCILE_TIME).await;
         tokio::time::sleep(Duration::from_secs(5)).await;
 
         let id = server.inject(
@@ -506,7 +525,9 @@ async fn racing_candidates_count_lost_races_not_errors() {
                 lease_transitions: Some(4),
                 ..LeaseSpec::default()
             });
-            api.replace(LEASE, &PostParams::default(), &l).await.unwrap();
+            api.replace(LEASE, &PostParams::default(), &l)
+                .await
+                .unwrap();
         }
         let id = server.inject(
             Matcher::verb(verb).resource("leases"),
@@ -618,9 +639,7 @@ async fn expiry_is_measured_on_the_local_clock_not_from_renew_time() {
 async fn transitions_metric_and_readiness_follow_the_hand_overs() {
     let server = seeded_server().await;
     let log = ReconcileLog::default();
-    let a = Replica::start(&server, 0, &log, true);
-    until("a leads", DEFAULT_LEASE_DURATION, || a.election.is_leader()).await;
-    let b = Replica::start(&server, 1, &log, true);
+    let (a, b) = leader_then_follower(&server, &log, true, RECONCILE_TIME).await;
     tokio::time::sleep(Duration::from_secs(10)).await;
     assert_eq!(lease(&server).unwrap().lease_transitions, Some(0));
     assert_eq!(
@@ -651,13 +670,19 @@ async fn transitions_metric_and_readiness_follow_the_hand_overs() {
     assert!(b.master_status().ends_with(" 1"), "{}", b.master_status());
     let (ready, body) = a.health.readiness();
     assert!(!ready, "a stopped election is not ready: {body}");
-    assert!(body.contains("[-]leader-election widgets failed (stopped)"), "{body}");
+    assert!(
+        body.contains("[-]leader-election widgets failed (stopped)"),
+        "{body}"
+    );
 
     // a comes back, b stops: a leads again, a second hand-over.
     let a = Replica::start(&server, 0, &log, true);
     tokio::time::sleep(Duration::from_secs(3)).await;
     b.stop.cancel();
-    until("a leads again", DEFAULT_LEASE_DURATION, || a.election.is_leader()).await;
+    until("a leads again", DEFAULT_LEASE_DURATION, || {
+        a.election.is_leader()
+    })
+    .await;
     assert_eq!(lease(&server).unwrap().lease_transitions, Some(2));
 }
 
@@ -677,7 +702,11 @@ async fn bad_configuration_and_double_runs_are_typed_errors() {
         Err(LeaderElectionError::NoNamespace)
     ));
     assert!(matches!(
-        LeaderElection::new(api(), LEASE, config("a").renew_deadline(Duration::from_secs(15))),
+        LeaderElection::new(
+            api(),
+            LEASE,
+            config("a").renew_deadline(Duration::from_secs(15))
+        ),
         Err(LeaderElectionError::LeaseDurationNotAboveRenewDeadline { .. })
     ));
 
@@ -705,7 +734,9 @@ async fn bad_configuration_and_double_runs_are_typed_errors() {
         .await;
     assert!(matches!(
         controller,
-        Err(ControllerError::LeaderElection(LeaderElectionError::AlreadyRunning(_)))
+        Err(ControllerError::LeaderElection(
+            LeaderElectionError::AlreadyRunning(_)
+        ))
     ));
     stop.cancel();
     first.await.unwrap().unwrap();
@@ -720,12 +751,13 @@ async fn graceful_stop_releases_the_lease_only_after_reconciles_finish() {
     let long = DEFAULT_LEASE_DURATION + Duration::from_secs(5);
     let server = seeded_server().await;
     let log = ReconcileLog::default();
-    let a = Replica::start_with(&server, 0, &log, true, long);
-    until("a leads", DEFAULT_LEASE_DURATION, || a.election.is_leader()).await;
-    let b = Replica::start_with(&server, 1, &log, true, long);
+    let (a, b) = leader_then_follower(&server, &log, true, long).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     a.stop.cancel();
-    until("b leads", DEFAULT_LEASE_DURATION * 3, || b.election.is_leader()).await;
+    until("b leads", DEFAULT_LEASE_DURATION * 3, || {
+        b.election.is_leader()
+    })
+    .await;
     let a_ended = log
         .lock()
         .unwrap()

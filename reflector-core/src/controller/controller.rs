@@ -752,7 +752,8 @@ async fn shut_down_workers(
     slots: &[CurrentKey],
     timeout: Duration,
 ) -> Result<(), ControllerError> {
-    let (aborted, _) = stop_workers(name, &mut workers, slots, Some(Instant::now() + timeout)).await;
+    let (aborted, _) =
+        stop_workers(name, &mut workers, slots, Some(Instant::now() + timeout)).await;
     if aborted == 0 {
         Ok(())
     } else {

@@ -201,7 +201,9 @@ mod tests {
             Err(LeaderElectionError::RenewDeadlineNotAboveRetryPeriod { .. })
         ));
         assert!(matches!(
-            base().lease_duration(Duration::from_millis(15_500)).validate(),
+            base()
+                .lease_duration(Duration::from_millis(15_500))
+                .validate(),
             Err(LeaderElectionError::LeaseDurationNotWholeSeconds(_))
         ));
         assert!(matches!(

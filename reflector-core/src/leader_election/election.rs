@@ -123,7 +123,8 @@ impl Drop for RunGuard {
         self.shared.set_takeover_bound(None);
         self.shared.state.send_replace(LeaderState::Stopped);
         if let Some(m) = &self.shared.config.metrics {
-            m.leader_election().set_leading(&self.shared.lock.name, false);
+            m.leader_election()
+                .set_leading(&self.shared.lock.name, false);
         }
         self.shared.running.store(false, Ordering::SeqCst);
     }

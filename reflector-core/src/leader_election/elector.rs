@@ -155,7 +155,7 @@ impl Elector {
             );
             match lock.update(lease, spec).await {
                 Write::Done(lease) => {
-                    self.observe(lease);
+                    self.observe(*lease);
                     return Attempt::Held(sent);
                 }
                 Write::LostRace => {
@@ -172,20 +172,8 @@ impl Elector {
             Ok(Some(lease)) => lease,
             Ok(None) => {
                 let spec = record(Some(&identity), seconds, Some(now.clone()), now, 0);
-                return match lock.create(spec).await {
-                    Write::Done(lease) => {
-                        self.observe(lease);
-                        Attempt::Held(sent)
-                    }
-                    Write::LostRace => {
-                        self.lost_race("create");
-                        Attempt::LostRace
-                    }
-                    Write::Failed(e) => {
-                        self.failed("create", &e);
-                        Attempt::Failed
-                    }
-                };
+                let write = lock.create(spec).await;
+                return self.settle(write, "create", sent);
             }
             Err(e) => {
                 self.failed("read", &e);
@@ -225,17 +213,24 @@ impl Elector {
                 old.lease_transitions.unwrap_or(0).saturating_add(1),
             )
         };
-        match lock.update(lease, spec).await {
+        let write = lock.update(lease, spec).await;
+        self.settle(write, "update", sent)
+    }
+
+    /// The attempt's outcome from the write (`what`: create or update) sent at
+    /// `sent`: the lease held, a lost race, or a failure, each logged and counted.
+    fn settle(&mut self, write: Write, what: &str, sent: Instant) -> Attempt {
+        match write {
             Write::Done(lease) => {
-                self.observe(lease);
+                self.observe(*lease);
                 Attempt::Held(sent)
             }
             Write::LostRace => {
-                self.lost_race("update");
+                self.lost_race(what);
                 Attempt::LostRace
             }
             Write::Failed(e) => {
-                self.failed("update", &e);
+                self.failed(what, &e);
                 Attempt::Failed
             }
         }
@@ -362,7 +357,7 @@ impl Elector {
             let spec = record(None, 1, Some(now.clone()), now, transitions);
             match lock.update(lease, spec).await {
                 Write::Done(lease) => {
-                    self.observe(lease);
+                    self.observe(*lease);
                     tracing::info!(lease = %self.name(), identity = %self.identity(), "released the lease");
                 }
                 Write::LostRace => self.lost_race("release"),

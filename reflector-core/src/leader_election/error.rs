@@ -37,7 +37,9 @@ pub enum LeaderElectionError {
     /// The lease duration is not longer than the renew deadline, so a leader could
     /// still be working when another replica takes the lease (client-go's check).
     /// Not retryable.
-    #[error("the lease duration {lease_duration:?} must be greater than the renew deadline {renew_deadline:?}")]
+    #[error(
+        "the lease duration {lease_duration:?} must be greater than the renew deadline {renew_deadline:?}"
+    )]
     LeaseDurationNotAboveRenewDeadline {
         /// The configured lease duration.
         lease_duration: Duration,
@@ -46,7 +48,9 @@ pub enum LeaderElectionError {
     },
     /// The renew deadline is not longer than `1.2 × retry period` (client-go's
     /// `JitterFactor`), or the retry period is zero. Not retryable.
-    #[error("the renew deadline {renew_deadline:?} must be greater than 1.2 × the retry period {retry_period:?} (and the retry period above zero)")]
+    #[error(
+        "the renew deadline {renew_deadline:?} must be greater than 1.2 × the retry period {retry_period:?} (and the retry period above zero)"
+    )]
     RenewDeadlineNotAboveRetryPeriod {
         /// The configured renew deadline.
         renew_deadline: Duration,

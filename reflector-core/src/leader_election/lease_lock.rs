@@ -10,7 +10,7 @@ use kube::api::PostParams;
 #[derive(Debug)]
 pub(crate) enum Write {
     /// Written; the lease as the server stored it.
-    Done(Lease),
+    Done(Box<Lease>),
     /// 409: another replica wrote first (the `resourceVersion` precondition failed,
     /// or the lease was created meanwhile). A lost race, not an error.
     LostRace,
@@ -65,7 +65,7 @@ impl LeaseLock {
 
 fn classify(result: Result<Lease, kube::Error>) -> Write {
     match result {
-        Ok(lease) => Write::Done(lease),
+        Ok(lease) => Write::Done(Box::new(lease)),
         Err(kube::Error::Api(status)) if status.code == 409 => Write::LostRace,
         Err(e) => Write::Failed(e),
     }
