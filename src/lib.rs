@@ -94,7 +94,7 @@ pub use reflector_derive::Reflect;
 /// What an operator author needs, in one `use reflector::prelude::*;`: the
 /// controller and its request, action and stop token; the informer factory, its
 /// informers, listers and events; the typed key; `Reflect` (the derive and the
-/// trait).
+/// trait); leader election (`LeaderElection` and its config).
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -116,6 +116,7 @@ pub use reflector_derive::Reflect;
 pub mod prelude {
     pub use reflector_core::controller::{Action, Controller, Request};
     pub use reflector_core::informer::{Event, InformerFactory, SharedIndexInformer};
+    pub use reflector_core::leader_election::{LeaderElection, LeaderElectionConfig};
     pub use reflector_core::lister::Lister;
     pub use reflector_core::object::ObjectRef;
     pub use reflector_core::reflect::{IndexQuery, Reflect};

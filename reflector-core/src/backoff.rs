@@ -124,12 +124,18 @@ impl Backoff {
         let base = self.current;
         let grown = base.mul_f64(self.config.factor);
         self.current = grown.min(self.config.max);
-        if self.config.jitter > 0.0 {
-            let r: f64 = rand::rng().random::<f64>();
-            base + base.mul_f64(self.config.jitter * r)
-        } else {
-            base
-        }
+        jittered(base, self.config.jitter)
+    }
+}
+
+/// `base × (1 + factor × U[0,1))`, as client-go's `wait.Jitter` (no jitter when
+/// `factor` is not positive).
+pub(crate) fn jittered(base: Duration, factor: f64) -> Duration {
+    if factor > 0.0 {
+        let r: f64 = rand::rng().random::<f64>();
+        base + base.mul_f64(factor * r)
+    } else {
+        base
     }
 }
 

@@ -11,6 +11,7 @@
 //! - [`lister`]: typed read-only views of an informer's cache;
 //! - [`workqueue`]: the dedup, delaying and rate-limited queues that feed workers;
 //! - [`controller`]: workers that take keys from a queue and reconcile them;
+//! - [`leader_election`]: Lease leader election, so one replica reconciles at a time;
 //! - [`metrics`]: controller-runtime's and client-go's metrics, and their exposition.
 //!
 //! [`reflect`] holds what `#[derive(Reflect)]` builds on: the [`reflect::Reflect`]
@@ -22,6 +23,7 @@ pub mod backoff;
 pub mod controller;
 pub mod fifo;
 pub mod informer;
+pub mod leader_election;
 pub mod lister;
 pub mod listwatch;
 pub mod metrics;

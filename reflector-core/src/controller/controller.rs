@@ -7,10 +7,13 @@ use std::time::Duration;
 
 use kube::{Api, Client};
 use serde::de::DeserializeOwned;
+use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::informer::{InformerFactory, InformerScope, SharedIndexInformer};
+use crate::leader_election::{LeaderElection, LeaderState};
 use crate::lister::Lister;
 use crate::metrics::Metrics;
 use crate::object::{Object, ObjectKey, ObjectRef};
@@ -54,6 +57,8 @@ const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
 /// - **Requeues** follow the returned [`Action`]; errors go to the error policy
 ///   ([`BackoffOnError`] unless [`error_policy`](Self::error_policy) sets another:
 ///   the key's exponential backoff from the rate limiter, which a success resets).
+/// - **Leader election** (optional, [`leader_elected`](Self::leader_elected)):
+///   informers sync while following; reconciles run only while this replica leads.
 /// - **Informers are started for you.** `run` starts every watched informer that
 ///   has not started and stops those it started when it returns
 ///   ([`start_informers(false)`](Self::start_informers) leaves that to their owner).
@@ -120,6 +125,7 @@ pub struct Controller<K: Object, P = BackoffOnError> {
     cache_sync_timeout: Duration,
     start_informers: bool,
     shutdown_on_signal: bool,
+    election: Option<LeaderElection>,
     error_policy: P,
 }
 
@@ -136,6 +142,7 @@ impl<K: Object, P> std::fmt::Debug for Controller<K, P> {
             .field("cache_sync_timeout", &self.cache_sync_timeout)
             .field("start_informers", &self.start_informers)
             .field("shutdown_on_signal", &self.shutdown_on_signal)
+            .field("election", &self.election)
             .finish_non_exhaustive()
     }
 }
@@ -163,6 +170,7 @@ where
             cache_sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
             start_informers: true,
             shutdown_on_signal: false,
+            election: None,
             error_policy: BackoffOnError,
             name,
         }
@@ -288,6 +296,7 @@ impl<K: Object, P> Controller<K, P> {
             cache_sync_timeout: self.cache_sync_timeout,
             start_informers: self.start_informers,
             shutdown_on_signal: self.shutdown_on_signal,
+            election: self.election,
             error_policy: policy,
         }
     }
@@ -330,6 +339,62 @@ impl<K: Object, P> Controller<K, P> {
     #[must_use]
     pub fn shutdown_on_signal(mut self) -> Self {
         self.shutdown_on_signal = true;
+        self
+    }
+
+    /// Reconciles only while this replica leads `election`, as controller-runtime's
+    /// manager with `LeaderElection: true`. Default: no election (always
+    /// reconciles).
+    ///
+    /// `run` runs the election from the start, so the informers start and sync
+    /// while this replica follows (its caches are warm when it takes over).
+    /// Handlers keep queueing keys meanwhile; no reconcile runs.
+    ///
+    /// - **Gaining leadership** starts a term: every cached object is queued (the
+    ///   previous leader's requeue timers are gone, as after a controller-runtime
+    ///   restart) and `concurrency` workers start.
+    /// - **Losing it** (no renewal within the renew deadline) ends the term: no new
+    ///   reconcile starts, and the reconciles in flight are awaited — until the
+    ///   instant another replica could at the earliest take the lease (the last
+    ///   successful renewal plus the lease duration); any still running then are
+    ///   aborted, logged, and their keys queued again. The replica then follows and
+    ///   may lead again later.
+    ///
+    /// Why a candidate again rather than ending `run` with an error (controller-runtime
+    /// exits the process by default): the term boundary already guarantees no two
+    /// replicas reconcile at once, the informers stay warm, and a transient API
+    /// outage that cost the lease does not need a pod restart to recover. To exit
+    /// instead, stop the controller when
+    /// [`not_leading`](LeaderElection::not_leading) resolves after a term.
+    ///
+    /// On shutdown (the stop future, a signal), the workers are drained first and
+    /// the election is stopped after them, so with
+    /// [`release_on_cancel`](crate::leader_election::LeaderElectionConfig::release_on_cancel)
+    /// the lease is given up only once no reconcile runs.
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// use k8s_openapi::api::coordination::v1::Lease;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_core::controller::{Action, Controller, Request};
+    /// use reflector_core::leader_election::{LeaderElection, LeaderElectionConfig};
+    /// # async fn reconcile(_: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
+    /// # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// let election = LeaderElection::new(
+    ///     kube::Api::<Lease>::default_namespaced(client.clone()),
+    ///     "configmap-controller",
+    ///     LeaderElectionConfig::default().release_on_cancel(true),
+    /// )?;
+    /// Controller::<ConfigMap>::for_kind(client)
+    ///     .leader_elected(election)
+    ///     .shutdown_on_signal()
+    ///     .run(reconcile, Arc::new(()))
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn leader_elected(mut self, election: LeaderElection) -> Self {
+        self.election = Some(election);
         self
     }
 
@@ -376,7 +441,8 @@ impl<K: Object, P> Controller<K, P> {
     /// - [`ControllerError::Informer`] if an informer has stopped;
     /// - [`ControllerError::CacheSyncTimeout`] if the informers did not sync in time;
     /// - [`ControllerError::GracefulShutdownTimeout`] if reconciles had to be aborted;
-    /// - [`ControllerError::Signal`] if the signal handlers cannot be installed.
+    /// - [`ControllerError::Signal`] if the signal handlers cannot be installed;
+    /// - [`ControllerError::LeaderElection`] if the election is already running.
     ///
     /// A shutdown before the informers synced is a clean stop (`Ok`).
     ///
@@ -436,6 +502,10 @@ impl<K: Object, P> Controller<K, P> {
         P: ErrorPolicy<K, E, Ctx>,
         Ctx: Send + Sync + 'static,
     {
+        let claimed = match &self.election {
+            Some(e) => Some(e.claim().map_err(ControllerError::LeaderElection)?),
+            None => None,
+        };
         let mut signals = if self.shutdown_on_signal {
             Some(Signals::install().map_err(|e| ControllerError::Signal(Arc::new(e)))?)
         } else {
@@ -455,6 +525,7 @@ impl<K: Object, P> Controller<K, P> {
                 cache_sync_timeout,
                 start_informers,
                 shutdown_on_signal: _,
+                election,
                 error_policy,
             } = self;
             let cache = primary.indexer().clone();
@@ -506,6 +577,14 @@ impl<K: Object, P> Controller<K, P> {
                 }
             }
 
+            // The election runs from the start (informers sync while following) and
+            // stops only after the workers (so a release never precedes their end).
+            let election_stop = CancellationToken::new();
+            let mut election_task = JoinSet::new();
+            if let Some(guard) = claimed {
+                election_task.spawn(LeaderElection::run_claimed(guard, election_stop.clone()));
+            }
+
             let result = async {
                 tracing::info!(controller = %name, "waiting for caches to sync");
                 if !wait_for_sync(&registrations, &cancel, cache_sync_timeout).await? {
@@ -521,33 +600,66 @@ impl<K: Object, P> Controller<K, P> {
                     ctx,
                     recorder,
                 });
-                let mut workers = JoinSet::new();
-                let mut slots: Vec<CurrentKey> = Vec::with_capacity(concurrency);
-                for _ in 0..concurrency {
-                    let slot: CurrentKey = Arc::new(Mutex::new(None));
-                    slots.push(Arc::clone(&slot));
-                    workers.spawn(worker(Arc::clone(&shared), slot, cancel.clone()));
-                }
-                drop(shared);
-
+                let mut leadership = election.as_ref().map(LeaderElection::subscribe);
                 let mut tick = tokio::time::interval(UNFINISHED_WORK_PERIOD);
+                // One term per leadership (one only without an election).
                 loop {
-                    tokio::select! {
-                        () = cancel.cancelled() => break,
-                        _ = tick.tick(), if metrics.is_some() => queue.update_unfinished_work(),
-                        Some(joined) = workers.join_next() => {
-                            // Workers only end on cancel or shutdown; log anything else.
-                            if let Err(e) = joined {
-                                tracing::error!(controller = %name, error = %e, "a worker ended unexpectedly");
-                            }
+                    if let Some(rx) = leadership.as_mut() {
+                        tracing::info!(controller = %name, "waiting to lead");
+                        tokio::select! {
+                            biased;
+                            () = cancel.cancelled() => return Ok(()),
+                            _ = rx.wait_for(LeaderState::is_leading) => {}
+                        }
+                        tracing::info!(controller = %name, "leading: reconciling every cached object");
+                        for key in shared.cache.list_keys() {
+                            queue.add(key);
                         }
                     }
+                    let term = cancel.child_token();
+                    let mut workers = JoinSet::new();
+                    let mut slots: Vec<CurrentKey> = Vec::with_capacity(concurrency);
+                    for _ in 0..concurrency {
+                        let slot: CurrentKey = Arc::new(Mutex::new(None));
+                        slots.push(Arc::clone(&slot));
+                        workers.spawn(worker(Arc::clone(&shared), slot, term.clone()));
+                    }
+                    let lost = loop {
+                        tokio::select! {
+                            () = cancel.cancelled() => break false,
+                            () = not_leading(leadership.as_mut()) => break true,
+                            _ = tick.tick(), if metrics.is_some() => queue.update_unfinished_work(),
+                            Some(joined) = workers.join_next() => {
+                                // Workers only end on cancel or shutdown; log anything else.
+                                if let Err(e) = joined {
+                                    tracing::error!(controller = %name, error = %e, "a worker ended unexpectedly");
+                                }
+                            }
+                        }
+                    };
+                    if !lost {
+                        tracing::info!(controller = %name, "shutdown signal received, waiting for workers to finish");
+                        queue.shut_down();
+                        return shut_down_workers(&name, workers, &slots, graceful_shutdown_timeout).await;
+                    }
+                    term.cancel();
+                    let until = election.as_ref().and_then(LeaderElection::takeover_bound);
+                    tracing::warn!(controller = %name, "lost leadership: no new reconciles; waiting for those in flight");
+                    let (_, keys) = stop_workers(&name, &mut workers, &slots, until).await;
+                    for key in keys {
+                        queue.done(&key);
+                        queue.add(key);
+                    }
                 }
-                tracing::info!(controller = %name, "shutdown signal received, waiting for workers to finish");
-                queue.shut_down();
-                shut_down_workers(&name, workers, &slots, graceful_shutdown_timeout).await
             }
             .await;
+
+            election_stop.cancel();
+            while let Some(joined) = election_task.join_next().await {
+                if let Err(e) = joined {
+                    tracing::error!(controller = %name, error = %e, "the leader election task failed");
+                }
+            }
 
             drop(registrations);
             informer_cancel.cancel();
@@ -616,6 +728,21 @@ async fn wait_for_sync(
     }
 }
 
+/// Resolves once `leadership` reports that this replica does not lead; never
+/// without an election.
+///
+/// # Cancel safety
+/// Cancel-safe: it only observes.
+async fn not_leading(leadership: Option<&mut watch::Receiver<LeaderState>>) {
+    match leadership {
+        Some(rx) => {
+            // The election outlives this receiver's use, so the channel stays open.
+            let _ = rx.wait_for(|s| !s.is_leading()).await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
 /// Lets the workers finish their reconcile within `timeout`, then aborts the rest.
 ///
 /// # Cancel safety
@@ -626,23 +753,50 @@ async fn shut_down_workers(
     slots: &[CurrentKey],
     timeout: Duration,
 ) -> Result<(), ControllerError> {
-    let drained = tokio::time::timeout(timeout, async {
+    let (aborted, _) =
+        stop_workers(name, &mut workers, slots, Some(Instant::now() + timeout)).await;
+    if aborted == 0 {
+        Ok(())
+    } else {
+        Err(ControllerError::GracefulShutdownTimeout { timeout, aborted })
+    }
+}
+
+/// Lets the workers (already told to stop) finish their reconcile until `deadline`
+/// (`None`: no limit), then aborts the rest; answers how many were aborted and the
+/// keys they were reconciling.
+///
+/// # Cancel safety
+/// Dropping the future leaves the workers to the `JoinSet`'s owner.
+async fn stop_workers(
+    name: &str,
+    workers: &mut JoinSet<()>,
+    slots: &[CurrentKey],
+    deadline: Option<Instant>,
+) -> (usize, Vec<ObjectKey>) {
+    let drain = async {
         while let Some(joined) = workers.join_next().await {
             if let Err(e) = joined {
                 tracing::error!(controller = %name, error = %e, "a worker ended unexpectedly");
             }
         }
-    })
-    .await;
-    if drained.is_ok() {
-        return Ok(());
+    };
+    let drained = match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, drain).await.is_ok(),
+        None => {
+            drain.await;
+            true
+        }
+    };
+    if drained {
+        return (0, Vec::new());
     }
     let aborted = workers.len();
-    for key in slots.iter().filter_map(current) {
-        tracing::error!(controller = %name, %key, ?timeout,
-            "reconcile still running after the graceful shutdown timeout; aborting it");
+    let keys: Vec<ObjectKey> = slots.iter().filter_map(current).collect();
+    for key in &keys {
+        tracing::error!(controller = %name, %key, "reconcile still running at its deadline; aborting it");
     }
     workers.abort_all();
     while workers.join_next().await.is_some() {}
-    Err(ControllerError::GracefulShutdownTimeout { timeout, aborted })
+    (aborted, keys)
 }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::informer::InformerError;
+use crate::leader_election::LeaderElectionError;
 
 /// Errors of the controller module.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -43,4 +44,9 @@ pub enum ControllerError {
     /// installed; the controller did not start. Not retryable.
     #[error("cannot listen for termination signals")]
     Signal(#[source] Arc<std::io::Error>),
+    /// The election given with `leader_elected` could not run (it is already
+    /// running elsewhere); the controller did not start. Not retryable while the
+    /// other run lasts.
+    #[error("cannot run the leader election")]
+    LeaderElection(#[source] LeaderElectionError),
 }

@@ -4,6 +4,7 @@ use prometheus_client::registry::Registry;
 
 use crate::workqueue::PrometheusMetricsProvider;
 
+use super::leader_election_metrics::LeaderElectionMetrics;
 use super::{ReconcileMetrics, ReflectorCollector};
 use crate::informer::SharedIndexInformer;
 use crate::object::Object;
@@ -40,6 +41,17 @@ use crate::object::Object;
 ///
 /// The reflectors' counters: see [`Metrics::informer`].
 ///
+/// Leader election, reported to by a
+/// [`LeaderElection`](crate::leader_election::LeaderElection) configured with
+/// [`LeaderElectionConfig::metrics`](crate::leader_election::LeaderElectionConfig::metrics),
+/// each labelled `name` = the lease's name:
+///
+/// | metric | type |
+/// |---|---|
+/// | `leader_election_master_status` | gauge, 1 while leading (client-go's name) |
+/// | `reflector_leader_election_lost_races_total` | counter (a 409 on acquire or renew) |
+/// | `reflector_leader_election_errors_total` | counter (other failed lease reads and writes) |
+///
 /// Register it once per [`Registry`] and hand clones (cheap: shared handles) to every
 /// controller with [`Controller::metrics`](crate::controller::Controller::metrics);
 /// registering families twice in one registry would make the exposition invalid.
@@ -62,6 +74,7 @@ pub struct Metrics {
     reconcile: ReconcileMetrics,
     workqueue: PrometheusMetricsProvider,
     reflectors: ReflectorCollector,
+    leader_election: LeaderElectionMetrics,
 }
 
 impl Metrics {
@@ -84,6 +97,7 @@ impl Metrics {
         self.reconcile.register(registry);
         self.workqueue.register(registry);
         self.reflectors.register(registry);
+        self.leader_election.register(registry);
     }
 
     /// Exports the counters of `informer`'s reflector under `name` (all zero until it
@@ -120,5 +134,10 @@ impl Metrics {
     /// The `reflector_*` collector.
     pub(crate) fn reflectors(&self) -> &ReflectorCollector {
         &self.reflectors
+    }
+
+    /// The leader-election families.
+    pub(crate) fn leader_election(&self) -> &LeaderElectionMetrics {
+        &self.leader_election
     }
 }

@@ -4,9 +4,11 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::informer::SharedIndexInformer;
+use crate::leader_election::{LeaderElection, LeaderState};
 use crate::object::Object;
 
-type Check = Arc<dyn Fn() -> bool + Send + Sync>;
+/// A check: whether it passes, and a detail for its line of the body (may be empty).
+type Check = Arc<dyn Fn() -> (bool, String) + Send + Sync>;
 
 /// Named readiness checks, as the kubelet's readiness probe reads them from
 /// `GET /readyz` on the `MetricsServer` (feature
@@ -68,7 +70,41 @@ impl Health {
 
     /// Ready only while `check` answers true.
     pub fn check(&self, name: &str, check: impl Fn() -> bool + Send + Sync + 'static) {
-        self.lock().push((name.to_owned(), Arc::new(check)));
+        self.lock()
+            .push((name.to_owned(), Arc::new(move || (check(), String::new()))));
+    }
+
+    /// Check `leader-election <lease>`: passes while `election` runs, as a
+    /// follower as well as the leader (a follower is ready: it serves its warm
+    /// caches and takes over when the leader goes), fails once it has stopped. The
+    /// line says where this replica stands:
+    /// `[+]leader-election widgets ok (leading as pod-a_1f)` or
+    /// `[+]leader-election widgets ok (following pod-b_7c)`.
+    ///
+    /// ```
+    /// use k8s_openapi::api::coordination::v1::Lease;
+    /// use reflector_core::leader_election::{LeaderElection, LeaderElectionConfig};
+    /// use reflector_core::metrics::Health;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// # let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:1".parse().unwrap())).unwrap();
+    /// let api = kube::Api::<Lease>::namespaced(client, "default");
+    /// let election = LeaderElection::new(api, "widgets", LeaderElectionConfig::default()).unwrap();
+    /// let health = Health::new();
+    /// health.leader_election(&election);
+    /// let (ready, body) = health.readiness();
+    /// assert!(!ready, "not running yet");
+    /// assert!(body.contains("[-]leader-election widgets failed (stopped)"));
+    /// # }
+    /// ```
+    pub fn leader_election(&self, election: &LeaderElection) {
+        let name = format!("leader-election {}", election.name());
+        let election = election.clone();
+        let check = move || match election.state() {
+            LeaderState::Leading => (true, format!("leading as {}", election.identity())),
+            state @ LeaderState::Following { .. } => (true, state.to_string()),
+            state => (false, state.to_string()),
+        };
+        self.lock().push((name, Arc::new(check)));
     }
 
     /// Whether every check passes, and the `/readyz` body that says which do.
@@ -78,14 +114,18 @@ impl Health {
         let mut body = String::new();
         let mut ready = true;
         for (name, check) in checks {
-            let ok = check();
+            let (ok, detail) = check();
             ready &= ok;
-            let _ = writeln!(
+            let _ = write!(
                 body,
                 "[{}]{name} {}",
                 if ok { '+' } else { '-' },
                 if ok { "ok" } else { "failed" }
             );
+            if !detail.is_empty() {
+                let _ = write!(body, " ({detail})");
+            }
+            body.push('\n');
         }
         body.push_str(if ready {
             "readyz check passed\n"

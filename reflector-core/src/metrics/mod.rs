@@ -15,6 +15,11 @@
 //!   `reflector_watch_events_total`, `reflector_errors_total{name,reason}`, ...; see
 //!   [`Metrics::informer`] for the whole list).
 //!
+//! A [`LeaderElection`](crate::leader_election::LeaderElection) given the bundle
+//! (`LeaderElectionConfig::metrics`) reports `leader_election_master_status{name}`
+//! (client-go's gauge: 1 while leading) and counts lost races and failed requests
+//! on its lease; [`Health::leader_election`] puts its state in `/readyz`.
+//!
 //! [`render_metrics`] encodes a registry in the text exposition format; with the
 //! `metrics-server` feature, `MetricsServer` serves it on `GET /metrics`, with
 //! `/healthz` and `/readyz` answered from a [`Health`].
@@ -38,6 +43,7 @@
 mod bundle;
 mod error;
 mod health;
+mod leader_election_metrics;
 mod reconcile_metrics;
 mod reflector_collector;
 mod render;

@@ -1,0 +1,274 @@
+//! [`LeaderElection`]: one replica's handle on a Lease election.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::config::default_identity;
+use super::elector::Elector;
+use super::lease_lock::LeaseLock;
+use super::{LeaderElectionConfig, LeaderElectionError, LeaderState};
+
+/// Leader election on a `coordination.k8s.io/v1` Lease, with client-go's
+/// `tools/leaderelection` semantics: among the replicas running an election on the
+/// same lease, at most one leads at a time.
+///
+/// - **Acquire.** A candidate reads the lease every retry period (jittered ×
+///   `1 + 1.2 × U[0,1)`, as client-go's `wait.JitterUntil`). It creates the lease
+///   if missing, or takes it with an update conditioned on the `resourceVersion` it
+///   read, when the lease has no holder or has expired. Expiry is judged on the
+///   candidate's own clock: the lease expired once the candidate has seen no change
+///   of it for `leaseDurationSeconds` — never from the `renewTime` written by
+///   another machine, so clock skew does not matter. A 409 means another replica
+///   wrote first: a lost race, logged and counted as such, not an error.
+/// - **Renew.** The leader renews every retry period. If no renewal succeeds within
+///   the renew deadline, counted from the last successful one, it stops leading —
+///   before any other replica can see the lease expire (the lease duration, counted
+///   by the others from when they saw that renewal, is longer). This is stricter
+///   than client-go, which counts the deadline from the start of each renewal round
+///   (up to one retry period later).
+/// - **After a loss** the replica is a candidate again (client-go's `Run` returns
+///   instead; a caller that wants to exit can stop on
+///   [`not_leading`](Self::not_leading)).
+/// - **Record.** `holderIdentity`, `leaseDurationSeconds`, `acquireTime` (kept while
+///   the holder does not change), `renewTime`, and `leaseTransitions`, incremented
+///   each time the holder changes.
+/// - **Release.** With `release_on_cancel`, a graceful stop of the leader writes an
+///   empty `holderIdentity` and `leaseDurationSeconds: 1`, so a follower takes over
+///   on its next attempt.
+///
+/// The handle is cheap to clone; clones share the state. Run it yourself with
+/// [`run`](Self::run), or give it to
+/// [`Controller::leader_elected`](crate::controller::Controller::leader_elected),
+/// which runs it and reconciles only while leading. Readiness:
+/// [`Health::leader_election`](crate::metrics::Health::leader_election).
+///
+/// # Example
+/// ```no_run
+/// use k8s_openapi::api::coordination::v1::Lease;
+/// use kube::Api;
+/// use reflector_core::leader_election::{LeaderElection, LeaderElectionConfig};
+/// use tokio_util::sync::CancellationToken;
+///
+/// # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+/// let election = LeaderElection::new(
+///     Api::<Lease>::namespaced(client, "default"),
+///     "my-operator",
+///     LeaderElectionConfig::default().release_on_cancel(true),
+/// )?;
+/// let stop = CancellationToken::new();
+/// let run = tokio::spawn({
+///     let (election, stop) = (election.clone(), stop.clone());
+///     async move { election.run(stop).await }
+/// });
+/// election.leading().await;
+/// println!("{} leads", election.identity());
+/// // ... lead, until `election.not_leading()` resolves or we stop:
+/// stop.cancel(); // gives the lease up (release_on_cancel)
+/// run.await??;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct LeaderElection {
+    shared: Arc<Shared>,
+}
+
+/// What the clones of one election share.
+pub(crate) struct Shared {
+    pub(crate) lock: LeaseLock,
+    pub(crate) identity: String,
+    pub(crate) config: LeaderElectionConfig,
+    /// The published state; the watch channel has its own lock.
+    pub(crate) state: watch::Sender<LeaderState>,
+    /// Whether a `run` is under way; atomic, no lock.
+    running: AtomicBool,
+    /// While leading: the earliest instant another replica could take the lease
+    /// over (the send time of the last successful write plus the lease duration).
+    /// Guarded by its own mutex, held only to read or write it.
+    pub(crate) takeover_bound: Mutex<Option<Instant>>,
+}
+
+impl Shared {
+    pub(crate) fn set_takeover_bound(&self, bound: Option<Instant>) {
+        *self
+            .takeover_bound
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = bound;
+    }
+}
+
+impl std::fmt::Debug for LeaderElection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderElection")
+            .field("name", &self.shared.lock.name)
+            .field("identity", &self.shared.identity)
+            .field("state", &*self.shared.state.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Marks a run as under way; clears the mark and publishes
+/// [`LeaderState::Stopped`] when dropped, however the run ends.
+pub(crate) struct RunGuard {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        self.shared.set_takeover_bound(None);
+        self.shared.state.send_replace(LeaderState::Stopped);
+        if let Some(m) = &self.shared.config.metrics {
+            m.leader_election()
+                .set_leading(&self.shared.lock.name, false);
+        }
+        self.shared.running.store(false, Ordering::SeqCst);
+    }
+}
+
+impl LeaderElection {
+    /// An election on the lease `name` in `api`'s namespace, with `config`.
+    /// Nothing runs until [`run`](Self::run).
+    ///
+    /// # Errors
+    /// [`LeaderElectionError::EmptyName`], [`NoNamespace`](LeaderElectionError::NoNamespace),
+    /// a timing error of [`LeaderElectionConfig::validate`], or
+    /// [`Hostname`](LeaderElectionError::Hostname) if no identity was set and the
+    /// host name cannot be read.
+    pub fn new(
+        api: Api<Lease>,
+        name: &str,
+        config: LeaderElectionConfig,
+    ) -> Result<Self, LeaderElectionError> {
+        if name.is_empty() {
+            return Err(LeaderElectionError::EmptyName);
+        }
+        if api.namespace().is_none() {
+            return Err(LeaderElectionError::NoNamespace);
+        }
+        config.validate()?;
+        let identity = match &config.identity {
+            Some(id) => id.clone(),
+            None => default_identity()?,
+        };
+        if let Some(m) = &config.metrics {
+            m.leader_election().set_leading(name, false);
+        }
+        Ok(LeaderElection {
+            shared: Arc::new(Shared {
+                lock: LeaseLock {
+                    api,
+                    name: name.to_owned(),
+                },
+                identity,
+                config,
+                state: watch::Sender::new(LeaderState::Stopped),
+                running: AtomicBool::new(false),
+                takeover_bound: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// The lease's name (the `name` label of the metrics).
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.shared.lock.name
+    }
+
+    /// This replica's identity (`holderIdentity` while it leads).
+    #[must_use]
+    pub fn identity(&self) -> &str {
+        &self.shared.identity
+    }
+
+    /// Where this replica stands now.
+    #[must_use]
+    pub fn state(&self) -> LeaderState {
+        self.shared.state.borrow().clone()
+    }
+
+    /// Whether this replica leads now.
+    #[must_use]
+    pub fn is_leader(&self) -> bool {
+        self.shared.state.borrow().is_leading()
+    }
+
+    /// Every change of [`state`](Self::state), as a `tokio::sync::watch` receiver.
+    #[must_use]
+    pub fn subscribe(&self) -> watch::Receiver<LeaderState> {
+        self.shared.state.subscribe()
+    }
+
+    /// Resolves once this replica leads (at once if it does).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: it only observes.
+    pub async fn leading(&self) {
+        let mut rx = self.subscribe();
+        // The sender lives in `self.shared`, so the channel cannot close here.
+        let _ = rx.wait_for(LeaderState::is_leading).await;
+    }
+
+    /// Resolves once this replica does not lead (at once if it does not): the
+    /// moment to stop leading work.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: it only observes.
+    pub async fn not_leading(&self) {
+        let mut rx = self.subscribe();
+        let _ = rx.wait_for(|s| !s.is_leading()).await;
+    }
+
+    /// Runs the election until `cancel` fires: a candidate until it acquires the
+    /// lease, then the leader until it fails to renew (then a candidate again).
+    /// On `cancel` it stops leading and, with `release_on_cancel`, gives the lease
+    /// up before returning. API errors are logged, counted and retried, never
+    /// returned.
+    ///
+    /// # Errors
+    /// [`LeaderElectionError::AlreadyRunning`] if this election (or a clone) is
+    /// running already.
+    ///
+    /// # Cancel safety
+    /// Cancelling the token is the clean stop. Dropping the future stops the
+    /// election at once without releasing the lease: it expires after the lease
+    /// duration.
+    pub async fn run(&self, cancel: CancellationToken) -> Result<(), LeaderElectionError> {
+        let guard = self.claim()?;
+        Self::run_claimed(guard, cancel).await;
+        Ok(())
+    }
+
+    /// Runs a claimed election until `cancel` fires (as [`run`](Self::run)).
+    ///
+    /// # Cancel safety
+    /// As [`run`](Self::run).
+    pub(crate) async fn run_claimed(guard: RunGuard, cancel: CancellationToken) {
+        Elector::new(guard).run(&cancel).await;
+    }
+
+    /// Marks the election as running, or says it already is.
+    pub(crate) fn claim(&self) -> Result<RunGuard, LeaderElectionError> {
+        if self.shared.running.swap(true, Ordering::SeqCst) {
+            return Err(LeaderElectionError::AlreadyRunning(
+                self.shared.lock.name.clone(),
+            ));
+        }
+        Ok(RunGuard {
+            shared: Arc::clone(&self.shared),
+        })
+    }
+
+    /// While leading: the earliest instant another replica could take the lease.
+    pub(crate) fn takeover_bound(&self) -> Option<Instant> {
+        *self
+            .shared
+            .takeover_bound
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}

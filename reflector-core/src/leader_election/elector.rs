@@ -1,0 +1,444 @@
+//! [`Elector`]: one run of an election, as client-go's `LeaderElector`
+//! (`acquire`, `renew`, `tryAcquireOrRenew`, `release`).
+
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::jiff::Timestamp;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::backoff::jittered;
+
+use super::LeaderState;
+use super::config::JITTER_FACTOR;
+use super::election::RunGuard;
+use super::lease_lock::{Write, holder, record};
+
+/// The lease as last seen, and when this replica saw it change (its own clock).
+struct Observed {
+    spec: LeaseSpec,
+    at: Instant,
+}
+
+/// How one attempt to acquire or renew ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Attempt {
+    /// This replica holds the lease; the request that wrote it was sent at this
+    /// instant.
+    Held(Instant),
+    /// Another replica holds the lease and it has not expired.
+    HeldByOther(String),
+    /// Another replica wrote first (409).
+    LostRace,
+    /// The request failed.
+    Failed,
+}
+
+/// One run of an election. Owned by the `run` future; not shared.
+pub(crate) struct Elector {
+    guard: RunGuard,
+    observed: Option<Observed>,
+    /// The lease as the server last returned it (its `resourceVersion` is the
+    /// precondition of the next update).
+    lease: Option<Lease>,
+}
+
+impl Elector {
+    pub(crate) fn new(guard: RunGuard) -> Self {
+        Elector {
+            guard,
+            observed: None,
+            lease: None,
+        }
+    }
+
+    fn name(&self) -> &str {
+        &self.guard.shared.lock.name
+    }
+
+    fn identity(&self) -> &str {
+        &self.guard.shared.identity
+    }
+
+    /// Whether the lease as last seen names this replica (client-go's `IsLeader`).
+    fn observed_as_holder(&self) -> bool {
+        self.observed
+            .as_ref()
+            .and_then(|o| holder(&o.spec))
+            .is_some_and(|h| h == self.identity())
+    }
+
+    /// Whether the lease as last seen has not expired at `now`, by this replica's
+    /// own clock (client-go's `isLeaseValid`).
+    fn observed_valid(&self, now: Instant) -> bool {
+        self.observed.as_ref().is_some_and(|o| {
+            let secs = o.spec.lease_duration_seconds.unwrap_or(0).max(0);
+            o.at + Duration::from_secs(u64::try_from(secs).unwrap_or(0)) > now
+        })
+    }
+
+    /// Records the lease as the server returned it; the observation time moves only
+    /// when the spec changed.
+    fn observe(&mut self, lease: Lease) {
+        let spec = lease.spec.clone().unwrap_or_default();
+        if self.observed.as_ref().is_none_or(|o| o.spec != spec) {
+            self.observed = Some(Observed {
+                spec,
+                at: Instant::now(),
+            });
+        }
+        self.lease = Some(lease);
+    }
+
+    /// The other replica the lease as last seen names, if any.
+    fn observed_other_holder(&self) -> Option<String> {
+        self.observed
+            .as_ref()
+            .and_then(|o| holder(&o.spec))
+            .filter(|h| *h != self.identity())
+            .map(str::to_owned)
+    }
+
+    fn publish(&self, state: LeaderState) {
+        let leading = state.is_leading();
+        self.guard.shared.state.send_if_modified(|s| {
+            let changed = *s != state;
+            *s = state;
+            changed
+        });
+        if let Some(m) = &self.guard.shared.config.metrics {
+            m.leader_election().set_leading(self.name(), leading);
+        }
+    }
+
+    fn lost_race(&self, what: &str) {
+        tracing::debug!(lease = %self.name(), identity = %self.identity(), "lost the race to {what} the lease");
+        if let Some(m) = &self.guard.shared.config.metrics {
+            m.leader_election().lost_race(self.name());
+        }
+    }
+
+    fn failed(&self, what: &str, error: &kube::Error) {
+        tracing::warn!(lease = %self.name(), identity = %self.identity(), %error, "cannot {what} the lease");
+        if let Some(m) = &self.guard.shared.config.metrics {
+            m.leader_election().error(self.name());
+        }
+    }
+
+    /// One attempt to acquire or renew the lease, as client-go's
+    /// `tryAcquireOrRenew`.
+    ///
+    /// # Cancel safety
+    /// Dropping it may leave a write done without this replica knowing; the next
+    /// attempt reads the lease again.
+    async fn try_acquire_or_renew(&mut self) -> Attempt {
+        let lock = self.guard.shared.lock.clone();
+        let config = &self.guard.shared.config;
+        let seconds = config.lease_duration_seconds();
+        let sent = Instant::now();
+        let now = MicroTime(Timestamp::now());
+        let identity = self.identity().to_owned();
+
+        // 1. The leader's fast path: update the lease as last seen, optimistically.
+        if self.observed_as_holder()
+            && self.observed_valid(sent)
+            && let (Some(lease), Some(o)) = (self.lease.clone(), self.observed.as_ref())
+        {
+            let spec = record(
+                Some(&identity),
+                seconds,
+                o.spec.acquire_time.clone(),
+                now.clone(),
+                o.spec.lease_transitions.unwrap_or(0),
+            );
+            match lock.update(lease, spec).await {
+                Write::Done(lease) => {
+                    self.observe(*lease);
+                    return Attempt::Held(sent);
+                }
+                Write::LostRace => {
+                    tracing::debug!(lease = %self.name(), "optimistic renewal conflicted; reading the lease");
+                }
+                Write::Failed(error) => {
+                    tracing::debug!(lease = %self.name(), %error, "optimistic renewal failed; reading the lease");
+                }
+            }
+        }
+
+        // 2. Read the lease; create it if missing.
+        let lease = match lock.get().await {
+            Ok(Some(lease)) => lease,
+            Ok(None) => {
+                let spec = record(Some(&identity), seconds, Some(now.clone()), now, 0);
+                let write = lock.create(spec).await;
+                return self.settle(write, "create", sent);
+            }
+            Err(e) => {
+                self.failed("read", &e);
+                return Attempt::Failed;
+            }
+        };
+
+        // 3. Held by another and not expired by our own clock: wait.
+        self.observe(lease.clone());
+        if !self.observed_as_holder()
+            && self.observed_valid(sent)
+            && let Some(other) = self.observed_other_holder()
+        {
+            return Attempt::HeldByOther(other);
+        }
+
+        // 4. Take it (or renew it on the slow path), conditioned on what we read.
+        let old = self
+            .observed
+            .as_ref()
+            .map(|o| o.spec.clone())
+            .unwrap_or_default();
+        let spec = if self.observed_as_holder() {
+            record(
+                Some(&identity),
+                seconds,
+                old.acquire_time,
+                now,
+                old.lease_transitions.unwrap_or(0),
+            )
+        } else {
+            record(
+                Some(&identity),
+                seconds,
+                Some(now.clone()),
+                now,
+                old.lease_transitions.unwrap_or(0).saturating_add(1),
+            )
+        };
+        let write = lock.update(lease, spec).await;
+        self.settle(write, "update", sent)
+    }
+
+    /// The attempt's outcome from the write (`what`: create or update) sent at
+    /// `sent`: the lease held, a lost race, or a failure, each logged and counted.
+    fn settle(&mut self, write: Write, what: &str, sent: Instant) -> Attempt {
+        match write {
+            Write::Done(lease) => {
+                self.observe(*lease);
+                Attempt::Held(sent)
+            }
+            Write::LostRace => {
+                self.lost_race(what);
+                Attempt::LostRace
+            }
+            Write::Failed(e) => {
+                self.failed(what, &e);
+                Attempt::Failed
+            }
+        }
+    }
+
+    /// Runs until `cancel` fires: candidate, leader, candidate again after a loss.
+    ///
+    /// # Cancel safety
+    /// Cancelling the token is the clean stop (with the release if configured);
+    /// dropping the future stops at once, without a release.
+    pub(crate) async fn run(mut self, cancel: &CancellationToken) {
+        loop {
+            let Some(acquired) = self.acquire(cancel).await else {
+                return;
+            };
+            tracing::info!(lease = %self.name(), identity = %self.identity(), "acquired the lease; leading");
+            if self.lead(acquired, cancel).await {
+                self.publish(LeaderState::Stopped);
+                if self.guard.shared.config.release_on_cancel {
+                    self.release().await;
+                }
+                return;
+            }
+        }
+    }
+
+    /// Tries every jittered retry period until the lease is held (`Some(send time
+    /// of the winning write)`) or `cancel` fires (`None`).
+    async fn acquire(&mut self, cancel: &CancellationToken) -> Option<Instant> {
+        let retry = self.guard.shared.config.retry_period;
+        loop {
+            let attempt = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return None,
+                attempt = self.try_acquire_or_renew() => attempt,
+            };
+            match attempt {
+                Attempt::Held(sent) => return Some(sent),
+                Attempt::HeldByOther(holder) => self.publish(LeaderState::Following {
+                    holder: Some(holder),
+                }),
+                Attempt::LostRace | Attempt::Failed => self.publish(LeaderState::Following {
+                    holder: self.observed_other_holder(),
+                }),
+            }
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return None,
+                () = tokio::time::sleep(jittered(retry, JITTER_FACTOR)) => {}
+            }
+        }
+    }
+
+    /// Leads from the write sent at `renewed`, renewing every retry period, until
+    /// `cancel` fires (`true`) or no renewal succeeded within the renew deadline
+    /// (`false`; the state is then `Following`).
+    async fn lead(&mut self, mut renewed: Instant, cancel: &CancellationToken) -> bool {
+        let config = self.guard.shared.config.clone();
+        let shared = std::sync::Arc::clone(&self.guard.shared);
+        shared.set_takeover_bound(Some(renewed + config.lease_duration));
+        self.publish(LeaderState::Leading);
+        loop {
+            let deadline = renewed + config.renew_deadline;
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return true,
+                () = tokio::time::sleep(config.retry_period) => {}
+            }
+            let attempts = async {
+                loop {
+                    match self.try_acquire_or_renew().await {
+                        Attempt::Held(sent) => return Some(sent),
+                        Attempt::HeldByOther(_) => return None,
+                        Attempt::LostRace | Attempt::Failed => {
+                            tokio::time::sleep(config.retry_period).await;
+                        }
+                    }
+                }
+            };
+            let outcome = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return true,
+                outcome = tokio::time::timeout_at(deadline, attempts) => outcome,
+            };
+            match outcome {
+                Ok(Some(sent)) => {
+                    renewed = sent;
+                    shared.set_takeover_bound(Some(sent + config.lease_duration));
+                }
+                Ok(None) | Err(_) => {
+                    tracing::warn!(lease = %self.name(), identity = %self.identity(),
+                        renew_deadline = ?config.renew_deadline, "failed to renew the lease; stopped leading");
+                    self.publish(LeaderState::Following {
+                        holder: self.observed_other_holder(),
+                    });
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// Gives the lease up if this replica still holds it, as client-go's `release`:
+    /// empty holder, `leaseDurationSeconds` 1, transitions kept. Bounded by the
+    /// renew deadline; a failure is logged (the lease then expires normally).
+    async fn release(&mut self) {
+        let deadline = self.guard.shared.config.renew_deadline;
+        let lock = self.guard.shared.lock.clone();
+        let released = tokio::time::timeout(deadline, async {
+            let lease = match lock.get().await {
+                Ok(Some(lease)) => lease,
+                Ok(None) => return,
+                Err(e) => return self.failed("read (to release)", &e),
+            };
+            self.observe(lease.clone());
+            if !self.observed_as_holder() {
+                return;
+            }
+            let now = MicroTime(Timestamp::now());
+            let transitions = self
+                .observed
+                .as_ref()
+                .and_then(|o| o.spec.lease_transitions)
+                .unwrap_or(0);
+            let spec = record(None, 1, Some(now.clone()), now, transitions);
+            match lock.update(lease, spec).await {
+                Write::Done(lease) => {
+                    self.observe(*lease);
+                    tracing::info!(lease = %self.name(), identity = %self.identity(), "released the lease");
+                }
+                Write::LostRace => self.lost_race("release"),
+                Write::Failed(e) => self.failed("release", &e),
+            }
+        })
+        .await;
+        if released.is_err() {
+            tracing::warn!(lease = %self.name(), ?deadline, "releasing the lease timed out");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::Api;
+
+    use super::*;
+    use crate::leader_election::{LeaderElection, LeaderElectionConfig};
+
+    fn elector() -> Elector {
+        // A client that is never used: these tests only feed observations.
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        let election = LeaderElection::new(
+            Api::namespaced(client, "ns"),
+            "lease",
+            LeaderElectionConfig::default().identity("me"),
+        )
+        .unwrap();
+        Elector::new(election.claim().unwrap())
+    }
+
+    fn lease(holder: &str, seconds: i32, renew_secs: i64) -> Lease {
+        let mut l = Lease::default();
+        let t = Timestamp::from_second(renew_secs).unwrap();
+        l.spec = Some(record(
+            Some(holder),
+            seconds,
+            Some(MicroTime(t)),
+            MicroTime(t),
+            0,
+        ));
+        l
+    }
+
+    /// The lease is valid for `leaseDurationSeconds` after this replica last saw
+    /// it change; seeing the same record again does not extend it, a new one
+    /// (a renewal: new renewTime) does.
+    #[tokio::test(start_paused = true)]
+    async fn validity_counts_from_the_last_observed_change() {
+        let mut e = elector();
+        assert!(!e.observed_valid(Instant::now()), "nothing observed");
+        e.observe(lease("other", 15, 100));
+        let seen = Instant::now();
+        tokio::time::advance(Duration::from_secs(10)).await;
+        e.observe(lease("other", 15, 100));
+        assert!(e.observed_valid(seen + Duration::from_secs(14)));
+        assert!(
+            !e.observed_valid(seen + Duration::from_secs(15)),
+            "the unchanged record did not extend the lease"
+        );
+        e.observe(lease("other", 15, 101));
+        assert!(e.observed_valid(seen + Duration::from_secs(24)));
+        assert_eq!(e.observed_other_holder().as_deref(), Some("other"));
+        assert!(!e.observed_as_holder());
+    }
+
+    /// A released record (`leaseDurationSeconds: 1`, no holder) expires after one
+    /// second and names no holder.
+    #[tokio::test(start_paused = true)]
+    async fn a_released_record_names_nobody_and_expires_in_a_second() {
+        let mut e = elector();
+        let mut released = lease("x", 1, 5);
+        released.spec.as_mut().unwrap().holder_identity = None;
+        e.observe(released);
+        let seen = Instant::now();
+        assert_eq!(e.observed_other_holder(), None);
+        assert!(!e.observed_valid(seen + Duration::from_secs(1)));
+        e.observe(lease("me", 15, 6));
+        assert!(e.observed_as_holder());
+        assert_eq!(e.observed_other_holder(), None, "never names itself");
+    }
+}

@@ -1,0 +1,96 @@
+//! [`LeaseLock`]: reads and writes the election's `coordination.k8s.io/v1` Lease,
+//! as client-go's `resourcelock.LeaseLock`.
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use kube::Api;
+use kube::api::PostParams;
+
+/// How a write of the lease ended.
+#[derive(Debug)]
+pub(crate) enum Write {
+    /// Written; the lease as the server stored it.
+    Done(Box<Lease>),
+    /// 409: another replica wrote first (the `resourceVersion` precondition failed,
+    /// or the lease was created meanwhile). A lost race, not an error.
+    LostRace,
+    /// Any other failure.
+    Failed(kube::Error),
+}
+
+/// The Lease of one election.
+#[derive(Clone)]
+pub(crate) struct LeaseLock {
+    pub(crate) api: Api<Lease>,
+    pub(crate) name: String,
+}
+
+impl LeaseLock {
+    /// The lease, or `None` if it does not exist.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read.
+    pub(crate) async fn get(&self) -> Result<Option<Lease>, kube::Error> {
+        self.api.get_opt(&self.name).await
+    }
+
+    /// Creates the lease with `spec`.
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave the lease created without the caller knowing;
+    /// the next read sees it.
+    pub(crate) async fn create(&self, spec: LeaseSpec) -> Write {
+        let mut lease = Lease::default();
+        lease.metadata.name = Some(self.name.clone());
+        lease.spec = Some(spec);
+        classify(self.api.create(&PostParams::default(), &lease).await)
+    }
+
+    /// Replaces the spec of `observed`, on the condition that the lease is still at
+    /// `observed`'s `resourceVersion`.
+    ///
+    /// # Cancel safety
+    /// As [`create`](Self::create).
+    pub(crate) async fn update(&self, mut observed: Lease, spec: LeaseSpec) -> Write {
+        observed.spec = Some(spec);
+        // The server fills these in; sending them back is noise.
+        observed.metadata.managed_fields = None;
+        classify(
+            self.api
+                .replace(&self.name, &PostParams::default(), &observed)
+                .await,
+        )
+    }
+}
+
+fn classify(result: Result<Lease, kube::Error>) -> Write {
+    match result {
+        Ok(lease) => Write::Done(Box::new(lease)),
+        Err(kube::Error::Api(status)) if status.code == 409 => Write::LostRace,
+        Err(e) => Write::Failed(e),
+    }
+}
+
+/// The spec client-go writes for a `LeaderElectionRecord` (strategy and preferred
+/// holder unset: no coordinated election).
+pub(crate) fn record(
+    holder: Option<&str>,
+    lease_duration_seconds: i32,
+    acquire_time: Option<MicroTime>,
+    renew_time: MicroTime,
+    lease_transitions: i32,
+) -> LeaseSpec {
+    LeaseSpec {
+        holder_identity: holder.map(str::to_owned),
+        lease_duration_seconds: Some(lease_duration_seconds),
+        acquire_time,
+        renew_time: Some(renew_time),
+        lease_transitions: Some(lease_transitions),
+        ..LeaseSpec::default()
+    }
+}
+
+/// The holder named by `spec`, if any (an empty identity is no holder).
+pub(crate) fn holder(spec: &LeaseSpec) -> Option<&str> {
+    spec.holder_identity.as_deref().filter(|h| !h.is_empty())
+}

@@ -1,0 +1,43 @@
+//! Leader election on `coordination.k8s.io/v1` Leases, as client-go's
+//! `tools/leaderelection` with its `LeaseLock`: among the replicas of an operator,
+//! at most one leads at a time.
+//!
+//! - [`LeaderElectionConfig`]: lease duration 15 s, renew deadline 10 s, retry
+//!   period 2 s (client-go's defaults), the identity, `release_on_cancel`, metrics;
+//! - [`LeaderElection`]: one replica's handle: [`run`](LeaderElection::run) it, ask
+//!   [`is_leader`](LeaderElection::is_leader), await
+//!   [`leading`](LeaderElection::leading) / [`not_leading`](LeaderElection::not_leading);
+//! - [`LeaderState`]: stopped, following (whom), or leading;
+//! - [`LeaderElectionError`]: invalid configuration, or a second run.
+//!
+//! A [`Controller`](crate::controller::Controller) given an election with
+//! [`leader_elected`](crate::controller::Controller::leader_elected) runs it, keeps
+//! its informers warm while following and reconciles only while leading.
+//!
+//! ```no_run
+//! use k8s_openapi::api::coordination::v1::Lease;
+//! use kube::Api;
+//! use reflector_core::leader_election::{LeaderElection, LeaderElectionConfig};
+//! # fn f(client: kube::Client) -> Result<(), reflector_core::leader_election::LeaderElectionError> {
+//! let election = LeaderElection::new(
+//!     Api::<Lease>::default_namespaced(client),
+//!     "widget-controller",
+//!     LeaderElectionConfig::default(),
+//! )?;
+//! assert!(!election.is_leader(), "not running yet");
+//! # Ok(()) }
+//! ```
+
+mod config;
+mod election;
+mod elector;
+mod error;
+mod lease_lock;
+mod state;
+
+pub use config::{
+    DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LeaderElectionConfig,
+};
+pub use election::LeaderElection;
+pub use error::LeaderElectionError;
+pub use state::LeaderState;
