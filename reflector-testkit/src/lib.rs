@@ -27,8 +27,9 @@
 //!   `/apis/{group}/{version}` and `/version`, listing each resource's verbs and, as the
 //!   real server, its `shortNames` and `categories` (built-ins: the real ones, e.g. `po`
 //!   and `all` for Pods; CRDs: from their `names`). Anything else is a 404 `Status`.
-//! * Resources: Namespace, Node, Pod (with `status` subresources), ConfigMap, Secret and
-//!   Lease by default; [`ApiServer::register`] adds a CRD type (scope and status
+//! * Resources: Namespace, Node, Pod (with `status` subresources), ConfigMap, Secret,
+//!   Lease, and Events as core `v1` and as `events.k8s.io/v1` (short name `ev` for both,
+//!   as the real discovery) by default; [`ApiServer::register`] adds a CRD type (scope and status
 //!   subresource from `K::crd()`), [`ApiServer::register_resource`] any k8s-openapi type.
 //! * Every error is a `kind: Status` JSON object with `status: Failure`, `message`,
 //!   `reason`, `code` and `details` where the real server sets them.
@@ -60,9 +61,14 @@
 //! * Namespaces need not exist before objects are created in them.
 //! * Not supported: `dryRun` (answers 400 rather than silently writing), server-side apply
 //!   (415), aggregated discovery (`Discovery::run_aggregated`), Table and
-//!   protobuf encodings (every response is JSON), field selectors other than
-//!   `metadata.name`/`metadata.namespace` (400; the real server also accepts a few
-//!   resource-specific ones such as a Pod's `spec.nodeName`), graceful deletion (a Pod
+//!   protobuf encodings (every response is JSON), resource-specific field
+//!   selectors other than the Events' (400; the real server also accepts a few others
+//!   such as a Pod's `spec.nodeName`), Event validation (the real server requires e.g.
+//!   `eventTime`, `reportingController` and `action` on an events.k8s.io/v1 Event; here
+//!   any Event is stored as sent), one storage for both Event groups (the real server
+//!   keeps core and events.k8s.io Events in one store, so an Event created through one
+//!   group is listed, converted, through the other; here they are two separate
+//!   resources, each seeing only the Events written through it), graceful deletion (a Pod
 //!   without finalizers goes at once), and namespace lifecycle (deleting a namespace does
 //!   not delete its objects).
 //!
@@ -110,10 +116,15 @@
 //!   parsed with the real parser's tokens and grammar, so a malformed one answers 400 with
 //!   the real text (`unable to parse requirement: found '', expected: ',' or ')'`, ...).
 //!   Field selectors on `metadata.name` / `metadata.namespace` (`=`, `==`, `!=`, split and
-//!   unescaped as the real parser, no trimming); another field is a 400 with the real
-//!   conversion's wording (`"f" is not a known field selector: only "metadata.name",
-//!   "metadata.namespace"`, or `field label not supported: f` for core Pods, Nodes,
-//!   Namespaces and Secrets). Invalid list options answer 422 (`ListOptions` Invalid) like
+//!   unescaped as the real parser, no trimming), and on the fields the real server
+//!   selects Events by: core `v1` `involvedObject.{kind,namespace,name,uid,apiVersion,
+//!   resourceVersion,fieldPath}`, `reason`, `reportingComponent`, `source` (the
+//!   `source.component`, else the reporting component) and `type`; events.k8s.io/v1
+//!   `regarding.*` (the same seven), `reason`, `reportingController`, `source` and
+//!   `type` (`kubectl events --for pod/x` sends `regarding.name=x`). An unset field
+//!   selects as `""`. Another field is a 400 with the real conversion's wording (`"f" is
+//!   not a known field selector: only "metadata.name", "metadata.namespace"`, or `field
+//!   label not supported: f` for core Pods, Nodes, Namespaces, Secrets and both Events). Invalid list options answer 422 (`ListOptions` Invalid) like
 //!   the real `ValidateListOptions`; unparsable numbers/booleans answer 400.
 //!
 //! ## WATCH
@@ -183,6 +194,7 @@ mod query;
 mod request_log;
 mod resource;
 mod router;
+mod selectable_fields;
 mod selector;
 mod server;
 mod state;

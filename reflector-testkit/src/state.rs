@@ -62,7 +62,7 @@ impl ObjectFilter {
     }
 
     pub(crate) fn matches(&self, obj: &StoredObject) -> bool {
-        self.fields.matches(&obj.name, obj.namespace.as_deref()) && self.labels.matches(&obj.labels)
+        self.labels.matches(&obj.labels) && self.fields.matches(obj)
     }
 }
 
