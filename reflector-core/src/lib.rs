@@ -11,7 +11,9 @@
 //! - [`lister`]: typed read-only views of an informer's cache;
 //! - [`workqueue`]: the dedup, delaying and rate-limited queues that feed workers;
 //! - [`controller`]: workers that take keys from a queue and reconcile them;
-//! - [`metrics`]: controller-runtime's and client-go's metrics, and their exposition.
+//! - [`metrics`]: controller-runtime's and client-go's metrics, and their exposition;
+//! - [`events`]: the Event recorder (`kubectl describe`'s Events), with client-go's
+//!   series and spam filter.
 //!
 //! [`reflect`] holds what `#[derive(Reflect)]` builds on: the [`reflect::Reflect`]
 //! trait and typed index queries ([`reflect::IndexQuery`]).
@@ -20,6 +22,7 @@
 
 pub mod backoff;
 pub mod controller;
+pub mod events;
 pub mod fifo;
 pub mod informer;
 pub mod lister;

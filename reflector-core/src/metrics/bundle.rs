@@ -2,6 +2,7 @@
 
 use prometheus_client::registry::Registry;
 
+use crate::events::metrics::EventMetrics;
 use crate::workqueue::PrometheusMetricsProvider;
 
 use super::{ReconcileMetrics, ReflectorCollector};
@@ -9,7 +10,9 @@ use super::{ReconcileMetrics, ReflectorCollector};
 /// Every family a controller reports to: [`ReconcileMetrics`]
 /// (`controller_runtime_*`), the work-queue families of
 /// [`PrometheusMetricsProvider`] (`workqueue_*`, one queue per controller, named
-/// after it) and a [`ReflectorCollector`] (`reflector_*`).
+/// after it), a [`ReflectorCollector`] (`reflector_*`) and the event recorders'
+/// `reflector_events_dropped_total{controller,reason}`
+/// ([`RecorderConfig::metrics`](crate::events::RecorderConfig::metrics)).
 ///
 /// Register it once per [`Registry`] and hand clones (cheap: shared handles) to every
 /// controller with [`Controller::metrics`](crate::controller::Controller::metrics);
@@ -30,6 +33,7 @@ pub struct Metrics {
     reconcile: ReconcileMetrics,
     workqueue: PrometheusMetricsProvider,
     reflectors: ReflectorCollector,
+    events: EventMetrics,
 }
 
 impl Metrics {
@@ -52,6 +56,7 @@ impl Metrics {
         self.reconcile.register(registry);
         self.workqueue.register(registry);
         self.reflectors.register(registry);
+        self.events.register(registry);
     }
 
     /// The `controller_runtime_*` families.
@@ -70,5 +75,10 @@ impl Metrics {
     #[must_use]
     pub fn reflectors(&self) -> &ReflectorCollector {
         &self.reflectors
+    }
+
+    /// The event recorders' family.
+    pub(crate) fn events(&self) -> &EventMetrics {
+        &self.events
     }
 }
