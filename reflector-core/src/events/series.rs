@@ -88,7 +88,7 @@ impl Series {
 
     /// The `series` to write: none for a single occurrence.
     pub(crate) fn series(&self) -> Option<EventSeries> {
-        (self.count > 1).then(|| EventSeries {
+        (self.count > 1).then_some(EventSeries {
             count: self.count,
             last_observed_time: MicroTime(self.last_observed_time),
         })
