@@ -45,6 +45,18 @@ fn names<K: ResourceExt>(items: impl IntoIterator<Item = K>) -> Vec<String> {
     names
 }
 
+/// The sorted names of the objects `api` lists with the field selector `selector`.
+async fn select<K>(api: &Api<K>, selector: &str) -> Vec<String>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    names(
+        api.list(&ListParams::default().fields(selector))
+            .await
+            .unwrap(),
+    )
+}
+
 fn api_error(err: kube::Error) -> kube::core::Status {
     match err {
         kube::Error::Api(status) => *status,
@@ -105,16 +117,7 @@ async fn discovery_lists_both_event_resources_with_short_name_ev() {
 async fn events_v1_field_selectors_select_by_regarding_type_reason_and_controller() {
     let server = ApiServer::start().await.unwrap();
     let api = seeded_events(&server).await;
-    let list = |selector: &'static str| {
-        let api = api.clone();
-        async move {
-            names(
-                api.list(&ListParams::default().fields(selector))
-                    .await
-                    .unwrap(),
-            )
-        }
-    };
+    let list = |selector| select(&api, selector);
     assert_eq!(list("regarding.name=a").await, ["a.1", "a.2"]);
     assert_eq!(list("regarding.name=a,type=Warning").await, ["a.2"]);
     assert_eq!(list("regarding.name==a,reason!=Failed").await, ["a.1"]);
@@ -153,16 +156,7 @@ async fn core_event_field_selectors_select_by_involved_object_and_source() {
         e.metadata.name = Some(name.into());
         api.create(&PostParams::default(), &e).await.unwrap();
     }
-    let list = |selector: &'static str| {
-        let api = api.clone();
-        async move {
-            names(
-                api.list(&ListParams::default().fields(selector))
-                    .await
-                    .unwrap(),
-            )
-        }
-    };
+    let list = |selector| select(&api, selector);
     assert_eq!(list("involvedObject.name=p").await, ["p.1", "p.2"]);
     assert_eq!(list("involvedObject.kind=Pod,type=Warning").await, ["p.2"]);
     assert_eq!(list("source=kubelet").await, ["p.1"]);

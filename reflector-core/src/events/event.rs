@@ -9,6 +9,18 @@ const REASON_LIMIT: usize = 128;
 /// The longest `note` the API server accepts (1 kB).
 const NOTE_LIMIT: usize = 1024;
 
+/// What is wrong with a name-like field the API server limits to `limit` characters
+/// and requires: `None` when it is fine.
+pub(crate) fn length_problem(value: &str, limit: usize) -> Option<String> {
+    if value.is_empty() {
+        Some("must not be empty".to_owned())
+    } else if value.chars().count() > limit {
+        Some(format!("must have at most {limit} characters"))
+    } else {
+        None
+    }
+}
+
 /// Normal or Warning: the `type` of an Event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum EventType {
@@ -112,14 +124,8 @@ impl Event {
     /// Checks what the API server's Event validation would reject.
     pub(crate) fn validate(&self, regarding: &ObjectReference) -> Result<(), EventError> {
         for (field, value) in [("reason", &self.reason), ("action", &self.action)] {
-            if value.is_empty() {
-                return Err(EventError::invalid_event(field, "must not be empty"));
-            }
-            if value.chars().count() > REASON_LIMIT {
-                return Err(EventError::invalid_event(
-                    field,
-                    format!("must have at most {REASON_LIMIT} characters"),
-                ));
+            if let Some(problem) = length_problem(value, REASON_LIMIT) {
+                return Err(EventError::invalid_event(field, problem));
             }
         }
         if let Some(note) = &self.note

@@ -21,6 +21,7 @@ mod config;
 mod error;
 mod event;
 pub(crate) mod metrics;
+mod object_id;
 mod recorder;
 mod series;
 mod spam_filter;

@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use super::event::length_problem;
 use super::metrics::{DropReason, EventMetrics};
 use super::series::SeriesCache;
 use super::spam_filter::SpamFilter;
@@ -251,14 +252,8 @@ fn validate(controller: &str, instance: &str, config: &RecorderConfig) -> Result
         ("reporting_controller", controller),
         ("reporting_instance", instance),
     ] {
-        if value.is_empty() {
-            return Err(EventError::invalid_config(field, "must not be empty"));
-        }
-        if value.chars().count() > REPORTER_LIMIT {
-            return Err(EventError::invalid_config(
-                field,
-                format!("must have at most {REPORTER_LIMIT} characters"),
-            ));
+        if let Some(problem) = length_problem(value, REPORTER_LIMIT) {
+            return Err(EventError::invalid_config(field, problem));
         }
     }
     for (field, value) in [

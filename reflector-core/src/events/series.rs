@@ -12,36 +12,20 @@ use tokio::time::Instant;
 
 use super::Event;
 use super::event::EventType;
+use super::object_id::ObjectId;
 
 /// What makes two events identical: everything the caller sets plus the object it is
 /// about (the reporting controller and instance are the recorder's own).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct SeriesKey {
-    regarding: Reference,
-    related: Option<Reference>,
+    regarding: ObjectId,
+    /// Tells a sub-object (e.g. one container of a Pod) apart.
+    field_path: Option<String>,
+    related: Option<ObjectId>,
     type_: EventType,
     reason: String,
     action: String,
     note: Option<String>,
-}
-
-/// An `ObjectReference`'s identifying fields (`resourceVersion` and `fieldPath` of the
-/// same object may differ between occurrences without making a new Event in client-go
-/// either; here `fieldPath` still tells sub-objects apart).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Reference([Option<String>; 6]);
-
-impl Reference {
-    fn of(r: &ObjectReference) -> Self {
-        Reference([
-            r.api_version.clone(),
-            r.kind.clone(),
-            r.namespace.clone(),
-            r.name.clone(),
-            r.uid.clone(),
-            r.field_path.clone(),
-        ])
-    }
 }
 
 /// Whether and how far the API server has the Event.
@@ -144,8 +128,9 @@ impl SeriesCache {
         wall: Timestamp,
     ) {
         let key = SeriesKey {
-            regarding: Reference::of(&regarding),
-            related: event.related.as_ref().map(Reference::of),
+            regarding: ObjectId::of(&regarding),
+            field_path: regarding.field_path.clone(),
+            related: event.related.as_ref().map(ObjectId::of),
             type_: event.type_,
             reason: event.reason.clone(),
             action: event.action.clone(),

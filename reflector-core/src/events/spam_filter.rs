@@ -8,23 +8,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ObjectReference;
 use tokio::time::Instant;
 
-/// The object an event is about, as the spam filter tells objects apart (kind,
-/// namespace, name, uid and apiVersion; the source is the recorder's own, so it is not
-/// part of the key).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct ObjectId([Option<String>; 5]);
-
-impl ObjectId {
-    fn of(regarding: &ObjectReference) -> Self {
-        ObjectId([
-            regarding.kind.clone(),
-            regarding.namespace.clone(),
-            regarding.name.clone(),
-            regarding.uid.clone(),
-            regarding.api_version.clone(),
-        ])
-    }
-}
+use super::object_id::ObjectId;
 
 /// One object's bucket.
 #[derive(Debug, Clone, Copy)]
@@ -35,7 +19,8 @@ struct Bucket {
     updated: Instant,
 }
 
-/// Token buckets, one per object: `burst` events at once, then one more every
+/// Token buckets, one per object (the source is the recorder's own, so the object
+/// alone is the key): `burst` events at once, then one more every
 /// `refill`. At most `capacity` buckets are kept; past that the least recently used is
 /// forgotten (and starts full again if its object comes back), as client-go's LRU.
 #[derive(Debug)]
