@@ -43,6 +43,12 @@ const REPORTER_LIMIT: usize = 128;
 /// in the regarding object's namespace (`default` for a cluster-scoped object) and
 /// carries `eventTime`, `reportingController` and `reportingInstance`.
 ///
+/// Not (yet) done as client-go: `tools/record`'s `EventAggregator` (events differing
+/// only in their note, 10 within 10 minutes, combined into one "(combined from similar
+/// events)" Event) and `tools/events`' 30-minute heartbeat that re-writes a long-lived
+/// series so the server's Event TTL does not expire it. The spam filter runs before
+/// the buffer, so an event dropped for a full buffer has used its object's token.
+///
 /// The handle is cheap to clone. The writer task stops when the last clone is dropped
 /// (after one last attempt at what is buffered) or when the configured
 /// [cancellation token](RecorderConfig::cancel) fires (at once).
