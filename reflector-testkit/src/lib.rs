@@ -62,8 +62,9 @@
 //! * Not supported: `dryRun` (answers 400 rather than silently writing), server-side apply
 //!   (415), aggregated discovery (`Discovery::run_aggregated`), Table and
 //!   protobuf encodings (every response is JSON), resource-specific field
-//!   selectors other than the Events' (400; the real server also accepts a few others
-//!   such as a Pod's `spec.nodeName`), Event validation (the real server requires e.g.
+//!   selectors other than the Events' and a Pod's `spec.nodeName` and `status.phase`
+//!   (400; the real server accepts a few more, e.g. a Pod's `spec.schedulerName` or a
+//!   Secret's `type`), Event validation (the real server requires e.g.
 //!   `eventTime`, `reportingController` and `action` on an events.k8s.io/v1 Event; here
 //!   any Event is stored as sent), one storage for both Event groups (the real server
 //!   keeps core and events.k8s.io Events in one store, so an Event created through one
@@ -121,7 +122,8 @@
 //!   resourceVersion,fieldPath}`, `reason`, `reportingComponent`, `source` (the
 //!   `source.component`, else the reporting component) and `type`; events.k8s.io/v1
 //!   `regarding.*` (the same seven), `reason`, `reportingController`, `source` and
-//!   `type` (`kubectl events --for pod/x` sends `regarding.name=x`). An unset field
+//!   `type` (`kubectl events --for pod/x` sends `regarding.name=x`); a core Pod's
+//!   `spec.nodeName` and `status.phase`. An unset field
 //!   selects as `""`. Another field is a 400 with the real conversion's wording (`"f" is
 //!   not a known field selector: only "metadata.name", "metadata.namespace"`, or `field
 //!   label not supported: f` for core Pods, Nodes, Namespaces, Secrets and both Events). Invalid list options answer 422 (`ListOptions` Invalid) like

@@ -99,6 +99,15 @@ const EVENTS_V1_EVENT: &[SelectableField] = &[
     field("type", &["/type"]),
 ];
 
+/// A core v1 Pod's most used fields (pkg/registry/core/pod/strategy.go selects on a few
+/// more: `spec.restartPolicy`, `spec.schedulerName`, `spec.serviceAccountName`,
+/// `spec.hostNetwork`, `status.podIP`, `status.nominatedNodeName`; this server does not
+/// apply the defaults those rely on, so it leaves them out).
+const POD: &[SelectableField] = &[
+    field("spec.nodeName", &["/spec/nodeName"]),
+    field("status.phase", &["/status/phase"]),
+];
+
 const fn field(label: &'static str, pointers: &'static [&'static str]) -> SelectableField {
     SelectableField { label, pointers }
 }
@@ -109,7 +118,8 @@ impl FieldLabels {
         let (conversion, fields) = match (group, kind) {
             ("", "Event") => (Conversion::Registered, CORE_EVENT),
             ("events.k8s.io", "Event") => (Conversion::Registered, EVENTS_V1_EVENT),
-            ("", "Pod" | "Node" | "Namespace" | "Secret") => (Conversion::Registered, &[][..]),
+            ("", "Pod") => (Conversion::Registered, POD),
+            ("", "Node" | "Namespace" | "Secret") => (Conversion::Registered, &[][..]),
             _ => (Conversion::Default, &[][..]),
         };
         Self { conversion, fields }
