@@ -29,7 +29,10 @@
 //!   and `all` for Pods; CRDs: from their `names`). Anything else is a 404 `Status`.
 //! * Resources: Namespace, Node, Pod (with `status` subresources), ConfigMap, Secret,
 //!   Lease, and Events as core `v1` and as `events.k8s.io/v1` (short name `ev` for both,
-//!   as the real discovery) by default; [`ApiServer::register`] adds a CRD type (scope and status
+//!   as the real discovery; one storage, as the real server: an Event written through
+//!   either group is stored once, at one resourceVersion, and read, listed and watched
+//!   through both, its fields converted — `involvedObject` ↔ `regarding`, `message` ↔
+//!   `note`, `reportingComponent` ↔ `reportingController`, ...) by default; [`ApiServer::register`] adds a CRD type (scope and status
 //!   subresource from `K::crd()`), [`ApiServer::register_resource`] any k8s-openapi type.
 //! * Every error is a `kind: Status` JSON object with `status: Failure`, `message`,
 //!   `reason`, `code` and `details` where the real server sets them.
@@ -66,10 +69,7 @@
 //!   (400; the real server accepts a few more, e.g. a Pod's `spec.schedulerName` or a
 //!   Secret's `type`), Event validation (the real server requires e.g.
 //!   `eventTime`, `reportingController` and `action` on an events.k8s.io/v1 Event; here
-//!   any Event is stored as sent), one storage for both Event groups (the real server
-//!   keeps core and events.k8s.io Events in one store, so an Event created through one
-//!   group is listed, converted, through the other; here they are two separate
-//!   resources, each seeing only the Events written through it), graceful deletion (a Pod
+//!   any Event is stored as sent), graceful deletion (a Pod
 //!   without finalizers goes at once), and namespace lifecycle (deleting a namespace does
 //!   not delete its objects).
 //!
@@ -187,6 +187,7 @@ pub mod bench_objects;
 mod continue_token;
 mod discovery;
 mod error;
+mod event_storage;
 mod fault;
 mod handlers;
 mod list;

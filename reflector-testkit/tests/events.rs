@@ -276,3 +276,61 @@ async fn event_series_updates_bump_the_resource_version_and_stale_replaces_confl
     assert_eq!(err.code, 409);
     assert_eq!(err.reason, "AlreadyExists");
 }
+
+/// One storage, as the real server: an Event created through events.k8s.io/v1 is
+/// listed, converted, under core v1 (same name and resourceVersion), selectable by
+/// the core field names, and a delete through core removes it from both.
+#[tokio::test]
+async fn both_groups_share_one_event_storage() {
+    let server = ApiServer::start().await.unwrap();
+    let v1: Api<Event> = Api::namespaced(server.client(), NS);
+    let core: Api<CoreEvent> = Api::namespaced(server.client(), NS);
+    let mut core_watch = core
+        .watch(&WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    let created = v1
+        .create(
+            &PostParams::default(),
+            &event("a.1", "a", "Warning", "Failed", "widgets"),
+        )
+        .await
+        .unwrap();
+    let seen = core.get("a.1").await.unwrap();
+    assert_eq!(seen.resource_version(), created.resource_version());
+    assert_eq!(seen.involved_object.name.as_deref(), Some("a"));
+    assert_eq!(seen.message.as_deref(), Some("Failed a"));
+    assert_eq!(seen.reporting_component.as_deref(), Some("widgets"));
+    assert_eq!(seen.type_.as_deref(), Some("Warning"));
+    match core_watch.try_next().await.unwrap() {
+        Some(WatchEvent::Added(e)) => assert_eq!(e.involved_object.name.as_deref(), Some("a")),
+        other => panic!("expected ADDED a.1 on the core watch, got {other:?}"),
+    }
+    assert_eq!(select(&core, "involvedObject.name=a").await, ["a.1"]);
+
+    // A core write shows through events.k8s.io/v1 too.
+    let patch = json!({"message": "now with a message"});
+    core.patch("a.1", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let back = v1.get("a.1").await.unwrap();
+    assert_eq!(back.note.as_deref(), Some("now with a message"));
+    assert_eq!(back.regarding.and_then(|r| r.name).as_deref(), Some("a"));
+
+    core.delete("a.1", &Default::default()).await.unwrap();
+    assert!(
+        v1.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert!(
+        core.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+}
