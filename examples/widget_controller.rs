@@ -105,7 +105,11 @@ fn record(ctx: &Ctx, widget: &Widget, reason: &str, note: String) {
 /// A short note for a failed reconcile: the step that failed and, for an API error,
 /// the server's message (an Event's note holds at most 1 kB).
 fn failure_note(e: &FinalizerError<Error>) -> String {
-    let mut cause = std::error::Error::source(e);
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = match e {
+        // The reconcile's own error is the step's payload, not its `source`.
+        FinalizerError::ApplyFailed(inner) | FinalizerError::CleanupFailed(inner) => Some(inner),
+        other => std::error::Error::source(other),
+    };
     while let Some(c) = cause {
         if let Some(kube::Error::Api(status)) = c.downcast_ref::<kube::Error>() {
             return format!("{e}: {}", status.message);
