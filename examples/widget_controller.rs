@@ -1,13 +1,17 @@
 //! A Widget controller: `#[derive(Reflect)]` on a CRD, a shared informer with typed
-//! indexes, and a controller that owns ConfigMaps, writes status and cleans up
-//! through a finalizer.
+//! indexes, and a controller that owns ConfigMaps, writes status, cleans up
+//! through a finalizer and records Events (`kubectl describe`'s Events section).
 //!
 //! For each Widget the controller keeps a ConfigMap `widget-<name>` (owned by the
 //! widget) holding its owner, size and *peers* — the other widgets of the same owner,
 //! found with the typed index query `by_owner`. The same query maps a change of one
 //! widget to every widget of its owner (`Controller::watches`), so peers stay
 //! current. It writes `status.observedGeneration` and `status.ready`, and on delete
-//! removes the ConfigMap and then its finalizer.
+//! removes the ConfigMap and then its finalizer. Each write is recorded as a Normal
+//! Event on the widget, each failed reconcile as a Warning (the demo makes one
+//! ConfigMap create fail once); the demo prints the Events from the server at the end,
+//! and one widget's as `kubectl events --for widget/anvil` would (field selector
+//! `regarding.name=anvil`).
 //!
 //! By default it starts the embedded API server, creates a handful of widgets,
 //! updates and deletes some, prints what happens and a summary, and exits 0 once the
@@ -24,15 +28,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
+use k8s_openapi::api::events::v1::Event as EventObject;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{CustomResource, CustomResourceExt, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 use reflector::Reflect;
 use reflector::controller::{Finalizer, FinalizerError, FinalizerEvent};
+use reflector::events::{Event, Recorder, RecorderConfig};
 use reflector::metrics::{Metrics, render_metrics};
 use reflector::prelude::*;
+use reflector_testkit::{Fault, Matcher, Verb};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -79,10 +86,48 @@ enum Error {
 struct Ctx {
     client: kube::Client,
     finalizer: Finalizer,
+    recorder: Recorder,
     widgets: SharedIndexInformer<Widget>,
     config_maps: Lister<ConfigMap>,
     reconciles: AtomicUsize,
     errors: AtomicUsize,
+}
+
+/// Records a Normal event about `widget`. Publishing never waits; an event the
+/// recorder refuses (it cannot be invalid here) is only logged.
+fn record(ctx: &Ctx, widget: &Widget, reason: &str, note: String) {
+    let event = Event::normal(reason, "Reconcile").note(note);
+    if let Err(e) = ctx.recorder.publish(&widget.object_ref(&()), event) {
+        println!("  cannot record {reason}: {e}");
+    }
+}
+
+/// A short note for a failed reconcile: the step that failed and, for an API error,
+/// the server's message (an Event's note holds at most 1 kB).
+fn failure_note(e: &FinalizerError<Error>) -> String {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = match e {
+        // The reconcile's own error is the step's payload, not its `source`.
+        FinalizerError::ApplyFailed(inner) | FinalizerError::CleanupFailed(inner) => Some(inner),
+        other => std::error::Error::source(other),
+    };
+    while let Some(c) = cause {
+        if let Some(kube::Error::Api(status)) = c.downcast_ref::<kube::Error>() {
+            return format!("{e}: {}", status.message);
+        }
+        cause = c.source();
+    }
+    e.to_string()
+}
+
+/// The reference of a widget known only by its key (the error policy has no object).
+fn reference(key: &ObjectRef<Widget>) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(Widget::api_version(&()).into_owned()),
+        kind: Some(Widget::kind(&()).into_owned()),
+        namespace: key.namespace().map(str::to_owned),
+        name: Some(key.name().to_owned()),
+        ..ObjectReference::default()
+    }
 }
 
 fn config_map_name(widget: &str) -> String {
@@ -140,6 +185,12 @@ async fn cleanup(key: &ObjectRef<Widget>, widget: &Widget, ctx: &Ctx) -> Result<
                 .map(drop),
         )?;
         println!("  {key}: deleting, removed ConfigMap {cm_name}");
+        record(
+            ctx,
+            widget,
+            "Cleanup",
+            format!("deleted ConfigMap {cm_name}"),
+        );
     }
     Ok(Action::done())
 }
@@ -174,12 +225,24 @@ async fn apply(key: &ObjectRef<Widget>, widget: &Widget, ctx: &Ctx) -> Result<Ac
             };
             cms.create(&PostParams::default(), &cm).await?;
             println!("  {key}: created ConfigMap {cm_name}");
+            record(
+                ctx,
+                widget,
+                "Created",
+                format!("created ConfigMap {cm_name}"),
+            );
         }
         Some(cm) if cm.data.as_ref() != Some(&data) => {
             let patch = serde_json::json!({ "data": data });
             cms.patch(&cm_name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await?;
             println!("  {key}: updated ConfigMap {cm_name} {data:?}");
+            record(
+                ctx,
+                widget,
+                "Updated",
+                format!("updated ConfigMap {cm_name}"),
+            );
         }
         Some(_) => {}
     }
@@ -193,9 +256,13 @@ async fn apply(key: &ObjectRef<Widget>, widget: &Widget, ctx: &Ctx) -> Result<Ac
         widgets
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await?;
-        println!(
-            "  {key}: ready, observedGeneration {}",
-            status.observed_generation.unwrap_or_default()
+        let generation = status.observed_generation.unwrap_or_default();
+        println!("  {key}: ready, observedGeneration {generation}");
+        record(
+            ctx,
+            widget,
+            "Ready",
+            format!("ready at generation {generation}"),
         );
     }
     Ok(Action::done())
@@ -320,9 +387,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .error_policy(
             |key: &ObjectRef<Widget>, e: &FinalizerError<Error>, ctx: Arc<Ctx>| {
                 ctx.errors.fetch_add(1, Ordering::Relaxed);
-                match std::error::Error::source(e) {
-                    Some(cause) => println!("  {key}: {e}: {cause}; retrying with backoff"),
-                    None => println!("  {key}: {e}; retrying with backoff"),
+                let message = match std::error::Error::source(e) {
+                    Some(cause) => format!("{e}: {cause}"),
+                    None => e.to_string(),
+                };
+                println!("  {key}: {message}; retrying with backoff");
+                let warning = Event::warning("ReconcileFailed", "Reconcile").note(failure_note(e));
+                if let Err(e) = ctx.recorder.publish(&reference(key), warning) {
+                    println!("  cannot record ReconcileFailed: {e}");
                 }
                 Action::requeue_rate_limited()
             },
@@ -331,9 +403,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .name("widget")
         .metrics(&metrics)
         .shutdown_on_signal();
+    // Events are written by the recorder's own task; its drop counter is registered
+    // with the other metrics.
+    let recorder = Recorder::with_config(
+        client.clone(),
+        "widget-controller",
+        RecorderConfig::default().metrics(&metrics),
+    )?;
     let ctx = Arc::new(Ctx {
         client: client.clone(),
         finalizer: Finalizer::new("example.com/cleanup"),
+        recorder,
         widgets: widgets.clone(),
         config_maps: config_maps.lister(),
         reconciles: AtomicUsize::new(0),
@@ -348,6 +428,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let run =
         tokio::spawn(controller.run_until(reconcile, ctx.clone(), stop.clone().cancelled_owned()));
     let outcome = demo(&server, &client).await;
+    // Wait for the recorder's writes, then read the Events back from the server.
+    ctx.recorder.flush().await?;
+    print_events(&client).await?;
 
     {
         println!("\nsummary");
@@ -411,7 +494,12 @@ async fn demo(
     client: &kube::Client,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let api: Api<Widget> = Api::namespaced(client.clone(), NS);
-    println!("\ncreating widgets");
+    // One failed ConfigMap create, so the controller records a Warning and retries.
+    server.inject(
+        Matcher::verb(Verb::Create).resource("configmaps").times(1),
+        Fault::InternalError,
+    );
+    println!("\ncreating widgets (the first ConfigMap create answers 500 once)");
     for w in [
         widget("anvil", "alice", &["metal", "heavy"], "forge", 3),
         widget("bolt", "alice", &["metal"], "forge", 1),
@@ -447,6 +535,43 @@ async fn demo(
         return Err("deleted widgets are still there".into());
     }
     println!("\nend state reached: 4 widgets, each ready with its ConfigMap");
+    Ok(())
+}
+
+/// Prints the Events recorded in the demo namespace, then one widget's as
+/// `kubectl events --for widget/anvil` lists them (field selector `regarding.name`).
+async fn print_events(client: &kube::Client) -> Result<(), kube::Error> {
+    let api: Api<EventObject> = Api::namespaced(client.clone(), NS);
+    let line = |e: &EventObject| {
+        let regarding = e.regarding.clone().unwrap_or_default();
+        format!(
+            "  {:<8} {:<16} {}/{} x{}: {}",
+            e.type_.as_deref().unwrap_or_default(),
+            e.reason.as_deref().unwrap_or_default(),
+            regarding.kind.unwrap_or_default().to_lowercase(),
+            regarding.name.unwrap_or_default(),
+            e.series.as_ref().map_or(1, |s| s.count),
+            e.note.as_deref().unwrap_or_default(),
+        )
+    };
+    let sorted = |mut events: Vec<EventObject>| {
+        events.sort_by_key(|e| e.event_time.as_ref().map(|t| t.0));
+        events
+    };
+    let all = sorted(api.list(&ListParams::default()).await?.items);
+    println!("\nevents in {NS} (from the server)");
+    for e in &all {
+        println!("{}", line(e));
+    }
+    let anvil = sorted(
+        api.list(&ListParams::default().fields("regarding.name=anvil"))
+            .await?
+            .items,
+    );
+    println!("\nkubectl events --for widget/anvil");
+    for e in &anvil {
+        println!("{}", line(e));
+    }
     Ok(())
 }
 

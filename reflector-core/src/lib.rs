@@ -12,6 +12,8 @@
 //! - [`workqueue`]: the dedup, delaying and rate-limited queues that feed workers;
 //! - [`controller`]: workers that take keys from a queue and reconcile them;
 //! - [`leader_election`]: Lease leader election, so one replica reconciles at a time;
+//! - [`events`]: the Event recorder (`kubectl describe`'s Events), with client-go's
+//!   series and spam filter;
 //! - [`metrics`]: controller-runtime's and client-go's metrics, and their exposition.
 //!
 //! [`reflect`] holds what `#[derive(Reflect)]` builds on: the [`reflect::Reflect`]
@@ -21,6 +23,7 @@
 
 pub mod backoff;
 pub mod controller;
+pub mod events;
 pub mod fifo;
 pub mod informer;
 pub mod leader_election;

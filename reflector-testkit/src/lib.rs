@@ -28,7 +28,12 @@
 //!   real server, its `shortNames` and `categories` (built-ins: the real ones, e.g. `po`
 //!   and `all` for Pods; CRDs: from their `names`). Anything else is a 404 `Status`.
 //! * Resources: Namespace, Node, Pod (with `status` subresources), ConfigMap, Secret,
-//!   Lease and CustomResourceDefinition by default; CRDs created through the API (see
+//!   Lease, CustomResourceDefinition, and Events as core `v1` and as `events.k8s.io/v1`
+//!   (short name `ev` for both, as the real discovery; one storage, as the real server:
+//!   an Event written through either group is stored once, at one resourceVersion, and
+//!   read, listed and watched through both, its fields converted — `involvedObject` ↔
+//!   `regarding`, `message` ↔ `note`, `reportingComponent` ↔ `reportingController`, ...)
+//!   by default; CRDs created through the API (see
 //!   "CustomResourceDefinitions" below) or with [`ApiServer::register`] (which stores
 //!   `K::crd()` the same way), [`ApiServer::register_resource`] any k8s-openapi type.
 //! * `/openapi/v2` (Swagger 2.0; JSON, or gnostic's protobuf when `Accept` asks for
@@ -73,9 +78,12 @@
 //! * Namespaces need not exist before objects are created in them.
 //! * Not supported: `dryRun` (answers 400 rather than silently writing), aggregated
 //!   discovery (`Discovery::run_aggregated`), Table, YAML, CBOR and protobuf encodings
-//!   (see [Protobuf](#protobuf); every response is JSON), field selectors other than
-//!   `metadata.name`/`metadata.namespace` (400; the real server also accepts a few
-//!   resource-specific ones such as a Pod's `spec.nodeName`), graceful deletion (a Pod
+//!   (see [Protobuf](#protobuf); every response is JSON), resource-specific field
+//!   selectors other than the Events' and a Pod's `spec.nodeName` and `status.phase`
+//!   (400; the real server accepts a few more, e.g. a Pod's `spec.schedulerName` or a
+//!   Secret's `type`), Event validation (the real server requires e.g.
+//!   `eventTime`, `reportingController` and `action` on an events.k8s.io/v1 Event; here
+//!   any Event is stored as sent), graceful deletion (a Pod
 //!   without finalizers goes at once), and namespace lifecycle (deleting a namespace does
 //!   not delete its objects).
 //!
@@ -185,10 +193,16 @@
 //!   parsed with the real parser's tokens and grammar, so a malformed one answers 400 with
 //!   the real text (`unable to parse requirement: found '', expected: ',' or ')'`, ...).
 //!   Field selectors on `metadata.name` / `metadata.namespace` (`=`, `==`, `!=`, split and
-//!   unescaped as the real parser, no trimming); another field is a 400 with the real
-//!   conversion's wording (`"f" is not a known field selector: only "metadata.name",
-//!   "metadata.namespace"`, or `field label not supported: f` for core Pods, Nodes,
-//!   Namespaces and Secrets). Invalid list options answer 422 (`ListOptions` Invalid) like
+//!   unescaped as the real parser, no trimming), and on the fields the real server
+//!   selects Events by: core `v1` `involvedObject.{kind,namespace,name,uid,apiVersion,
+//!   resourceVersion,fieldPath}`, `reason`, `reportingComponent`, `source` (the
+//!   `source.component`, else the reporting component) and `type`; events.k8s.io/v1
+//!   `regarding.*` (the same seven), `reason`, `reportingController`, `source` and
+//!   `type` (`kubectl events --for pod/x` sends `regarding.name=x`); a core Pod's
+//!   `spec.nodeName` and `status.phase`. An unset field
+//!   selects as `""`. Another field is a 400 with the real conversion's wording (`"f" is
+//!   not a known field selector: only "metadata.name", "metadata.namespace"`, or `field
+//!   label not supported: f` for core Pods, Nodes, Namespaces, Secrets and both Events). Invalid list options answer 422 (`ListOptions` Invalid) like
 //!   the real `ValidateListOptions`; unparsable numbers/booleans answer 400.
 //!
 //! ## WATCH
@@ -320,6 +334,7 @@ mod continue_token;
 mod crd;
 mod discovery;
 mod error;
+mod event_storage;
 mod fault;
 mod field_set;
 mod handlers;
@@ -335,6 +350,7 @@ mod request_log;
 mod resource;
 mod router;
 mod schema_validation;
+mod selectable_fields;
 mod selector;
 mod server;
 mod state;

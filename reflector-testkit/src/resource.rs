@@ -152,7 +152,7 @@ fn builtin_names(group: &str, kind: &str) -> (&'static [&'static str], &'static 
         ("", "Namespace") => (&["ns"], &[]),
         ("", "Node") => (&["no"], &[]),
         ("", "Endpoints") => (&["ep"], &[]),
-        ("", "Event") => (&["ev"], &[]),
+        ("", "Event") | ("events.k8s.io", "Event") => (&["ev"], &[]),
         ("", "ServiceAccount") => (&["sa"], &[]),
         ("", "PersistentVolume") => (&["pv"], &[]),
         ("", "PersistentVolumeClaim") => (&["pvc"], &[]),
@@ -193,11 +193,12 @@ fn builtin_generation(group: &str, kind: &str) -> bool {
 }
 
 /// The resources registered on every new server: Namespace, Node, Pod (with `status`
-/// subresources, as the real server), ConfigMap, Secret, Lease and
-/// CustomResourceDefinition (with `status`).
+/// subresources, as the real server), ConfigMap, Secret, Lease, Events both as core v1
+/// and as events.k8s.io/v1, and CustomResourceDefinition (with `status`).
 pub(crate) fn builtins() -> Vec<ResourceInfo> {
     use k8s_openapi::api::coordination::v1::Lease;
-    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret};
+    use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Node, Pod, Secret};
+    use k8s_openapi::api::events::v1::Event as EventsV1Event;
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     vec![
         ResourceInfo::of::<CustomResourceDefinition>(true),
@@ -207,5 +208,7 @@ pub(crate) fn builtins() -> Vec<ResourceInfo> {
         ResourceInfo::of::<ConfigMap>(false),
         ResourceInfo::of::<Secret>(false),
         ResourceInfo::of::<Lease>(false),
+        ResourceInfo::of::<Event>(false),
+        ResourceInfo::of::<EventsV1Event>(false),
     ]
 }

@@ -1,7 +1,13 @@
 //! Label and field selectors, parsed from query parameters and matched against objects.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde_json::Value;
+
+use crate::object::StoredObject;
+pub(crate) use crate::selectable_fields::FieldLabels;
+use crate::selectable_fields::SelectableField;
 use crate::status::{ApiError, go_quote};
 
 /// One label requirement.
@@ -530,7 +536,8 @@ fn label_value_errors(value: &str) -> Vec<String> {
     errors
 }
 
-/// A parsed field selector over `metadata.name` and `metadata.namespace`.
+/// A parsed field selector: `metadata.name`, `metadata.namespace` and the resource's own
+/// fields ([`FieldLabels`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct FieldSelector {
     /// (field, wanted value, equal?) triples.
@@ -541,39 +548,8 @@ pub(crate) struct FieldSelector {
 enum Field {
     Name,
     Namespace,
-}
-
-/// How a resource's field labels are checked, which decides the wording for an unknown one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FieldLabels {
-    /// The real server's default conversion (most resources, CRDs):
-    /// `"x" is not a known field selector: only "metadata.name", "metadata.namespace"`.
-    Default,
-    /// A resource with its own conversion function (core Pods, Nodes, Namespaces,
-    /// Secrets): `field label not supported: x`. This server still only filters on
-    /// `metadata.name`/`metadata.namespace`.
-    Registered,
-}
-
-impl FieldLabels {
-    /// Which conversion the real server registers for a resource.
-    pub(crate) fn of(group: &str, kind: &str) -> Self {
-        if group.is_empty() && matches!(kind, "Pod" | "Node" | "Namespace" | "Secret") {
-            Self::Registered
-        } else {
-            Self::Default
-        }
-    }
-
-    fn unknown(self, label: &str) -> String {
-        match self {
-            Self::Default => format!(
-                "{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
-                go_quote(label)
-            ),
-            Self::Registered => format!("field label not supported: {label}"),
-        }
-    }
+    /// A resource-specific field, read from the object's JSON.
+    Selectable(&'static SelectableField),
 }
 
 /// Splits on commas not escaped with a backslash (escapes are kept for the value).
@@ -654,7 +630,10 @@ impl FieldSelector {
             let field = match field {
                 "metadata.name" => Field::Name,
                 "metadata.namespace" => Field::Namespace,
-                other => return Err(ApiError::bad_request(labels.unknown(other))),
+                other => match labels.find(other) {
+                    Some(selectable) => Field::Selectable(selectable),
+                    None => return Err(ApiError::bad_request(labels.unknown(other))),
+                },
             };
             requirements.push((field, value, equal));
         }
@@ -666,14 +645,19 @@ impl FieldSelector {
         self.requirements.is_empty()
     }
 
-    /// Whether an object with this name/namespace matches.
-    pub(crate) fn matches(&self, name: &str, namespace: Option<&str>) -> bool {
+    /// Whether `object` matches. Its JSON is parsed only when a requirement names a
+    /// resource-specific field.
+    pub(crate) fn matches(&self, object: &StoredObject) -> bool {
+        let mut parsed: Option<Value> = None;
         self.requirements.iter().all(|(field, value, equal)| {
             let actual = match field {
-                Field::Name => name,
-                Field::Namespace => namespace.unwrap_or(""),
+                Field::Name => Cow::Borrowed(object.name.as_str()),
+                Field::Namespace => Cow::Borrowed(object.namespace.as_deref().unwrap_or("")),
+                Field::Selectable(selectable) => {
+                    Cow::Owned(selectable.value_in(parsed.get_or_insert_with(|| object.value())))
+                }
             };
-            (actual == value) == *equal
+            (actual == value.as_str()) == *equal
         })
     }
 }
@@ -743,17 +727,38 @@ mod tests {
         }
     }
 
+    fn stored(value: &Value) -> StoredObject {
+        StoredObject::from_value(std::sync::Arc::from("k"), 1, value)
+    }
+
     #[test]
     fn field_selector_name_and_namespace() {
-        let s = FieldSelector::parse(
-            "metadata.name=a,metadata.namespace!=kube-system",
-            FieldLabels::Default,
-        )
-        .expect("valid");
-        assert!(s.matches("a", Some("default")));
-        assert!(!s.matches("a", Some("kube-system")));
-        assert!(!s.matches("b", Some("default")));
-        assert!(FieldSelector::parse("spec.nodeName=x", FieldLabels::Default).is_err());
-        assert!(FieldSelector::parse("metadata.name", FieldLabels::Default).is_err());
+        let cm = FieldLabels::of("", "ConfigMap");
+        let s = FieldSelector::parse("metadata.name=a,metadata.namespace!=kube-system", cm)
+            .expect("valid");
+        let object = |name: &str, ns: &str| {
+            stored(&serde_json::json!({"metadata": {"name": name, "namespace": ns}}))
+        };
+        assert!(s.matches(&object("a", "default")));
+        assert!(!s.matches(&object("a", "kube-system")));
+        assert!(!s.matches(&object("b", "default")));
+        assert!(FieldSelector::parse("spec.nodeName=x", cm).is_err());
+        assert!(FieldSelector::parse("metadata.name", cm).is_err());
+    }
+
+    #[test]
+    fn field_selector_reads_resource_fields_from_the_object() {
+        let events = FieldLabels::of("events.k8s.io", "Event");
+        let s = FieldSelector::parse("regarding.name=w1,type!=Warning", events).expect("valid");
+        let event = |name: &str, type_: &str| {
+            stored(&serde_json::json!({
+                "metadata": {"name": "e", "namespace": "default"},
+                "regarding": {"name": name},
+                "type": type_,
+            }))
+        };
+        assert!(s.matches(&event("w1", "Normal")));
+        assert!(!s.matches(&event("w1", "Warning")));
+        assert!(!s.matches(&event("w2", "Normal")));
     }
 }

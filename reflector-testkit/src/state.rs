@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use crate::event_storage::EventGroup;
 use crate::managed_fields::{Scope, Writer, empty_object, track_update};
 use crate::object::{
     StoredObject, key_of, meta_str, metadata, metadata_mut, new_uid, now_timestamp, spec_part,
@@ -63,7 +64,7 @@ impl ObjectFilter {
     }
 
     pub(crate) fn matches(&self, obj: &StoredObject) -> bool {
-        self.fields.matches(&obj.name, obj.namespace.as_deref()) && self.labels.matches(&obj.labels)
+        self.labels.matches(&obj.labels) && self.fields.matches(obj)
     }
 }
 
@@ -195,7 +196,9 @@ impl State {
         self.objects.get(rid).map_or(0, BTreeMap::len)
     }
 
-    /// Applies a write: assigns the next RV, stores, logs and notifies watchers.
+    /// Applies a write: assigns the next RV, stores, logs and notifies watchers. An
+    /// Event is written to both Event resources at once (one storage, two
+    /// representations, see `event_storage`).
     fn commit(
         &mut self,
         rid: ResourceId,
@@ -208,27 +211,51 @@ impl State {
         let rv = self.rv;
         metadata_mut(&mut value)
             .insert("resourceVersion".to_owned(), Value::String(rv.to_string()));
-        let object = Arc::new(StoredObject::from_value(key.clone(), rv, &value));
+        let object = self.store_and_log(rid, key.clone(), &value, event_type);
+        if let Some(group) = EventGroup::of(&self.resources[rid]) {
+            let (g, v, plural) = group.twin();
+            if let Some(twin) = self.find(g, v, plural) {
+                self.store_and_log(twin, key, &group.convert(&value), event_type);
+            }
+        }
+        while self.log.len() > self.history_len {
+            if let Some(old) = self.log.pop_front() {
+                self.floor = old.rv;
+            }
+        }
+        // A write logged twice (both Event resources) leaves the log together.
+        let floor = self.floor;
+        while self.log.front().is_some_and(|e| e.rv <= floor) {
+            self.log.pop_front();
+        }
+        self.notify.send_replace(rv);
+        crate::crd::after_commit(self, rid, &value, event_type);
+        object
+    }
+
+    /// Stores (or, for a delete, removes) one resource's version of a write at the
+    /// current RV and logs it.
+    fn store_and_log(
+        &mut self,
+        rid: ResourceId,
+        key: Arc<str>,
+        value: &Value,
+        event_type: EventType,
+    ) -> Arc<StoredObject> {
+        let object = Arc::new(StoredObject::from_value(key.clone(), self.rv, value));
         let prev = if event_type == EventType::Deleted {
             self.objects[rid].remove(&key)
         } else {
             self.objects[rid].insert(key, object.clone())
         };
         self.log.push_back(LogEvent {
-            rv,
+            rv: self.rv,
             resource: rid,
             event_type,
             object: object.clone(),
             prev,
             lines: Arc::default(),
         });
-        while self.log.len() > self.history_len {
-            if let Some(old) = self.log.pop_front() {
-                self.floor = old.rv;
-            }
-        }
-        self.notify.send_replace(rv);
-        crate::crd::after_commit(self, rid, &value, event_type);
         object
     }
 

@@ -2,6 +2,7 @@
 
 use prometheus_client::registry::Registry;
 
+use crate::events::metrics::EventMetrics;
 use crate::workqueue::PrometheusMetricsProvider;
 
 use super::leader_election_metrics::LeaderElectionMetrics;
@@ -52,6 +53,13 @@ use crate::object::Object;
 /// | `reflector_leader_election_lost_races_total` | counter (a 409 on acquire or renew) |
 /// | `reflector_leader_election_errors_total` | counter (other failed lease reads and writes) |
 ///
+/// The event recorders' drops, reported to by an [`events::Recorder`](crate::events::Recorder)
+/// configured with [`RecorderConfig::metrics`](crate::events::RecorderConfig::metrics):
+///
+/// | metric | type |
+/// |---|---|
+/// | `reflector_events_dropped_total{controller,reason}` | counter; `reason` ∈ `spam_filter`, `buffer_full`, `rejected`, `retries_exhausted` |
+///
 /// Register it once per [`Registry`] and hand clones (cheap: shared handles) to every
 /// controller with [`Controller::metrics`](crate::controller::Controller::metrics);
 /// registering families twice in one registry would make the exposition invalid.
@@ -75,6 +83,7 @@ pub struct Metrics {
     workqueue: PrometheusMetricsProvider,
     reflectors: ReflectorCollector,
     leader_election: LeaderElectionMetrics,
+    events: EventMetrics,
 }
 
 impl Metrics {
@@ -98,6 +107,7 @@ impl Metrics {
         self.workqueue.register(registry);
         self.reflectors.register(registry);
         self.leader_election.register(registry);
+        self.events.register(registry);
     }
 
     /// Exports the counters of `informer`'s reflector under `name` (all zero until it
@@ -139,5 +149,10 @@ impl Metrics {
     /// The leader-election families.
     pub(crate) fn leader_election(&self) -> &LeaderElectionMetrics {
         &self.leader_election
+    }
+
+    /// The event recorders' family.
+    pub(crate) fn events(&self) -> &EventMetrics {
+        &self.events
     }
 }

@@ -1,0 +1,73 @@
+//! Resource-specific field selectors beyond Events: a Pod's `spec.nodeName` and
+//! `status.phase`, on lists and watches, as the kubelet's informer selects its Pods.
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use reflector_testkit::ApiServer;
+use serde_json::json;
+
+fn pod(name: &str, node: Option<&str>) -> Pod {
+    let mut p = Pod {
+        spec: Some(PodSpec {
+            node_name: node.map(str::to_owned),
+            ..PodSpec::default()
+        }),
+        ..Pod::default()
+    };
+    p.metadata.name = Some(name.into());
+    p
+}
+
+async fn names(api: &Api<Pod>, fields: &str) -> Vec<String> {
+    let mut names: Vec<String> = api
+        .list(&ListParams::default().fields(fields))
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(ResourceExt::name_any)
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn pods_select_by_node_name_and_phase() {
+    let server = ApiServer::start().await.unwrap();
+    let api: Api<Pod> = Api::namespaced(server.client(), "default");
+    for p in [pod("a", Some("n1")), pod("b", Some("n2")), pod("c", None)] {
+        api.create(&PostParams::default(), &p).await.unwrap();
+    }
+    assert_eq!(names(&api, "spec.nodeName=n1").await, ["a"]);
+    // Unscheduled Pods have no node: they select as `spec.nodeName=`.
+    assert_eq!(names(&api, "spec.nodeName=").await, ["c"]);
+    assert_eq!(names(&api, "spec.nodeName!=n1").await, ["b", "c"]);
+    // New Pods are Pending (the server sets the phase).
+    assert_eq!(names(&api, "status.phase=Pending").await, ["a", "b", "c"]);
+    assert!(names(&api, "status.phase=Running").await.is_empty());
+}
+
+#[tokio::test]
+async fn a_pod_that_gets_the_node_enters_a_node_selected_watch() {
+    let server = ApiServer::start().await.unwrap();
+    let api: Api<Pod> = Api::namespaced(server.client(), "default");
+    api.create(&PostParams::default(), &pod("a", None))
+        .await
+        .unwrap();
+    let mut watch = api
+        .watch(&WatchParams::default().fields("spec.nodeName=n1"), "0")
+        .await
+        .unwrap()
+        .boxed();
+    // The real server binds through `pods/binding`; this server lets a patch set it.
+    let bind = json!({"spec": {"nodeName": "n1"}});
+    api.patch("a", &PatchParams::default(), &Patch::Merge(&bind))
+        .await
+        .unwrap();
+    match watch.try_next().await.unwrap() {
+        Some(WatchEvent::Added(p)) => assert_eq!(p.name_any(), "a"),
+        other => panic!("expected ADDED a, got {other:?}"),
+    }
+}
