@@ -53,10 +53,12 @@
 
 mod metrics;
 mod queue;
+mod queue_config;
 mod rate_limiter;
 
 pub(crate) use metrics::PrometheusMetricsProvider;
-pub use queue::{QueueConfig, QueueItem, WorkQueue};
+pub use queue::{QueueItem, WorkQueue};
+pub use queue_config::QueueConfig;
 pub use rate_limiter::{
     RateLimiter, bucket_rate_limiter, default_controller_rate_limiter,
     item_exponential_failure_rate_limiter, item_fast_slow_rate_limiter, max_of_rate_limiter,

@@ -18,9 +18,9 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::QueueConfig;
 use super::metrics::QueueMetrics;
 use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
-use crate::metrics::Metrics;
 
 /// What a work queue can hold: cheap to clone, hashable, shareable between tasks.
 ///
@@ -37,63 +37,6 @@ const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
 /// The longest delay `add_after` honours (about 30 years); longer delays are
 /// clamped so that computing the ready time can never overflow.
 const MAX_DELAY: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
-
-/// Configuration of a work queue.
-#[derive(Clone, Default)]
-#[non_exhaustive]
-pub struct QueueConfig {
-    /// The queue's name, used in logs and as the `name` label of metrics.
-    /// Default: empty, as client-go's `New()`.
-    pub name: String,
-    /// Where the queue reports client-go's `workqueue_*` metrics, labelled with its
-    /// name. Default: none, which records nothing and reads no clock (as client-go's
-    /// `noopMetricsProvider`). Set with [`QueueConfig::metrics`].
-    pub(crate) metrics: Option<Metrics>,
-}
-
-impl QueueConfig {
-    /// Sets the queue's name.
-    #[must_use]
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// Reports client-go's `workqueue_*` metrics (`workqueue_depth`,
-    /// `workqueue_adds_total`, `workqueue_queue_duration_seconds`, ...) to `metrics`,
-    /// labelled `name="<the queue's name>"`.
-    ///
-    /// # Example
-    /// ```
-    /// use std::sync::Arc;
-    /// use prometheus_client::registry::Registry;
-    /// use reflector_core::metrics::{render_metrics, Metrics};
-    /// use reflector_core::workqueue::{QueueConfig, WorkQueue, default_controller_rate_limiter};
-    ///
-    /// let mut registry = Registry::default();
-    /// let metrics = Metrics::registered(&mut registry);
-    /// let queue: WorkQueue<String> = WorkQueue::with_config(
-    ///     Arc::new(default_controller_rate_limiter()),
-    ///     QueueConfig::default().name("widgets").metrics(&metrics),
-    /// );
-    /// queue.add("ns/a".to_string());
-    /// assert!(render_metrics(&registry).contains("workqueue_depth{name=\"widgets\"} 1"));
-    /// ```
-    #[must_use]
-    pub fn metrics(mut self, metrics: &Metrics) -> Self {
-        self.metrics = Some(metrics.clone());
-        self
-    }
-}
-
-impl fmt::Debug for QueueConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("QueueConfig")
-            .field("name", &self.name)
-            .field("metrics", &self.metrics.is_some())
-            .finish()
-    }
-}
 
 /// A deduplicating, delaying, rate-limited work queue: client-go's
 /// `workqueue.Type`, `DelayingInterface` and `RateLimitingInterface` in one type,
