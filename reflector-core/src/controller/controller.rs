@@ -7,13 +7,11 @@ use std::time::Duration;
 
 use kube::{Api, Client};
 use serde::de::DeserializeOwned;
-use tokio::sync::watch;
 use tokio::task::JoinSet;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::informer::{InformerFactory, InformerScope, SharedIndexInformer};
-use crate::leader_election::{LeaderElection, LeaderState};
+use crate::leader_election::{LeaderElection, LeaderState, not_leading};
 use crate::lister::Lister;
 use crate::metrics::Metrics;
 use crate::object::{Object, ObjectKey, ObjectRef};
@@ -25,8 +23,8 @@ use super::error_policy::{BackoffOnError, ErrorPolicy};
 use super::owner_mapping::OwnerMapping;
 use super::request::Request;
 use super::signal::Signals;
-use super::source::{ActiveRegistration, InformerSource, KeyMapping, WatchSource};
-use super::worker::{CurrentKey, WorkerShared, current, worker};
+use super::source::{ActiveRegistration, InformerSource, KeyMapping, WatchSource, wait_for_sync};
+use super::worker::{CurrentKey, WorkerShared, shut_down_workers, stop_workers, worker};
 
 /// 30 s, as controller-runtime's manager `GracefulShutdownTimeout`.
 pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -688,115 +686,4 @@ impl<K: Object, P> Controller<K, P> {
         }
         run.await
     }
-}
-
-/// Waits until every handler has synced: `Ok(true)`; `Ok(false)` if `cancel`
-/// fired first. Woken by the informers and handlers, never polled.
-///
-/// # Cancel safety
-/// Cancel-safe: it only observes.
-async fn wait_for_sync(
-    registrations: &[(String, ActiveRegistration)],
-    cancel: &CancellationToken,
-    timeout: Duration,
-) -> Result<bool, ControllerError> {
-    let all = async {
-        for (label, r) in registrations {
-            r.wait_synced()
-                .await
-                .map_err(|source| ControllerError::Informer {
-                    informer: label.clone(),
-                    source,
-                })?;
-        }
-        Ok(())
-    };
-    tokio::select! {
-        biased;
-        () = cancel.cancelled() => Ok(false),
-        synced = tokio::time::timeout(timeout, all) => match synced {
-            Ok(result) => result.map(|()| true),
-            Err(_elapsed) => Err(ControllerError::CacheSyncTimeout {
-                timeout,
-                unsynced: registrations
-                    .iter()
-                    .filter(|(_, r)| !r.has_synced())
-                    .map(|(label, _)| label.clone())
-                    .collect(),
-            }),
-        },
-    }
-}
-
-/// Resolves once `leadership` reports that this replica does not lead; never
-/// without an election.
-///
-/// # Cancel safety
-/// Cancel-safe: it only observes.
-async fn not_leading(leadership: Option<&mut watch::Receiver<LeaderState>>) {
-    match leadership {
-        Some(rx) => {
-            // The election outlives this receiver's use, so the channel stays open.
-            let _ = rx.wait_for(|s| !s.is_leading()).await;
-        }
-        None => std::future::pending().await,
-    }
-}
-
-/// Lets the workers finish their reconcile within `timeout`, then aborts the rest.
-///
-/// # Cancel safety
-/// Dropping the future drops the workers (aborting them).
-async fn shut_down_workers(
-    name: &str,
-    mut workers: JoinSet<()>,
-    slots: &[CurrentKey],
-    timeout: Duration,
-) -> Result<(), ControllerError> {
-    let (aborted, _) =
-        stop_workers(name, &mut workers, slots, Some(Instant::now() + timeout)).await;
-    if aborted == 0 {
-        Ok(())
-    } else {
-        Err(ControllerError::GracefulShutdownTimeout { timeout, aborted })
-    }
-}
-
-/// Lets the workers (already told to stop) finish their reconcile until `deadline`
-/// (`None`: no limit), then aborts the rest; answers how many were aborted and the
-/// keys they were reconciling.
-///
-/// # Cancel safety
-/// Dropping the future leaves the workers to the `JoinSet`'s owner.
-async fn stop_workers(
-    name: &str,
-    workers: &mut JoinSet<()>,
-    slots: &[CurrentKey],
-    deadline: Option<Instant>,
-) -> (usize, Vec<ObjectKey>) {
-    let drain = async {
-        while let Some(joined) = workers.join_next().await {
-            if let Err(e) = joined {
-                tracing::error!(controller = %name, error = %e, "a worker ended unexpectedly");
-            }
-        }
-    };
-    let drained = match deadline {
-        Some(deadline) => tokio::time::timeout_at(deadline, drain).await.is_ok(),
-        None => {
-            drain.await;
-            true
-        }
-    };
-    if drained {
-        return (0, Vec::new());
-    }
-    let aborted = workers.len();
-    let keys: Vec<ObjectKey> = slots.iter().filter_map(current).collect();
-    for key in &keys {
-        tracing::error!(controller = %name, %key, "reconcile still running at its deadline; aborting it");
-    }
-    workers.abort_all();
-    while workers.join_next().await.is_some() {}
-    (aborted, keys)
 }

@@ -3,6 +3,7 @@
 //! handler).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
@@ -13,6 +14,8 @@ use crate::object::{
     DeletedObject, Object, ObjectKey, deletion_handling_key, meta_namespace_key, short_type_name,
 };
 use crate::workqueue::WorkQueue;
+
+use super::error::ControllerError;
 
 /// Maps a watched object to the keys of the primaries to reconcile.
 pub(crate) type Mapper<O> = Arc<dyn Fn(&O) -> Vec<ObjectKey> + Send + Sync>;
@@ -157,5 +160,43 @@ impl<O: Object> WatchSource for InformerSource<O> {
 
     fn export_stats(&self, collector: &ReflectorCollector, label: &str) {
         collector.add(label, &self.informer);
+    }
+}
+
+/// Waits until every handler has synced: `Ok(true)`; `Ok(false)` if `cancel`
+/// fired first. Woken by the informers and handlers, never polled.
+///
+/// # Cancel safety
+/// Cancel-safe: it only observes.
+pub(crate) async fn wait_for_sync(
+    registrations: &[(String, ActiveRegistration)],
+    cancel: &CancellationToken,
+    timeout: Duration,
+) -> Result<bool, ControllerError> {
+    let all = async {
+        for (label, r) in registrations {
+            r.wait_synced()
+                .await
+                .map_err(|source| ControllerError::Informer {
+                    informer: label.clone(),
+                    source,
+                })?;
+        }
+        Ok(())
+    };
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Ok(false),
+        synced = tokio::time::timeout(timeout, all) => match synced {
+            Ok(result) => result.map(|()| true),
+            Err(_elapsed) => Err(ControllerError::CacheSyncTimeout {
+                timeout,
+                unsynced: registrations
+                    .iter()
+                    .filter(|(_, r)| !r.has_synced())
+                    .map(|(label, _)| label.clone())
+                    .collect(),
+            }),
+        },
     }
 }

@@ -5,8 +5,10 @@ use std::fmt::Display;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use futures::FutureExt;
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -16,6 +18,7 @@ use crate::store::Indexer;
 use crate::workqueue::WorkQueue;
 
 use super::action::{Action, ActionKind};
+use super::error::ControllerError;
 use super::error_policy::ErrorPolicy;
 use super::request::Request;
 
@@ -182,4 +185,62 @@ where
     }
     queue.done(key);
     drop(active);
+}
+
+/// Lets the workers finish their reconcile within `timeout`, then aborts the rest.
+///
+/// # Cancel safety
+/// Dropping the future drops the workers (aborting them).
+pub(crate) async fn shut_down_workers(
+    name: &str,
+    mut workers: JoinSet<()>,
+    slots: &[CurrentKey],
+    timeout: Duration,
+) -> Result<(), ControllerError> {
+    let (aborted, _) =
+        stop_workers(name, &mut workers, slots, Some(Instant::now() + timeout)).await;
+    if aborted == 0 {
+        Ok(())
+    } else {
+        Err(ControllerError::GracefulShutdownTimeout { timeout, aborted })
+    }
+}
+
+/// Lets the workers (already told to stop) finish their reconcile until `deadline`
+/// (`None`: no limit), then aborts the rest; answers how many were aborted and the
+/// keys they were reconciling.
+///
+/// # Cancel safety
+/// Dropping the future leaves the workers to the `JoinSet`'s owner.
+pub(crate) async fn stop_workers(
+    name: &str,
+    workers: &mut JoinSet<()>,
+    slots: &[CurrentKey],
+    deadline: Option<Instant>,
+) -> (usize, Vec<ObjectKey>) {
+    let drain = async {
+        while let Some(joined) = workers.join_next().await {
+            if let Err(e) = joined {
+                tracing::error!(controller = %name, error = %e, "a worker ended unexpectedly");
+            }
+        }
+    };
+    let drained = match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, drain).await.is_ok(),
+        None => {
+            drain.await;
+            true
+        }
+    };
+    if drained {
+        return (0, Vec::new());
+    }
+    let aborted = workers.len();
+    let keys: Vec<ObjectKey> = slots.iter().filter_map(current).collect();
+    for key in &keys {
+        tracing::error!(controller = %name, %key, "reconcile still running at its deadline; aborting it");
+    }
+    workers.abort_all();
+    while workers.join_next().await.is_some() {}
+    (aborted, keys)
 }

@@ -41,3 +41,4 @@ pub use config::{
 pub use election::LeaderElection;
 pub use error::LeaderElectionError;
 pub use state::LeaderState;
+pub(crate) use state::not_leading;
