@@ -19,7 +19,9 @@ use super::{LeaderElectionConfig, LeaderElectionError, LeaderState};
 /// same lease, at most one leads at a time.
 ///
 /// - **Acquire.** A candidate reads the lease every retry period (jittered ×
-///   `1 + 1.2 × U[0,1)`, as client-go's `wait.JitterUntil`). It creates the lease
+///   `1 + 1.2 × U[0,1)`, as client-go's `wait.JitterUntil`), and also at the instant
+///   the lease it saw held by another expires (client-go waits for its next jittered
+///   tick). It creates the lease
 ///   if missing, or takes it with an update conditioned on the `resourceVersion` it
 ///   read, when the lease has no holder or has expired. Expiry is judged on the
 ///   candidate's own clock: the lease expired once the candidate has seen no change

@@ -73,10 +73,27 @@ impl Elector {
     /// Whether the lease as last seen has not expired at `now`, by this replica's
     /// own clock (client-go's `isLeaseValid`).
     fn observed_valid(&self, now: Instant) -> bool {
-        self.observed.as_ref().is_some_and(|o| {
+        self.observed_expiry().is_some_and(|expiry| expiry > now)
+    }
+
+    /// When the lease as last seen expires, by this replica's own clock: its
+    /// `leaseDurationSeconds` after this replica saw it change.
+    fn observed_expiry(&self) -> Option<Instant> {
+        self.observed.as_ref().map(|o| {
             let secs = o.spec.lease_duration_seconds.unwrap_or(0).max(0);
-            o.at + Duration::from_secs(u64::try_from(secs).unwrap_or(0)) > now
+            o.at + Duration::from_secs(u64::try_from(secs).unwrap_or(0))
         })
+    }
+
+    /// When a candidate tries again: at `retry_at` (one jittered retry period after
+    /// its last attempt, as client-go's `JitterUntil`) — or, if sooner, the instant
+    /// the lease it saw held by another expires, so an abandoned lease is taken at its
+    /// expiry rather than up to one more jittered period later.
+    fn next_attempt(&self, retry_at: Instant) -> Instant {
+        match self.observed_expiry() {
+            Some(expiry) if self.observed_other_holder().is_some() => retry_at.min(expiry),
+            _ => retry_at,
+        }
     }
 
     /// Records the lease as the server returned it; the observation time moves only
@@ -276,10 +293,11 @@ impl Elector {
                     holder: self.observed_other_holder(),
                 }),
             }
+            let retry_at = Instant::now() + jittered(retry, JITTER_FACTOR);
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => return None,
-                () = tokio::time::sleep(jittered(retry, JITTER_FACTOR)) => {}
+                () = tokio::time::sleep_until(self.next_attempt(retry_at)) => {}
             }
         }
     }
