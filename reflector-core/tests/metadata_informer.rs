@@ -54,6 +54,23 @@ fn on_server(server: &ApiServer) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// A started factory's metadata-only ConfigMap informer, once synced.
+async fn synced_metadata_informer(
+    server: &ApiServer,
+) -> (
+    InformerFactory,
+    SharedIndexInformer<PartialObjectMeta<ConfigMap>>,
+) {
+    let factory = InformerFactory::new(server.client());
+    let informer = factory.informer::<PartialObjectMeta<ConfigMap>>();
+    factory.start();
+    tokio::time::timeout(GUARD, factory.wait_synced())
+        .await
+        .expect("synced in time")
+        .expect("synced");
+    (factory, informer)
+}
+
 async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     tokio::time::timeout(GUARD, async {
         while !done() {
@@ -72,13 +89,7 @@ async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_informer_lists_and_watches_partial_object_metadata() {
     let server = server_with(20).await;
-    let factory = InformerFactory::new(server.client());
-    let informer = factory.informer::<PartialObjectMeta<ConfigMap>>();
-    factory.start();
-    tokio::time::timeout(GUARD, factory.wait_synced())
-        .await
-        .expect("synced in time")
-        .expect("synced");
+    let (_factory, informer) = synced_metadata_informer(&server).await;
 
     assert_eq!(cached(&informer), on_server(&server));
     for object in informer.lister().list() {
@@ -155,13 +166,7 @@ async fn metadata_informer_lists_and_watches_partial_object_metadata() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_informer_relists_after_an_expired_watch() {
     let server = server_with(10).await;
-    let factory = InformerFactory::new(server.client());
-    let informer = factory.informer::<PartialObjectMeta<ConfigMap>>();
-    factory.start();
-    tokio::time::timeout(GUARD, factory.wait_synced())
-        .await
-        .expect("synced in time")
-        .expect("synced");
+    let (_factory, informer) = synced_metadata_informer(&server).await;
     wait_until("the watch", || server.open_watches() == 1).await;
 
     // Writes the informer will only learn of by relisting: its next watch is

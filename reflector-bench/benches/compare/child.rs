@@ -206,6 +206,37 @@ async fn fill_phases<K: Object>(informer: &SharedIndexInformer<K>) -> Result<Val
     }))
 }
 
+/// kube-runtime's `reflector(writer, watcher(api, page_size 500))`, driven by a task,
+/// once its store is ready.
+///
+/// # Cancel safety
+/// Not relevant: run to completion by the child.
+async fn kube_runtime_store<K>(api: Api<K>) -> Result<(kr::Store<K>, JoinHandle<()>), String>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + k8s_openapi::serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (store, writer) = kr::store::<K>();
+    let stream = kr::reflector(
+        writer,
+        watcher(api, watcher::Config::default().page_size(500)),
+    );
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while stream.next().await.is_some() {}
+    });
+    tokio::time::timeout(TIMEOUT, store.wait_until_ready())
+        .await
+        .map_err(|_| "kube-runtime: timed out".to_owned())?
+        .map_err(|e| format!("kube-runtime: {e}"))?;
+    Ok((store, task))
+}
+
 /// Builds the cache and waits until it holds the initial list.
 ///
 /// # Cancel safety
@@ -246,19 +277,7 @@ async fn build(cache: Cache, client: kube::Client) -> Result<Built, String> {
             })
         }
         Cache::KubeRuntime => {
-            let (store, writer) = kr::store::<ConfigMap>();
-            let stream = kr::reflector(
-                writer,
-                watcher(api, watcher::Config::default().page_size(500)),
-            );
-            let task = tokio::spawn(async move {
-                let mut stream = std::pin::pin!(stream);
-                while stream.next().await.is_some() {}
-            });
-            tokio::time::timeout(TIMEOUT, store.wait_until_ready())
-                .await
-                .map_err(|_| "kube-runtime: timed out".to_owned())?
-                .map_err(|e| format!("kube-runtime: {e}"))?;
+            let (store, task) = kube_runtime_store(api).await?;
             Ok(Built::Kube { store, _task: task })
         }
         Cache::Ours | Cache::OursStrip => {
@@ -283,22 +302,8 @@ async fn build(cache: Cache, client: kube::Client) -> Result<Built, String> {
             })
         }
         Cache::KubeRuntimeMetadata => {
-            let (store, writer) = kr::store::<PartialObjectMeta<ConfigMap>>();
-            let stream = kr::reflector(
-                writer,
-                watcher(
-                    Api::<PartialObjectMeta<ConfigMap>>::all(client),
-                    watcher::Config::default().page_size(500),
-                ),
-            );
-            let task = tokio::spawn(async move {
-                let mut stream = std::pin::pin!(stream);
-                while stream.next().await.is_some() {}
-            });
-            tokio::time::timeout(TIMEOUT, store.wait_until_ready())
-                .await
-                .map_err(|_| "kube-runtime: timed out".to_owned())?
-                .map_err(|e| format!("kube-runtime: {e}"))?;
+            let api = Api::<PartialObjectMeta<ConfigMap>>::all(client);
+            let (store, task) = kube_runtime_store(api).await?;
             Ok(Built::KubeMeta { store, _task: task })
         }
         Cache::OursMetadata => {
