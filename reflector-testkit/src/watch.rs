@@ -16,7 +16,7 @@ use axum::body::Body;
 use axum::response::Response;
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::json;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::fault::{BadLine, Fault, Fired, WatchControl};
@@ -304,7 +304,18 @@ impl Watch {
                     Ok(WatchControl::Line(line)) => self.write(Bytes::from_static(line.bytes())).await?,
                     Err(broadcast::error::RecvError::Lagged(_)) => {}
                 },
-                changed = rv_rx.changed() => if changed.is_err() { return Ok(()) },
+                changed = rv_rx.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    coalesce(&rv_rx).await;
+                    // What arrived while coalescing still wins over the events.
+                    match control.try_recv() {
+                        Ok(WatchControl::Drop) | Err(broadcast::error::TryRecvError::Closed) => return Ok(()),
+                        Ok(WatchControl::Line(line)) => self.write(Bytes::from_static(line.bytes())).await?,
+                        Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Lagged(_)) => {}
+                    }
+                },
                 () = sleep_until(next_bookmark), if self.bookmarks && next_bookmark.is_some() => {
                     next_bookmark = next_bookmark_at(tokio::time::Instant::now(), interval, deadline);
                     if cursor > start_rv {
@@ -436,6 +447,29 @@ impl Watch {
             self.write(Bytes::from_static(line.bytes())).await?;
         }
         Ok(())
+    }
+}
+
+/// How many times a woken watcher lets the other tasks run while writes keep coming,
+/// before it reads the log.
+const COALESCE_YIELDS: usize = 128;
+
+/// Lets the other tasks run (other watchers, the writers) for as long as writes keep
+/// arriving, up to [`COALESCE_YIELDS`] times, so that a watcher woken by one write reads
+/// the writes that follow it in the same pass and sends them in one chunk. With many
+/// watchers every write wakes every one of them; without this each would send one
+/// event per wake-up (a socket write per watcher per event). No time passes: it only
+/// reorders tasks.
+///
+/// # Cancel safety
+/// Cancel-safe: it only observes.
+async fn coalesce(rv_rx: &watch::Receiver<u64>) {
+    for _ in 0..COALESCE_YIELDS {
+        let seen = *rv_rx.borrow();
+        tokio::task::yield_now().await;
+        if *rv_rx.borrow() == seen {
+            break;
+        }
     }
 }
 
