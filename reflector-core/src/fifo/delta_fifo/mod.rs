@@ -225,6 +225,16 @@ impl<K> DeltaFifo<K> {
         }
     }
 
+    /// After one key was offered to the queue (lock released): wakes the sync waiters if
+    /// the FIFO just synced, and one popper if the key was queued.
+    #[inline]
+    fn wake_after_enqueue(&self, queued: bool, flipped: bool) {
+        self.announce_synced(flipped);
+        if queued {
+            self.notify.notify_one();
+        }
+    }
+
     /// Waits until [`has_synced`](DeltaFifo::has_synced) is true, as client-go's
     /// `HasSyncedChecker().Done()`. Returns at once if it already is.
     ///

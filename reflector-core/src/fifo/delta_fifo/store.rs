@@ -42,10 +42,7 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
                 );
             (queued, flipped)
         };
-        self.announce_synced(flipped);
-        if queued {
-            self.notify.notify_one();
-        }
+        self.wake_after_enqueue(queued, flipped);
         Ok(())
     }
 
