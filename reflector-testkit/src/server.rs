@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use axum::serve::ListenerExt;
 use kube::CustomResourceExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -167,6 +168,13 @@ impl ApiServerBuilder {
             .fallback(crate::router::handle)
             .with_state(shared.clone());
         let token = shared.token.clone();
+        // As Go's net/http (the real API server): no Nagle delay, so a watch event
+        // leaves the moment it is written instead of up to a delayed ACK later.
+        let listener = listener.tap_io(|stream| {
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::debug!(%error, "could not set TCP_NODELAY on a connection");
+            }
+        });
         let serve = tokio::spawn(async move {
             let result = axum::serve(listener, app)
                 .with_graceful_shutdown(async move { token.cancelled().await })
