@@ -1,10 +1,13 @@
 //! [`LeaseLock`]: reads and writes the election's `coordination.k8s.io/v1` Lease,
 //! as client-go's `resourcelock.LeaseLock`.
 
+use std::future::ready;
+
+use futures::stream::{BoxStream, StreamExt};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::Api;
-use kube::api::PostParams;
+use kube::api::{PostParams, WatchEvent, WatchParams};
 
 /// How a write of the lease ended.
 #[derive(Debug)]
@@ -44,6 +47,37 @@ impl LeaseLock {
         lease.metadata.name = Some(self.name.clone());
         lease.spec = Some(spec);
         classify(self.api.create(&PostParams::default(), &lease).await)
+    }
+
+    /// The lease's changes after `resource_version`: `Some(lease)` when it was
+    /// written, `None` when it was deleted. The watch is opened when the stream is
+    /// first polled (so opening it never holds up the caller's other branches), and
+    /// the stream ends when the watch fails or the server closes it; the caller
+    /// opens another from the resourceVersion it read last.
+    pub(crate) fn changes(&self, resource_version: String) -> BoxStream<'static, Option<Lease>> {
+        let api = self.api.clone();
+        let params = WatchParams::default().fields(&format!("metadata.name={}", self.name));
+        let name = self.name.clone();
+        futures::stream::once(async move { api.watch(&params, &resource_version).await })
+            .filter_map(move |opened| {
+                ready(
+                    opened
+                        .inspect_err(|error| {
+                            tracing::debug!(lease = %name, %error, "could not watch the lease; polling only");
+                        })
+                        .ok(),
+                )
+            })
+            .flatten()
+            .take_while(|event| ready(matches!(event, Ok(event) if !matches!(event, WatchEvent::Error(_)))))
+            .filter_map(|event| {
+                ready(match event {
+                    Ok(WatchEvent::Added(lease) | WatchEvent::Modified(lease)) => Some(Some(lease)),
+                    Ok(WatchEvent::Deleted(_)) => Some(None),
+                    _ => None,
+                })
+            })
+            .boxed()
     }
 
     /// Replaces the spec of `observed`, on the condition that the lease is still at
