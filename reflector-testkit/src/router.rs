@@ -198,6 +198,11 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
         verb,
         resource: target.resource(),
         has_continue: param(&pairs, "continue").is_some_and(|c| !c.is_empty()),
+        user_agent: request
+            .headers()
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default(),
     });
     if let Some((_, delay)) = fired.latency {
         tokio::select! {

@@ -351,6 +351,47 @@ async fn nth_and_times_matchers_are_deterministic() {
     assert_eq!(server.fault_hits(id), 0);
 }
 
+/// A `userAgent` matcher fires only on the requests of the client that sends that
+/// agent: one replica's writes fail while another's, to the same object, succeed; and
+/// that client's writes name it as their field manager.
+#[tokio::test]
+async fn user_agent_matcher_targets_one_client() {
+    let server = server_with(1).await;
+    let replica = |agent: &str| -> Api<ConfigMap> {
+        Api::namespaced(server.client_with_user_agent(agent).unwrap(), "default")
+    };
+    let (a, b) = (replica("replica-0/v1"), replica("replica-1/v1"));
+    let id = server.inject(
+        Matcher::verb(Verb::Get).user_agent("replica-0").every(),
+        Fault::InternalError,
+    );
+    for _ in 0..3 {
+        assert_eq!(code(a.get("cm-0").await.unwrap_err()).0, 500);
+        assert!(b.get("cm-0").await.is_ok(), "the other client is untouched");
+    }
+    assert!(
+        api(&server).get("cm-0").await.is_ok(),
+        "nor a client without an agent"
+    );
+    assert_eq!(server.fault_hits(id), 3);
+
+    let mut by_b = cm("by-b");
+    by_b.data = Some([("k".to_owned(), "v".to_owned())].into());
+    let created = b.create(&PostParams::default(), &by_b).await.unwrap();
+    let managers: Vec<_> = created
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|m| m.manager)
+        .collect();
+    assert_eq!(managers, ["replica-1"]);
+    assert!(matches!(
+        server.client_with_user_agent("bad\nagent"),
+        Err(reflector_testkit::TestkitError::InvalidUserAgent(_))
+    ));
+}
+
 #[tokio::test(start_paused = true)]
 async fn latency_before_headers() {
     let server = server_with(1).await;
