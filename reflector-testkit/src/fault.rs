@@ -78,6 +78,11 @@ pub enum Fault {
     },
     /// Answer 500 InternalError.
     InternalError,
+    /// Answer 403 Forbidden, as the real server's authorizer denies a request its RBAC
+    /// does not allow: `leases.coordination.k8s.io is forbidden: User "system:anonymous"
+    /// cannot watch resource "leases" in API group "coordination.k8s.io" in the
+    /// namespace "le"` (the object's name before `is forbidden` for a named request).
+    Forbidden,
     /// Answer 503 ServiceUnavailable.
     ServiceUnavailable,
     /// Answer 504 Timeout.
@@ -125,6 +130,7 @@ impl Fault {
                 | Self::ContinueExpired
                 | Self::TooManyRequests { .. }
                 | Self::InternalError
+                | Self::Forbidden
                 | Self::ServiceUnavailable
                 | Self::GatewayTimeout
                 | Self::SilentWatch

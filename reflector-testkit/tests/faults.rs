@@ -324,6 +324,35 @@ async fn server_errors_500_503_504() {
     assert_eq!(server.fault_hits(id), 1);
 }
 
+/// `Forbidden` answers as the real authorizer: 403, reason `Forbidden`, the message
+/// naming the verb, resource, group, object and scope, and `details` with them.
+#[tokio::test]
+async fn forbidden_reads_as_the_authorizers_denial() {
+    let server = server_with(1).await;
+    server.inject(Matcher::verb(Verb::Get), Fault::Forbidden);
+    let Err(kube::Error::Api(status)) = api(&server).get("cm-0").await else {
+        panic!("expected a 403");
+    };
+    assert_eq!((status.code, status.reason.as_str()), (403, "Forbidden"));
+    assert_eq!(
+        status.message,
+        r#"configmaps "cm-0" is forbidden: User "system:anonymous" cannot get resource "configmaps" in API group "" in the namespace "default""#
+    );
+
+    server.inject(Matcher::verb(Verb::Watch), Fault::Forbidden);
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::all(server.client_without_retries());
+    let Err(kube::Error::Api(status)) = leases.watch(&WatchParams::default(), "0").await else {
+        panic!("expected a 403");
+    };
+    assert_eq!(
+        status.message,
+        r#"leases.coordination.k8s.io is forbidden: User "system:anonymous" cannot watch resource "leases" in API group "coordination.k8s.io" at the cluster scope"#
+    );
+    let raw = raw_get(&server, "/api/v1/namespaces/default/configmaps/cm-0").await;
+    assert!(raw.0.contains("200"), "one-shot: {}", raw.0);
+}
+
 #[tokio::test]
 async fn nth_and_times_matchers_are_deterministic() {
     let server = server_with(1).await;
