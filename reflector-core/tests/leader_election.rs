@@ -426,6 +426,38 @@ fn last_change(changes: &Mutex<Vec<Instant>>) -> Instant {
     *changes.lock().unwrap().last().unwrap()
 }
 
+/// A follower whose role may not watch leases (403; client-go's election needs
+/// only get, create and update) tries the watch once, then polls as client-go:
+/// it still takes a released lease, within one jittered retry period
+/// (retry period × (1 + 1.2)).
+#[tokio::test(start_paused = true)]
+async fn follower_without_watch_permission_polls_as_client_go() {
+    let server = seeded_server().await;
+    let denied = server.inject(
+        Matcher::verb(Verb::Watch)
+            .resource("leases")
+            .user_agent("replica-1/")
+            .every(),
+        Fault::Forbidden,
+    );
+    let log = ReconcileLog::default();
+    let (a, b) = leader_then_follower(&server, &log, true, RECONCILE_TIME).await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(server.fault_hits(denied), 1, "tried to watch once");
+
+    a.stop.cancel();
+    until("a released", DEFAULT_RENEW_DEADLINE, || a.run.is_finished()).await;
+    let released_at = Instant::now();
+    until("b leads", DEFAULT_LEASE_DURATION, || b.election.is_leader()).await;
+    let handover = released_at.elapsed();
+    assert!(
+        handover <= DEFAULT_RETRY_PERIOD.mul_f64(2.2),
+        "b took {handover:?} after the release"
+    );
+    assert_eq!(server.fault_hits(denied), 1, "never again");
+    assert_no_overlap(&[a, b], &log);
+}
+
 /// Aborting the leader (no release) leaves the lease to expire: a follower takes
 /// it only once it saw no change for the lease duration — never before — and within
 /// the lease duration plus one retry period of the last renewal (a candidate sees

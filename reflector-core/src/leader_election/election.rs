@@ -23,7 +23,9 @@ use super::{LeaderElectionConfig, LeaderElectionError, LeaderState};
 ///   the lease it saw held by another expires (client-go waits for its next jittered
 ///   tick). Between attempts it watches the lease (client-go only polls), so it sees
 ///   each renewal when it happens and tries at once when the lease is released or
-///   deleted. It creates the lease
+///   deleted (RBAC: `get`, `create`, `update` on leases as client-go, plus `watch`;
+///   without `watch` the candidate is answered 403 once and then polls only). It
+///   creates the lease
 ///   if missing, or takes it with an update conditioned on the `resourceVersion` it
 ///   read, when the lease has no holder or has expired. Expiry is judged on the
 ///   candidate's own clock: the lease expired once the candidate has seen no change

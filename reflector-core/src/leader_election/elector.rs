@@ -16,7 +16,7 @@ use crate::backoff::jittered;
 use super::LeaderState;
 use super::config::JITTER_FACTOR;
 use super::election::RunGuard;
-use super::lease_lock::{Write, holder, record};
+use super::lease_lock::{LeaseChange, Write, holder, record};
 
 /// The lease as last seen, and when this replica saw it change (its own clock).
 struct Observed {
@@ -45,6 +45,9 @@ pub(crate) struct Elector {
     /// The lease as the server last returned it (its `resourceVersion` is the
     /// precondition of the next update).
     lease: Option<Lease>,
+    /// Whether a candidate may watch the lease between attempts (false once the
+    /// server answered 403: then it polls only, as client-go).
+    watch_allowed: bool,
 }
 
 impl Elector {
@@ -53,6 +56,7 @@ impl Elector {
             guard,
             observed: None,
             lease: None,
+            watch_allowed: true,
         }
     }
 
@@ -292,7 +296,7 @@ impl Elector {
     /// in flight may have written the lease, which the next run reads).
     async fn acquire(&mut self, cancel: &CancellationToken) -> Option<Instant> {
         let retry = self.guard.shared.config.retry_period;
-        let mut changes: Option<BoxStream<'static, Option<Lease>>> = None;
+        let mut changes: Option<BoxStream<'static, LeaseChange>> = None;
         loop {
             let attempt = tokio::select! {
                 biased;
@@ -320,21 +324,30 @@ impl Elector {
                     change = next_change(&mut changes) => change,
                 };
                 match change {
-                    Some(Some(lease)) => {
-                        self.observe(lease);
+                    Some(LeaseChange::Written(lease)) => {
+                        self.observe(*lease);
                         if self.observed_other_holder().is_none() {
                             break; // released: try now
                         }
                     }
-                    Some(None) => break, // deleted: create it now
+                    Some(LeaseChange::Deleted) => break, // create it now
+                    Some(LeaseChange::Forbidden) => {
+                        tracing::info!(lease = %self.name(), "no permission to watch the lease; polling only, as client-go");
+                        self.watch_allowed = false;
+                        changes = None;
+                    }
                     None => changes = None,
                 }
             }
         }
     }
 
-    /// A watch of the lease from the resourceVersion last read, if one was read.
-    fn watch_from_observed(&self) -> Option<BoxStream<'static, Option<Lease>>> {
+    /// A watch of the lease from the resourceVersion last read, if one was read and
+    /// watching is allowed.
+    fn watch_from_observed(&self) -> Option<BoxStream<'static, LeaseChange>> {
+        if !self.watch_allowed {
+            return None;
+        }
         let version = self.lease.as_ref()?.metadata.resource_version.clone()?;
         Some(self.guard.shared.lock.changes(version))
     }
@@ -426,14 +439,12 @@ impl Elector {
     }
 }
 
-/// The next change on `changes`: `Some(Some(lease))` written, `Some(None)` deleted,
-/// `None` once the watch ended (or pending forever without a watch).
+/// The next change on `changes`, `None` once the watch ended (pending forever
+/// without a watch).
 ///
 /// # Cancel safety
 /// Cancel-safe: `StreamExt::next` on a stream the caller keeps.
-async fn next_change(
-    changes: &mut Option<BoxStream<'static, Option<Lease>>>,
-) -> Option<Option<Lease>> {
+async fn next_change(changes: &mut Option<BoxStream<'static, LeaseChange>>) -> Option<LeaseChange> {
     match changes {
         Some(stream) => stream.next().await,
         None => std::future::pending().await,
