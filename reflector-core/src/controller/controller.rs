@@ -565,13 +565,11 @@ impl<K: Object, P> Controller<K, P> {
             let _stop_informers = informer_cancel.clone().drop_guard();
             let mut informer_tasks = JoinSet::new();
             if start_informers {
-                for (s, label) in sources
-                    .iter()
-                    .zip(&labels)
-                    .filter(|(s, _)| !s.has_started())
-                {
-                    tracing::debug!(controller = %name, informer = %label, "starting informer");
-                    informer_tasks.spawn(s.run(informer_cancel.clone()));
+                for (s, label) in sources.iter().zip(&labels) {
+                    if let Some(run) = s.start(informer_cancel.clone()) {
+                        tracing::debug!(controller = %name, informer = %label, "starting informer");
+                        informer_tasks.spawn(run);
+                    }
                 }
             }
 

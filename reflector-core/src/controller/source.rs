@@ -115,9 +115,10 @@ pub(crate) trait WatchSource: Send + Sync {
     fn kind(&self) -> &'static str;
     /// Registers the enqueueing handler.
     fn register(&self, queue: &WorkQueue<ObjectKey>) -> Result<ActiveRegistration, InformerError>;
-    fn has_started(&self) -> bool;
-    /// The informer's `run`.
-    fn run(&self, cancel: CancellationToken) -> BoxFuture<'static, ()>;
+    /// Claims the informer's run and returns it, or `None` if someone already
+    /// started it (the claim is taken before this returns, so two starters never
+    /// both believe they own the run).
+    fn start(&self, cancel: CancellationToken) -> Option<BoxFuture<'static, ()>>;
     fn export_stats(&self, collector: &ReflectorCollector, label: &str);
 }
 
@@ -149,13 +150,8 @@ impl<O: Object> WatchSource for InformerSource<O> {
         })
     }
 
-    fn has_started(&self) -> bool {
-        self.informer.has_started()
-    }
-
-    fn run(&self, cancel: CancellationToken) -> BoxFuture<'static, ()> {
-        let informer = self.informer.clone();
-        Box::pin(async move { informer.run(cancel).await })
+    fn start(&self, cancel: CancellationToken) -> Option<BoxFuture<'static, ()>> {
+        self.informer.start(cancel)
     }
 
     fn export_stats(&self, collector: &ReflectorCollector, label: &str) {

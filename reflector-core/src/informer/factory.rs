@@ -47,15 +47,15 @@ impl InformerKey {
 
 /// What the factory needs of an informer without knowing its type.
 trait AnyInformer: Send + Sync {
-    fn run_boxed(&self, cancel: CancellationToken) -> BoxFuture<'static, ()>;
+    /// Claims the informer's run at once and returns it (`None`: already started).
+    fn start_boxed(&self, cancel: CancellationToken) -> Option<BoxFuture<'static, ()>>;
     fn wait_synced_boxed(&self) -> BoxFuture<'static, Result<(), InformerError>>;
     fn as_any(&self) -> &dyn Any;
 }
 
 impl<K: Object> AnyInformer for SharedIndexInformer<K> {
-    fn run_boxed(&self, cancel: CancellationToken) -> BoxFuture<'static, ()> {
-        let this = self.clone();
-        Box::pin(async move { this.run(cancel).await })
+    fn start_boxed(&self, cancel: CancellationToken) -> Option<BoxFuture<'static, ()>> {
+        self.start(cancel)
     }
     fn wait_synced_boxed(&self) -> BoxFuture<'static, Result<(), InformerError>> {
         let this = self.clone();
@@ -290,8 +290,12 @@ impl InformerFactory {
             .map(|(k, i)| (k.clone(), Arc::clone(i)))
             .collect();
         for (key, informer) in to_start {
-            let task = tokio::spawn(informer.run_boxed(self.cancel.child_token()));
-            st.started.insert(key, task);
+            // Claimed here, before the task runs: a controller (or anyone) checking
+            // right after `start` returns sees the informer started and leaves it be.
+            // One started by someone else is theirs to stop.
+            if let Some(run) = informer.start_boxed(self.cancel.child_token()) {
+                st.started.insert(key, tokio::spawn(run));
+            }
         }
     }
 
@@ -432,6 +436,25 @@ mod tests {
         let objs = informer.indexer().list();
         assert_eq!(objs.len(), 3, "a and b listed, c watched");
         objs
+    }
+
+    /// `start` claims each informer before it returns: a controller that looks right
+    /// after (before the informer's task first ran) sees it started, so it neither
+    /// starts it nor stops it when the controller ends (the race behind a flaky
+    /// `deployment_controller_over_http`).
+    #[tokio::test]
+    async fn start_claims_informers_before_returning() {
+        let factory = InformerFactory::new(api().client());
+        let informer = factory.namespaced::<ConfigMap>("ns");
+        factory.start();
+        assert!(informer.has_started());
+        assert!(
+            informer.start(CancellationToken::new()).is_none(),
+            "a second starter gets nothing to run"
+        );
+        factory.wait_synced().await.unwrap();
+        factory.shutdown().await;
+        assert!(informer.is_stopped());
     }
 
     #[tokio::test(start_paused = true)]

@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -443,13 +444,42 @@ impl<K: Object> SharedIndexInformer<K> {
     /// it started has ended. Dropping the future also stops every task, without
     /// waiting for them.
     pub async fn run(&self, cancel: CancellationToken) {
+        if !self.claim_run() {
+            tracing::warn!(informer = %self.inner.name, "informer has already been started");
+            return;
+        }
+        self.run_claimed(cancel).await;
+    }
+
+    /// Claims the informer's one run (it then reports [`has_started`](Self::has_started))
+    /// and returns the future that runs it, or `None` if it already started or stopped.
+    /// The claim is taken before this returns, so whoever spawns the future owns the
+    /// run even if another starter looks before the task is first polled.
+    pub(crate) fn start(&self, cancel: CancellationToken) -> Option<BoxFuture<'static, ()>> {
+        if !self.claim_run() {
+            return None;
+        }
+        let this = self.clone();
+        Some(Box::pin(async move { this.run_claimed(cancel).await }))
+    }
+
+    /// Marks the informer started; false if it already was (or stopped).
+    fn claim_run(&self) -> bool {
+        let mut st = self.lock_state();
+        if st.started || st.stopped {
+            return false;
+        }
+        st.started = true;
+        true
+    }
+
+    /// `run` once [`claim_run`](Self::claim_run) succeeded.
+    ///
+    /// # Cancel safety
+    /// As [`run`](Self::run).
+    async fn run_claimed(&self, cancel: CancellationToken) {
         let (fifo, reflector, popped_key_is_cache_key) = {
             let mut st = self.lock_state();
-            if st.started || st.stopped {
-                tracing::warn!(informer = %self.inner.name, "informer has already been started");
-                return;
-            }
-            st.started = true;
             let mut fifo_opts = DeltaFifoOptions::default()
                 .known_objects(Arc::new(self.inner.indexer.clone()))
                 .emit_delta_type_replaced(true);
