@@ -209,18 +209,9 @@ impl Ord for ObjectKey {
     }
 }
 
-/// A function that computes an object's cache key.
-///
-/// # Example
-/// ```
-/// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::object::{meta_namespace_key, KeyFunc};
-/// let f: KeyFunc<ConfigMap> = std::sync::Arc::new(meta_namespace_key::<ConfigMap>);
-/// let mut cm = ConfigMap::default();
-/// cm.metadata.name = Some("a".into());
-/// assert_eq!(f(&cm).unwrap().to_string(), "a");
-/// ```
-pub type KeyFunc<K> = Arc<dyn Fn(&K) -> Result<ObjectKey, KeyError> + Send + Sync>;
+/// A function that computes an object's cache key, shared by the FIFO and the
+/// indexer that use it.
+pub(crate) type KeyFunc<K> = Arc<dyn Fn(&K) -> Result<ObjectKey, KeyError> + Send + Sync>;
 
 /// The default key function, as client-go's `MetaNamespaceKeyFunc`: `ns/name`, or
 /// `name` when the object has no namespace.

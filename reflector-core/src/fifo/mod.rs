@@ -10,8 +10,8 @@
 //! - [`DeltaType`], [`Delta`], [`DeltaObject`], [`Deltas`]: what a popped item holds.
 //!   A `Deleted` delta inferred from a relist carries a
 //!   [`DeletedFinalStateUnknown`](crate::object::DeletedFinalStateUnknown) tombstone.
-//! - [`DeltaFifo`], [`DeltaFifoOptions`], [`TransformFunc`], [`PoppedItem`]: the queue
-//!   and its configuration.
+//! - [`DeltaFifo`] (configured by its builder methods) and [`PoppedItem`]: the queue
+//!   and what `pop` hands out.
 //! - [`FifoError`]: what `pop` and the key helpers return.
 //!
 //! The semantics are client-go's `tools/cache/delta_fifo.go`: consecutive deletes
@@ -31,5 +31,6 @@ mod error;
 mod tests;
 
 pub use delta::{Delta, DeltaObject, DeltaType, Deltas, DeltasIntoIter};
-pub use delta_fifo::{DeltaFifo, DeltaFifoOptions, PoppedItem, TransformFunc};
+pub(crate) use delta_fifo::TransformFunc;
+pub use delta_fifo::{DeltaFifo, PoppedItem};
 pub use error::FifoError;

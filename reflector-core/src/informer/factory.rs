@@ -473,14 +473,14 @@ mod tests {
             .in_namespace(Some("ns"))
             .field_filter(factory.field_filter());
         let informer = SharedIndexInformer::builder(lw)
-            .transform(Arc::new(|cm: Arc<ConfigMap>| {
+            .transform(|cm: Arc<ConfigMap>| {
                 let mut cm = Arc::unwrap_or_clone(cm);
                 cm.metadata
                     .labels
                     .get_or_insert_default()
                     .insert("seen".into(), "yes".into());
                 Arc::new(cm)
-            }))
+            })
             .build();
         let cancel = CancellationToken::new();
         let run = tokio::spawn({

@@ -7,9 +7,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::fifo::{
-    DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, FifoError, PoppedItem, TransformFunc,
-};
+use crate::fifo::{DeltaFifo, DeltaObject, DeltaType, FifoError, PoppedItem, TransformFunc};
 use crate::lister::Lister;
 use crate::listwatch::{BoxListerWatcher, ListerWatcher};
 use crate::object::{DeletedObject, Object};
@@ -450,17 +448,17 @@ impl<K: Object> SharedIndexInformer<K> {
                 return;
             }
             st.started = true;
-            let mut fifo_opts = DeltaFifoOptions::default()
-                .known_objects(Arc::new(self.inner.indexer.clone()))
+            let mut fifo = DeltaFifo::new()
+                .known_objects(self.inner.indexer.clone())
                 .emit_delta_type_replaced(true);
             if let Some(t) = &self.inner.transform {
-                fifo_opts = fifo_opts.transform(Arc::clone(t));
+                fifo = fifo.shared_transform(Arc::clone(t));
             }
             // Without a transform the FIFO's key (same key function as the indexer's)
             // is the object's cache key; a transform may change the key, which is then
             // computed from the transformed object, as client-go's processDeltas does.
             let popped_key_is_cache_key = self.inner.transform.is_none();
-            let fifo = Arc::new(DeltaFifo::new(fifo_opts));
+            let fifo = Arc::new(fifo);
             let mut opts = self
                 .inner
                 .reflector_options

@@ -2,8 +2,7 @@
 //!
 //! [`Store`] is the contract every sink of a reflector implements, as client-go's
 //! `cache.Store`: the [`DeltaFifo`](crate::fifo::DeltaFifo) in front of an informer,
-//! or a plain cache. [`KeyListerGetter`] is the read-only view the FIFO needs of the
-//! informer's cache to detect deletions missed across a relist.
+//! or a plain cache.
 //!
 //! [`Indexer`] is the informer's cache, as client-go's `cache.Indexer`: objects by
 //! key in a thread-safe map plus named secondary indices ([`Indexers`], e.g. the
@@ -134,7 +133,7 @@ pub(crate) fn same_state<K: Object>(cached: Option<Arc<K>>, obj: &K) -> Option<A
 
 /// The read-only view of a cache a [`DeltaFifo`](crate::fifo::DeltaFifo) consults to
 /// find objects deleted while the watch was down, as client-go's `KeyListerGetter`.
-pub trait KeyListerGetter<K>: Send + Sync {
+pub(crate) trait KeyListerGetter<K>: Send + Sync {
     /// Every key the cache holds.
     fn list_keys(&self) -> Vec<ObjectKey>;
     /// The object under `key`, if cached.

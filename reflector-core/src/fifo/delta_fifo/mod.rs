@@ -10,7 +10,9 @@ use tokio::sync::Notify;
 
 use super::delta::{Delta, DeltaObject, DeltaType, Deltas};
 use super::error::FifoError;
-use crate::object::{DeletedFinalStateUnknown, KeyError, KeyFunc, Object, ObjectKey};
+use crate::object::{
+    DeletedFinalStateUnknown, KeyError, KeyFunc, Object, ObjectKey, meta_namespace_key,
+};
 use crate::store::{KeyListerGetter, Store, StoreError, StoreSink, WatchAction};
 
 mod enqueue;
@@ -21,7 +23,7 @@ mod store;
 #[cfg(test)]
 mod tests;
 
-pub use options::{DeltaFifoOptions, TransformFunc};
+pub(crate) use options::TransformFunc;
 use state::{Popped, SHRINK_ABOVE, State};
 
 /// One item handed out by [`DeltaFifo::pop`].
@@ -64,10 +66,10 @@ pub struct PoppedItem<K> {
 /// # async fn main() {
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::fifo::{DeltaFifo, DeltaFifoOptions, DeltaType};
+/// use reflector_core::fifo::{DeltaFifo, DeltaType};
 /// use reflector_core::store::Store;
 ///
-/// let fifo = DeltaFifo::<ConfigMap>::new(DeltaFifoOptions::default());
+/// let fifo = DeltaFifo::<ConfigMap>::new();
 /// let mut cm = ConfigMap::default();
 /// cm.metadata.name = Some("a".into());
 /// let cm = Arc::new(cm);
@@ -109,7 +111,7 @@ pub struct DeltaFifo<K> {
 
 impl<K: Object> Default for DeltaFifo<K> {
     fn default() -> Self {
-        DeltaFifo::new(DeltaFifoOptions::default())
+        DeltaFifo::new()
     }
 }
 
@@ -125,10 +127,13 @@ impl<K> fmt::Debug for DeltaFifo<K> {
     }
 }
 
-impl<K> DeltaFifo<K> {
-    /// A FIFO configured by `options`, as client-go's `NewDeltaFIFOWithOptions`.
+impl<K: Object> DeltaFifo<K> {
+    /// An empty FIFO keyed by `ns/name`, with no known objects, no transform and
+    /// `Sync` deltas on `replace`, as client-go's `NewDeltaFIFOWithOptions` with
+    /// empty options; the builder methods ([`known_objects`](DeltaFifo::known_objects),
+    /// [`transform`](DeltaFifo::transform), ...) configure it before it is shared.
     #[must_use]
-    pub fn new(options: DeltaFifoOptions<K>) -> Self {
+    pub fn new() -> Self {
         DeltaFifo {
             state: Mutex::new(State {
                 items: HashMap::default(),
@@ -142,13 +147,15 @@ impl<K> DeltaFifo<K> {
             processing: Mutex::new(()),
             notify: Notify::new(),
             synced_notify: Notify::new(),
-            key_func: options.key_func,
-            known_objects: options.known_objects,
-            emit_delta_type_replaced: options.emit_delta_type_replaced,
-            transform: options.transform,
+            key_func: Arc::new(meta_namespace_key::<K>),
+            known_objects: None,
+            emit_delta_type_replaced: false,
+            transform: None,
         }
     }
+}
 
+impl<K> DeltaFifo<K> {
     /// Takes the lock. A panic in a `pop` callback poisons it but leaves the state
     /// consistent (the item was removed before the callback ran), so poisoning is
     /// ignored.

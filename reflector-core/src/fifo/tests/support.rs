@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::fifo::{Delta, DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, PoppedItem};
+use crate::fifo::{Delta, DeltaFifo, DeltaType, Deltas, PoppedItem};
 use crate::object::{DeletedFinalStateUnknown, ObjectKey};
 use crate::store::{KeyListerGetter, Store};
 use DeltaType::Deleted;
@@ -77,21 +77,19 @@ impl KeyListerGetter<ConfigMap> for Literal {
 }
 
 pub(super) fn fifo() -> DeltaFifo<ConfigMap> {
-    DeltaFifo::new(DeltaFifoOptions::default())
+    DeltaFifo::new()
 }
 
 pub(super) fn fifo_known(known: Vec<Obj>) -> DeltaFifo<ConfigMap> {
-    DeltaFifo::new(DeltaFifoOptions::default().known_objects(Arc::new(Literal(known))))
+    DeltaFifo::new().known_objects_view(Arc::new(Literal(known)))
 }
 
 /// A FIFO over `known` that emits `Replaced` (not `Sync`) for listed objects, as
 /// an informer's.
 pub(super) fn fifo_known_replaced(known: Vec<Obj>) -> DeltaFifo<ConfigMap> {
-    DeltaFifo::new(
-        DeltaFifoOptions::default()
-            .known_objects(Arc::new(Literal(known)))
-            .emit_delta_type_replaced(true),
-    )
+    DeltaFifo::new()
+        .known_objects_view(Arc::new(Literal(known)))
+        .emit_delta_type_replaced(true)
 }
 
 /// Pops one item; fails the test if none arrives within a second (instant under

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::fifo::{DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, TransformFunc};
+use crate::fifo::{DeltaFifo, DeltaObject, DeltaType, TransformFunc};
 use crate::object::ObjectKey;
 use crate::store::{Store, StoreSink};
 
@@ -28,7 +28,7 @@ async fn delta_fifo_transformer() {
             Arc::new(obj)
         })
     };
-    let f = DeltaFifo::new(DeltaFifoOptions::default().transform(xfrm));
+    let f = DeltaFifo::new().shared_transform(xfrm);
     f.add(mk("foo", 10)).unwrap();
     f.add(mk("bar", 11)).unwrap();
     f.update(mk("foo", 12)).unwrap();
@@ -93,11 +93,9 @@ fn counting_identity() -> (Arc<AtomicUsize>, TransformFunc<ConfigMap>) {
 async fn delta_fifo_transformer_skips_resync() {
     let (calls, xfrm) = counting_identity();
     let known = mk("foo", 5);
-    let f = DeltaFifo::new(
-        DeltaFifoOptions::default()
-            .known_objects(Arc::new(Literal(vec![known.clone()])))
-            .transform(xfrm),
-    );
+    let f = DeltaFifo::new()
+        .known_objects_view(Arc::new(Literal(vec![known.clone()])))
+        .shared_transform(xfrm);
     f.resync().unwrap();
     let item = pop(&f).await;
     assert_eq!(item.deltas, deltas(vec![d(Sync, &known)]));
@@ -117,12 +115,10 @@ async fn delta_fifo_replace_does_not_transform_reused_known_objects() {
         Arc::new(cm)
     };
     let (foo, bar) = (with_rv("foo", "5"), with_rv("bar", "6"));
-    let f = DeltaFifo::new(
-        DeltaFifoOptions::default()
-            .known_objects(Arc::new(Literal(vec![foo.clone(), bar.clone()])))
-            .emit_delta_type_replaced(true)
-            .transform(xfrm),
-    );
+    let f = DeltaFifo::new()
+        .known_objects_view(Arc::new(Literal(vec![foo.clone(), bar.clone()])))
+        .emit_delta_type_replaced(true)
+        .shared_transform(xfrm);
     let reused = f.cached_unchanged(&with_rv("foo", "5")).expect("same RV");
     assert!(Arc::ptr_eq(&reused, &foo));
     assert!(
