@@ -7,9 +7,10 @@
 //! in the order it was first enqueued — so a burst of updates to one object is
 //! handled in one go, and no object starves another.
 //!
-//! - [`DeltaType`], [`Delta`], [`DeltaObject`], [`Deltas`]: what a popped item holds.
-//!   A `Deleted` delta inferred from a relist carries a
-//!   [`DeletedFinalStateUnknown`](crate::object::DeletedFinalStateUnknown) tombstone.
+//! - [`DeltaType`], [`Delta`], [`Deltas`]: what a popped item holds. A `Deleted`
+//!   delta inferred from a relist carries a
+//!   [`MaybeTombstone::DeletedFinalStateUnknown`](crate::object::MaybeTombstone::DeletedFinalStateUnknown)
+//!   tombstone.
 //! - [`DeltaFifo`] (configured by its builder methods) and [`PoppedItem`]: the queue
 //!   and what `pop` hands out.
 //! - [`FifoError`]: what `pop` and the key helpers return.
@@ -30,7 +31,7 @@ mod error;
 #[cfg(test)]
 mod tests;
 
-pub use delta::{Delta, DeltaObject, DeltaType, Deltas, DeltasIntoIter};
+pub use delta::{Delta, DeltaType, Deltas};
 pub(crate) use delta_fifo::TransformFunc;
 pub use delta_fifo::{DeltaFifo, PoppedItem};
 pub use error::FifoError;

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::object::DeletedObject;
+use crate::object::MaybeTombstone;
 
 /// Receives an informer's notifications, as client-go's `ResourceEventHandler`.
 ///
@@ -34,7 +34,7 @@ pub trait EventHandler<K>: Send + Sync + 'static {
     fn on_update(&self, _old: &Arc<K>, _new: &Arc<K>) {}
 
     /// An object was deleted; a tombstone when the delete was only seen by a relist.
-    fn on_delete(&self, _obj: &DeletedObject<K>) {}
+    fn on_delete(&self, _obj: &MaybeTombstone<K>) {}
 }
 
 /// Passes on only the objects a filter accepts, as client-go's
@@ -97,12 +97,14 @@ where
         match ((self.filter)(old), (self.filter)(new)) {
             (true, true) => self.inner.on_update(old, new),
             (false, true) => self.inner.on_add(new, false),
-            (true, false) => self.inner.on_delete(&DeletedObject::Known(Arc::clone(old))),
+            (true, false) => self
+                .inner
+                .on_delete(&MaybeTombstone::Object(Arc::clone(old))),
             (false, false) => {}
         }
     }
 
-    fn on_delete(&self, obj: &DeletedObject<K>) {
+    fn on_delete(&self, obj: &MaybeTombstone<K>) {
         if (self.filter)(obj.object()) {
             self.inner.on_delete(obj);
         }
@@ -142,7 +144,7 @@ mod tests {
         fn on_update(&self, _: &Arc<ConfigMap>, n: &Arc<ConfigMap>) {
             self.push("update", n);
         }
-        fn on_delete(&self, o: &DeletedObject<ConfigMap>) {
+        fn on_delete(&self, o: &MaybeTombstone<ConfigMap>) {
             self.push("delete", o.object());
         }
     }
@@ -157,8 +159,8 @@ mod tests {
         h.on_update(&cm("b", true), &cm("b", true));
         h.on_update(&cm("c", true), &cm("c", false));
         h.on_update(&cm("d", false), &cm("d", false));
-        h.on_delete(&DeletedObject::Known(cm("gone-out", false)));
-        h.on_delete(&DeletedObject::Known(cm("gone-in", true)));
+        h.on_delete(&MaybeTombstone::Object(cm("gone-out", false)));
+        h.on_delete(&MaybeTombstone::Object(cm("gone-in", true)));
         assert_eq!(
             *log.0.lock().unwrap(),
             ["add in", "add a", "update b", "delete c", "delete gone-in"]

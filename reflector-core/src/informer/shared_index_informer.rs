@@ -7,10 +7,10 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::fifo::{DeltaFifo, DeltaObject, DeltaType, FifoError, PoppedItem, TransformFunc};
+use crate::fifo::{DeltaFifo, DeltaType, FifoError, PoppedItem, TransformFunc};
 use crate::lister::Lister;
 use crate::listwatch::{BoxListerWatcher, ListerWatcher};
-use crate::object::{DeletedObject, Object};
+use crate::object::Object;
 use crate::reflector::{Reflector, ReflectorOptions, ReflectorStats};
 use crate::store::{BatchWriter, Indexer, Indexers, Store};
 
@@ -653,12 +653,8 @@ impl<K: Object> SharedIndexInformer<K> {
                     }
                 }
                 DeltaType::Deleted => {
-                    let deleted: DeletedObject<K> = match delta.object {
-                        DeltaObject::Object(o) => DeletedObject::Known(o),
-                        tombstone @ DeltaObject::DeletedFinalStateUnknown(_) => tombstone.into(),
-                    };
                     cache.delete(item_key);
-                    out.push(Notification::Delete(deleted));
+                    out.push(Notification::Delete(delta.object));
                 }
             }
         }

@@ -8,11 +8,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use foldhash::fast::RandomState;
 use tokio::sync::Notify;
 
-use super::delta::{Delta, DeltaObject, DeltaType, Deltas};
+use super::delta::{Delta, DeltaType, Deltas};
 use super::error::FifoError;
-use crate::object::{
-    DeletedFinalStateUnknown, KeyError, KeyFunc, Object, ObjectKey, meta_namespace_key,
-};
+use crate::object::{KeyError, KeyFunc, MaybeTombstone, Object, ObjectKey, meta_namespace_key};
 use crate::store::{KeyListerGetter, Store, StoreError, StoreSink, WatchAction};
 
 mod enqueue;
@@ -49,7 +47,7 @@ pub struct PoppedItem<K> {
 ///
 /// The optional *known objects* (the consumer's cache) let `replace` detect objects
 /// deleted while the watch was down — each gets a `Deleted` delta carrying a
-/// [`DeletedFinalStateUnknown`] tombstone — and let `resync` re-deliver every cached
+/// [`MaybeTombstone::DeletedFinalStateUnknown`] tombstone — and let `resync` re-deliver every cached
 /// object that has no pending delta.
 ///
 /// Several tasks may `pop` concurrently, but then (as in client-go) they may process
@@ -185,10 +183,10 @@ impl<K> DeltaFifo<K> {
     ///
     /// # Errors
     /// [`FifoError::Key`] when the key function fails.
-    pub fn key_of_object(&self, obj: &DeltaObject<K>) -> Result<ObjectKey, FifoError> {
+    pub fn key_of_object(&self, obj: &MaybeTombstone<K>) -> Result<ObjectKey, FifoError> {
         match obj {
-            DeltaObject::Object(o) => self.key_of(o),
-            DeltaObject::DeletedFinalStateUnknown(t) => Ok(t.key.clone()),
+            MaybeTombstone::Object(o) => self.key_of(o),
+            MaybeTombstone::DeletedFinalStateUnknown { key, .. } => Ok(key.clone()),
         }
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 
 use crate::fifo::{Delta, DeltaFifo, DeltaType, Deltas, PoppedItem};
-use crate::object::{DeletedFinalStateUnknown, ObjectKey};
+use crate::object::{MaybeTombstone, ObjectKey};
 use crate::store::{KeyListerGetter, Store};
 use DeltaType::Deleted;
 
@@ -42,7 +42,7 @@ pub(super) fn d(delta_type: DeltaType, obj: &Obj) -> Delta<ConfigMap> {
 pub(super) fn tomb(name: &str, obj: &Obj) -> Delta<ConfigMap> {
     Delta::new(
         Deleted,
-        DeletedFinalStateUnknown {
+        MaybeTombstone::DeletedFinalStateUnknown {
             key: ObjectKey::new(None, name),
             obj: obj.clone(),
         },

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::fifo::{DeltaFifo, DeltaObject, DeltaType, TransformFunc};
+use crate::fifo::{DeltaFifo, DeltaType, TransformFunc};
+use crate::object::MaybeTombstone;
 use crate::object::ObjectKey;
 use crate::store::{Store, StoreSink};
 
@@ -47,7 +48,7 @@ async fn delta_fifo_transformer() {
     let foo = pop(&f).await.deltas;
     let newest = foo.newest().unwrap();
     assert_eq!(newest.delta_type, Deleted);
-    let DeltaObject::Object(obj) = &newest.object else {
+    let MaybeTombstone::Object(obj) = &newest.object else {
         panic!("expected regular deletion of foo, got {newest:?}");
     };
     assert_eq!(obj.metadata.name.as_deref(), Some("foo"));
@@ -60,13 +61,13 @@ async fn delta_fifo_transformer() {
 
     let bar = pop(&f).await.deltas;
     let newest = bar.newest().unwrap();
-    let DeltaObject::DeletedFinalStateUnknown(t) = &newest.object else {
+    let MaybeTombstone::DeletedFinalStateUnknown { key, obj } = &newest.object else {
         panic!("expected tombstone deletion of bar, got {newest:?}");
     };
-    assert_eq!(t.key.as_str(), "bar");
-    assert_eq!(data(&t.obj, "val"), "16");
+    assert_eq!(key.as_str(), "bar");
+    assert_eq!(data(obj, "val"), "16");
     assert_eq!(
-        data(&t.obj, "xfrm"),
+        data(obj, "xfrm"),
         "1",
         "tombstoned bar transformed wrong number of times"
     );
