@@ -13,7 +13,9 @@ use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::listwatch::{ApiListerWatcher, FieldFilter, FieldFilterError};
+use serde_field_filter::{FieldFilter, FieldFilterError};
+
+use crate::listwatch::ApiListerWatcher;
 use crate::object::Object;
 use crate::reflector::ReflectorOptions;
 use crate::store::Indexers;

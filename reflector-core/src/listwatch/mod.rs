@@ -8,9 +8,11 @@
 //! cluster-wide, with label and field selectors. Any type can implement the trait —
 //! tests use scripted ones — as client-go's `ListerWatcher` interface allows.
 //!
-//! Decoding can skip fields the cache would drop, *while* decoding: a [`FieldFilter`]
-//! set with [`ApiListerWatcher::field_filter`] keeps `metadata.managedFields` (or any
-//! path) from ever being allocated, in list bodies and watch events alike.
+//! Decoding can skip fields the cache would drop, *while* decoding: a
+//! [`FieldFilter`](serde_field_filter::FieldFilter) (from the `serde-field-filter`
+//! crate, re-exported by the `reflector` facade) set with
+//! [`ApiListerWatcher::field_filter`] keeps `metadata.managedFields` (or any path)
+//! from ever being allocated, in list bodies and watch events alike.
 //!
 //! Errors are classified the way client-go's reflector needs them: expired resource
 //! versions, too-large resource versions, 429, internal errors and refused
@@ -36,9 +38,6 @@ pub use api_lister_watcher::ApiListerWatcher;
 pub(crate) use boxed::BoxListerWatcher;
 #[cfg(any(test, feature = "testing"))]
 pub use fake_source::FakeSource;
-/// The field-skipping decoder ([`serde_field_filter`]), as the list and watch
-/// decoders use it.
-pub use serde_field_filter::{FieldFilter, FieldFilterError, MANAGED_FIELDS_PATH};
 pub(crate) use watch_decoder::WatchDecoder;
 
 /// A watch: a stream of events, each decoded once. An `Err` item ends the watch
