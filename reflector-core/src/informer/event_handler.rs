@@ -1,6 +1,5 @@
 //! Event handlers: what an informer tells its subscribers.
 
-use std::fmt;
 use std::sync::Arc;
 
 use crate::object::MaybeTombstone;
@@ -35,56 +34,51 @@ pub trait EventHandler<K>: Send + Sync + 'static {
 
     /// An object was deleted; a tombstone when the delete was only seen by a relist.
     fn on_delete(&self, _obj: &MaybeTombstone<K>) {}
-}
 
-/// Passes on only the objects a filter accepts, as client-go's
-/// `FilteringResourceEventHandler`: an update that starts passing the filter becomes
-/// an add, one that stops passing becomes a delete.
-///
-/// # Example
-/// ```
-/// use std::sync::Arc;
-/// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::informer::{EventHandler, FilteringHandler};
-///
-/// struct Log;
-/// impl EventHandler<ConfigMap> for Log {
-///     fn on_add(&self, cm: &Arc<ConfigMap>, _: bool) {
-///         println!("{:?}", cm.metadata.name);
-///     }
-/// }
-/// let only_labelled = FilteringHandler::new(
-///     |cm: &ConfigMap| cm.metadata.labels.as_ref().is_some_and(|l| l.contains_key("app")),
-///     Log,
-/// );
-/// ```
-pub struct FilteringHandler<K, H> {
-    filter: Box<dyn Fn(&K) -> bool + Send + Sync>,
-    inner: H,
-}
-
-impl<K, H: fmt::Debug> fmt::Debug for FilteringHandler<K, H> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FilteringHandler")
-            .field("inner", &self.inner)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<K, H> FilteringHandler<K, H> {
-    /// Wraps `inner`, passing on only objects for which `filter` is true.
-    #[must_use]
-    pub fn new(filter: impl Fn(&K) -> bool + Send + Sync + 'static, inner: H) -> Self {
-        FilteringHandler {
-            filter: Box::new(filter),
-            inner,
+    /// This handler, told only of the objects `filter` accepts, as client-go's
+    /// `FilteringResourceEventHandler`: an update that starts passing the filter
+    /// becomes an add, one that stops passing becomes a delete (of the old state).
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_core::informer::EventHandler;
+    ///
+    /// struct Log;
+    /// impl EventHandler<ConfigMap> for Log {
+    ///     fn on_add(&self, cm: &Arc<ConfigMap>, _: bool) {
+    ///         println!("{:?}", cm.metadata.name);
+    ///     }
+    /// }
+    /// let only_labelled = Log.filtered(|cm: &ConfigMap| {
+    ///     cm.metadata.labels.as_ref().is_some_and(|l| l.contains_key("app"))
+    /// });
+    /// only_labelled.on_add(&Arc::new(ConfigMap::default()), true); // not passed on
+    /// ```
+    fn filtered(self, filter: impl Fn(&K) -> bool + Send + Sync + 'static) -> impl EventHandler<K>
+    where
+        Self: Sized,
+        K: Send + Sync + 'static,
+    {
+        Filtered {
+            filter,
+            inner: self,
         }
     }
 }
 
-impl<K, H> EventHandler<K> for FilteringHandler<K, H>
+/// What [`EventHandler::filtered`] returns: `inner`, told only of the objects
+/// `filter` accepts.
+struct Filtered<F, H> {
+    filter: F,
+    inner: H,
+}
+
+impl<K, F, H> EventHandler<K> for Filtered<F, H>
 where
     K: Send + Sync + 'static,
+    F: Fn(&K) -> bool + Send + Sync + 'static,
     H: EventHandler<K>,
 {
     fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
@@ -152,7 +146,9 @@ mod tests {
     #[test]
     fn filtering_handler_turns_crossings_into_adds_and_deletes() {
         let log = Log::default();
-        let h = FilteringHandler::new(|c: &ConfigMap| c.metadata.labels.is_some(), log.clone());
+        let h = log
+            .clone()
+            .filtered(|c: &ConfigMap| c.metadata.labels.is_some());
         h.on_add(&cm("out", false), true);
         h.on_add(&cm("in", true), true);
         h.on_update(&cm("a", false), &cm("a", true));

@@ -39,7 +39,7 @@ mod tests;
 pub use builder::InformerBuilder;
 pub use error::InformerError;
 pub use event::Event;
-pub use event_handler::{EventHandler, FilteringHandler};
+pub use event_handler::EventHandler;
 pub use factory::InformerFactory;
 pub use registration::Registration;
 pub use scope::InformerScope;
