@@ -40,9 +40,8 @@ pub(crate) use boxed::BoxListerWatcher;
 pub use fake_source::FakeSource;
 pub(crate) use watch_decoder::WatchDecoder;
 
-/// A watch: a stream of events, each decoded once. An `Err` item ends the watch
-/// unless [`ListWatchError::is_unexpected_kind`] says it is a skippable event.
-pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, ListWatchError>>;
+/// A watch, as [`ListerWatcher::watch`] opens it.
+pub(crate) type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, ListWatchError>>;
 
 /// Lists and watches one resource type, as client-go's `ListerWatcher`.
 ///
@@ -50,8 +49,9 @@ pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, ListWatchErro
 /// A scripted lister-watcher, as tests write them:
 /// ```
 /// use futures::StreamExt;
+/// use futures::stream::BoxStream;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use kube::api::{ListParams, ObjectList, WatchParams};
+/// use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
 /// use reflector_core::listwatch::*;
 ///
 /// struct Empty;
@@ -59,7 +59,11 @@ pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, ListWatchErro
 ///     async fn list(&self, _: &ListParams) -> Result<ObjectList<ConfigMap>, ListWatchError> {
 ///         Ok(serde_json::from_str(r#"{"metadata":{"resourceVersion":"1"},"items":[]}"#).unwrap())
 ///     }
-///     async fn watch(&self, _: &WatchParams, _: &str) -> Result<WatchStream<ConfigMap>, ListWatchError> {
+///     async fn watch(
+///         &self,
+///         _: &WatchParams,
+///         _: &str,
+///     ) -> Result<BoxStream<'static, Result<WatchEvent<ConfigMap>, ListWatchError>>, ListWatchError> {
 ///         Ok(futures::stream::empty().boxed())
 ///     }
 /// }
@@ -75,7 +79,9 @@ pub trait ListerWatcher<K: Clone>: Send + Sync + 'static {
         params: &ListParams,
     ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send;
 
-    /// Opens a watch from `resource_version` (`""` or `"0"`: from the current state).
+    /// Opens a watch from `resource_version` (`""` or `"0"`: from the current state):
+    /// a stream of events, each decoded once. An `Err` item ends the watch unless
+    /// [`ListWatchError::is_unexpected_kind`] says it is a skippable event.
     ///
     /// # Cancel safety
     /// Dropping the future abandons the request; nothing is lost.
@@ -83,7 +89,9 @@ pub trait ListerWatcher<K: Clone>: Send + Sync + 'static {
         &self,
         params: &WatchParams,
         resource_version: &str,
-    ) -> impl Future<Output = Result<WatchStream<K>, ListWatchError>> + Send;
+    ) -> impl Future<
+        Output = Result<BoxStream<'static, Result<WatchEvent<K>, ListWatchError>>, ListWatchError>,
+    > + Send;
 }
 
 /// Errors of listing and watching.
