@@ -19,7 +19,7 @@ use crate::workqueue::{QueueConfig, RateLimiter, WorkQueue, default_controller_r
 
 use super::action::Action;
 use super::error::ControllerError;
-use super::error_policy::{BackoffOnError, ErrorPolicy};
+use super::error_policy::ErrorPolicy;
 use super::owner_mapping::OwnerMapping;
 use super::request::Request;
 use super::signal::Signals;
@@ -53,8 +53,9 @@ const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
 ///   [`WorkQueue`], which never hands a key being reconciled to a second
 ///   worker, and re-queues it once if it changed meanwhile.
 /// - **Requeues** follow the returned [`Action`]; errors go to the error policy
-///   ([`BackoffOnError`] unless [`error_policy`](Self::error_policy) sets another:
-///   the key's exponential backoff from the rate limiter, which a success resets).
+///   ([`Action::requeue_rate_limited`] unless [`error_policy`](Self::error_policy)
+///   sets another: the key's exponential backoff from the rate limiter, which a
+///   success resets).
 /// - **Leader election** (optional, [`leader_elected`](Self::leader_elected)):
 ///   informers sync while following; reconciles run only while this replica leads.
 /// - **Informers are started for you.** `run` starts every watched informer that
@@ -112,7 +113,7 @@ const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
 ///     .await
 /// # }
 /// ```
-pub struct Controller<K: Object, P = BackoffOnError> {
+pub struct Controller<K: Object, P = Action> {
     name: String,
     primary: SharedIndexInformer<K>,
     sources: Vec<Box<dyn WatchSource>>,
@@ -153,7 +154,8 @@ where
 {
     /// A controller of `primary`'s objects, with controller-runtime's defaults: named
     /// after the kind in lower case, one worker, [`default_controller_rate_limiter`],
-    /// [`BackoffOnError`], no metrics, 30 s graceful shutdown, 2 min cache-sync
+    /// errors retried with backoff ([`Action::requeue_rate_limited`] as the error
+    /// policy), no metrics, 30 s graceful shutdown, 2 min cache-sync
     /// timeout, informers started by `run` if nobody started them.
     #[must_use]
     pub fn new(primary: SharedIndexInformer<K>) -> Self {
@@ -169,7 +171,7 @@ where
             start_informers: true,
             shutdown_on_signal: false,
             election: None,
-            error_policy: BackoffOnError,
+            error_policy: Action::requeue_rate_limited(),
             name,
         }
     }
@@ -280,7 +282,8 @@ impl<K: Object, P> Controller<K, P> {
     }
 
     /// What to do with a key whose reconcile failed: any [`ErrorPolicy`], e.g. a
-    /// `fn(&ObjectRef<K>, &Error, Arc<Ctx>) -> Action`. Default: [`BackoffOnError`].
+    /// `fn(&ObjectRef<K>, &Error, Arc<Ctx>) -> Action`, or a fixed [`Action`].
+    /// Default: [`Action::requeue_rate_limited`].
     #[must_use]
     pub fn error_policy<Q>(self, policy: Q) -> Controller<K, Q> {
         Controller {
