@@ -13,7 +13,6 @@
 //!   tombstone.
 //! - [`DeltaFifo`] (configured by its builder methods) and [`PoppedItem`]: the queue
 //!   and what `pop` hands out.
-//! - [`FifoError`]: what `pop` and the key helpers return.
 //!
 //! The semantics are client-go's `tools/cache/delta_fifo.go`: consecutive deletes
 //! collapse, `replace` tombstones what disappeared, `resync` only re-delivers
@@ -26,7 +25,6 @@
 
 mod delta;
 mod delta_fifo;
-mod error;
 
 #[cfg(test)]
 mod tests;
@@ -34,4 +32,3 @@ mod tests;
 pub use delta::{Delta, DeltaType, Deltas};
 pub(crate) use delta_fifo::TransformFunc;
 pub use delta_fifo::{DeltaFifo, PoppedItem};
-pub use error::FifoError;

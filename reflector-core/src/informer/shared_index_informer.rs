@@ -7,12 +7,12 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::fifo::{DeltaFifo, DeltaType, FifoError, PoppedItem, TransformFunc};
+use crate::fifo::{DeltaFifo, DeltaType, PoppedItem, TransformFunc};
 use crate::lister::Lister;
 use crate::listwatch::{BoxListerWatcher, ListerWatcher};
 use crate::object::Object;
 use crate::reflector::{Reflector, ReflectorOptions, ReflectorStats};
-use crate::store::{BatchWriter, Indexer, Indexers, Store};
+use crate::store::{BatchWriter, Indexer, Indexers, Store, StoreError};
 
 use super::builder::InformerBuilder;
 use super::notification::{Batch, Notification};
@@ -505,7 +505,7 @@ impl<K: Object> SharedIndexInformer<K> {
                     .await
                 {
                     Ok(()) => {}
-                    Err(FifoError::Closed) => break,
+                    Err(StoreError::Closed) => break,
                     Err(e) => tracing::error!(error = %e, "cannot pop from the DeltaFifo"),
                 }
             }

@@ -26,7 +26,8 @@ use std::sync::Arc;
 
 use crate::object::{KeyError, Object, ObjectKey};
 
-/// Errors of the store module.
+/// Errors of the store module, and of the [`DeltaFifo`](crate::fifo::DeltaFifo) (a
+/// store).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
@@ -39,9 +40,16 @@ pub enum StoreError {
     /// `add_indexers` named an index that already exists. Not retryable.
     #[error("index {0:?} already exists")]
     IndexConflict(String),
-    /// The store was closed (a closed DeltaFifo). Not retryable.
+    /// The store was closed: a write to a closed DeltaFifo, or a `pop` once it is
+    /// closed and every queued item has been popped (client-go's `ErrFIFOClosed`).
+    /// Not retryable: the consumer loop should exit.
     #[error("store is closed")]
     Closed,
+    /// A key was asked of an empty [`Deltas`](crate::fifo::Deltas), as client-go's
+    /// `ErrZeroLengthDeltasObject`. Not retryable: a DeltaFifo never hands out empty
+    /// `Deltas`, so the caller built one.
+    #[error("0 length Deltas object; can't get key")]
+    EmptyDeltas,
 }
 
 impl From<KeyError> for StoreError {

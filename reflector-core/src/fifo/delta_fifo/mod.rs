@@ -9,7 +9,6 @@ use foldhash::fast::RandomState;
 use tokio::sync::Notify;
 
 use super::delta::{Delta, DeltaType, Deltas};
-use super::error::FifoError;
 use crate::object::{KeyError, KeyFunc, MaybeTombstone, Object, ObjectKey, meta_namespace_key};
 use crate::store::{KeyListerGetter, Store, StoreError, StoreSink, WatchAction};
 
@@ -173,8 +172,8 @@ impl<K> DeltaFifo<K> {
     /// The key of `obj`, computed by the key function.
     ///
     /// # Errors
-    /// [`FifoError::Key`] when the key function fails.
-    pub fn key_of(&self, obj: &K) -> Result<ObjectKey, FifoError> {
+    /// [`StoreError::Key`] when the key function fails.
+    pub fn key_of(&self, obj: &K) -> Result<ObjectKey, StoreError> {
         Ok((self.key_func)(obj)?)
     }
 
@@ -182,8 +181,8 @@ impl<K> DeltaFifo<K> {
     /// as client-go's `KeyOf` on a `DeletedFinalStateUnknown`.
     ///
     /// # Errors
-    /// [`FifoError::Key`] when the key function fails.
-    pub fn key_of_object(&self, obj: &MaybeTombstone<K>) -> Result<ObjectKey, FifoError> {
+    /// [`StoreError::Key`] when the key function fails.
+    pub fn key_of_object(&self, obj: &MaybeTombstone<K>) -> Result<ObjectKey, StoreError> {
         match obj {
             MaybeTombstone::Object(o) => self.key_of(o),
             MaybeTombstone::DeletedFinalStateUnknown { key, .. } => Ok(key.clone()),
@@ -194,10 +193,10 @@ impl<K> DeltaFifo<K> {
     /// `Deltas`.
     ///
     /// # Errors
-    /// [`FifoError::EmptyDeltas`] when `deltas` is empty; [`FifoError::Key`] when
+    /// [`StoreError::EmptyDeltas`] when `deltas` is empty; [`StoreError::Key`] when
     /// the key function fails.
-    pub fn key_of_deltas(&self, deltas: &Deltas<K>) -> Result<ObjectKey, FifoError> {
-        let newest = deltas.newest().ok_or(FifoError::EmptyDeltas)?;
+    pub fn key_of_deltas(&self, deltas: &Deltas<K>) -> Result<ObjectKey, StoreError> {
+        let newest = deltas.newest().ok_or(StoreError::EmptyDeltas)?;
         self.key_of_object(&newest.object)
     }
 
@@ -271,7 +270,7 @@ impl<K> DeltaFifo<K> {
     }
 
     /// Closes the FIFO: pending and future `pop`s return the queued items, then
-    /// [`FifoError::Closed`]; writes fail with [`StoreError::Closed`]. Idempotent.
+    /// [`StoreError::Closed`]; so do writes. Idempotent.
     pub fn close(&self) {
         self.lock().closed = true;
         self.notify.notify_waiters();
@@ -305,8 +304,8 @@ impl<K> DeltaFifo<K> {
     /// A copy of the pending deltas of `obj`'s key, as client-go's `Get`.
     ///
     /// # Errors
-    /// [`FifoError::Key`] when the key function fails.
-    pub fn deltas(&self, obj: &K) -> Result<Option<Deltas<K>>, FifoError> {
+    /// [`StoreError::Key`] when the key function fails.
+    pub fn deltas(&self, obj: &K) -> Result<Option<Deltas<K>>, StoreError> {
         let key = self.key_of(obj)?;
         Ok(self.deltas_by_key(&key))
     }
@@ -333,7 +332,7 @@ impl<K> DeltaFifo<K> {
     /// stays usable.
     ///
     /// # Errors
-    /// [`FifoError::Closed`] once the FIFO is closed **and** drained: items queued
+    /// [`StoreError::Closed`] once the FIFO is closed **and** drained: items queued
     /// before `close` are still handed out.
     ///
     /// # Cancel safety
@@ -347,8 +346,8 @@ impl<K> DeltaFifo<K> {
     /// # async fn main() {
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::fifo::{DeltaFifo, FifoError};
-    /// use reflector_core::store::Store;
+    /// use reflector_core::fifo::DeltaFifo;
+    /// use reflector_core::store::{Store, StoreError};
     ///
     /// let fifo = DeltaFifo::<ConfigMap>::default();
     /// let mut cm = ConfigMap::default();
@@ -357,10 +356,10 @@ impl<K> DeltaFifo<K> {
     /// fifo.close();
     /// let n = fifo.pop(|item| item.deltas.len()).await.unwrap();
     /// assert_eq!(n, 1);
-    /// assert_eq!(fifo.pop(|_| ()).await, Err(FifoError::Closed));
+    /// assert_eq!(fifo.pop(|_| ()).await, Err(StoreError::Closed));
     /// # }
     /// ```
-    pub async fn pop<R>(&self, process: impl FnOnce(PoppedItem<K>) -> R) -> Result<R, FifoError> {
+    pub async fn pop<R>(&self, process: impl FnOnce(PoppedItem<K>) -> R) -> Result<R, StoreError> {
         self.pop_some(1, |first, _| process(first)).await
     }
 
@@ -371,7 +370,7 @@ impl<K> DeltaFifo<K> {
     /// (locks, wake-ups of downstream tasks) once per batch.
     ///
     /// # Errors
-    /// [`FifoError::Closed`] once the FIFO is closed and drained.
+    /// [`StoreError::Closed`] once the FIFO is closed and drained.
     ///
     /// # Cancel safety
     /// Cancel-safe, as [`pop`](DeltaFifo::pop).
@@ -402,7 +401,7 @@ impl<K> DeltaFifo<K> {
         &self,
         max: usize,
         process: impl FnOnce(Vec<PoppedItem<K>>) -> R,
-    ) -> Result<R, FifoError> {
+    ) -> Result<R, StoreError> {
         self.pop_some(max, |first, rest| {
             let mut items = Vec::with_capacity(rest.len() + 1);
             items.push(first);
@@ -418,7 +417,7 @@ impl<K> DeltaFifo<K> {
         &self,
         max: usize,
         process: impl FnOnce(PoppedItem<K>, Vec<PoppedItem<K>>) -> R,
-    ) -> Result<R, FifoError> {
+    ) -> Result<R, StoreError> {
         let mut notified = pin!(self.notify.notified());
         // Whether `notified` is registered with the `Notify` (so `notify_one` reaches
         // it). Registration costs a lock inside the `Notify`, so the first check of
@@ -451,7 +450,7 @@ impl<K> DeltaFifo<K> {
                     return Ok(result);
                 }
                 if state.closed {
-                    return Err(FifoError::Closed);
+                    return Err(StoreError::Closed);
                 }
             }
             if registered {
@@ -512,7 +511,7 @@ impl<K> DeltaFifo<K> {
     ///
     /// # Cancel safety
     /// Cancel safe, as [`pop`](DeltaFifo::pop).
-    pub async fn pop_item(&self) -> Result<PoppedItem<K>, FifoError> {
+    pub async fn pop_item(&self) -> Result<PoppedItem<K>, StoreError> {
         self.pop(|item| item).await
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::fifo::{Delta, DeltaType, Deltas, FifoError};
+use crate::fifo::{Delta, DeltaType, Deltas};
 use crate::object::{MaybeTombstone, ObjectKey};
 use crate::store::{Store, StoreError};
 
@@ -120,8 +120,11 @@ fn delta_fifo_key_of() {
     assert_eq!(f.key_of_deltas(&c).unwrap().as_str(), "C");
     let dd = deltas(vec![Delta::new(Deleted, t("D"))]);
     assert_eq!(f.key_of_deltas(&dd).unwrap().as_str(), "D");
-    assert_eq!(f.key_of_deltas(&Deltas::new()), Err(FifoError::EmptyDeltas));
-    assert!(matches!(f.key_of(&nobody), Err(FifoError::Key(_))));
+    assert_eq!(
+        f.key_of_deltas(&Deltas::new()),
+        Err(StoreError::EmptyDeltas)
+    );
+    assert!(matches!(f.key_of(&nobody), Err(StoreError::Key(_))));
 }
 
 #[test]
