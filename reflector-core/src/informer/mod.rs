@@ -26,6 +26,7 @@ mod event;
 mod event_handler;
 mod factory;
 mod notification;
+mod process_deltas;
 mod processor_listener;
 mod registration;
 mod scope;
