@@ -11,7 +11,7 @@ use crate::object::{Repr, key_of};
 use crate::patch::Patch;
 use crate::query::{ListOptions, param};
 use crate::router::{RequestBody, json_response};
-use crate::selector::FieldLabels;
+use crate::selectable_fields::FieldLabels;
 use crate::server::Shared;
 use crate::state::{Deleted, Preconditions, ResourceId};
 use crate::status::{ApiError, status_details};
