@@ -24,7 +24,7 @@ use super::owner_mapping::OwnerMapping;
 use super::request::Request;
 use super::signal::Signals;
 use super::source::{ActiveRegistration, InformerSource, KeyMapping, WatchSource, wait_for_sync};
-use super::worker::{CurrentKey, WorkerShared, shut_down_workers, stop_workers, worker};
+use super::worker::{CurrentKey, WorkerShared, shut_down_workers, stop_workers};
 
 /// 30 s, as controller-runtime's manager `GracefulShutdownTimeout`.
 pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -623,7 +623,7 @@ impl<K: Object, P> Controller<K, P> {
                     for _ in 0..concurrency {
                         let slot: CurrentKey = Arc::new(Mutex::new(None));
                         slots.push(Arc::clone(&slot));
-                        workers.spawn(worker(Arc::clone(&shared), slot, term.clone()));
+                        workers.spawn(Arc::clone(&shared).worker(slot, term.clone()));
                     }
                     let lost = loop {
                         tokio::select! {
