@@ -62,17 +62,31 @@ pub(crate) fn create(
     Ok(json_response(201, repr.render(&created)))
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn update(
-    shared: &Shared,
-    repr: Repr,
-    rid: ResourceId,
-    namespace: Option<&str>,
-    name: &str,
-    status: bool,
-    pairs: &[(String, String)],
-    body: &RequestBody,
-) -> Result<Response, ApiError> {
+/// A write to one object or its status subresource (`PUT` or `PATCH`), as routed.
+#[derive(Clone, Copy)]
+pub(crate) struct ObjectWrite<'a> {
+    pub(crate) shared: &'a Shared,
+    pub(crate) repr: Repr,
+    pub(crate) rid: ResourceId,
+    pub(crate) namespace: Option<&'a str>,
+    pub(crate) name: &'a str,
+    /// Whether the write is to the `status` subresource.
+    pub(crate) status: bool,
+    pub(crate) pairs: &'a [(String, String)],
+    pub(crate) body: &'a RequestBody,
+}
+
+pub(crate) fn update(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
+    let ObjectWrite {
+        shared,
+        repr,
+        rid,
+        namespace,
+        name,
+        status,
+        pairs,
+        body,
+    } = write;
     let value = parse_json(&body.bytes, &body.content_type)?;
     let manager = manager(pairs, body);
     let writer = Writer::Update(&manager);
@@ -82,17 +96,17 @@ pub(crate) fn update(
     Ok(json_response(200, repr.render(&updated)))
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn patch(
-    shared: &Shared,
-    repr: Repr,
-    rid: ResourceId,
-    namespace: Option<&str>,
-    name: &str,
-    status: bool,
-    pairs: &[(String, String)],
-    body: &RequestBody,
-) -> Result<Response, ApiError> {
+pub(crate) fn patch(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
+    let ObjectWrite {
+        shared,
+        repr,
+        rid,
+        namespace,
+        name,
+        status,
+        pairs,
+        body,
+    } = write;
     let media = body
         .content_type
         .split(';')
@@ -100,7 +114,7 @@ pub(crate) fn patch(
         .unwrap_or_default()
         .trim();
     if media == crate::apply::APPLY_PATCH {
-        return crate::apply::apply(shared, repr, rid, namespace, name, status, pairs, body);
+        return crate::apply::apply(write);
     }
     if param(pairs, "force").is_some() {
         return Err(crate::apply::invalid_patch_options(
