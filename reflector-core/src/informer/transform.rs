@@ -25,7 +25,6 @@ use crate::object::Object;
 /// let stripped = strip_managed_fields::<ConfigMap>()(Arc::new(cm));
 /// assert!(stripped.metadata.managed_fields.is_none());
 /// ```
-#[must_use]
 pub fn strip_managed_fields<K: Object>() -> impl Fn(Arc<K>) -> Arc<K> + Send + Sync + 'static {
     |obj: Arc<K>| {
         if obj.meta().managed_fields.is_none() {
