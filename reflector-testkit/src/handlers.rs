@@ -77,36 +77,22 @@ pub(crate) struct ObjectWrite<'a> {
 }
 
 pub(crate) fn update(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
-    let ObjectWrite {
-        shared,
-        repr,
-        rid,
-        namespace,
-        name,
-        status,
-        pairs,
-        body,
-    } = write;
+    let body = write.body;
     let value = parse_json(&body.bytes, &body.content_type)?;
-    let manager = manager(pairs, body);
-    let writer = Writer::Update(&manager);
-    let updated = shared
-        .state()
-        .update(rid, namespace, name, value, status, writer)?;
-    Ok(json_response(200, repr.render(&updated)))
+    let manager = manager(write.pairs, body);
+    let updated = write.shared.state().update(
+        write.rid,
+        write.namespace,
+        write.name,
+        value,
+        write.status,
+        Writer::Update(&manager),
+    )?;
+    Ok(json_response(200, write.repr.render(&updated)))
 }
 
 pub(crate) fn patch(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
-    let ObjectWrite {
-        shared,
-        repr,
-        rid,
-        namespace,
-        name,
-        status,
-        pairs,
-        body,
-    } = write;
+    let (body, rid, name) = (write.body, write.rid, write.name);
     let media = body
         .content_type
         .split(';')
@@ -116,7 +102,7 @@ pub(crate) fn patch(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
     if media == crate::apply::APPLY_PATCH {
         return crate::apply::apply(write);
     }
-    if param(pairs, "force").is_some() {
+    if param(write.pairs, "force").is_some() {
         return Err(crate::apply::invalid_patch_options(
             "force",
             "FieldValueForbidden",
@@ -124,23 +110,24 @@ pub(crate) fn patch(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
         ));
     }
     let patch = Patch::decode(media, &body.bytes)?;
-    let manager = manager(pairs, body);
-    let mut state = shared.state();
+    let manager = manager(write.pairs, body);
+    // One lock from read to write: the patch applies to the state it replaces.
+    let mut state = write.shared.state();
     let info = state.resources[rid].clone();
     let current = state
-        .get(rid, &key_of(namespace, name))
+        .get(rid, &key_of(write.namespace, name))
         .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
     let mut value = current.value();
     patch.apply(&mut value)?;
     let updated = state.update(
         rid,
-        namespace,
+        write.namespace,
         name,
         value,
-        status,
+        write.status,
         Writer::Update(&manager),
     )?;
-    Ok(json_response(200, repr.render(&updated)))
+    Ok(json_response(200, write.repr.render(&updated)))
 }
 
 pub(crate) fn delete(
