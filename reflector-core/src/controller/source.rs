@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::informer::{EventHandler, InformerError, Registration, SharedIndexInformer};
 use crate::metrics::ReflectorCollector;
 use crate::object::{
-    DeletedObject, Object, ObjectKey, deletion_handling_key, meta_namespace_key, short_type_name,
+    MaybeTombstone, Object, ObjectKey, deletion_handling_key, meta_namespace_key, short_type_name,
 };
 use crate::workqueue::WorkQueue;
 
@@ -73,7 +73,7 @@ impl<O: Object> EventHandler<O> for EnqueueHandler<O> {
         self.enqueue(new);
     }
 
-    fn on_delete(&self, obj: &DeletedObject<O>) {
+    fn on_delete(&self, obj: &MaybeTombstone<O>) {
         match &self.mapping {
             KeyMapping::Own => match deletion_handling_key(obj) {
                 Ok(key) => self.queue.add(key),

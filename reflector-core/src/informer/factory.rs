@@ -13,7 +13,9 @@ use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::listwatch::{ApiListerWatcher, FieldFilter, FieldFilterError};
+use serde_field_filter::{FieldFilter, FieldFilterError};
+
+use crate::listwatch::ApiListerWatcher;
 use crate::object::Object;
 use crate::reflector::ReflectorOptions;
 use crate::store::Indexers;
@@ -496,14 +498,14 @@ mod tests {
             .in_namespace(Some("ns"))
             .field_filter(factory.field_filter());
         let informer = SharedIndexInformer::builder(lw)
-            .transform(Arc::new(|cm: Arc<ConfigMap>| {
+            .transform(|cm: Arc<ConfigMap>| {
                 let mut cm = Arc::unwrap_or_clone(cm);
                 cm.metadata
                     .labels
                     .get_or_insert_default()
                     .insert("seen".into(), "yes".into());
                 Arc::new(cm)
-            }))
+            })
             .build();
         let cancel = CancellationToken::new();
         let run = tokio::spawn({

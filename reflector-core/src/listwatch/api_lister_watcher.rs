@@ -10,10 +10,11 @@ use kube::core::{Request, Status};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
+use serde_field_filter::FieldFilter;
 use serde_field_filter::from_slice as from_slice_filtered;
 
 use super::list_prefetch::{Page, PrefetchSlot, peek_continue};
-use super::{FieldFilter, ListWatchError, ListerWatcher, WatchDecoder, WatchStream};
+use super::{ListWatchError, ListerWatcher, WatchDecoder, WatchStream};
 
 /// Lists and watches `K` through a [`kube::Api`], namespaced or cluster-wide, with
 /// optional label and field selectors applied to both lists and watches.
@@ -42,7 +43,8 @@ use super::{FieldFilter, ListWatchError, ListerWatcher, WatchDecoder, WatchStrea
 /// ```no_run
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use kube::Api;
-/// use reflector_core::listwatch::{ApiListerWatcher, FieldFilter};
+/// use reflector_core::listwatch::ApiListerWatcher;
+/// use serde_field_filter::FieldFilter;
 /// # async fn f(client: kube::Client) {
 /// let lw = ApiListerWatcher::new(Api::<ConfigMap>::namespaced(client, "default"))
 ///     .labels("app=web")

@@ -8,7 +8,7 @@ use futures::FutureExt;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::support::*;
-use crate::fifo::{DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, PoppedItem};
+use crate::fifo::{DeltaFifo, DeltaType, PoppedItem};
 use crate::listwatch::ListerWatcher;
 use crate::reflector::{Reflector, ReflectorOptions};
 use crate::store::{Indexer, Indexers};
@@ -18,12 +18,12 @@ use crate::store::{Indexer, Indexers};
 fn reflector_into_informer_fifo<L: ListerWatcher<Pod> + 'static>(
     lw: L,
 ) -> (Arc<DeltaFifo<Pod>>, Arc<Reflector<Pod, L>>) {
-    let indexer = Arc::new(Indexer::<Pod>::new(Indexers::new()));
-    let fifo = Arc::new(DeltaFifo::new(
-        DeltaFifoOptions::default()
+    let indexer = Indexer::<Pod>::new(Indexers::new());
+    let fifo = Arc::new(
+        DeltaFifo::new()
             .known_objects(indexer)
             .emit_delta_type_replaced(true),
-    ));
+    );
     let r = Arc::new(Reflector::new(
         lw,
         fifo.clone(),
@@ -139,10 +139,7 @@ async fn streamed_list_started_over_after_expired_continue_is_reconciled() {
     let mut popped = Vec::new();
     for _ in 0..3 {
         let item = pop_within_a_second(&fifo).await;
-        let tombstone = item
-            .deltas
-            .iter()
-            .any(|d| matches!(d.object, DeltaObject::DeletedFinalStateUnknown(_)));
+        let tombstone = item.deltas.iter().any(|d| d.object.is_tombstone());
         popped.push((item.key.to_string(), delta_summary(&item), tombstone));
     }
     assert_eq!(
