@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use serde_field_filter::from_slice as from_slice_filtered;
 
 use super::list_prefetch::{Page, PrefetchSlot, peek_continue};
-use super::list_stream::{ItemDecodeFn, ListStream, decode_item};
+use super::list_stream::{ItemDecodeFn, ListStream, OnHead, decode_item};
 use super::{FieldFilter, ListWatchError, ListerWatcher, WatchDecoder, WatchStream};
 
 /// Decodes a whole list body into `K`s, skipping the filter's paths (`items[*].` + the
@@ -321,7 +321,7 @@ where
             .into_data_stream()
             .map_err(ListWatchError::from)
             .boxed();
-        let on_head: Option<Box<dyn FnOnce(&ListMeta) + Send + '_>> = if lp.limit.is_some() {
+        let on_head: Option<OnHead<'_>> = if lp.limit.is_some() {
             Some(Box::new(move |meta: &ListMeta| {
                 if let Some(token) = meta.continue_.as_ref().filter(|t| !t.is_empty()) {
                     self.request_ahead(&lp, token.clone());

@@ -20,6 +20,10 @@ use serde::de::Error as _;
 
 use super::ListWatchError;
 
+/// Told each element of `items` (its index and bytes) as the scan completes it; an
+/// error stops the scan.
+pub(crate) type OnItem<'f> = dyn FnMut(usize, &[u8]) -> Result<(), ListWatchError> + 'f;
+
 /// Where the scan is in the list's top-level object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -216,7 +220,7 @@ impl ListScanner {
     pub(crate) fn feed(
         &mut self,
         chunk: &[u8],
-        item: &mut dyn FnMut(usize, &[u8]) -> Result<(), ListWatchError>,
+        item: &mut OnItem<'_>,
     ) -> Result<(), ListWatchError> {
         self.buf.extend_from_slice(chunk);
         self.scan(item)?;
@@ -265,10 +269,7 @@ impl ListScanner {
         structure_error(what, self.dropped + self.pos)
     }
 
-    fn scan(
-        &mut self,
-        item: &mut dyn FnMut(usize, &[u8]) -> Result<(), ListWatchError>,
-    ) -> Result<(), ListWatchError> {
+    fn scan(&mut self, item: &mut OnItem<'_>) -> Result<(), ListWatchError> {
         while self.pos < self.buf.len() {
             match self.state {
                 State::InValue | State::InItem => {

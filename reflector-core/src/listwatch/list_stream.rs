@@ -45,6 +45,9 @@ pub(crate) fn decode_item<K: DeserializeOwned>(
     }
 }
 
+/// Told a streamed list's metadata once, as soon as its items begin.
+pub(crate) type OnHead<'a> = Box<dyn FnOnce(&ListMeta) + Send + 'a>;
+
 /// The members of a list other than `items`, as the scanner re-assembles them.
 #[derive(Deserialize)]
 struct Head {
@@ -78,7 +81,7 @@ enum Source<'a, K> {
         filter: Option<Arc<FieldFilter>>,
         /// Told the list's metadata once, as soon as `items` opens (the API server
         /// writes `metadata` first), so the next page can be asked for early.
-        on_head: Option<Box<dyn FnOnce(&ListMeta) + Send + 'a>>,
+        on_head: Option<OnHead<'a>>,
     },
     /// A page decoded whole (requested ahead); its items are handed out as one batch.
     Page(Option<Vec<K>>),
@@ -98,7 +101,7 @@ impl<'a, K> ListStream<'a, K> {
         body: BoxStream<'static, Result<Bytes, ListWatchError>>,
         decode: ItemDecodeFn<K>,
         filter: Option<Arc<FieldFilter>>,
-        on_head: Option<Box<dyn FnOnce(&ListMeta) + Send + 'a>>,
+        on_head: Option<OnHead<'a>>,
     ) -> Self {
         ListStream {
             source: Source::Body {
