@@ -12,7 +12,8 @@ use kube::Api;
 
 use super::fifo_streaming::{delta_summary, pop_within_a_second, reflector_into_informer_fifo};
 use super::support::*;
-use crate::fifo::DeltaType::Replaced;
+use crate::fifo::DeltaFifo;
+use crate::fifo::DeltaType::{self, Replaced};
 use crate::listwatch::mock_api::MockApi;
 use crate::listwatch::{ApiListerWatcher, ListWatchError};
 use crate::reflector::{ReflectorError, ReflectorOptions};
@@ -56,6 +57,16 @@ fn recording_errors() -> (ReflectorOptions, Arc<Mutex<Vec<String>>>) {
                 .push(what);
         });
     (options, errors)
+}
+
+/// Pops three items: (key, deltas) of each.
+async fn pop_three(fifo: &DeltaFifo<Pod>) -> Vec<(String, Vec<(DeltaType, String)>)> {
+    let mut popped = Vec::new();
+    for _ in 0..3 {
+        let item = pop_within_a_second(fifo).await;
+        popped.push((item.key.to_string(), delta_summary(&item)));
+    }
+    popped
 }
 
 fn errors_of(errors: &Mutex<Vec<String>>) -> Vec<String> {
@@ -139,13 +150,8 @@ async fn a_body_cut_mid_item_fails_the_list_and_it_is_listed_again() {
     assert_eq!(fifo.len(), 1, "only the item before the cut");
     assert!(!fifo.has_synced());
     eventually(|| r.last_sync_resource_version() == "10").await;
-    let mut popped = Vec::new();
-    for _ in 0..3 {
-        let item = pop_within_a_second(&fifo).await;
-        popped.push((item.key.to_string(), delta_summary(&item)));
-    }
     assert_eq!(
-        popped,
+        pop_three(&fifo).await,
         [
             (
                 "a".to_owned(),
@@ -196,13 +202,8 @@ async fn a_malformed_item_fails_a_relist_naming_it_and_applies_nothing() {
     assert_eq!(errors_of(&errors), ["watch", "list:item 1"]);
     assert_eq!(fifo.len(), 0, "nothing of the failed relist was applied");
     eventually(|| fifo.len() == 3).await;
-    let mut popped = Vec::new();
-    for _ in 0..3 {
-        let item = pop_within_a_second(&fifo).await;
-        popped.push((item.key.to_string(), delta_summary(&item)));
-    }
     assert_eq!(
-        popped,
+        pop_three(&fifo).await,
         [
             ("a".to_owned(), vec![(Replaced, "1".to_owned())]),
             ("b".to_owned(), vec![(Replaced, "5".to_owned())]),
