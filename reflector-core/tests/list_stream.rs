@@ -27,7 +27,7 @@ fn config_map(i: usize, rev: usize) -> ConfigMap {
         "text": format!("é€😀 \"quoted\" back\\slash ]}}[{{ tab\t newline\n #{i}"),
         "rev": rev.to_string(),
     });
-    if i % 100 == 0 {
+    if i.is_multiple_of(100) {
         data["big"] = json!("\\\"x😀".repeat(40_000));
     }
     serde_json::from_value(json!({
