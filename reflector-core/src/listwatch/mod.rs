@@ -24,6 +24,8 @@ mod boxed;
 mod fake_source;
 mod list_prefetch;
 mod list_request;
+mod list_scanner;
+mod list_stream;
 #[cfg(test)]
 pub(crate) mod mock_api;
 mod watch_decoder;
@@ -38,6 +40,7 @@ pub use api_lister_watcher::ApiListerWatcher;
 pub(crate) use boxed::BoxListerWatcher;
 #[cfg(any(test, feature = "testing"))]
 pub use fake_source::FakeSource;
+pub(crate) use list_stream::list_page;
 pub(crate) use watch_decoder::WatchDecoder;
 
 /// A watch, as [`ListerWatcher::watch`] opens it.
@@ -113,6 +116,17 @@ pub enum ListWatchError {
     Decode {
         /// What was being decoded ("watch event", "list").
         what: &'static str,
+        /// The decoder's complaint.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// One item of a list body was not valid JSON of the expected shape (`index`
+    /// counts from 0 within the response). The list fails as a whole; the reflector
+    /// lists again. Retryable.
+    #[error("cannot decode list item {index}")]
+    DecodeItem {
+        /// The item's position in the list response.
+        index: usize,
         /// The decoder's complaint.
         #[source]
         source: serde_json::Error,
