@@ -155,7 +155,7 @@ impl Fault {
 pub struct Matcher {
     verb: Option<Verb>,
     resource: Option<String>,
-    #[serde(rename = "userAgent")]
+    #[serde(rename = "userAgent", skip_serializing_if = "Option::is_none")]
     user_agent: Option<String>,
     skip: usize,
     times: Option<usize>,
