@@ -78,6 +78,10 @@ pub enum Fault {
     },
     /// Answer 500 InternalError.
     InternalError,
+    /// Answer 409 `Conflict` ("the object has been modified"), as the real server does
+    /// when a write's `resourceVersion` precondition is stale: the request is not
+    /// applied. For testing a writer's optimistic-concurrency retries without racing it.
+    Conflict,
     /// Answer 503 ServiceUnavailable.
     ServiceUnavailable,
     /// Answer 504 Timeout.
@@ -125,6 +129,7 @@ impl Fault {
                 | Self::ContinueExpired
                 | Self::TooManyRequests { .. }
                 | Self::InternalError
+                | Self::Conflict
                 | Self::ServiceUnavailable
                 | Self::GatewayTimeout
                 | Self::SilentWatch

@@ -245,6 +245,12 @@ fn fault_response(fired: &Fired) -> Option<ApiError> {
             e
         }
         Fault::InternalError => ApiError::internal("injected fault"),
+        Fault::Conflict => ApiError::new(
+            409,
+            "Conflict",
+            "Operation cannot be fulfilled: the object has been modified; please apply your changes to the latest version and try again",
+        )
+        .with_details(json!({})),
         Fault::ServiceUnavailable => ApiError::new(
             503,
             "ServiceUnavailable",

@@ -324,6 +324,35 @@ async fn server_errors_500_503_504() {
     assert_eq!(server.fault_hits(id), 1);
 }
 
+/// An injected `Conflict` answers a write 409 `Conflict`, as a stale `resourceVersion`
+/// precondition does, and the write is not applied.
+#[tokio::test]
+async fn conflict_fault_answers_409_and_does_not_apply_the_write() {
+    let server = server_with(1).await;
+    let before = server.versions::<ConfigMap>(Some("default")).unwrap();
+    let id = server.inject(
+        Matcher::verb(Verb::Patch).resource("configmaps"),
+        Fault::Conflict,
+    );
+    let patch = kube::api::Patch::Merge(serde_json::json!({"metadata": {"labels": {"x": "y"}}}));
+    let err = api(&server)
+        .patch("cm-0", &kube::api::PatchParams::default(), &patch)
+        .await
+        .unwrap_err();
+    assert_eq!(code(err), (409, "Conflict".to_owned()));
+    assert_eq!(server.fault_hits(id), 1);
+    assert_eq!(
+        server.versions::<ConfigMap>(Some("default")).unwrap(),
+        before,
+        "not applied"
+    );
+    // Consumed: the next patch applies.
+    api(&server)
+        .patch("cm-0", &kube::api::PatchParams::default(), &patch)
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn nth_and_times_matchers_are_deterministic() {
     let server = server_with(1).await;
