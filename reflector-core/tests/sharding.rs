@@ -194,6 +194,18 @@ async fn converge(server: &ApiServer, members: &BTreeSet<String>, limit: Duratio
     }
 }
 
+/// The names of the ConfigMaps successfully patched so far, with how many times.
+fn patched(server: &ApiServer) -> BTreeMap<String, usize> {
+    let mut names = BTreeMap::new();
+    for e in server.request_log() {
+        if e.verb == Verb::Patch && e.resource.as_deref() == Some("configmaps") && e.status == 200 {
+            let name = e.path.rsplit('/').next().unwrap().to_owned();
+            *names.entry(name).or_default() += 1;
+        }
+    }
+    names
+}
+
 /// Every value the assignment label of each object took, in order, as a separate
 /// informer saw it (a change of label is one entry).
 type History = Arc<Mutex<BTreeMap<String, Vec<Option<String>>>>>;
@@ -342,20 +354,26 @@ async fn sharder_spreads_objects_evenly_and_writes_each_once() {
     for (name, h) in history.lock().unwrap().iter() {
         assert_eq!(h, &[None, Some(want[name].clone())], "{name}");
     }
+    let patched = patched(&server);
+    assert_eq!(patched.len(), 900);
+    assert!(
+        patched.values().all(|n| *n == 1),
+        "an object was patched twice"
+    );
     for r in replicas {
         r.stop().await;
     }
 }
 
 /// A fourth shard joins three: only the objects whose winner changed move (all to
-/// the new shard, at most 30% of them), and no other object is written at all (its
-/// resourceVersion is unchanged).
+/// the new shard, at most 30% of them), and only they are patched.
 #[tokio::test(start_paused = true)]
 async fn a_joining_shard_takes_only_the_objects_it_now_wins() {
     let server = server_with(600).await;
     let mut replicas = start_ring(&server, &["a", "b", "c"]).await;
     converge(&server, &set(&["a", "b", "c"]), SECS(60)).await;
     let before = assignments(&server).await;
+    let patched_before = patched(&server);
 
     let mut d = Replica::start(&server, "d");
     d.start_sharder(&server);
@@ -365,17 +383,28 @@ async fn a_joining_shard_takes_only_the_objects_it_now_wins() {
     let after = assignments(&server).await;
     let want = winners(&server, &four).await;
 
-    let mut moved = 0;
+    let mut moved = BTreeSet::new();
     for (name, (label, rv)) in &after {
         let (old_label, old_rv) = &before[name];
         if old_label.as_ref() == Some(&want[name]) {
             assert_eq!(rv, old_rv, "{name} kept its shard but was written");
         } else {
             assert_eq!(label.as_deref(), Some("d"), "{name} moved elsewhere than d");
-            moved += 1;
+            moved.insert(name.clone());
         }
     }
-    assert!(moved > 0 && moved * 10 <= after.len() * 3, "moved {moved}");
+    let n = moved.len();
+    assert!(n > 0 && n * 10 <= after.len() * 3, "moved {n}");
+    let mut patched_during = patched(&server);
+    for (name, count) in patched_before {
+        *patched_during.get_mut(&name).unwrap() -= count;
+    }
+    patched_during.retain(|_, n| *n > 0);
+    assert_eq!(
+        patched_during.keys().cloned().collect::<BTreeSet<_>>(),
+        moved,
+        "exactly the moved objects were patched"
+    );
     for r in replicas {
         r.stop().await;
     }
@@ -456,6 +485,12 @@ async fn patch_conflicts_and_errors_delay_but_never_double_assign() {
     for (name, h) in history.lock().unwrap().iter() {
         assert_eq!(h, &[None, Some(want[name].clone())], "{name}");
     }
+    let patched = patched(&server);
+    assert_eq!(patched.len(), 300);
+    assert!(
+        patched.values().all(|n| *n == 1),
+        "an object was patched twice"
+    );
     for r in replicas {
         r.stop().await;
     }
