@@ -177,6 +177,9 @@ pub(crate) async fn observe(
 }
 
 /// Sleeps until `at`, or forever without it.
+///
+/// # Cancel safety
+/// Cancel-safe: a sleep.
 async fn sleep_until_opt(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,

@@ -158,6 +158,9 @@ where
     }
 
     /// Resolves once this replica must stop assigning: cancelled, or not leading.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: it only observes.
     async fn stopped(&self, cancel: &CancellationToken) {
         tokio::select! {
             () = cancel.cancelled() => {}
