@@ -131,43 +131,42 @@ fn set(names: &[&str]) -> BTreeSet<String> {
     names.iter().map(|s| (*s).to_owned()).collect()
 }
 
+/// The ConfigMaps on the server.
+async fn objects(server: &ApiServer) -> Vec<ConfigMap> {
+    let api: Api<ConfigMap> = Api::namespaced(server.client(), NS);
+    api.list(&ListParams::default()).await.unwrap().items
+}
+
+/// The assignment label of `cm`.
+fn label_of(cm: &ConfigMap) -> Option<String> {
+    cm.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(LABEL))
+        .cloned()
+}
+
 /// name → (assignment label, resourceVersion), as the server has them.
 async fn assignments(server: &ApiServer) -> BTreeMap<String, (Option<String>, String)> {
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), NS);
-    api.list(&ListParams::default())
+    objects(server)
         .await
-        .unwrap()
-        .items
         .into_iter()
         .map(|cm| {
-            let label = cm
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(LABEL))
-                .cloned();
-            (
-                cm.metadata.name.clone().unwrap(),
-                (label, cm.metadata.resource_version.clone().unwrap()),
-            )
+            let rv = cm.metadata.resource_version.clone().unwrap();
+            (cm.metadata.name.clone().unwrap(), (label_of(&cm), rv))
         })
         .collect()
 }
 
 /// name → the shard rendezvous hashing picks among `members`.
 async fn winners(server: &ApiServer, members: &BTreeSet<String>) -> BTreeMap<String, String> {
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), NS);
-    api.list(&ListParams::default())
+    objects(server)
         .await
-        .unwrap()
-        .items
         .into_iter()
         .map(|cm| {
             let key = shard_key(&cm.metadata).unwrap();
-            (
-                cm.metadata.name.clone().unwrap(),
-                winner(key.as_str(), members).unwrap().clone(),
-            )
+            let shard = winner(key.as_str(), members).unwrap().clone();
+            (cm.metadata.name.clone().unwrap(), shard)
         })
         .collect()
 }
@@ -206,6 +205,39 @@ fn patched(server: &ApiServer) -> BTreeMap<String, usize> {
     names
 }
 
+/// Checks a move against the assignment `before` it and the patches counted
+/// `patched_before` it: the objects `should_move` picks (by name and old shard) now
+/// carry their winner among `members` and were patched exactly once; every other
+/// object kept its label and resourceVersion and was not patched. Returns the moved
+/// objects' names.
+async fn assert_only_these_moved(
+    server: &ApiServer,
+    before: &BTreeMap<String, (Option<String>, String)>,
+    patched_before: &BTreeMap<String, usize>,
+    members: &BTreeSet<String>,
+    should_move: impl Fn(&str, Option<&str>) -> bool,
+) -> BTreeSet<String> {
+    let want = winners(server, members).await;
+    let mut patched_since = patched(server);
+    for (name, count) in patched_before {
+        *patched_since.get_mut(name).unwrap() -= count;
+    }
+    let mut moved = BTreeSet::new();
+    for (name, (label, rv)) in assignments(server).await {
+        let (old_label, old_rv) = &before[&name];
+        let since = patched_since.get(&name).copied().unwrap_or(0);
+        if should_move(&name, old_label.as_deref()) {
+            assert_eq!(label.as_ref(), Some(&want[&name]), "{name}");
+            assert_eq!(since, 1, "{name} moved with {since} patches");
+            moved.insert(name);
+        } else {
+            assert_eq!((&label, &rv), (old_label, old_rv), "{name} should stay");
+            assert_eq!(since, 0, "{name} stayed but was patched");
+        }
+    }
+    moved
+}
+
 /// Every value the assignment label of each object took, in order, as a separate
 /// informer saw it (a change of label is one entry).
 type History = Arc<Mutex<BTreeMap<String, Vec<Option<String>>>>>;
@@ -221,12 +253,7 @@ fn record_history(server: &ApiServer) -> (InformerFactory, History) {
                 Event::Added { obj, .. } | Event::Updated { new: obj, .. } => obj,
                 Event::Deleted(_) => return,
             };
-            let label = obj
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(LABEL))
-                .cloned();
+            let label = label_of(&obj);
             let mut h = h.lock().unwrap();
             let seen = h.entry(obj.metadata.name.clone().unwrap()).or_default();
             if seen.last() != Some(&label) {
@@ -236,6 +263,32 @@ fn record_history(server: &ApiServer) -> (InformerFactory, History) {
         .unwrap();
     factory.start();
     (factory, history)
+}
+
+/// Asserts that each of the `n` objects was assigned exactly once: the history
+/// shows its label going from none straight to its winner among `members`, and
+/// the sharder patched it once.
+async fn each_assigned_once(
+    server: &ApiServer,
+    history: &History,
+    members: &BTreeSet<String>,
+    n: usize,
+) {
+    let want = winners(server, members).await;
+    until("the history informer saw every write", SECS(5), || {
+        let h = history.lock().unwrap();
+        h.len() == n && h.values().all(|h| h.len() == 2)
+    })
+    .await;
+    for (name, h) in history.lock().unwrap().iter() {
+        assert_eq!(h, &[None, Some(want[name].clone())], "{name}");
+    }
+    let patched = patched(server);
+    assert_eq!(patched.len(), n);
+    assert!(
+        patched.values().all(|n| *n == 1),
+        "an object was patched twice"
+    );
 }
 
 /// Starts `shards` replicas, waits until each sees all of them, then starts their
@@ -251,6 +304,34 @@ async fn start_ring(server: &ApiServer, shards: &[&str]) -> Vec<Replica> {
         r.start_sharder(server);
     }
     replicas
+}
+
+/// `n` objects assigned over shards a, b and c, one of whose sharders leads; the
+/// assignment and the patch counts at that point.
+async fn three_converged(
+    n: usize,
+) -> (
+    ApiServer,
+    Vec<Replica>,
+    BTreeMap<String, (Option<String>, String)>,
+    BTreeMap<String, usize>,
+) {
+    let server = server_with(n).await;
+    let replicas = start_ring(&server, &["a", "b", "c"]).await;
+    converge(&server, &set(&["a", "b", "c"]), SECS(60)).await;
+    until("a sharder leads", SECS(10), || {
+        replicas.iter().any(Replica::is_sharding)
+    })
+    .await;
+    let (before, patched_before) = (assignments(&server).await, patched(&server));
+    (server, replicas, before, patched_before)
+}
+
+/// Stops every replica gracefully.
+async fn stop_all(replicas: Vec<Replica>) {
+    for r in replicas {
+        r.stop().await;
+    }
 }
 
 /// Each shard's membership Lease exists, labelled with the ring and held by the
@@ -346,119 +427,88 @@ async fn sharder_spreads_objects_evenly_and_writes_each_once() {
     for (shard, n) in &load {
         assert!((255..=345).contains(n), "{shard} has {n} of 900: {load:?}");
     }
-    let want = winners(&server, &members).await;
-    until("the history informer saw every write", SECS(5), || {
-        history.lock().unwrap().values().all(|h| h.len() == 2)
-    })
-    .await;
-    for (name, h) in history.lock().unwrap().iter() {
-        assert_eq!(h, &[None, Some(want[name].clone())], "{name}");
-    }
-    let patched = patched(&server);
-    assert_eq!(patched.len(), 900);
-    assert!(
-        patched.values().all(|n| *n == 1),
-        "an object was patched twice"
-    );
-    for r in replicas {
-        r.stop().await;
-    }
+    each_assigned_once(&server, &history, &members, 900).await;
+    stop_all(replicas).await;
 }
 
 /// A fourth shard joins three: only the objects whose winner changed move (all to
 /// the new shard, at most 30% of them), and only they are patched.
 #[tokio::test(start_paused = true)]
 async fn a_joining_shard_takes_only_the_objects_it_now_wins() {
-    let server = server_with(600).await;
-    let mut replicas = start_ring(&server, &["a", "b", "c"]).await;
-    converge(&server, &set(&["a", "b", "c"]), SECS(60)).await;
-    let before = assignments(&server).await;
-    let patched_before = patched(&server);
+    let (server, mut replicas, before, patched_before) = three_converged(600).await;
 
     let mut d = Replica::start(&server, "d");
     d.start_sharder(&server);
     replicas.push(d);
     let four = set(&["a", "b", "c", "d"]);
     converge(&server, &four, SECS(30)).await;
-    let after = assignments(&server).await;
     let want = winners(&server, &four).await;
-
-    let mut moved = BTreeSet::new();
-    for (name, (label, rv)) in &after {
-        let (old_label, old_rv) = &before[name];
-        if old_label.as_ref() == Some(&want[name]) {
-            assert_eq!(rv, old_rv, "{name} kept its shard but was written");
-        } else {
-            assert_eq!(label.as_deref(), Some("d"), "{name} moved elsewhere than d");
-            moved.insert(name.clone());
-        }
-    }
-    let n = moved.len();
-    assert!(n > 0 && n * 10 <= after.len() * 3, "moved {n}");
-    let mut patched_during = patched(&server);
-    for (name, count) in patched_before {
-        *patched_during.get_mut(&name).unwrap() -= count;
-    }
-    patched_during.retain(|_, n| *n > 0);
-    assert_eq!(
-        patched_during.keys().cloned().collect::<BTreeSet<_>>(),
-        moved,
-        "exactly the moved objects were patched"
-    );
-    for r in replicas {
-        r.stop().await;
-    }
-}
-
-/// A shard that dies (aborted, its lease not released) keeps its objects until its
-/// lease expires; then exactly its objects move to their winners among the others,
-/// at once, and the others' objects are not written.
-#[tokio::test(start_paused = true)]
-async fn a_dead_shards_objects_move_when_its_lease_expires() {
-    let server = server_with(600).await;
-    let mut replicas = start_ring(&server, &["a", "b", "c"]).await;
-    converge(&server, &set(&["a", "b", "c"]), SECS(60)).await;
-    until("a sharder leads", SECS(10), || {
-        replicas.iter().any(Replica::is_sharding)
+    let moved = assert_only_these_moved(&server, &before, &patched_before, &four, |name, _| {
+        before[name].0.as_ref() != Some(&want[name])
     })
     .await;
-    let before = assignments(&server).await;
+    let n = moved.len();
+    assert!(n > 0 && n * 10 <= before.len() * 3, "moved {n}");
+    let after = assignments(&server).await;
+    assert!(
+        moved
+            .iter()
+            .all(|name| after[name].0.as_deref() == Some("d"))
+    );
+    stop_all(replicas).await;
+}
 
-    // Kill a shard that is not the sharder.
-    let victim_at = replicas.iter().position(|r| !r.is_sharding()).unwrap();
+/// Aborts one of three converged shards — the sharder itself if `the_sharder` —
+/// and checks that nothing moves for 12 s (every lease is still valid), then that
+/// exactly the dead shard's objects move to their winners among the survivors
+/// within `limit` of the abort.
+async fn a_shard_dies(the_sharder: bool, limit: Duration) {
+    let (server, mut replicas, before, patched_before) = three_converged(450).await;
+    let victim_at = replicas
+        .iter()
+        .position(|r| r.is_sharding() == the_sharder)
+        .unwrap();
     let victim = replicas.remove(victim_at);
     let dead = victim.ring.shard().to_owned();
     victim.abort();
     let died = Instant::now();
     tokio::time::sleep(SECS(12)).await;
-    let during = assignments(&server).await;
-    assert_eq!(during, before, "nothing moves while the lease is valid");
+    assert_eq!(
+        assignments(&server).await,
+        before,
+        "nothing moves while the lease is valid"
+    );
 
-    let rest: BTreeSet<String> = set(&["a", "b", "c"])
-        .into_iter()
-        .filter(|s| *s != dead)
-        .collect();
-    converge(&server, &rest, SECS(6)).await;
+    let rest: BTreeSet<String> = replicas.iter().map(|r| r.ring.shard().to_owned()).collect();
+    converge(&server, &rest, limit).await;
     assert!(
-        died.elapsed() <= SECS(18),
+        died.elapsed() <= limit,
         "moved {:?} after the abort",
         died.elapsed()
     );
-    for (name, (label, rv)) in assignments(&server).await {
-        let (old_label, old_rv) = &before[&name];
-        if old_label.as_deref() == Some(dead.as_str()) {
-            assert_ne!(label.as_deref(), Some(dead.as_str()));
-        } else {
-            assert_eq!(
-                (&label, &rv),
-                (old_label, old_rv),
-                "{name} was not the dead shard's"
-            );
-        }
-    }
-    for r in replicas {
-        r.stop().await;
-    }
+    assert_eq!(replicas.iter().filter(|r| r.is_sharding()).count(), 1);
+    let moved = assert_only_these_moved(&server, &before, &patched_before, &rest, |_, old| {
+        old == Some(dead.as_str())
+    })
+    .await;
+    assert!(!moved.is_empty());
+    stop_all(replicas).await;
+}
+
+/// A shard that dies (aborted, its lease not released) keeps its objects until its
+/// lease expires (15 s after its last renewal was seen, which is at most a retry
+/// period old); then exactly its objects move, at once.
+#[tokio::test(start_paused = true)]
+async fn a_dead_shards_objects_move_when_its_lease_expires() {
+    a_shard_dies(false, SECS(18)).await;
+}
+
+/// The replica that is the sharder dies: another replica takes the sharder lease
+/// once it expires (lease duration + a jittered retry period, at most 2.2 × 2 s) and
+/// moves the dead shard's objects, only those, to the survivors.
+#[tokio::test(start_paused = true)]
+async fn the_sharders_death_hands_sharding_to_another_replica() {
+    a_shard_dies(true, SECS(22)).await;
 }
 
 /// Injected 409s and 500s on the sharder's patches: the faults are hit, assignment
@@ -476,22 +526,6 @@ async fn patch_conflicts_and_errors_delay_but_never_double_assign() {
     assert_eq!(server.fault_hits(conflicts), 40);
     assert_eq!(server.fault_hits(errors), 40);
 
-    let want = winners(&server, &members).await;
-    until("the history informer saw every write", SECS(5), || {
-        let h = history.lock().unwrap();
-        h.len() == 300 && h.values().all(|h| h.len() == 2)
-    })
-    .await;
-    for (name, h) in history.lock().unwrap().iter() {
-        assert_eq!(h, &[None, Some(want[name].clone())], "{name}");
-    }
-    let patched = patched(&server);
-    assert_eq!(patched.len(), 300);
-    assert!(
-        patched.values().all(|n| *n == 1),
-        "an object was patched twice"
-    );
-    for r in replicas {
-        r.stop().await;
-    }
+    each_assigned_once(&server, &history, &members, 300).await;
+    stop_all(replicas).await;
 }
