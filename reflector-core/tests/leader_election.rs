@@ -28,8 +28,6 @@ use tokio_util::sync::CancellationToken;
 
 const LEASE: &str = "widgets";
 const NS: &str = "le";
-/// A candidate's longest wait between attempts: retry period × (1 + 1.2).
-const MAX_RETRY_WAIT: Duration = Duration::from_millis(4_400);
 /// How long each reconcile takes.
 const RECONCILE_TIME: Duration = Duration::from_millis(700);
 
@@ -133,12 +131,18 @@ impl Replica {
     ) -> Replica {
         let mut registry = Registry::default();
         let metrics = Metrics::registered(&mut registry);
-        let election = election(
-            server,
+        // Each replica's requests carry its own User-Agent, so a fault can target one.
+        let client = server
+            .client_with_user_agent(&format!("replica-{id}/test"))
+            .unwrap();
+        let election = LeaderElection::new(
+            Api::namespaced(client.clone(), NS),
+            LEASE,
             config(&format!("replica-{id}"))
                 .release_on_cancel(release)
                 .metrics(&metrics),
-        );
+        )
+        .unwrap();
         let health = Health::new();
         health.leader_election(&election);
         let terms = Terms::default();
@@ -169,7 +173,7 @@ impl Replica {
             reconcile_time,
         });
         let run = tokio::spawn(
-            Controller::for_api(Api::<ConfigMap>::namespaced(server.client(), NS))
+            Controller::for_api(Api::<ConfigMap>::namespaced(client, NS))
                 .leader_elected(election.clone())
                 .metrics(&metrics)
                 .run_until(reconcile, ctx, stop.clone().cancelled_owned()),
@@ -355,8 +359,8 @@ async fn three_replicas_never_reconcile_in_overlapping_terms() {
 
 /// With `release_on_cancel`, a graceful stop of the leader clears
 /// `holderIdentity` (lease duration 1 s) once its reconciles are done, and a
-/// follower leads on its next attempt: within one jittered retry period
-/// (retry period × (1 + 1.2)), far before the lease would have expired.
+/// follower, which watches the lease between attempts, leads within one retry
+/// period of the release, far before the lease would have expired.
 #[tokio::test(start_paused = true)]
 async fn cancelled_leader_with_release_hands_over_within_a_retry_period() {
     let server = seeded_server().await;
@@ -386,7 +390,7 @@ async fn cancelled_leader_with_release_hands_over_within_a_retry_period() {
     until("b leads", DEFAULT_LEASE_DURATION, || b.election.is_leader()).await;
     let handover = released_at.elapsed();
     assert!(
-        handover <= MAX_RETRY_WAIT,
+        handover <= DEFAULT_RETRY_PERIOD,
         "b took {handover:?} after the release"
     );
     assert!(
@@ -422,10 +426,43 @@ fn last_change(changes: &Mutex<Vec<Instant>>) -> Instant {
     *changes.lock().unwrap().last().unwrap()
 }
 
+/// A follower whose role may not watch leases (403; client-go's election needs
+/// only get, create and update) tries the watch once, then polls as client-go:
+/// it still takes a released lease, within one jittered retry period
+/// (retry period × (1 + 1.2)).
+#[tokio::test(start_paused = true)]
+async fn follower_without_watch_permission_polls_as_client_go() {
+    let server = seeded_server().await;
+    let denied = server.inject(
+        Matcher::verb(Verb::Watch)
+            .resource("leases")
+            .user_agent("replica-1/")
+            .every(),
+        Fault::Forbidden,
+    );
+    let log = ReconcileLog::default();
+    let (a, b) = leader_then_follower(&server, &log, true, RECONCILE_TIME).await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(server.fault_hits(denied), 1, "tried to watch once");
+
+    a.stop.cancel();
+    until("a released", DEFAULT_RENEW_DEADLINE, || a.run.is_finished()).await;
+    let released_at = Instant::now();
+    until("b leads", DEFAULT_LEASE_DURATION, || b.election.is_leader()).await;
+    let handover = released_at.elapsed();
+    assert!(
+        handover <= DEFAULT_RETRY_PERIOD.mul_f64(2.2),
+        "b took {handover:?} after the release"
+    );
+    assert_eq!(server.fault_hits(denied), 1, "never again");
+    assert_no_overlap(&[a, b], &log);
+}
+
 /// Aborting the leader (no release) leaves the lease to expire: a follower takes
 /// it only once it saw no change for the lease duration — never before — and within
-/// the lease duration plus one retry period of the last renewal (a candidate tries
-/// again at the expiry it counts, not up to a jittered period later).
+/// the lease duration plus one retry period of the last renewal (a candidate sees
+/// each renewal when it happens, through its watch of the lease, and tries again at
+/// the expiry it counts, not up to a jittered period later).
 #[tokio::test(start_paused = true)]
 async fn aborted_leader_is_replaced_only_after_the_lease_expired() {
     let server = Arc::new(seeded_server().await);
@@ -459,9 +496,11 @@ async fn aborted_leader_is_replaced_only_after_the_lease_expired() {
 
 /// A leader whose renewals fail stops leading by the renew deadline (counted
 /// from its last successful renewal), while the lease is still valid for every
-/// other replica, so nobody else leads before it stopped; once the API answers
-/// again, one replica leads. Twice: renewals answered 500, then renewals that
-/// hang (the server holds the response back for a minute).
+/// other replica; the follower, whose requests go through, takes the lease once it
+/// expired — within the lease duration plus one retry period of the last renewal —
+/// and only after the old leader stopped. Twice: the leader's lease requests
+/// answered 500, then held back for a minute. The faults hit only the leader's
+/// client (its User-Agent).
 #[tokio::test(start_paused = true)]
 async fn leader_whose_renewals_fail_steps_down_by_the_renew_deadline() {
     for fault in [
@@ -475,7 +514,10 @@ async fn leader_whose_renewals_fail_steps_down_by_the_renew_deadline() {
         tokio::time::sleep(Duration::from_secs(5)).await;
 
         let id = server.inject(
-            Matcher::verb(Verb::Update).resource("leases").every(),
+            Matcher::any()
+                .resource("leases")
+                .user_agent("replica-0/")
+                .every(),
             fault.clone(),
         );
         until("a steps down", DEFAULT_LEASE_DURATION, || {
@@ -498,21 +540,29 @@ async fn leader_whose_renewals_fail_steps_down_by_the_renew_deadline() {
         // The lease still names a, and will for the other replicas until it expires.
         assert_eq!(holder(&server).as_deref(), Some("replica-0"));
 
+        until("b leads", DEFAULT_LEASE_DURATION, || b.election.is_leader()).await;
+        // `renewed` is sampled every 10 ms, so it may be up to 10 ms late.
+        let taken = b.terms()[0].0 + Duration::from_millis(10) - renewed;
+        assert!(
+            taken >= DEFAULT_LEASE_DURATION
+                && taken <= DEFAULT_LEASE_DURATION + DEFAULT_RETRY_PERIOD,
+            "{fault:?}: b took the lease {taken:?} after a's last renewal"
+        );
+        assert_eq!(holder(&server).as_deref(), Some("replica-1"));
+        assert!(
+            !a.election.is_leader(),
+            "{fault:?}: a still failing, not leading"
+        );
+
         server.faults().remove(id);
-        until("someone leads again", DEFAULT_LEASE_DURATION * 3, || {
-            a.election.is_leader() || b.election.is_leader()
-        })
-        .await;
-        tokio::time::sleep(Duration::from_secs(5)).await;
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        let replicas = [a, b];
+        assert_eq!(leaders(&replicas), vec![1], "{fault:?}: b kept the lease");
         watch.abort();
-        assert_no_overlap(&[a, b], &log);
+        assert_no_overlap(&replicas, &log);
     }
 }
 
-/// Two candidates racing for a missing lease, then for a released one: the
-/// loser's 409 (AlreadyExists on create, Conflict on update) counts as a lost
-/// race, not an error, and exactly one leads each time. The first write of each
-/// kind is held back a second by the server, so the other candidate writes first.
 #[tokio::test(start_paused = true)]
 async fn racing_candidates_count_lost_races_not_errors() {
     let server = ApiServer::start().await.unwrap();
@@ -623,7 +673,8 @@ async fn expiry_is_measured_on_the_local_clock_not_from_renew_time() {
         until("leads", DEFAULT_LEASE_DURATION * 2, || e.is_leader()).await;
         let waited = started.elapsed();
         assert!(
-            waited >= DEFAULT_LEASE_DURATION && waited <= DEFAULT_LEASE_DURATION + MAX_RETRY_WAIT,
+            waited >= DEFAULT_LEASE_DURATION
+                && waited <= DEFAULT_LEASE_DURATION + DEFAULT_RETRY_PERIOD,
             "skew {skew}: took the lease after {waited:?}"
         );
         let spec = lease(&server).unwrap();
@@ -770,7 +821,7 @@ async fn graceful_stop_releases_the_lease_only_after_reconciles_finish() {
     let b_started = b.terms()[0].0;
     assert!(b_started >= a_ended, "b led before a's reconcile ended");
     assert!(
-        b_started - a_ended <= MAX_RETRY_WAIT,
+        b_started - a_ended <= DEFAULT_RETRY_PERIOD,
         "released right after the reconcile: {:?}",
         b_started - a_ended
     );

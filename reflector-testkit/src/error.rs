@@ -20,4 +20,8 @@ pub enum TestkitError {
     /// The object was rejected (missing name, wrong namespace scope, ...). Not retryable.
     #[error("invalid object: {0}")]
     Invalid(String),
+    /// A `User-Agent` that is not a valid HTTP header value (control characters,
+    /// non-visible ASCII). Not retryable.
+    #[error("not a valid User-Agent header value: {0:?}")]
+    InvalidUserAgent(String),
 }

@@ -82,6 +82,11 @@ pub enum Fault {
     /// when a write's `resourceVersion` precondition is stale: the request is not
     /// applied. For testing a writer's optimistic-concurrency retries without racing it.
     Conflict,
+    /// Answer 403 Forbidden, as the real server's authorizer denies a request its RBAC
+    /// does not allow: `leases.coordination.k8s.io is forbidden: User "system:anonymous"
+    /// cannot watch resource "leases" in API group "coordination.k8s.io" in the
+    /// namespace "le"` (the object's name before `is forbidden` for a named request).
+    Forbidden,
     /// Answer 503 ServiceUnavailable.
     ServiceUnavailable,
     /// Answer 504 Timeout.
@@ -130,6 +135,7 @@ impl Fault {
                 | Self::TooManyRequests { .. }
                 | Self::InternalError
                 | Self::Conflict
+                | Self::Forbidden
                 | Self::ServiceUnavailable
                 | Self::GatewayTimeout
                 | Self::SilentWatch
@@ -137,11 +143,11 @@ impl Fault {
     }
 }
 
-/// Which requests a fault targets. Defaults: any verb, any resource, the first matching
-/// request only.
+/// Which requests a fault targets. Defaults: any verb, any resource, any client, the
+/// first matching request only.
 ///
-/// In JSON every field is optional: `{"verb": "watch", "resource": "configmaps", "skip": 0,
-/// "times": 1}`; `"times": null` fires on every matching request ([`Matcher::every`]).
+/// In JSON every field is optional: `{"verb": "watch", "resource": "configmaps",
+/// "userAgent": "replica-0", "skip": 0, "times": 1}`; `"times": null` fires on every matching request ([`Matcher::every`]).
 ///
 /// ```
 /// use reflector_testkit::{Matcher, Verb};
@@ -154,6 +160,8 @@ impl Fault {
 pub struct Matcher {
     verb: Option<Verb>,
     resource: Option<String>,
+    #[serde(rename = "userAgent")]
+    user_agent: Option<String>,
     skip: usize,
     times: Option<usize>,
 }
@@ -163,6 +171,7 @@ impl Default for Matcher {
         Self {
             verb: None,
             resource: None,
+            user_agent: None,
             skip: 0,
             times: Some(1),
         }
@@ -186,6 +195,20 @@ impl Matcher {
     /// Only requests for this resource plural (`"configmaps"`).
     pub fn resource(mut self, plural: impl Into<String>) -> Self {
         self.resource = Some(plural.into());
+        self
+    }
+
+    /// Only requests whose `User-Agent` header starts with `prefix`: one client's
+    /// requests, e.g. one replica's among several (see
+    /// [`ApiServer::client_with_user_agent`](crate::ApiServer::client_with_user_agent)).
+    ///
+    /// ```
+    /// use reflector_testkit::{Matcher, Verb};
+    /// let only_replica_0 = Matcher::verb(Verb::Update).user_agent("replica-0").every();
+    /// # let _ = only_replica_0;
+    /// ```
+    pub fn user_agent(mut self, prefix: impl Into<String>) -> Self {
+        self.user_agent = Some(prefix.into());
         self
     }
 
@@ -220,6 +243,8 @@ pub(crate) struct RequestInfo<'a> {
     pub verb: Verb,
     pub resource: Option<&'a str>,
     pub has_continue: bool,
+    /// The `User-Agent` header ("" without one).
+    pub user_agent: &'a str,
 }
 
 /// The faults that fired for one request.
@@ -320,6 +345,9 @@ impl FaultTable {
                 || m.resource
                     .as_deref()
                     .is_some_and(|r| Some(r) != req.resource)
+                || m.user_agent
+                    .as_deref()
+                    .is_some_and(|ua| !req.user_agent.starts_with(ua))
             {
                 continue;
             }

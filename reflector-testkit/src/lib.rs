@@ -298,7 +298,8 @@
 //!
 //! For example `curl -XPOST localhost:8080/testkit/admin/faults -d '{"matcher": {"verb":
 //! "watch", "resource": "configmaps", "times": null}, "fault": {"AbortWatch":
-//! {"after_events": 3}}}'`. Bad JSON answers 400 `{"error": "..."}`. Admin requests
+//! {"after_events": 3}}}'`; `"userAgent": "kubectl"` in the matcher limits a fault to the
+//! clients whose `User-Agent` starts with it. Bad JSON answers 400 `{"error": "..."}`. Admin requests
 //! are not faulted and not in the request log. Without the flag these paths are the
 //! usual 404 `Status`.
 //!

@@ -25,14 +25,16 @@ const USAGE: &str = "usage: reflector-testkit [--port PORT] [--demo] [--crd FILE
   --admin      serve the admin JSON API (loopback only, like everything else):
                  GET    /testkit/admin/faults                 list faults and their hits
                  POST   /testkit/admin/faults                 {\"matcher\": {\"verb\": \"watch\", \"resource\": \"configmaps\",
-                                                               \"skip\": 0, \"times\": 1}, \"fault\": \"InternalError\"}
+                                                               \"userAgent\": \"kubectl\", \"skip\": 0, \"times\": 1},
+                                                               \"fault\": \"InternalError\"}
                                                               -> 201 {\"id\": N}
                  GET    /testkit/admin/faults/ID              one fault and its hits
                  DELETE /testkit/admin/faults[/ID]            remove all faults (or one)
                  POST   /testkit/admin/watches/drop           end every open watch cleanly
                  POST   /testkit/admin/watches/inject-line    {\"line\": \"Malformed\"|\"Truncated\"|\"NonEvent\"}
                  POST   /testkit/admin/compact                {} or {\"resourceVersion\": N}
-               Faults: \"Gone\", \"WatchGone\", \"ContinueExpired\", \"InternalError\", \"Conflict\",
+               Faults: \"Gone\", \"WatchGone\", \"ContinueExpired\", \"InternalError\", \"Forbidden\",
+               \"Conflict\",
                \"ServiceUnavailable\", \"GatewayTimeout\", \"SilentWatch\",
                {\"TooManyRequests\": {\"retry_after_secs\": 1, \"plain_text\": false}},
                {\"LatencyBeforeHeaders\": MS}, {\"LatencyBetweenEvents\": MS},

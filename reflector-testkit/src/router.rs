@@ -198,6 +198,11 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
         verb,
         resource: target.resource(),
         has_continue: param(&pairs, "continue").is_some_and(|c| !c.is_empty()),
+        user_agent: request
+            .headers()
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default(),
     });
     if let Some((_, delay)) = fired.latency {
         tokio::select! {
@@ -206,7 +211,7 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
         }
     }
     let fault_id = fired.first_id();
-    let response = match fault_response(&fired) {
+    let response = match fault_response(&shared, &fired, verb, &target) {
         Some(error) => error.into_response(),
         None => dispatch(&shared, &method, &target, &pairs, request, fired).await,
     };
@@ -225,9 +230,10 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
 
 /// The error a response-deciding fault sends, if one fired (watch-stream faults are left
 /// to the watch).
-fn fault_response(fired: &Fired) -> Option<ApiError> {
+fn fault_response(shared: &Shared, fired: &Fired, verb: Verb, target: &Target) -> Option<ApiError> {
     let (_, fault) = fired.response.as_ref()?;
     Some(match fault {
+        Fault::Forbidden => forbidden(shared, verb, target),
         Fault::Gone => ApiError::expired("The resourceVersion for the provided list is too old."),
         Fault::ContinueExpired => ApiError::expired(crate::list::CONTINUE_EXPIRED_MESSAGE),
         Fault::TooManyRequests {
@@ -269,6 +275,43 @@ fn fault_response(fired: &Fired) -> Option<ApiError> {
         }
         _ => return None,
     })
+}
+
+/// The authorizer's 403 for this request.
+fn forbidden(shared: &Shared, verb: Verb, target: &Target) -> ApiError {
+    let verb_name = serde_json::to_value(verb)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let (rid, plural, namespace, name) = match target {
+        Target::Collection {
+            rid,
+            plural,
+            namespace,
+        } => (*rid, plural, namespace, None),
+        Target::Object {
+            rid,
+            plural,
+            namespace,
+            name,
+            ..
+        }
+        | Target::Scale {
+            rid,
+            plural,
+            namespace,
+            name,
+        } => (*rid, plural, namespace, Some(name.as_str())),
+        _ => {
+            return ApiError::new(
+                403,
+                "Forbidden",
+                "forbidden: User \"system:anonymous\" cannot get path",
+            );
+        }
+    };
+    let group = shared.state().resources[rid].group.clone();
+    ApiError::forbidden(&verb_name, plural, &group, name, namespace.as_deref())
 }
 
 /// Runs the verb for a parsed target.

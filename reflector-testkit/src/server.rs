@@ -302,6 +302,38 @@ impl ApiServer {
         kube::Client::try_from(config).expect("kube builds a plain-HTTP client for a loopback URL")
     }
 
+    /// A `kube::Client` whose requests carry `User-Agent: <user_agent>` (kube's client
+    /// sends none by default): the server then tells this client's requests apart, so
+    /// a fault can target one client among several
+    /// ([`Matcher::user_agent`](crate::Matcher::user_agent)) — one replica of a
+    /// controller, say — and its writes' `managedFields` name it (the manager is the
+    /// agent up to the first `/`, as the real server's default). Retries as
+    /// [`ApiServer::client`].
+    ///
+    /// # Errors
+    /// [`TestkitError::Client`] if kube cannot build the client, or
+    /// [`TestkitError::InvalidUserAgent`] if `user_agent` is not a valid header value.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
+    ///
+    /// let server = ApiServer::start().await?;
+    /// let replica_0 = server.client_with_user_agent("replica-0")?;
+    /// let _replica_1 = server.client_with_user_agent("replica-1")?;
+    /// // Only replica-0's updates fail.
+    /// server.inject(Matcher::verb(Verb::Update).user_agent("replica-0").every(), Fault::InternalError);
+    /// # let _ = replica_0;
+    /// # Ok(()) }
+    /// ```
+    pub fn client_with_user_agent(&self, user_agent: &str) -> Result<kube::Client, TestkitError> {
+        let value = http::HeaderValue::from_str(user_agent)
+            .map_err(|_| TestkitError::InvalidUserAgent(user_agent.to_owned()))?;
+        let mut config = self.kube_config();
+        config.headers.push((http::header::USER_AGENT, value));
+        kube::Client::try_from(config).map_err(TestkitError::Client)
+    }
+
     /// Registers a custom resource by storing `K::crd()` as a CustomResourceDefinition,
     /// exactly as a client creating it through the API would (without its validation):
     /// the kind is then served with its scope, subresources, schema (pruning and

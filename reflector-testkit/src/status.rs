@@ -206,6 +206,35 @@ impl ApiError {
         e
     }
 
+    /// The authorizer's 403 for `verb` on `plural` in `group` (`name` for a named
+    /// request; `namespace` or the cluster scope), as the real `Forbidden` Status reads.
+    pub(crate) fn forbidden(
+        verb: &str,
+        plural: &str,
+        group: &str,
+        name: Option<&str>,
+        namespace: Option<&str>,
+    ) -> Self {
+        let scope = match namespace {
+            Some(ns) => format!("in the namespace {}", go_quote(ns)),
+            None => "at the cluster scope".to_owned(),
+        };
+        let named = name
+            .map(|n| format!(" {}", go_quote(n)))
+            .unwrap_or_default();
+        Self::new(
+            403,
+            "Forbidden",
+            format!(
+                "{}{named} is forbidden: User \"system:anonymous\" cannot {verb} resource {} in API group {} {scope}",
+                qualified(plural, group),
+                go_quote(plural),
+                go_quote(group),
+            ),
+        )
+        .with_details(status_details(name.unwrap_or_default(), group, plural))
+    }
+
     pub(crate) fn internal(message: &str) -> Self {
         Self::new(
             500,

@@ -353,6 +353,35 @@ async fn conflict_fault_answers_409_and_does_not_apply_the_write() {
         .unwrap();
 }
 
+/// `Forbidden` answers as the real authorizer: 403, reason `Forbidden`, the message
+/// naming the verb, resource, group, object and scope, and `details` with them.
+#[tokio::test]
+async fn forbidden_reads_as_the_authorizers_denial() {
+    let server = server_with(1).await;
+    server.inject(Matcher::verb(Verb::Get), Fault::Forbidden);
+    let Err(kube::Error::Api(status)) = api(&server).get("cm-0").await else {
+        panic!("expected a 403");
+    };
+    assert_eq!((status.code, status.reason.as_str()), (403, "Forbidden"));
+    assert_eq!(
+        status.message,
+        r#"configmaps "cm-0" is forbidden: User "system:anonymous" cannot get resource "configmaps" in API group "" in the namespace "default""#
+    );
+
+    server.inject(Matcher::verb(Verb::Watch), Fault::Forbidden);
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::all(server.client_without_retries());
+    let Err(kube::Error::Api(status)) = leases.watch(&WatchParams::default(), "0").await else {
+        panic!("expected a 403");
+    };
+    assert_eq!(
+        status.message,
+        r#"leases.coordination.k8s.io is forbidden: User "system:anonymous" cannot watch resource "leases" in API group "coordination.k8s.io" at the cluster scope"#
+    );
+    let raw = raw_get(&server, "/api/v1/namespaces/default/configmaps/cm-0").await;
+    assert!(raw.0.contains("200"), "one-shot: {}", raw.0);
+}
+
 #[tokio::test]
 async fn nth_and_times_matchers_are_deterministic() {
     let server = server_with(1).await;
@@ -378,6 +407,47 @@ async fn nth_and_times_matchers_are_deterministic() {
     let id = server.inject(Matcher::any(), Fault::InternalError);
     assert_eq!(added_name(next(&mut stream).await), "cm-0");
     assert_eq!(server.fault_hits(id), 0);
+}
+
+/// A `userAgent` matcher fires only on the requests of the client that sends that
+/// agent: one replica's writes fail while another's, to the same object, succeed; and
+/// that client's writes name it as their field manager.
+#[tokio::test]
+async fn user_agent_matcher_targets_one_client() {
+    let server = server_with(1).await;
+    let replica = |agent: &str| -> Api<ConfigMap> {
+        Api::namespaced(server.client_with_user_agent(agent).unwrap(), "default")
+    };
+    let (a, b) = (replica("replica-0/v1"), replica("replica-1/v1"));
+    let id = server.inject(
+        Matcher::verb(Verb::Get).user_agent("replica-0").every(),
+        Fault::InternalError,
+    );
+    for _ in 0..3 {
+        assert_eq!(code(a.get("cm-0").await.unwrap_err()).0, 500);
+        assert!(b.get("cm-0").await.is_ok(), "the other client is untouched");
+    }
+    assert!(
+        api(&server).get("cm-0").await.is_ok(),
+        "nor a client without an agent"
+    );
+    assert_eq!(server.fault_hits(id), 3);
+
+    let mut by_b = cm("by-b");
+    by_b.data = Some([("k".to_owned(), "v".to_owned())].into());
+    let created = b.create(&PostParams::default(), &by_b).await.unwrap();
+    let managers: Vec<_> = created
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|m| m.manager)
+        .collect();
+    assert_eq!(managers, ["replica-1"]);
+    assert!(matches!(
+        server.client_with_user_agent("bad\nagent"),
+        Err(reflector_testkit::TestkitError::InvalidUserAgent(_))
+    ));
 }
 
 #[tokio::test(start_paused = true)]

@@ -43,10 +43,15 @@ const REPORTER_LIMIT: usize = 128;
 /// in the regarding object's namespace (`default` for a cluster-scoped object) and
 /// carries `eventTime`, `reportingController` and `reportingInstance`.
 ///
-/// Not (yet) done as client-go: `tools/record`'s `EventAggregator` (events differing
-/// only in their note, 10 within 10 minutes, combined into one "(combined from similar
-/// events)" Event) and `tools/events`' 30-minute heartbeat that re-writes a long-lived
-/// series so the server's Event TTL does not expire it. The spam filter runs before
+/// Unlike client-go's `tools/events`, which writes a series at its second occurrence,
+/// then only every 30 minutes (a heartbeat that keeps the Event from the server's TTL)
+/// and once when it ends, every occurrence that passes the spam filter reaches the
+/// server (bursts folded into one patch): `series.count` is current within a write,
+/// and a continuing series is re-written each time one of its occurrences gets a
+/// spam-filter token (one per 5 minutes of its object), far more often than the
+/// server's one-hour Event TTL, so there is no separate heartbeat. `tools/record`'s
+/// `EventAggregator` (core `v1` Events differing only in their note, combined into
+/// one) belongs to the older Events API and is not done. The spam filter runs before
 /// the buffer, so an event dropped for a full buffer has used its object's token.
 ///
 /// The handle is cheap to clone. The writer task stops when the last clone is dropped

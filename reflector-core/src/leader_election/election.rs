@@ -22,7 +22,11 @@ use super::{LeaderElectionConfig, LeaderElectionError, LeaderState};
 /// - **Acquire.** A candidate reads the lease every retry period (jittered ×
 ///   `1 + 1.2 × U[0,1)`, as client-go's `wait.JitterUntil`), and also at the instant
 ///   the lease it saw held by another expires (client-go waits for its next jittered
-///   tick). It creates the lease
+///   tick). Between attempts it watches the lease (client-go only polls), so it sees
+///   each renewal when it happens and tries at once when the lease is released or
+///   deleted (RBAC: `get`, `create`, `update` on leases as client-go, plus `watch`;
+///   without `watch` the candidate is answered 403 once and then polls only). It
+///   creates the lease
 ///   if missing, or takes it with an update conditioned on the `resourceVersion` it
 ///   read, when the lease has no holder or has expired. Expiry is judged on the
 ///   candidate's own clock: the lease expired once the candidate has seen no change
@@ -42,8 +46,8 @@ use super::{LeaderElectionConfig, LeaderElectionError, LeaderState};
 ///   the holder does not change), `renewTime`, and `leaseTransitions`, incremented
 ///   each time the holder changes.
 /// - **Release.** With `release_on_cancel`, a graceful stop of the leader writes an
-///   empty `holderIdentity` and `leaseDurationSeconds: 1`, so a follower takes over
-///   on its next attempt.
+///   empty `holderIdentity` and `leaseDurationSeconds: 1`; a follower sees it
+///   through its watch and takes over at once.
 ///
 /// The handle is cheap to clone; clones share the state. Run it yourself with
 /// [`run`](Self::run), or give it to

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
@@ -14,7 +16,7 @@ use crate::backoff::jittered;
 use super::LeaderState;
 use super::config::JITTER_FACTOR;
 use super::election::RunGuard;
-use super::lease_lock::{Write, holder, record};
+use super::lease_lock::{LeaseChange, Write, holder, record};
 
 /// The lease as last seen, and when this replica saw it change (its own clock).
 struct Observed {
@@ -43,6 +45,9 @@ pub(crate) struct Elector {
     /// The lease as the server last returned it (its `resourceVersion` is the
     /// precondition of the next update).
     lease: Option<Lease>,
+    /// Whether a candidate may watch the lease between attempts (false once the
+    /// server answered 403: then it polls only, as client-go).
+    watch_allowed: bool,
 }
 
 impl Elector {
@@ -51,6 +56,7 @@ impl Elector {
             guard,
             observed: None,
             lease: None,
+            watch_allowed: true,
         }
     }
 
@@ -276,8 +282,21 @@ impl Elector {
 
     /// Tries every jittered retry period until the lease is held (`Some(send time
     /// of the winning write)`) or `cancel` fires (`None`).
+    ///
+    /// Between attempts the candidate also watches the lease (client-go polls
+    /// only): a renewal is then observed when it happens, so the expiry this
+    /// replica counts starts at the real last renewal instead of up to a jittered
+    /// retry period later, and a released or deleted lease is tried at once. The
+    /// semantics are client-go's — expiry is still judged on this replica's clock
+    /// from when it saw the record change; if the watch cannot be opened or ends,
+    /// polling alone goes on and the next attempt reopens it.
+    ///
+    /// # Cancel safety
+    /// Cancelling the token returns `None`; dropping the future is safe (an attempt
+    /// in flight may have written the lease, which the next run reads).
     async fn acquire(&mut self, cancel: &CancellationToken) -> Option<Instant> {
         let retry = self.guard.shared.config.retry_period;
+        let mut changes: Option<BoxStream<'static, LeaseChange>> = None;
         loop {
             let attempt = tokio::select! {
                 biased;
@@ -293,13 +312,44 @@ impl Elector {
                     holder: self.observed_other_holder(),
                 }),
             }
+            if changes.is_none() {
+                changes = self.watch_from_observed();
+            }
             let retry_at = Instant::now() + jittered(retry, JITTER_FACTOR);
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => return None,
-                () = tokio::time::sleep_until(self.next_attempt(retry_at)) => {}
+            loop {
+                let change = tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => return None,
+                    () = tokio::time::sleep_until(self.next_attempt(retry_at)) => break,
+                    change = next_change(&mut changes) => change,
+                };
+                match change {
+                    Some(LeaseChange::Written(lease)) => {
+                        self.observe(*lease);
+                        if self.observed_other_holder().is_none() {
+                            break; // released: try now
+                        }
+                    }
+                    Some(LeaseChange::Deleted) => break, // create it now
+                    Some(LeaseChange::Forbidden) => {
+                        tracing::info!(lease = %self.name(), "no permission to watch the lease; polling only, as client-go");
+                        self.watch_allowed = false;
+                        changes = None;
+                    }
+                    None => changes = None,
+                }
             }
         }
+    }
+
+    /// A watch of the lease from the resourceVersion last read, if one was read and
+    /// watching is allowed.
+    fn watch_from_observed(&self) -> Option<BoxStream<'static, LeaseChange>> {
+        if !self.watch_allowed {
+            return None;
+        }
+        let version = self.lease.as_ref()?.metadata.resource_version.clone()?;
+        Some(self.guard.shared.lock.changes(version))
     }
 
     /// Leads from the write sent at `renewed`, renewing every retry period, until
@@ -386,6 +436,18 @@ impl Elector {
         if released.is_err() {
             tracing::warn!(lease = %self.name(), ?deadline, "releasing the lease timed out");
         }
+    }
+}
+
+/// The next change on `changes`, `None` once the watch ended (pending forever
+/// without a watch).
+///
+/// # Cancel safety
+/// Cancel-safe: `StreamExt::next` on a stream the caller keeps.
+async fn next_change(changes: &mut Option<BoxStream<'static, LeaseChange>>) -> Option<LeaseChange> {
+    match changes {
+        Some(stream) => stream.next().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -2,11 +2,13 @@
 //! as client-go's `resourcelock.LeaseLock`.
 
 use std::collections::BTreeMap;
+use std::future::ready;
 
+use futures::stream::{BoxStream, StreamExt};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::Api;
-use kube::api::PostParams;
+use kube::api::{PostParams, WatchEvent, WatchParams};
 
 /// How a write of the lease ended.
 #[derive(Debug)]
@@ -18,6 +20,18 @@ pub(crate) enum Write {
     LostRace,
     /// Any other failure.
     Failed(kube::Error),
+}
+
+/// What a watch of the lease reports.
+#[derive(Debug)]
+pub(crate) enum LeaseChange {
+    /// The lease was created or updated.
+    Written(Box<Lease>),
+    /// The lease was deleted.
+    Deleted,
+    /// The watch was refused with 403: the replica's role grants no `watch` on
+    /// leases (client-go's election needs only get, create and update).
+    Forbidden,
 }
 
 /// The Lease of one election.
@@ -52,6 +66,42 @@ impl LeaseLock {
         }
         lease.spec = Some(spec);
         classify(self.api.create(&PostParams::default(), &lease).await)
+    }
+
+    /// The lease's changes after `resource_version`. The watch is opened when the
+    /// stream is first polled (so opening it never holds up the caller's other
+    /// branches); the stream ends when the watch fails or the server closes it (the
+    /// caller opens another from the resourceVersion it read last), right after
+    /// [`LeaseChange::Forbidden`] if the watch is not allowed.
+    pub(crate) fn changes(&self, resource_version: String) -> BoxStream<'static, LeaseChange> {
+        let api = self.api.clone();
+        let params = WatchParams::default().fields(&format!("metadata.name={}", self.name));
+        let name = self.name.clone();
+        futures::stream::once(async move { api.watch(&params, &resource_version).await })
+            .flat_map(move |opened| match opened {
+                Ok(events) => events
+                    .take_while(|event| {
+                        ready(matches!(event, Ok(event) if !matches!(event, WatchEvent::Error(_))))
+                    })
+                    .filter_map(|event| {
+                        ready(match event {
+                            Ok(WatchEvent::Added(lease) | WatchEvent::Modified(lease)) => {
+                                Some(LeaseChange::Written(Box::new(lease)))
+                            }
+                            Ok(WatchEvent::Deleted(_)) => Some(LeaseChange::Deleted),
+                            _ => None,
+                        })
+                    })
+                    .boxed(),
+                Err(kube::Error::Api(status)) if status.code == 403 => {
+                    futures::stream::iter([LeaseChange::Forbidden]).boxed()
+                }
+                Err(error) => {
+                    tracing::debug!(lease = %name, %error, "could not watch the lease; polling until the next attempt");
+                    futures::stream::empty().boxed()
+                }
+            })
+            .boxed()
     }
 
     /// Replaces the spec of `observed`, on the condition that the lease is still at
