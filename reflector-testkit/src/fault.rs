@@ -78,9 +78,10 @@ pub enum Fault {
     },
     /// Answer 500 InternalError.
     InternalError,
-    /// Answer 409 `Conflict` ("the object has been modified"), as the real server does
-    /// when a write's `resourceVersion` precondition is stale: the request is not
-    /// applied. For testing a writer's optimistic-concurrency retries without racing it.
+    /// Answer 409 `Conflict` as the real server does when a write's `resourceVersion`
+    /// precondition is stale (`Operation cannot be fulfilled on configmaps "cm-0": the
+    /// object has been modified; ...`): the request is not applied. For testing a
+    /// writer's optimistic-concurrency retries without racing it.
     Conflict,
     /// Answer 403 Forbidden, as the real server's authorizer denies a request its RBAC
     /// does not allow: `leases.coordination.k8s.io is forbidden: User "system:anonymous"

@@ -339,7 +339,14 @@ async fn conflict_fault_answers_409_and_does_not_apply_the_write() {
         .patch("cm-0", &kube::api::PatchParams::default(), &patch)
         .await
         .unwrap_err();
-    assert_eq!(code(err), (409, "Conflict".to_owned()));
+    let kube::Error::Api(status) = err else {
+        panic!("expected a 409, got {err}");
+    };
+    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
+    assert_eq!(
+        status.message,
+        r#"Operation cannot be fulfilled on configmaps "cm-0": the object has been modified; please apply your changes to the latest version and try again"#
+    );
     assert_eq!(server.fault_hits(id), 1);
     assert_eq!(
         server.versions::<ConfigMap>(Some("default")).unwrap(),
