@@ -49,11 +49,8 @@ fn start(client: kube::Client, id: &str) -> Result<Replica, Box<dyn std::error::
     let run = tokio::spawn(
         Controller::for_api(Api::<ConfigMap>::default_namespaced(client))
             .leader_elected(election.clone())
-            .run_until(
-                reconcile,
-                Arc::new(id.to_owned()),
-                stop.clone().cancelled_owned(),
-            ),
+            .graceful_shutdown_on(stop.clone().cancelled_owned())
+            .run(reconcile, Arc::new(id.to_owned())),
     );
     Ok(Replica {
         election,

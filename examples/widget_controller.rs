@@ -425,8 +425,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     };
     let stop = CancellationToken::new();
-    let run =
-        tokio::spawn(controller.run_until(reconcile, ctx.clone(), stop.clone().cancelled_owned()));
+    let run = tokio::spawn(
+        controller
+            .graceful_shutdown_on(stop.clone().cancelled_owned())
+            .run(reconcile, ctx.clone()),
+    );
     let outcome = demo(&server, &client).await;
     // Wait for the recorder's writes, then read the Events back from the server.
     ctx.recorder.flush().await?;

@@ -90,6 +90,9 @@
 pub use reflector_core::reflect::Reflect;
 pub use reflector_core::*;
 pub use reflector_derive::Reflect;
+/// The field-skipping decoder behind [`InformerFactory::skip_fields`](informer::InformerFactory::skip_fields)
+/// and [`ApiListerWatcher::field_filter`](listwatch::ApiListerWatcher::field_filter).
+pub use serde_field_filter;
 
 /// What an operator author needs, in one `use reflector::prelude::*;`: the
 /// controller and its request, action and stop token; the informer factory, its

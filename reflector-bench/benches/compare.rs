@@ -6,11 +6,35 @@
 //! cargo bench -p reflector-bench --bench compare -- --objects 100000
 //! cargo bench -p reflector-bench --bench compare -- --objects 10000 --runs 3
 //! cargo bench -p reflector-bench --bench compare -- --objects 10000 --scenario ours-factory
+//! cargo bench -p reflector-bench --bench compare -- --objects 100000 --paged
 //! cargo bench -p reflector-bench --bench compare --features bench-mimalloc -- --objects 100000
 //! ```
 //!
 //! Options: `--objects N` (default 10,000), `--runs R` (default 3), `--scenario NAME`
-//! (repeatable; default all), `--churn E` (default 100,000 MODIFIED events).
+//! (repeatable; default all), `--churn E` (default 100,000 MODIFIED events), `--paged`
+//! (after the tables of the real shape, the same scenarios against a second server that
+//! pages `resourceVersion=0` lists, as a second set of tables).
+//!
+//! # Server shapes
+//!
+//! The server answers `resourceVersion=0` lists as a real API server's watch cache does:
+//! one page of every object, whatever the `limit` (~140 MB of JSON at 100k objects). An
+//! informer's first list is such a list (ours, and kube-runtime's `streaming_lists()`
+//! fallback); kube-runtime's default watcher sends `limit=500` without a resource version
+//! (kube's request builder drops `resourceVersion=0` next to a limit), which a real
+//! server pages too. The floor lists in one request. With `--paged` a second server
+//! pages `resourceVersion=0` lists by their `limit` (the shape every figure before
+//! session 7 was measured on) and the floor lists in pages of 500.
+//!
+//! # Scenarios
+//!
+//! `floor`, `floor-nostore` (decoded and dropped), `kube-runtime` (`watcher`, page size
+//! 500), `kube-runtime-streaming` (`watcher::Config::default().streaming_lists()`),
+//! `ours` (plain `SharedIndexInformer`), `ours-factory` (`InformerFactory` defaults),
+//! `ours-watch-list` (the factory with `ReflectorOptions::use_watch_list(true)`),
+//! `ours-keep-managed-fields` (the factory with `keep_managed_fields()`),
+//! `ours-strip-transform`, the metadata-only pair, `churn-*` (the same caches, then watch
+//! churn) and `relist-*`.
 //!
 //! # How it measures
 //!
@@ -23,7 +47,9 @@
 //!   `wait_until_ready`, or the last page decoded), polled every millisecond;
 //! * `VmRSS` and `VmHWM` from `/proc/self/status` 300 ms after sync, and live heap bytes
 //!   from a counting global allocator (`stats_alloc`; it adds two atomic increments to
-//!   every allocation, in every scenario alike);
+//!   every allocation, in every scenario alike); `VmHWM` is the peak RSS since the child
+//!   started, so it covers the sync, and the heap's peak over the same window is sampled
+//!   every 2 ms (the table's "peak RSS/heap during sync");
 //! * churn: after sync the parent writes E MODIFIED events straight into the server's
 //!   state (cycling over 10,000 objects, each with a new resourceVersion and `data.rev`),
 //!   then tells the child, which polls its cache until the last object shows the last
@@ -78,6 +104,9 @@ pub(crate) struct Args {
     pub child: Option<String>,
     /// Set in a child: the server URL.
     pub url: Option<String>,
+    /// Also run every scenario against a server that pages `resourceVersion=0` lists
+    /// (the second set of tables); in a child: the floor lists in pages of 500.
+    pub paged: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -88,6 +117,7 @@ fn parse_args() -> Result<Args, String> {
         scenarios: Vec::new(),
         child: None,
         url: None,
+        paged: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -111,6 +141,7 @@ fn parse_args() -> Result<Args, String> {
             "--scenario" => args.scenarios.push(value("--scenario")?),
             "--child" => args.child = Some(value("--child")?),
             "--url" => args.url = Some(value("--url")?),
+            "--paged" => args.paged = true,
             // `cargo bench` passes `--bench`; ignore it and anything unknown.
             _ => {}
         }
@@ -120,7 +151,7 @@ fn parse_args() -> Result<Args, String> {
 
 fn main() {
     let result = parse_args().and_then(|args| match (&args.child, &args.url) {
-        (Some(name), Some(url)) => child::run(name, url, args.objects),
+        (Some(name), Some(url)) => child::run(name, url, args.objects, args.paged),
         (Some(_), None) => Err("--child needs --url".to_owned()),
         _ => parent::run(&args),
     });

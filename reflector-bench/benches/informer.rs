@@ -31,11 +31,12 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
 use kube::api::{ListParams, ObjectList, TypeMeta, WatchEvent, WatchParams};
 use reflector_core::informer::{EventHandler, SharedIndexInformer};
-use reflector_core::listwatch::{ListWatchError, ListerWatcher, WatchStream};
+use reflector_core::listwatch::{ListWatchError, ListerWatcher};
 use reflector_core::store::{Indexer, Indexers, Store};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -85,7 +86,8 @@ impl ListerWatcher<ConfigMap> for OneShot {
         &self,
         _: &WatchParams,
         _: &str,
-    ) -> Result<WatchStream<ConfigMap>, ListWatchError> {
+    ) -> Result<BoxStream<'static, Result<WatchEvent<ConfigMap>, ListWatchError>>, ListWatchError>
+    {
         self.go.notified().await;
         let events = self.events.lock().unwrap().take().unwrap_or_default();
         Ok(futures::stream::iter(events.into_iter().map(Ok))

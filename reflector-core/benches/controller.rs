@@ -102,11 +102,8 @@ fn run(rt: &Runtime, iters: u64, workers: usize) -> Duration {
             Controller::new(informer)
                 .concurrency(workers)
                 .start_informers(false)
-                .run_until(
-                    reconcile,
-                    Arc::clone(&ctx),
-                    cancel.clone().cancelled_owned(),
-                ),
+                .graceful_shutdown_on(cancel.clone().cancelled_owned())
+                .run(reconcile, Arc::clone(&ctx)),
         );
         ctx.done.notified().await;
         cancel.cancel();

@@ -16,7 +16,7 @@ use std::hint::black_box;
 use criterion::{Criterion, Throughput, criterion_main};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ObjectList, WatchEvent};
-use reflector_core::listwatch::FieldFilter;
+use serde_field_filter::FieldFilter;
 use serde_field_filter::from_slice as from_slice_filtered;
 
 /// Items in a list page (kube's and client-go's default page size).

@@ -3,15 +3,14 @@
 //!
 //! Run: `cargo bench -p reflector-core --bench delta_fifo`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_main};
 use k8s_openapi::api::core::v1::ConfigMap;
-use reflector_core::fifo::{DeltaFifo, DeltaFifoOptions};
-use reflector_core::object::ObjectKey;
-use reflector_core::store::{KeyListerGetter, Store};
+use reflector_core::fifo::DeltaFifo;
+use reflector_core::store::{Indexer, Indexers, Store};
 
 /// A ConfigMap named `name` in `bench` carrying about 1 KiB of data.
 fn config_map(name: &str) -> Arc<ConfigMap> {
@@ -26,22 +25,6 @@ fn objects(prefix: &str, n: usize) -> Vec<Arc<ConfigMap>> {
     (0..n)
         .map(|i| config_map(&format!("{prefix}-{i}")))
         .collect()
-}
-
-/// The known objects of an informer, reduced to what the FIFO asks.
-struct Known {
-    keys: Vec<ObjectKey>,
-    objects: HashMap<ObjectKey, Arc<ConfigMap>>,
-}
-
-impl KeyListerGetter<ConfigMap> for Known {
-    fn list_keys(&self) -> Vec<ObjectKey> {
-        self.keys.clone()
-    }
-
-    fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<ConfigMap>> {
-        self.objects.get(key).cloned()
-    }
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -112,31 +95,15 @@ fn replace_with_deletions(c: &mut Criterion) {
     let keep = N * 9 / 10;
     let mut list: Vec<_> = known_objs[..keep].to_vec();
     list.extend(objects("new", N - keep));
-    let keys: Vec<ObjectKey> = known_objs
-        .iter()
-        .map(|o| {
-            ObjectKey::new(
-                o.metadata.namespace.as_deref(),
-                o.metadata.name.as_deref().unwrap_or_default(),
-            )
-        })
-        .collect();
-    let known = Arc::new(Known {
-        objects: keys
-            .iter()
-            .cloned()
-            .zip(known_objs.iter().cloned())
-            .collect(),
-        keys,
-    });
+    // The informer's cache, as an informer's FIFO consults it.
+    let known = Indexer::<ConfigMap>::new(Indexers::new());
+    known.replace(known_objs, "1").expect("fill the cache");
     let mut group = c.benchmark_group("delta_fifo");
     group.throughput(Throughput::Elements(N as u64));
     group.bench_function("replace_100k_with_10pct_known_missing", |b| {
         b.iter_batched(
             || {
-                let fifo = DeltaFifo::<ConfigMap>::new(
-                    DeltaFifoOptions::default().known_objects(known.clone()),
-                );
+                let fifo = DeltaFifo::<ConfigMap>::new().known_objects(known.clone());
                 (fifo, list.clone())
             },
             |(fifo, list)| {

@@ -26,8 +26,8 @@ use crate::store::{Indexer, NAMESPACE_INDEX, StoreError};
 ///
 /// let lister = Lister::new(indexer);
 /// assert!(lister.get(Some("prod"), "a").is_some());
-/// assert_eq!(lister.namespaced("prod").list().len(), 1);
-/// assert!(lister.namespaced("dev").list().is_empty());
+/// assert_eq!(lister.list_namespace("prod").len(), 1);
+/// assert!(lister.list_namespace("dev").is_empty());
 /// ```
 #[derive(Clone)]
 pub struct Lister<K> {
@@ -81,12 +81,20 @@ impl<K: Object> Lister<K> {
         self.indexer.index_keys(index, value)
     }
 
-    /// A view of one namespace.
+    /// Every cached object in `namespace`: through the namespace index when the
+    /// indexer has one, else by a scan, as client-go's `ListAllByNamespace` (and its
+    /// listers' `Pods(ns).List`). Get one object of a namespace with
+    /// [`get`](Lister::get).
     #[must_use]
-    pub fn namespaced(&self, namespace: &str) -> NamespacedLister<K> {
-        NamespacedLister {
-            indexer: self.indexer.clone(),
-            namespace: namespace.to_owned(),
+    pub fn list_namespace(&self, namespace: &str) -> Vec<Arc<K>> {
+        match self.indexer.by_index(NAMESPACE_INDEX, namespace) {
+            Ok(items) => items,
+            Err(_) => self
+                .indexer
+                .list()
+                .into_iter()
+                .filter(|o| o.meta().namespace.as_deref() == Some(namespace))
+                .collect(),
         }
     }
 
@@ -94,48 +102,6 @@ impl<K: Object> Lister<K> {
     #[must_use]
     pub fn indexer(&self) -> &Indexer<K> {
         &self.indexer
-    }
-}
-
-/// A [`Lister`] limited to one namespace.
-///
-/// # Example
-/// See [`Lister`].
-#[derive(Clone)]
-pub struct NamespacedLister<K> {
-    indexer: Indexer<K>,
-    namespace: String,
-}
-
-impl<K> std::fmt::Debug for NamespacedLister<K> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NamespacedLister")
-            .field("namespace", &self.namespace)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<K: Object> NamespacedLister<K> {
-    /// Every cached object in the namespace: through the namespace index when the
-    /// indexer has one, else by a scan (as client-go's `ListAllByNamespace`).
-    #[must_use]
-    pub fn list(&self) -> Vec<Arc<K>> {
-        match self.indexer.by_index(NAMESPACE_INDEX, &self.namespace) {
-            Ok(items) => items,
-            Err(_) => self
-                .indexer
-                .list()
-                .into_iter()
-                .filter(|o| o.meta().namespace.as_deref() == Some(self.namespace.as_str()))
-                .collect(),
-        }
-    }
-
-    /// The object `name` in the namespace.
-    #[must_use]
-    pub fn get(&self, name: &str) -> Option<Arc<K>> {
-        self.indexer
-            .get_by_key(&ObjectKey::new(Some(&self.namespace), name))
     }
 }
 
@@ -159,9 +125,9 @@ mod tests {
             indexer.add(cm(ns, n)).unwrap();
         }
         let lister = Lister::new(indexer);
-        assert_eq!(lister.namespaced("a").list().len(), 2);
-        assert!(lister.namespaced("a").get("3").is_none());
-        assert!(lister.namespaced("b").get("3").is_some());
+        assert_eq!(lister.list_namespace("a").len(), 2);
+        assert_eq!(lister.list_namespace("b").len(), 1);
+        assert!(lister.list_namespace("c").is_empty());
         assert!(matches!(
             lister.by_index("missing", "x"),
             Err(StoreError::UnknownIndex(_))

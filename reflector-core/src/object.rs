@@ -11,8 +11,10 @@ use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 use std::sync::Arc;
 
+mod maybe_tombstone;
 mod object_ref;
 
+pub use maybe_tombstone::MaybeTombstone;
 pub use object_ref::ObjectRef;
 
 /// What this crate asks of a cached object: a Kubernetes resource that can be shared
@@ -209,18 +211,9 @@ impl Ord for ObjectKey {
     }
 }
 
-/// A function that computes an object's cache key.
-///
-/// # Example
-/// ```
-/// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::object::{meta_namespace_key, KeyFunc};
-/// let f: KeyFunc<ConfigMap> = std::sync::Arc::new(meta_namespace_key::<ConfigMap>);
-/// let mut cm = ConfigMap::default();
-/// cm.metadata.name = Some("a".into());
-/// assert_eq!(f(&cm).unwrap().to_string(), "a");
-/// ```
-pub type KeyFunc<K> = Arc<dyn Fn(&K) -> Result<ObjectKey, KeyError> + Send + Sync>;
+/// A function that computes an object's cache key, shared by the FIFO and the
+/// indexer that use it.
+pub(crate) type KeyFunc<K> = Arc<dyn Fn(&K) -> Result<ObjectKey, KeyError> + Send + Sync>;
 
 /// The default key function, as client-go's `MetaNamespaceKeyFunc`: `ns/name`, or
 /// `name` when the object has no namespace.
@@ -247,82 +240,6 @@ pub fn meta_namespace_key<K: kube::Resource>(obj: &K) -> Result<ObjectKey, KeyEr
     Ok(ObjectKey::new(meta.namespace.as_deref(), name))
 }
 
-/// Left in place of an object whose deletion was missed: the reflector relisted and
-/// the object was gone, so its final state is unknown. `obj` is the last state the
-/// cache (or the FIFO) knew. As client-go's `DeletedFinalStateUnknown`.
-///
-/// # Example
-/// ```
-/// use std::sync::Arc;
-/// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::object::{DeletedFinalStateUnknown, ObjectKey};
-/// let t = DeletedFinalStateUnknown { key: ObjectKey::new(None, "a"), obj: Arc::new(ConfigMap::default()) };
-/// assert_eq!(t.key.name(), "a");
-/// ```
-#[derive(Debug)]
-pub struct DeletedFinalStateUnknown<K> {
-    /// The key the object was cached under.
-    pub key: ObjectKey,
-    /// The last known state of the object.
-    pub obj: Arc<K>,
-}
-
-impl<K> Clone for DeletedFinalStateUnknown<K> {
-    fn clone(&self) -> Self {
-        DeletedFinalStateUnknown {
-            key: self.key.clone(),
-            obj: Arc::clone(&self.obj),
-        }
-    }
-}
-
-/// What a delete notification carries: the deleted object, or a tombstone when the
-/// delete itself was missed and only discovered by a relist.
-///
-/// # Example
-/// ```
-/// use std::sync::Arc;
-/// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::object::DeletedObject;
-/// let mut cm = ConfigMap::default();
-/// cm.metadata.name = Some("a".into());
-/// let d = DeletedObject::Known(Arc::new(cm));
-/// assert_eq!(d.object().metadata.name.as_deref(), Some("a"));
-/// ```
-#[derive(Debug)]
-pub enum DeletedObject<K> {
-    /// The delete was observed; this is the object's final state.
-    Known(Arc<K>),
-    /// The delete was inferred from a relist; the object is its last known state.
-    FinalStateUnknown(DeletedFinalStateUnknown<K>),
-}
-
-impl<K> Clone for DeletedObject<K> {
-    fn clone(&self) -> Self {
-        match self {
-            DeletedObject::Known(o) => DeletedObject::Known(Arc::clone(o)),
-            DeletedObject::FinalStateUnknown(t) => DeletedObject::FinalStateUnknown(t.clone()),
-        }
-    }
-}
-
-impl<K> DeletedObject<K> {
-    /// The object: the final state, or the tombstone's last known state.
-    #[must_use]
-    pub fn object(&self) -> &Arc<K> {
-        match self {
-            DeletedObject::Known(o) => o,
-            DeletedObject::FinalStateUnknown(t) => &t.obj,
-        }
-    }
-
-    /// Whether this is a tombstone.
-    #[must_use]
-    pub fn is_tombstone(&self) -> bool {
-        matches!(self, DeletedObject::FinalStateUnknown(_))
-    }
-}
-
 /// The key of a possibly-tombstoned object, as client-go's
 /// `DeletionHandlingMetaNamespaceKeyFunc`: a tombstone's own key, else the object's.
 ///
@@ -333,19 +250,19 @@ impl<K> DeletedObject<K> {
 /// ```
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::object::{deletion_handling_key, DeletedFinalStateUnknown, DeletedObject, ObjectKey};
-/// let t = DeletedObject::FinalStateUnknown(DeletedFinalStateUnknown {
+/// use reflector_core::object::{deletion_handling_key, MaybeTombstone, ObjectKey};
+/// let t = MaybeTombstone::DeletedFinalStateUnknown {
 ///     key: ObjectKey::new(Some("ns"), "gone"),
 ///     obj: Arc::new(ConfigMap::default()),
-/// });
+/// };
 /// assert_eq!(deletion_handling_key(&t).unwrap().to_string(), "ns/gone");
 /// ```
 pub fn deletion_handling_key<K: kube::Resource>(
-    obj: &DeletedObject<K>,
+    obj: &MaybeTombstone<K>,
 ) -> Result<ObjectKey, KeyError> {
     match obj {
-        DeletedObject::Known(o) => meta_namespace_key(o.as_ref()),
-        DeletedObject::FinalStateUnknown(t) => Ok(t.key.clone()),
+        MaybeTombstone::Object(o) => meta_namespace_key(o.as_ref()),
+        MaybeTombstone::DeletedFinalStateUnknown { key, .. } => Ok(key.clone()),
     }
 }
 
@@ -473,15 +390,15 @@ mod tests {
     fn deletion_handling_key_prefers_tombstone_key() {
         let obj = Arc::new(cm(Some("ns"), Some("live")));
         assert_eq!(
-            deletion_handling_key(&DeletedObject::Known(obj.clone()))
+            deletion_handling_key(&MaybeTombstone::Object(obj.clone()))
                 .unwrap()
                 .as_str(),
             "ns/live"
         );
-        let t = DeletedObject::FinalStateUnknown(DeletedFinalStateUnknown {
+        let t = MaybeTombstone::DeletedFinalStateUnknown {
             key: ObjectKey::new(Some("ns"), "other"),
             obj,
-        });
+        };
         assert!(t.is_tombstone());
         assert_eq!(deletion_handling_key(&t).unwrap().as_str(), "ns/other");
     }

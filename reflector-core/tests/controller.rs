@@ -166,30 +166,33 @@ async fn concurrency_4_over_500_objects_one_worker_per_key_and_only_after_sync()
     });
     let cancel = CancellationToken::new();
     let controller = Controller::new(informer.clone()).concurrency(4);
-    let run: RunHandle = tokio::spawn(controller.run_until(
-        |req: Request<_>, ctx: Arc<ConcurrencyCtx>| async move {
-            let key = req.key.into_key();
-            if !ctx.informer.has_synced() || ctx.lister.list().len() < 500 {
-                ctx.before_sync.fetch_add(1, Ordering::SeqCst);
-            }
-            {
-                let mut in_flight = ctx.in_flight.lock().unwrap();
-                if !in_flight.insert(key.clone()) {
-                    ctx.overlaps.fetch_add(1, Ordering::SeqCst);
-                }
-                ctx.max_in_flight
-                    .fetch_max(in_flight.len(), Ordering::SeqCst);
-            }
-            for _ in 0..3 {
-                tokio::task::yield_now().await;
-            }
-            ctx.in_flight.lock().unwrap().remove(&key);
-            *ctx.counts.lock().unwrap().entry(key).or_default() += 1;
-            Ok::<_, Fail>(Action::done())
-        },
-        Arc::clone(&ctx),
-        cancel.clone().cancelled_owned(),
-    ));
+    let run: RunHandle = tokio::spawn(
+        controller
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(
+                |req: Request<_>, ctx: Arc<ConcurrencyCtx>| async move {
+                    let key = req.key.into_key();
+                    if !ctx.informer.has_synced() || ctx.lister.list().len() < 500 {
+                        ctx.before_sync.fetch_add(1, Ordering::SeqCst);
+                    }
+                    {
+                        let mut in_flight = ctx.in_flight.lock().unwrap();
+                        if !in_flight.insert(key.clone()) {
+                            ctx.overlaps.fetch_add(1, Ordering::SeqCst);
+                        }
+                        ctx.max_in_flight
+                            .fetch_max(in_flight.len(), Ordering::SeqCst);
+                    }
+                    for _ in 0..3 {
+                        tokio::task::yield_now().await;
+                    }
+                    ctx.in_flight.lock().unwrap().remove(&key);
+                    *ctx.counts.lock().unwrap().entry(key).or_default() += 1;
+                    Ok::<_, Fail>(Action::done())
+                },
+                Arc::clone(&ctx),
+            ),
+    );
 
     eventually("500 keys reconciled", || {
         ctx.counts.lock().unwrap().len() == 500
@@ -237,15 +240,18 @@ async fn always_failing_reconcile_backs_off_exponentially() {
     let informer = informer(&source);
     let record = Arc::new(Record::default());
     let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(Controller::new(informer).run_until(
-        |req: Request<_>, rec: Arc<Record>| async move {
-            let key = req.key.into_key();
-            rec.push(&key, true);
-            Err::<Action, _>(Fail)
-        },
-        Arc::clone(&record),
-        cancel.clone().cancelled_owned(),
-    ));
+    let run: RunHandle = tokio::spawn(
+        Controller::new(informer)
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(
+                |req: Request<_>, rec: Arc<Record>| async move {
+                    let key = req.key.into_key();
+                    rec.push(&key, true);
+                    Err::<Action, _>(Fail)
+                },
+                Arc::clone(&record),
+            ),
+    );
     eventually("ten attempts", || record.len() >= 10).await;
     cancel.cancel();
     run.await.unwrap().unwrap();
@@ -269,18 +275,21 @@ async fn success_resets_the_backoff() {
     let record = Arc::new(Record::default());
     let cancel = CancellationToken::new();
     // Fails three times, succeeds, then (after a change) fails twice more.
-    let run: RunHandle = tokio::spawn(Controller::new(informer).run_until(
-        |req: Request<_>, rec: Arc<Record>| async move {
-            let key = req.key.into_key();
-            rec.push(&key, true);
-            match rec.len() {
-                1..=3 | 5..=6 => Err(Fail),
-                _ => Ok(Action::done()),
-            }
-        },
-        Arc::clone(&record),
-        cancel.clone().cancelled_owned(),
-    ));
+    let run: RunHandle = tokio::spawn(
+        Controller::new(informer)
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(
+                |req: Request<_>, rec: Arc<Record>| async move {
+                    let key = req.key.into_key();
+                    rec.push(&key, true);
+                    match rec.len() {
+                        1..=3 | 5..=6 => Err(Fail),
+                        _ => Ok(Action::done()),
+                    }
+                },
+                Arc::clone(&record),
+            ),
+    );
     eventually("four attempts", || record.len() == 4).await;
     settle(Duration::from_secs(1)).await;
     let mut changed = cm("a");
@@ -307,19 +316,22 @@ async fn requeue_after_is_honoured() {
     let informer = informer(&source);
     let record = Arc::new(Record::default());
     let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(Controller::new(informer).run_until(
-        |req: Request<_>, rec: Arc<Record>| async move {
-            let key = req.key.into_key();
-            rec.push(&key, true);
-            if rec.len() == 1 {
-                Ok::<_, Fail>(Action::requeue_after(Duration::from_secs(30)))
-            } else {
-                Ok(Action::done())
-            }
-        },
-        Arc::clone(&record),
-        cancel.clone().cancelled_owned(),
-    ));
+    let run: RunHandle = tokio::spawn(
+        Controller::new(informer)
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(
+                |req: Request<_>, rec: Arc<Record>| async move {
+                    let key = req.key.into_key();
+                    rec.push(&key, true);
+                    if rec.len() == 1 {
+                        Ok::<_, Fail>(Action::requeue_after(Duration::from_secs(30)))
+                    } else {
+                        Ok(Action::done())
+                    }
+                },
+                Arc::clone(&record),
+            ),
+    );
     eventually("first reconcile", || record.len() == 1).await;
     settle(Duration::from_secs(29)).await;
     assert_eq!(record.len(), 1, "requeued too early");
@@ -383,11 +395,12 @@ async fn key_added_100_times_while_processing_is_reconciled_at_most_twice() {
     let informer = informer(&source);
     let ctx = GateCtx::new(informer.lister());
     let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(Controller::new(informer.clone()).concurrency(4).run_until(
-        gated_reconcile,
-        Arc::clone(&ctx),
-        cancel.clone().cancelled_owned(),
-    ));
+    let run: RunHandle = tokio::spawn(
+        Controller::new(informer.clone())
+            .concurrency(4)
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(gated_reconcile, Arc::clone(&ctx)),
+    );
     ctx.entered.notified().await;
     let mut last = String::new();
     for i in 0..100 {
@@ -419,11 +432,11 @@ async fn deleted_primary_is_reconciled_and_sees_it_gone() {
     let ctx = GateCtx::new(informer.lister());
     ctx.gate.notify_one(); // no waiting
     let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(Controller::new(informer).run_until(
-        gated_reconcile,
-        Arc::clone(&ctx),
-        cancel.clone().cancelled_owned(),
-    ));
+    let run: RunHandle = tokio::spawn(
+        Controller::new(informer)
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(gated_reconcile, Arc::clone(&ctx)),
+    );
     eventually("reconciled while present", || ctx.record.len() == 1).await;
     source.delete(a);
     eventually("reconciled after delete", || ctx.record.len() == 2).await;
@@ -475,11 +488,11 @@ async fn owned_children_and_watches_mapper_map_to_primary_keys() {
                 .and_then(|l| l.get("app"))
                 .map(|app| ObjectRef::new(s.metadata.namespace.as_deref(), app))
         });
-    let run: RunHandle = tokio::spawn(controller.run_until(
-        record_and_succeed,
-        Arc::clone(&record),
-        cancel.clone().cancelled_owned(),
-    ));
+    let run: RunHandle = tokio::spawn(
+        controller
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(record_and_succeed, Arc::clone(&record)),
+    );
     eventually("initial reconciles", || record.len() == 2).await;
     assert_eq!(record.keys(), [key("api"), key("web")].into());
     record.clear();
@@ -520,11 +533,11 @@ async fn shutdown_with_work_in_flight_completes() {
     let informer = informer(&source);
     let ctx = GateCtx::new(informer.lister());
     let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(Controller::new(informer.clone()).run_until(
-        gated_reconcile,
-        Arc::clone(&ctx),
-        cancel.clone().cancelled_owned(),
-    ));
+    let run: RunHandle = tokio::spawn(
+        Controller::new(informer.clone())
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(gated_reconcile, Arc::clone(&ctx)),
+    );
     ctx.entered.notified().await;
     cancel.cancel();
     settle(Duration::from_secs(10)).await;
@@ -560,11 +573,8 @@ async fn shutdown_aborts_reconciles_after_graceful_timeout() {
     let run: RunHandle = tokio::spawn(
         Controller::new(informer)
             .graceful_shutdown_timeout(Duration::from_secs(5))
-            .run_until(
-                gated_reconcile,
-                Arc::clone(&ctx),
-                cancel.clone().cancelled_owned(),
-            ),
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(gated_reconcile, Arc::clone(&ctx)),
     );
     ctx.entered.notified().await;
     let cancelled_at = Instant::now();
@@ -599,11 +609,8 @@ async fn run_waits_for_informers_started_elsewhere() {
     let run: RunHandle = tokio::spawn(
         Controller::new(informer.clone())
             .start_informers(false)
-            .run_until(
-                record_and_succeed,
-                Arc::clone(&record),
-                cancel.clone().cancelled_owned(),
-            ),
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(record_and_succeed, Arc::clone(&record)),
     );
     settle(Duration::from_secs(10)).await;
     assert!(!informer.has_started());
@@ -650,7 +657,8 @@ async fn no_reconcile_before_every_informer_has_synced() {
     let run: RunHandle = tokio::spawn(
         Controller::new(ctx.deployments.clone())
             .owns(ctx.config_maps.clone())
-            .run_until(
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(
                 |req: Request<_>, ctx: Arc<SyncCtx>| async move {
                     let key = req.key.into_key();
                     if !ctx.deployments.has_synced() || !ctx.config_maps.has_synced() {
@@ -660,7 +668,6 @@ async fn no_reconcile_before_every_informer_has_synced() {
                     Ok::<_, Fail>(Action::done())
                 },
                 Arc::clone(&ctx),
-                cancel.clone().cancelled_owned(),
             ),
     );
     eventually("primary synced", || ctx.deployments.has_synced()).await;
@@ -690,10 +697,10 @@ async fn cache_sync_timeout_is_reported() {
         .name("never-synced")
         .cache_sync_timeout(Duration::from_secs(7))
         .start_informers(false)
-        .run_until(
+        .graceful_shutdown_on(cancel.cancelled_owned())
+        .run(
             |_req: Request<_>, _ctx: Arc<()>| async { Ok::<_, Fail>(Action::done()) },
             Arc::new(()),
-            cancel.cancelled_owned(),
         );
     let result = tokio::time::timeout(Duration::from_secs(60), run)
         .await
@@ -719,16 +726,19 @@ async fn panicking_reconcile_is_retried_with_backoff() {
     let informer = informer(&source);
     let record = Arc::new(Record::default());
     let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(Controller::new(informer).run_until(
-        |req: Request<_>, rec: Arc<Record>| async move {
-            let key = req.key.into_key();
-            rec.push(&key, true);
-            assert!(rec.len() > 2, "panics on the first two attempts");
-            Ok::<_, Fail>(Action::done())
-        },
-        Arc::clone(&record),
-        cancel.clone().cancelled_owned(),
-    ));
+    let run: RunHandle = tokio::spawn(
+        Controller::new(informer)
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(
+                |req: Request<_>, rec: Arc<Record>| async move {
+                    let key = req.key.into_key();
+                    rec.push(&key, true);
+                    assert!(rec.len() > 2, "panics on the first two attempts");
+                    Ok::<_, Fail>(Action::done())
+                },
+                Arc::clone(&record),
+            ),
+    );
     eventually("third attempt", || record.len() == 3).await;
     cancel.cancel();
     run.await.unwrap().unwrap();
@@ -765,7 +775,8 @@ async fn metrics_report_what_the_controller_did() {
             .name("cms")
             .concurrency(2)
             .metrics(&metrics)
-            .run_until(
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(
                 |req: Request<_>, rec: Arc<Record>| async move {
                     let key = req.key.into_key();
                     rec.push(&key, true);
@@ -779,7 +790,6 @@ async fn metrics_report_what_the_controller_did() {
                     }
                 },
                 Arc::clone(&record),
-                cancel.clone().cancelled_owned(),
             ),
     );
     eventually("seven reconciles", || record.len() == 7).await;
@@ -910,11 +920,12 @@ async fn active_workers_counts_reconciles_in_flight() {
     let metrics = Metrics::registered(&mut registry);
     let ctx = GateCtx::new(informer.lister());
     let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(Controller::new(informer).metrics(&metrics).run_until(
-        gated_reconcile,
-        Arc::clone(&ctx),
-        cancel.clone().cancelled_owned(),
-    ));
+    let run: RunHandle = tokio::spawn(
+        Controller::new(informer)
+            .metrics(&metrics)
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(gated_reconcile, Arc::clone(&ctx)),
+    );
     ctx.entered.notified().await;
     let series = "controller_runtime_active_workers{controller=\"configmap\"}";
     assert_eq!(value(&render_metrics(&registry), series), 1.0);
@@ -935,21 +946,24 @@ async fn request_carries_the_latest_cached_object() {
     let ctx = GateCtx::new(informer.lister());
     let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
     let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(Controller::new(informer.clone()).run_until(
-        {
-            let seen = Arc::clone(&seen);
-            move |req: Request<ConfigMap>, ctx: Arc<GateCtx>| {
-                let data = req
-                    .object
-                    .as_ref()
-                    .and_then(|o| o.data.as_ref()?.get("v").cloned());
-                seen.lock().unwrap().push(data);
-                gated_reconcile(req, ctx)
-            }
-        },
-        Arc::clone(&ctx),
-        cancel.clone().cancelled_owned(),
-    ));
+    let run: RunHandle = tokio::spawn(
+        Controller::new(informer.clone())
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(
+                {
+                    let seen = Arc::clone(&seen);
+                    move |req: Request<ConfigMap>, ctx: Arc<GateCtx>| {
+                        let data = req
+                            .object
+                            .as_ref()
+                            .and_then(|o| o.data.as_ref()?.get("v").cloned());
+                        seen.lock().unwrap().push(data);
+                        gated_reconcile(req, ctx)
+                    }
+                },
+                Arc::clone(&ctx),
+            ),
+    );
     ctx.entered.notified().await;
     for v in ["1", "2", "3"] {
         let mut c = cm("a");
@@ -972,16 +986,19 @@ async fn anyhow_errors_are_retried_with_backoff() {
     source.add(cm("a"));
     let record = Arc::new(Record::default());
     let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(Controller::new(informer(&source)).run_until(
-        |req: Request<ConfigMap>, rec: Arc<Record>| async move {
-            let key = req.key.into_key();
-            rec.push(&key, req.object.is_some());
-            anyhow::ensure!(rec.len() > 3, "attempt {} of {key} fails", rec.len());
-            Ok(Action::done())
-        },
-        Arc::clone(&record),
-        cancel.clone().cancelled_owned(),
-    ));
+    let run: RunHandle = tokio::spawn(
+        Controller::new(informer(&source))
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(
+                |req: Request<ConfigMap>, rec: Arc<Record>| async move {
+                    let key = req.key.into_key();
+                    rec.push(&key, req.object.is_some());
+                    anyhow::ensure!(rec.len() > 3, "attempt {} of {key} fails", rec.len());
+                    Ok(Action::done())
+                },
+                Arc::clone(&record),
+            ),
+    );
     eventually("fourth attempt", || record.len() == 4).await;
     settle(Duration::from_secs(5)).await;
     cancel.cancel();
@@ -1021,7 +1038,8 @@ async fn error_policy_decides_what_follows_a_failure() {
                     Error::Unavailable => Action::requeue_after(Duration::from_secs(7)),
                 }
             })
-            .run_until(
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(
                 |req: Request<ConfigMap>, rec: Arc<Record>| async move {
                     let key = req.key.into_key();
                     rec.push(&key, true);
@@ -1032,7 +1050,6 @@ async fn error_policy_decides_what_follows_a_failure() {
                     }
                 },
                 Arc::clone(&record),
-                cancel.clone().cancelled_owned(),
             ),
     );
     eventually("flaky retried", || record.count(&key("flaky")) == 2).await;
@@ -1071,11 +1088,11 @@ async fn first_reconcile_runs_at_sync_without_polling() {
     }
     let record = Arc::new(Record::default());
     let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(Controller::new(informer).run_until(
-        record_and_succeed,
-        Arc::clone(&record),
-        cancel.clone().cancelled_owned(),
-    ));
+    let run: RunHandle = tokio::spawn(
+        Controller::new(informer)
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(record_and_succeed, Arc::clone(&record)),
+    );
     tokio::time::sleep(Duration::from_millis(1_234)).await;
     source.clear_list_error();
     eventually("reconciled", || record.len() == 1).await;

@@ -65,14 +65,17 @@ async fn deployment_controller_over_http() {
     let ctx = Arc::new(Ctx { seen: tx });
     let cancel = CancellationToken::new();
     factory.start();
-    let run = tokio::spawn(controller.run_until(
-        |req: Request<Deployment>, ctx: Arc<Ctx>| async move {
-            let _ = ctx.seen.send((req.key.into_key(), req.object.is_some()));
-            Ok::<_, Never>(Action::done())
-        },
-        ctx,
-        cancel.clone().cancelled_owned(),
-    ));
+    let run = tokio::spawn(
+        controller
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(
+                |req: Request<Deployment>, ctx: Arc<Ctx>| async move {
+                    let _ = ctx.seen.send((req.key.into_key(), req.object.is_some()));
+                    Ok::<_, Never>(Action::done())
+                },
+                ctx,
+            ),
+    );
     let web = ObjectKey::new(Some("e2e"), "web");
     assert_eq!(next(&mut rx).await, (web.clone(), true));
 

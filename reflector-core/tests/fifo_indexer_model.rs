@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use proptest::prelude::*;
-use reflector_core::fifo::{DeltaFifo, DeltaFifoOptions, DeltaType, PoppedItem};
+use reflector_core::fifo::{DeltaFifo, DeltaType, PoppedItem};
 use reflector_core::object::ObjectKey;
 use reflector_core::store::{Indexer, Indexers, Store};
 
@@ -94,11 +94,10 @@ proptest! {
     #[test]
     fn fifo_into_indexer_matches_model_and_loses_no_delete(ops in proptest::collection::vec(op(), 0..80)) {
         let indexer = Indexer::<ConfigMap>::new(Indexers::new());
-        let fifo = DeltaFifo::new(
-            DeltaFifoOptions::default()
-                .known_objects(Arc::new(indexer.clone()))
-                .emit_delta_type_replaced(true),
-        );
+        let fifo = DeltaFifo::new()
+                .known_objects(indexer.clone())
+                .emit_delta_type_replaced(true)
+;
         // The server: key → resource version.
         let mut server: BTreeMap<u8, u64> = BTreeMap::new();
         let mut rv = 0u64;
@@ -169,7 +168,7 @@ proptest! {
 #[test]
 fn missed_delete_arrives_as_tombstone() {
     let indexer = Indexer::<ConfigMap>::new(Indexers::new());
-    let fifo = DeltaFifo::new(DeltaFifoOptions::default().known_objects(Arc::new(indexer.clone())));
+    let fifo = DeltaFifo::new().known_objects(indexer.clone());
     let mut seen = Observed::default();
     fifo.add(cm(1, 1)).unwrap();
     apply(&indexer, pop_now(&fifo).unwrap(), &mut seen);

@@ -83,11 +83,11 @@ fn start(
 ) {
     let stop = CancellationToken::new();
     let api = Api::<ConfigMap>::namespaced(server.client(), NS);
-    let run = tokio::spawn(Controller::for_api(api).run_until(
-        reconcile,
-        Arc::clone(ctx),
-        stop.clone().cancelled_owned(),
-    ));
+    let run = tokio::spawn(
+        Controller::for_api(api)
+            .graceful_shutdown_on(stop.clone().cancelled_owned())
+            .run(reconcile, Arc::clone(ctx)),
+    );
     (stop, run)
 }
 

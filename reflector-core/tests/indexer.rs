@@ -7,7 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use reflector_core::object::{KeyError, ObjectKey};
 use reflector_core::store::{
-    Indexer, Indexers, KeyListerGetter, NAMESPACE_INDEX, Store, StoreError, namespace_index_func,
+    Indexer, Indexers, NAMESPACE_INDEX, Store, StoreError, namespace_index_func,
 };
 
 /// A pod `name` (cluster-scoped unless `ns`) with the given labels and annotations.
@@ -229,16 +229,6 @@ fn reads_share_the_stored_arc() {
         &p
     ));
     assert!(Arc::ptr_eq(&store.list()[0], &p));
-}
-
-#[test]
-fn key_lister_getter_view() {
-    let store = Indexer::new(Indexers::<Pod>::new());
-    store.add(pod(Some("ns"), "a", &[], &[])).unwrap();
-    let view: &dyn KeyListerGetter<Pod> = &store;
-    assert_eq!(view.list_keys(), [ObjectKey::new(Some("ns"), "a")]);
-    assert!(view.get_by_key(&ObjectKey::new(Some("ns"), "a")).is_some());
-    assert!(view.get_by_key(&ObjectKey::new(None, "a")).is_none());
 }
 
 #[test]

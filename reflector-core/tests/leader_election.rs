@@ -176,7 +176,8 @@ impl Replica {
             Controller::for_api(Api::<ConfigMap>::namespaced(client, NS))
                 .leader_elected(election.clone())
                 .metrics(&metrics)
-                .run_until(reconcile, ctx, stop.clone().cancelled_owned()),
+                .graceful_shutdown_on(stop.clone().cancelled_owned())
+                .run(reconcile, ctx),
         );
         Replica {
             id,

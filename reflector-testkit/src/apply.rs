@@ -9,13 +9,12 @@ use axum::response::Response;
 use serde_json::{Map, Value, json};
 
 use crate::field_set::{FieldSet, Path, PathElement, path_string};
+use crate::handlers::ObjectWrite;
 use crate::list_type::ListType;
 use crate::managed_fields::{self, Entry, Operation, Scope, Writer};
-use crate::object::{Repr, key_of, metadata, metadata_mut};
+use crate::object::{key_of, metadata, metadata_mut};
 use crate::query::{param, parse_bool};
-use crate::router::{RequestBody, json_response};
-use crate::server::Shared;
-use crate::state::ResourceId;
+use crate::router::json_response;
 use crate::status::ApiError;
 
 /// `application/apply-patch+yaml` (the body may be YAML or JSON, which is YAML too).
@@ -99,17 +98,17 @@ fn drop_nulls(value: &mut Value) {
 }
 
 /// `PATCH` with an apply body: creates the object when absent (201), else applies (200).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn apply(
-    shared: &Shared,
-    repr: Repr,
-    rid: ResourceId,
-    namespace: Option<&str>,
-    name: &str,
-    status_write: bool,
-    pairs: &[(String, String)],
-    body: &RequestBody,
-) -> Result<Response, ApiError> {
+pub(crate) fn apply(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
+    let ObjectWrite {
+        shared,
+        repr,
+        rid,
+        namespace,
+        name,
+        status: status_write,
+        pairs,
+        body,
+    } = write;
     let options = ApplyOptions::parse(pairs)?;
     let mut config = Value::Object(decode(&body.bytes)?);
     drop_nulls(&mut config);

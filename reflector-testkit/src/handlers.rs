@@ -11,7 +11,7 @@ use crate::object::{Repr, key_of};
 use crate::patch::Patch;
 use crate::query::{ListOptions, param};
 use crate::router::{RequestBody, json_response};
-use crate::selector::FieldLabels;
+use crate::selectable_fields::FieldLabels;
 use crate::server::Shared;
 use crate::state::{Deleted, Preconditions, ResourceId};
 use crate::status::{ApiError, status_details};
@@ -62,37 +62,37 @@ pub(crate) fn create(
     Ok(json_response(201, repr.render(&created)))
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn update(
-    shared: &Shared,
-    repr: Repr,
-    rid: ResourceId,
-    namespace: Option<&str>,
-    name: &str,
-    status: bool,
-    pairs: &[(String, String)],
-    body: &RequestBody,
-) -> Result<Response, ApiError> {
-    let value = parse_json(&body.bytes, &body.content_type)?;
-    let manager = manager(pairs, body);
-    let writer = Writer::Update(&manager);
-    let updated = shared
-        .state()
-        .update(rid, namespace, name, value, status, writer)?;
-    Ok(json_response(200, repr.render(&updated)))
+/// A write to one object or its status subresource (`PUT` or `PATCH`), as routed.
+#[derive(Clone, Copy)]
+pub(crate) struct ObjectWrite<'a> {
+    pub(crate) shared: &'a Shared,
+    pub(crate) repr: Repr,
+    pub(crate) rid: ResourceId,
+    pub(crate) namespace: Option<&'a str>,
+    pub(crate) name: &'a str,
+    /// Whether the write is to the `status` subresource.
+    pub(crate) status: bool,
+    pub(crate) pairs: &'a [(String, String)],
+    pub(crate) body: &'a RequestBody,
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn patch(
-    shared: &Shared,
-    repr: Repr,
-    rid: ResourceId,
-    namespace: Option<&str>,
-    name: &str,
-    status: bool,
-    pairs: &[(String, String)],
-    body: &RequestBody,
-) -> Result<Response, ApiError> {
+pub(crate) fn update(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
+    let body = write.body;
+    let value = parse_json(&body.bytes, &body.content_type)?;
+    let manager = manager(write.pairs, body);
+    let updated = write.shared.state().update(
+        write.rid,
+        write.namespace,
+        write.name,
+        value,
+        write.status,
+        Writer::Update(&manager),
+    )?;
+    Ok(json_response(200, write.repr.render(&updated)))
+}
+
+pub(crate) fn patch(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
+    let (body, rid, name) = (write.body, write.rid, write.name);
     let media = body
         .content_type
         .split(';')
@@ -100,9 +100,9 @@ pub(crate) fn patch(
         .unwrap_or_default()
         .trim();
     if media == crate::apply::APPLY_PATCH {
-        return crate::apply::apply(shared, repr, rid, namespace, name, status, pairs, body);
+        return crate::apply::apply(write);
     }
-    if param(pairs, "force").is_some() {
+    if param(write.pairs, "force").is_some() {
         return Err(crate::apply::invalid_patch_options(
             "force",
             "FieldValueForbidden",
@@ -110,23 +110,24 @@ pub(crate) fn patch(
         ));
     }
     let patch = Patch::decode(media, &body.bytes)?;
-    let manager = manager(pairs, body);
-    let mut state = shared.state();
+    let manager = manager(write.pairs, body);
+    // One lock from read to write: the patch applies to the state it replaces.
+    let mut state = write.shared.state();
     let info = state.resources[rid].clone();
     let current = state
-        .get(rid, &key_of(namespace, name))
+        .get(rid, &key_of(write.namespace, name))
         .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
     let mut value = current.value();
     patch.apply(&mut value)?;
     let updated = state.update(
         rid,
-        namespace,
+        write.namespace,
         name,
         value,
-        status,
+        write.status,
         Writer::Update(&manager),
     )?;
-    Ok(json_response(200, repr.render(&updated)))
+    Ok(json_response(200, write.repr.render(&updated)))
 }
 
 pub(crate) fn delete(

@@ -13,7 +13,7 @@ use crate::object::{Repr, StoredObject};
 use crate::query::{ListOptions, Rv, RvMatch};
 use crate::resource::ResourceInfo;
 use crate::router::json_response;
-use crate::selector::FieldLabels;
+use crate::selectable_fields::FieldLabels;
 use crate::server::Shared;
 use crate::state::ResourceId;
 use crate::status::ApiError;

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use crate::selector::{FieldLabels, FieldSelector, LabelSelector};
+use crate::field_selector::FieldSelector;
+use crate::label_selector::LabelSelector;
+use crate::selectable_fields::FieldLabels;
 use crate::state::ObjectFilter;
 use crate::status::{ApiError, go_quote};
 

@@ -416,12 +416,23 @@ async fn dispatch(
                 "GET" => crate::handlers::get(shared, repr, *rid, ns, name),
                 "PUT" | "PATCH" | "DELETE" => match read_body(request).await {
                     Ok(body) => match method.as_str() {
-                        "PUT" => crate::handlers::update(
-                            shared, repr, *rid, ns, name, *status, pairs, &body,
-                        ),
-                        "PATCH" => crate::handlers::patch(
-                            shared, repr, *rid, ns, name, *status, pairs, &body,
-                        ),
+                        "PUT" | "PATCH" => {
+                            let write = crate::handlers::ObjectWrite {
+                                shared,
+                                repr,
+                                rid: *rid,
+                                namespace: ns,
+                                name,
+                                status: *status,
+                                pairs,
+                                body: &body,
+                            };
+                            if method == "PUT" {
+                                crate::handlers::update(write)
+                            } else {
+                                crate::handlers::patch(write)
+                            }
+                        }
                         _ if *status => Err(ApiError::method_not_allowed("DELETE")),
                         _ => crate::handlers::delete(shared, repr, *rid, ns, name, &body.bytes),
                     },

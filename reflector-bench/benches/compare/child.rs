@@ -15,6 +15,7 @@ use kube::runtime::watcher;
 use reflector::informer::{InformerFactory, SharedIndexInformer, strip_managed_fields};
 use reflector::listwatch::ApiListerWatcher;
 use reflector::object::Object;
+use reflector::reflector::ReflectorOptions;
 use reflector_testkit::bench_objects::NAMESPACE;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
@@ -26,8 +27,8 @@ use crate::scenario::{self, Cache, Phase, Scenario};
 /// How long any wait may take before the child gives up.
 const TIMEOUT: Duration = Duration::from_secs(600);
 
-/// Runs scenario `name` against `url`.
-pub fn run(name: &str, url: &str, objects: usize) -> Result<(), String> {
+/// Runs scenario `name` against `url`; `paged`: the floor lists in pages of 500.
+pub fn run(name: &str, url: &str, objects: usize, paged: bool) -> Result<(), String> {
     let scenario = scenario::find(name).ok_or(format!("unknown scenario {name}"))?;
     if std::env::var_os("RUST_LOG").is_some() {
         tracing_subscriber::fmt()
@@ -39,7 +40,7 @@ pub fn run(name: &str, url: &str, objects: usize) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let result = rt.block_on(body(scenario, url, objects));
+    let result = rt.block_on(body(scenario, url, objects, paged));
     rt.shutdown_background();
     result
 }
@@ -122,19 +123,24 @@ impl Built {
     }
 }
 
-/// Lists every page of 500; returns the kept items, the count and the list's RV.
+/// Lists everything, in one request (`paged`: in pages of 500); returns the kept
+/// items, the count and the list's RV.
 ///
 /// # Cancel safety
 /// Not relevant: run to completion by the child.
 async fn list_all(
     api: &Api<ConfigMap>,
     keep: bool,
+    paged: bool,
 ) -> Result<(Vec<Arc<ConfigMap>>, usize, String), String> {
     let mut items = Vec::new();
     let mut count = 0;
     let mut token: Option<String> = None;
     loop {
-        let mut lp = ListParams::default().limit(500);
+        let mut lp = ListParams::default();
+        if paged {
+            lp = lp.limit(500);
+        }
         if let Some(t) = &token {
             lp = lp.continue_token(t);
         }
@@ -206,12 +212,15 @@ async fn fill_phases<K: Object>(informer: &SharedIndexInformer<K>) -> Result<Val
     }))
 }
 
-/// kube-runtime's `reflector(writer, watcher(api, page_size 500))`, driven by a task,
-/// once its store is ready.
+/// kube-runtime's `reflector(writer, watcher(api, config))`, driven by a task, once its
+/// store is ready.
 ///
 /// # Cancel safety
 /// Not relevant: run to completion by the child.
-async fn kube_runtime_store<K>(api: Api<K>) -> Result<(kr::Store<K>, JoinHandle<()>), String>
+async fn kube_runtime_store<K>(
+    api: Api<K>,
+    config: watcher::Config,
+) -> Result<(kr::Store<K>, JoinHandle<()>), String>
 where
     K: kube::Resource<DynamicType = ()>
         + Clone
@@ -222,10 +231,7 @@ where
         + 'static,
 {
     let (store, writer) = kr::store::<K>();
-    let stream = kr::reflector(
-        writer,
-        watcher(api, watcher::Config::default().page_size(500)),
-    );
+    let stream = kr::reflector(writer, watcher(api, config));
     let task = tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while stream.next().await.is_some() {}
@@ -241,11 +247,12 @@ where
 ///
 /// # Cancel safety
 /// Not relevant: run to completion by the child.
-async fn build(cache: Cache, client: kube::Client) -> Result<Built, String> {
+async fn build(cache: Cache, client: kube::Client, paged: bool) -> Result<Built, String> {
     let api: Api<ConfigMap> = Api::all(client.clone());
+    let paged_config = || watcher::Config::default().page_size(500);
     match cache {
         Cache::Floor | Cache::FloorNoStore => {
-            let (items, count, _) = list_all(&api, cache == Cache::Floor).await?;
+            let (items, count, _) = list_all(&api, cache == Cache::Floor, paged).await?;
             Ok(Built::Floor {
                 items,
                 count,
@@ -254,7 +261,7 @@ async fn build(cache: Cache, client: kube::Client) -> Result<Built, String> {
             })
         }
         Cache::FloorWatch => {
-            let (items, count, rv) = list_all(&api, true).await?;
+            let (items, count, rv) = list_all(&api, true, paged).await?;
             let max_rv = Arc::new(AtomicU64::new(0));
             let stream = api
                 .watch(&WatchParams::default(), &rv)
@@ -276,8 +283,13 @@ async fn build(cache: Cache, client: kube::Client) -> Result<Built, String> {
                 _watch: Some(watch),
             })
         }
-        Cache::KubeRuntime => {
-            let (store, task) = kube_runtime_store(api).await?;
+        Cache::KubeRuntime | Cache::KubeRuntimeStreaming => {
+            let config = if cache == Cache::KubeRuntime {
+                paged_config()
+            } else {
+                watcher::Config::default().streaming_lists()
+            };
+            let (store, task) = kube_runtime_store(api, config).await?;
             Ok(Built::Kube { store, _task: task })
         }
         Cache::Ours | Cache::OursStrip => {
@@ -303,7 +315,7 @@ async fn build(cache: Cache, client: kube::Client) -> Result<Built, String> {
         }
         Cache::KubeRuntimeMetadata => {
             let api = Api::<PartialObjectMeta<ConfigMap>>::all(client);
-            let (store, task) = kube_runtime_store(api).await?;
+            let (store, task) = kube_runtime_store(api, paged_config()).await?;
             Ok(Built::KubeMeta { store, _task: task })
         }
         Cache::OursMetadata => {
@@ -317,8 +329,15 @@ async fn build(cache: Cache, client: kube::Client) -> Result<Built, String> {
                 _factory: factory,
             })
         }
-        Cache::OursFactory => {
-            let factory = InformerFactory::new(client);
+        Cache::OursFactory | Cache::OursWatchList | Cache::OursKeepManagedFields => {
+            let mut factory = InformerFactory::new(client);
+            if cache == Cache::OursWatchList {
+                factory =
+                    factory.reflector_options(ReflectorOptions::default().use_watch_list(true));
+            }
+            if cache == Cache::OursKeepManagedFields {
+                factory = factory.keep_managed_fields();
+            }
             let informer = factory.informer::<ConfigMap>();
             factory.start();
             let phases = fill_phases(&informer).await?;
@@ -373,14 +392,14 @@ async fn cue(word: &str) -> Result<(u64, String), String> {
 
 /// # Cancel safety
 /// Not relevant: the child's whole life.
-async fn body(scenario: Scenario, url: &str, objects: usize) -> Result<(), String> {
+async fn body(scenario: Scenario, url: &str, objects: usize, paged: bool) -> Result<(), String> {
     let config = kube::Config::new(url.parse().map_err(|e| format!("url {url}: {e}"))?);
     let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
     let rss0 = mem::rss();
     let heap0 = mem::heap();
     let peak = HeapPeak::start();
     let start = Instant::now();
-    let built = build(scenario.cache, client).await?;
+    let built = build(scenario.cache, client, paged).await?;
     let secs = start.elapsed().as_secs_f64();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let len = built.len();

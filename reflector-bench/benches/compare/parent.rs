@@ -50,14 +50,36 @@ pub fn run(args: &Args) -> Result<(), String> {
         selected = ALL.to_vec();
     }
     let run_index = args.scenarios.is_empty() || args.scenarios.iter().any(|s| s == INDEX);
-    let load_before = loadavg();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
+    run_shape(args, &rt, &selected, run_index, false)?;
+    if args.paged {
+        run_shape(args, &rt, &selected, false, true)?;
+    }
+    Ok(())
+}
+
+/// Runs `selected` against a fresh server that answers `resourceVersion=0` lists in one
+/// page, as a real API server's watch cache does, or (`paged`) in pages of their
+/// `limit`, and prints the tables.
+fn run_shape(
+    args: &Args,
+    rt: &tokio::runtime::Runtime,
+    selected: &[Scenario],
+    run_index: bool,
+    paged: bool,
+) -> Result<(), String> {
+    let load_before = loadavg();
     let server = rt
-        .block_on(ApiServer::builder().history_len(HISTORY).start())
+        .block_on(
+            ApiServer::builder()
+                .history_len(HISTORY)
+                .paginate_rv0(paged)
+                .start(),
+        )
         .map_err(|e| e.to_string())?;
     let started = Instant::now();
     server
@@ -71,12 +93,12 @@ pub fn run(args: &Args) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut results: BTreeMap<&'static str, Vec<RunResult>> = BTreeMap::new();
     for run in 0..args.runs {
-        let mut order = selected.clone();
+        let mut order = selected.to_vec();
         if run % 2 == 1 {
             order.reverse();
         }
         for s in order {
-            let result = child(&exe, &server, s, args)?;
+            let result = child(&exe, &server, s, args, paged)?;
             eprintln!(
                 "compare: run {} {}: synced in {:.3} s{}",
                 run + 1,
@@ -97,7 +119,7 @@ pub fn run(args: &Args) -> Result<(), String> {
         None
     };
     let load_after = loadavg();
-    print_tables(args, &selected, &results, queries.as_deref());
+    print_tables(args, paged, selected, &results, queries.as_deref());
     println!("\nLoad average before: {load_before}; after: {load_after}.");
     Ok(())
 }
@@ -127,6 +149,7 @@ fn child(
     server: &ApiServer,
     s: Scenario,
     args: &Args,
+    paged: bool,
 ) -> Result<RunResult, String> {
     let span = args.objects.clamp(1, CHURN_SPAN);
     let churn: Vec<ConfigMap> = if s.phase == Phase::Churn {
@@ -138,9 +161,14 @@ fn child(
         Vec::new()
     };
     settle_allocator();
-    let mut proc = Command::new(exe)
+    let mut command = Command::new(exe);
+    command
         .args(["--child", s.name, "--url", &server.url(), "--objects"])
-        .arg(args.objects.to_string())
+        .arg(args.objects.to_string());
+    if paged {
+        command.arg("--paged");
+    }
+    let mut proc = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -274,13 +302,19 @@ fn after(key: &'static str) -> impl Fn(&RunResult) -> Option<f64> {
 
 fn print_tables(
     args: &Args,
+    paged: bool,
     selected: &[Scenario],
     results: &BTreeMap<&'static str, Vec<RunResult>>,
     queries: Option<&[QueryFigure]>,
 ) {
     let n = args.objects as f64;
+    let shape = if paged {
+        "paged shape: the server answers resourceVersion=0 lists in pages of their limit; the floor lists in pages of 500"
+    } else {
+        "real shape: the server answers resourceVersion=0 lists in one page, as a real API server's watch cache; the floor lists in one request"
+    };
     println!(
-        "\n## {} ConfigMaps, medians of {} run(s)\n",
+        "\n## {} ConfigMaps, medians of {} run(s) ({shape})\n",
         args.objects, args.runs
     );
     let secs = |r: &RunResult| num(&r.synced, "secs");
@@ -289,26 +323,32 @@ fn print_tables(
     let floor_t = med(results, "floor", secs);
     let nostore_t = med(results, "floor-nostore", secs);
     let kube_t = med(results, "kube-runtime", secs);
+    let kube_streaming_t = med(results, "kube-runtime-streaming", secs);
     let floor_rss = med(results, "floor", &rss);
     let kube_rss = med(results, "kube-runtime", &rss);
     let floor_heap = med(results, "floor", heap);
     let kube_heap = med(results, "kube-runtime", heap);
     println!(
-        "| initial sync | time to synced (s) | vs floor | vs decode-only | vs kube-runtime | RSS after sync (MB) | vs floor | vs kube-runtime | heap (MB) | vs floor | vs kube-runtime | heap bytes/object | peak RSS (MB) |"
+        "| initial sync | time to synced (s) | vs floor | vs decode-only | vs kube-runtime | vs kube-runtime streaming list | RSS after sync (MB) | vs floor | vs kube-runtime | heap (MB) | vs floor | vs kube-runtime | heap bytes/object | peak RSS during sync (MB) | peak / after | peak heap during sync (MB) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for s in selected.iter().filter(|s| s.phase == Phase::Sync) {
         let t = med(results, s.name, secs);
         let r = med(results, s.name, &rss);
         let h = med(results, s.name, heap);
         let per_object = med(results, s.name, |r| heap_delta(r).map(|b| b / n));
+        let peak_rss = med(results, s.name, synced_mb("hwm"));
+        let peak_heap = med(results, s.name, |r| {
+            Some((num(&r.synced, "heap_peak")? - num(&r.synced, "heap0")?) / MB)
+        });
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             s.name,
             fmt(t, 2),
             ratio(t, floor_t),
             ratio(t, nostore_t),
             ratio(t, kube_t),
+            ratio(t, kube_streaming_t),
             fmt(r, 0),
             ratio(r, floor_rss),
             ratio(r, kube_rss),
@@ -316,7 +356,9 @@ fn print_tables(
             ratio(h, floor_heap),
             ratio(h, kube_heap),
             fmt(per_object, 0),
-            fmt(med(results, s.name, synced_mb("hwm")), 0),
+            fmt(peak_rss, 0),
+            ratio(peak_rss, r),
+            fmt(peak_heap, 0),
         );
     }
 

@@ -3,18 +3,27 @@
 /// The cache a child builds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cache {
-    /// `Api::list` pages of 500 kept in a `Vec<Arc<ConfigMap>>`.
+    /// `Api::list` kept in a `Vec<Arc<ConfigMap>>`: one request without a limit (the
+    /// one page a real server answers an informer's first list with), or pages of 500
+    /// with `--paged`.
     Floor,
-    /// `Api::list` pages of 500, decoded and dropped.
+    /// As `Floor`, decoded and dropped.
     FloorNoStore,
-    /// `Api::list` pages kept, then a raw `Api::watch` decoding events into nothing.
+    /// As `Floor`, then a raw `Api::watch` decoding events into nothing.
     FloorWatch,
     /// kube-runtime's `reflector(writer, watcher(api, page_size 500))`.
     KubeRuntime,
+    /// kube-runtime's `reflector(writer, watcher(api, Config::default().streaming_lists()))`.
+    KubeRuntimeStreaming,
     /// Our `SharedIndexInformer` over `ApiListerWatcher`, no transform.
     Ours,
     /// `InformerFactory::new(client).informer::<ConfigMap>()` with the factory defaults.
     OursFactory,
+    /// The factory with `ReflectorOptions::default().use_watch_list(true)`: the initial
+    /// state streamed by a watch-list request.
+    OursWatchList,
+    /// The factory with `keep_managed_fields()`: every field decoded and cached.
+    OursKeepManagedFields,
     /// Our plain informer built with `.transform(strip_managed_fields())`.
     OursStrip,
     /// kube-runtime's `reflector(writer, watcher(Api<PartialObjectMeta<ConfigMap>>, page_size 500))`.
@@ -52,6 +61,17 @@ pub const ALL: &[Scenario] = &[
     s("kube-runtime", Cache::KubeRuntime, Phase::Sync),
     s("ours", Cache::Ours, Phase::Sync),
     s("ours-factory", Cache::OursFactory, Phase::Sync),
+    s(
+        "kube-runtime-streaming",
+        Cache::KubeRuntimeStreaming,
+        Phase::Sync,
+    ),
+    s("ours-watch-list", Cache::OursWatchList, Phase::Sync),
+    s(
+        "ours-keep-managed-fields",
+        Cache::OursKeepManagedFields,
+        Phase::Sync,
+    ),
     s("ours-strip-transform", Cache::OursStrip, Phase::Sync),
     s(
         "kube-runtime-metadata",
@@ -63,6 +83,17 @@ pub const ALL: &[Scenario] = &[
     s("churn-kube-runtime", Cache::KubeRuntime, Phase::Churn),
     s("churn-ours", Cache::Ours, Phase::Churn),
     s("churn-ours-factory", Cache::OursFactory, Phase::Churn),
+    s(
+        "churn-kube-runtime-streaming",
+        Cache::KubeRuntimeStreaming,
+        Phase::Churn,
+    ),
+    s("churn-ours-watch-list", Cache::OursWatchList, Phase::Churn),
+    s(
+        "churn-ours-keep-managed-fields",
+        Cache::OursKeepManagedFields,
+        Phase::Churn,
+    ),
     s("relist-kube-runtime", Cache::KubeRuntime, Phase::Relist),
     s("relist-ours", Cache::Ours, Phase::Relist),
     s("relist-ours-factory", Cache::OursFactory, Phase::Relist),

@@ -2,6 +2,7 @@
 
 use std::fmt::{Debug, Display};
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,12 +20,12 @@ use crate::workqueue::{QueueConfig, RateLimiter, WorkQueue, default_controller_r
 
 use super::action::Action;
 use super::error::ControllerError;
-use super::error_policy::{BackoffOnError, ErrorPolicy};
+use super::error_policy::ErrorPolicy;
 use super::owner_mapping::OwnerMapping;
 use super::request::Request;
 use super::signal::Signals;
 use super::source::{ActiveRegistration, InformerSource, KeyMapping, WatchSource, wait_for_sync};
-use super::worker::{CurrentKey, WorkerShared, shut_down_workers, stop_workers, worker};
+use super::worker::{CurrentKey, WorkerShared, shut_down_workers, stop_workers};
 
 /// 30 s, as controller-runtime's manager `GracefulShutdownTimeout`.
 pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -53,14 +54,16 @@ const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
 ///   [`WorkQueue`], which never hands a key being reconciled to a second
 ///   worker, and re-queues it once if it changed meanwhile.
 /// - **Requeues** follow the returned [`Action`]; errors go to the error policy
-///   ([`BackoffOnError`] unless [`error_policy`](Self::error_policy) sets another:
-///   the key's exponential backoff from the rate limiter, which a success resets).
+///   ([`Action::requeue_rate_limited`] unless [`error_policy`](Self::error_policy)
+///   sets another: the key's exponential backoff from the rate limiter, which a
+///   success resets).
 /// - **Leader election** (optional, [`leader_elected`](Self::leader_elected)):
 ///   informers sync while following; reconciles run only while this replica leads.
 /// - **Informers are started for you.** `run` starts every watched informer that
 ///   has not started and stops those it started when it returns
 ///   ([`start_informers(false)`](Self::start_informers) leaves that to their owner).
-/// - **Shutdown.** When the stop future of [`run_until`](Self::run_until) resolves,
+/// - **Shutdown.** When the [`graceful_shutdown_on`](Self::graceful_shutdown_on)
+///   trigger resolves,
 ///   or SIGINT/SIGTERM arrives after [`shutdown_on_signal`](Self::shutdown_on_signal),
 ///   the queue shuts down and workers take no more keys; reconciles in flight get
 ///   the graceful-shutdown timeout to finish; stragglers are aborted and logged.
@@ -112,7 +115,7 @@ const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
 ///     .await
 /// # }
 /// ```
-pub struct Controller<K: Object, P = BackoffOnError> {
+pub struct Controller<K: Object, P = Action> {
     name: String,
     primary: SharedIndexInformer<K>,
     sources: Vec<Box<dyn WatchSource>>,
@@ -123,6 +126,8 @@ pub struct Controller<K: Object, P = BackoffOnError> {
     cache_sync_timeout: Duration,
     start_informers: bool,
     shutdown_on_signal: bool,
+    /// Resolves to start the graceful shutdown (`graceful_shutdown_on`).
+    shutdown: Option<Pin<Box<dyn Future<Output = ()> + Send + 'static>>>,
     election: Option<LeaderElection>,
     error_policy: P,
 }
@@ -140,6 +145,7 @@ impl<K: Object, P> std::fmt::Debug for Controller<K, P> {
             .field("cache_sync_timeout", &self.cache_sync_timeout)
             .field("start_informers", &self.start_informers)
             .field("shutdown_on_signal", &self.shutdown_on_signal)
+            .field("graceful_shutdown_on", &self.shutdown.is_some())
             .field("election", &self.election)
             .finish_non_exhaustive()
     }
@@ -153,7 +159,8 @@ where
 {
     /// A controller of `primary`'s objects, with controller-runtime's defaults: named
     /// after the kind in lower case, one worker, [`default_controller_rate_limiter`],
-    /// [`BackoffOnError`], no metrics, 30 s graceful shutdown, 2 min cache-sync
+    /// errors retried with backoff ([`Action::requeue_rate_limited`] as the error
+    /// policy), no metrics, 30 s graceful shutdown, 2 min cache-sync
     /// timeout, informers started by `run` if nobody started them.
     #[must_use]
     pub fn new(primary: SharedIndexInformer<K>) -> Self {
@@ -168,8 +175,9 @@ where
             cache_sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
             start_informers: true,
             shutdown_on_signal: false,
+            shutdown: None,
             election: None,
-            error_policy: BackoffOnError,
+            error_policy: Action::requeue_rate_limited(),
             name,
         }
     }
@@ -280,7 +288,8 @@ impl<K: Object, P> Controller<K, P> {
     }
 
     /// What to do with a key whose reconcile failed: any [`ErrorPolicy`], e.g. a
-    /// `fn(&ObjectRef<K>, &Error, Arc<Ctx>) -> Action`. Default: [`BackoffOnError`].
+    /// `fn(&ObjectRef<K>, &Error, Arc<Ctx>) -> Action`, or a fixed [`Action`].
+    /// Default: [`Action::requeue_rate_limited`].
     #[must_use]
     pub fn error_policy<Q>(self, policy: Q) -> Controller<K, Q> {
         Controller {
@@ -294,6 +303,7 @@ impl<K: Object, P> Controller<K, P> {
             cache_sync_timeout: self.cache_sync_timeout,
             start_informers: self.start_informers,
             shutdown_on_signal: self.shutdown_on_signal,
+            shutdown: self.shutdown,
             election: self.election,
             error_policy: policy,
         }
@@ -337,6 +347,36 @@ impl<K: Object, P> Controller<K, P> {
     #[must_use]
     pub fn shutdown_on_signal(mut self) -> Self {
         self.shutdown_on_signal = true;
+        self
+    }
+
+    /// Shuts down gracefully when `trigger` resolves (e.g. `token.cancelled_owned()`
+    /// of a [`CancellationToken`], a oneshot receiver, a leadership loss), as
+    /// kube-runtime's `graceful_shutdown_on`; with
+    /// [`shutdown_on_signal`](Self::shutdown_on_signal) too, whichever comes first.
+    /// Default: none (`run` ends on a signal, an error, or when dropped).
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # use reflector_core::controller::{Action, Controller, Request};
+    /// # use tokio_util::sync::CancellationToken;
+    /// # async fn reconcile(_: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
+    /// # async fn f(client: kube::Client) {
+    /// let stop = CancellationToken::new();
+    /// let run = Controller::<ConfigMap>::for_kind(client)
+    ///     .graceful_shutdown_on(stop.clone().cancelled_owned())
+    ///     .run(reconcile, Arc::new(()));
+    /// # let _ = run;
+    /// stop.cancel(); // graceful shutdown
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn graceful_shutdown_on(
+        mut self,
+        trigger: impl Future<Output = ()> + Send + 'static,
+    ) -> Self {
+        self.shutdown = Some(Box::pin(trigger));
         self
     }
 
@@ -403,8 +443,9 @@ impl<K: Object, P> Controller<K, P> {
     }
 
     /// Runs the controller until a shutdown signal (with
-    /// [`shutdown_on_signal`](Self::shutdown_on_signal)) or until the future is
-    /// dropped.
+    /// [`shutdown_on_signal`](Self::shutdown_on_signal)), the
+    /// [`graceful_shutdown_on`](Self::graceful_shutdown_on) trigger, or until the
+    /// future is dropped.
     ///
     /// - `reconcile(request, ctx)` makes the world match `request.object` (`None`:
     ///   deleted) and answers an [`Action`]. It may run concurrently for different
@@ -445,10 +486,11 @@ impl<K: Object, P> Controller<K, P> {
     /// A shutdown before the informers synced is a clean stop (`Ok`).
     ///
     /// # Cancel safety
-    /// A signal is the clean stop. Dropping the future instead aborts the workers
-    /// and the informers it started at once and removes its handlers.
+    /// A signal or the [`graceful_shutdown_on`](Self::graceful_shutdown_on) trigger
+    /// is the clean stop. Dropping the future instead aborts the workers and the
+    /// informers it started at once and removes its handlers.
     pub async fn run<R, Fut, E, Ctx>(
-        self,
+        mut self,
         reconcile: R,
         ctx: Arc<Ctx>,
     ) -> Result<(), ControllerError>
@@ -459,47 +501,7 @@ impl<K: Object, P> Controller<K, P> {
         P: ErrorPolicy<K, E, Ctx>,
         Ctx: Send + Sync + 'static,
     {
-        self.run_until(reconcile, ctx, std::future::pending()).await
-    }
-
-    /// As [`run`](Self::run), and shuts down gracefully when `shutdown` resolves
-    /// (e.g. `token.cancelled_owned()` of a
-    /// [`CancellationToken`], a oneshot
-    /// receiver, a leadership loss).
-    ///
-    /// ```no_run
-    /// # use std::sync::Arc;
-    /// # use k8s_openapi::api::core::v1::ConfigMap;
-    /// # use reflector_core::controller::{Action, Controller, Request};
-    /// # use tokio_util::sync::CancellationToken;
-    /// # async fn reconcile(_: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
-    /// # async fn f(client: kube::Client) {
-    /// let stop = CancellationToken::new();
-    /// let run = Controller::<ConfigMap>::for_kind(client)
-    ///     .run_until(reconcile, Arc::new(()), stop.clone().cancelled_owned());
-    /// # let _ = run;
-    /// stop.cancel(); // graceful shutdown
-    /// # }
-    /// ```
-    ///
-    /// # Errors
-    /// As [`run`](Self::run).
-    ///
-    /// # Cancel safety
-    /// As [`run`](Self::run).
-    pub async fn run_until<R, Fut, E, Ctx>(
-        self,
-        reconcile: R,
-        ctx: Arc<Ctx>,
-        shutdown: impl Future<Output = ()> + Send,
-    ) -> Result<(), ControllerError>
-    where
-        R: Fn(Request<K>, Arc<Ctx>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Action, E>> + Send + 'static,
-        E: Display + 'static,
-        P: ErrorPolicy<K, E, Ctx>,
-        Ctx: Send + Sync + 'static,
-    {
+        let shutdown = self.shutdown.take();
         let claimed = match &self.election {
             Some(e) => Some(e.claim().map_err(ControllerError::LeaderElection)?),
             None => None,
@@ -523,6 +525,7 @@ impl<K: Object, P> Controller<K, P> {
                 cache_sync_timeout,
                 start_informers,
                 shutdown_on_signal: _,
+                shutdown: _,
                 election,
                 error_policy,
             } = self;
@@ -565,13 +568,11 @@ impl<K: Object, P> Controller<K, P> {
             let _stop_informers = informer_cancel.clone().drop_guard();
             let mut informer_tasks = JoinSet::new();
             if start_informers {
-                for (s, label) in sources
-                    .iter()
-                    .zip(&labels)
-                    .filter(|(s, _)| !s.has_started())
-                {
-                    tracing::debug!(controller = %name, informer = %label, "starting informer");
-                    informer_tasks.spawn(s.run(informer_cancel.clone()));
+                for (s, label) in sources.iter().zip(&labels) {
+                    if let Some(run) = s.start(informer_cancel.clone()) {
+                        tracing::debug!(controller = %name, informer = %label, "starting informer");
+                        informer_tasks.spawn(run);
+                    }
                 }
             }
 
@@ -620,7 +621,7 @@ impl<K: Object, P> Controller<K, P> {
                     for _ in 0..concurrency {
                         let slot: CurrentKey = Arc::new(Mutex::new(None));
                         slots.push(Arc::clone(&slot));
-                        workers.spawn(worker(Arc::clone(&shared), slot, term.clone()));
+                        workers.spawn(Arc::clone(&shared).worker(slot, term.clone()));
                     }
                     let lost = loop {
                         tokio::select! {
@@ -671,12 +672,18 @@ impl<K: Object, P> Controller<K, P> {
         };
         let mut run = std::pin::pin!(run);
         let stop = async {
+            let trigger = async {
+                match shutdown {
+                    Some(trigger) => trigger.await,
+                    None => std::future::pending().await,
+                }
+            };
             match signals.as_mut() {
                 Some(signals) => tokio::select! {
-                    () = shutdown => {}
+                    () = trigger => {}
                     () = signals.recv() => {}
                 },
-                None => shutdown.await,
+                None => trigger.await,
             }
         };
         tokio::select! {

@@ -7,9 +7,11 @@ use crate::object::ObjectRef;
 use super::Action;
 
 /// Decides what happens to a key after its reconcile returned an error, as the
-/// `error_policy` of kube-runtime. Implemented by [`BackoffOnError`] (the default)
-/// and by every `Fn(&ObjectRef<K>, &E, Arc<Ctx>) -> Action` closure or function;
-/// set one with [`Controller::error_policy`](super::Controller::error_policy).
+/// `error_policy` of kube-runtime. Implemented by every
+/// `Fn(&ObjectRef<K>, &E, Arc<Ctx>) -> Action` closure or function, and by
+/// [`Action`] itself (a fixed answer; the default is
+/// [`Action::requeue_rate_limited`]); set one with
+/// [`Controller::error_policy`](super::Controller::error_policy).
 ///
 /// The answer means: [`Action::requeue_rate_limited`] — retry after the key's
 /// exponential backoff; [`Action::requeue_after`] — retry after a fixed delay,
@@ -55,27 +57,29 @@ where
     }
 }
 
-/// The default error policy: retry a failed key after its per-key backoff from the
-/// controller's rate limiter (5 ms doubling to 1000 s by default), as
-/// controller-runtime does for every non-terminal error; a later success resets
+/// A fixed answer: every failed key gets this `Action`. The controller's default
+/// is [`Action::requeue_rate_limited`]: retry a failed key after its per-key
+/// backoff from the controller's rate limiter (5 ms doubling to 1000 s by default),
+/// as controller-runtime does for every non-terminal error; a later success resets
 /// the backoff.
 ///
 /// # Example
 /// ```
 /// use std::sync::Arc;
+/// use std::time::Duration;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::controller::{Action, BackoffOnError, ErrorPolicy};
+/// use reflector_core::controller::{Action, ErrorPolicy};
 /// use reflector_core::object::ObjectRef;
 ///
 /// let key = ObjectRef::<ConfigMap>::new(None, "a");
-/// let action = BackoffOnError.on_error(&key, &std::io::Error::other("boom"), &Arc::new(()));
-/// assert_eq!(action, Action::requeue_rate_limited());
+/// let boom = std::io::Error::other("boom");
+/// let policy = Action::requeue_rate_limited();
+/// assert_eq!(policy.on_error(&key, &boom, &Arc::new(())), Action::requeue_rate_limited());
+/// let every_minute = Action::requeue_after(Duration::from_secs(60));
+/// assert_eq!(every_minute.on_error(&key, &boom, &Arc::new(())), every_minute);
 /// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct BackoffOnError;
-
-impl<K, E, Ctx> ErrorPolicy<K, E, Ctx> for BackoffOnError {
+impl<K, E, Ctx> ErrorPolicy<K, E, Ctx> for Action {
     fn on_error(&self, _key: &ObjectRef<K>, _error: &E, _ctx: &Arc<Ctx>) -> Action {
-        Action::requeue_rate_limited()
+        *self
     }
 }

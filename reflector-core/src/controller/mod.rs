@@ -23,7 +23,7 @@
 //! | `Ok(Action::done())` | `forget` | `success` |
 //! | `Ok(Action::requeue_after(d))` | `forget`, `add_after(d)` | `requeue_after` |
 //! | `Ok(Action::requeue_rate_limited())` | `add_rate_limited` | `requeue` |
-//! | `Err(e)` | as the [`ErrorPolicy`] answers ([`BackoffOnError`], the default: `add_rate_limited`) | `error` |
+//! | `Err(e)` | as the [`ErrorPolicy`] answers (the default, [`Action::requeue_rate_limited`]: `add_rate_limited`) | `error` |
 //!
 //! A deleted object is reconciled too, with `object: None`, so cleanup runs through
 //! the same path. The queue never hands one key to two workers at once, and a key
@@ -47,7 +47,7 @@ mod worker;
 pub use action::Action;
 pub use controller::{Controller, DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT};
 pub use error::ControllerError;
-pub use error_policy::{BackoffOnError, ErrorPolicy};
+pub use error_policy::ErrorPolicy;
 pub use finalizer::{Finalizer, FinalizerError, FinalizerEvent};
 pub use owner_mapping::OwnerMapping;
 pub use request::Request;

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::informer::{EventHandler, InformerError, Registration, SharedIndexInformer};
 use crate::metrics::ReflectorCollector;
 use crate::object::{
-    DeletedObject, Object, ObjectKey, deletion_handling_key, meta_namespace_key, short_type_name,
+    MaybeTombstone, Object, ObjectKey, deletion_handling_key, meta_namespace_key, short_type_name,
 };
 use crate::workqueue::WorkQueue;
 
@@ -73,7 +73,7 @@ impl<O: Object> EventHandler<O> for EnqueueHandler<O> {
         self.enqueue(new);
     }
 
-    fn on_delete(&self, obj: &DeletedObject<O>) {
+    fn on_delete(&self, obj: &MaybeTombstone<O>) {
         match &self.mapping {
             KeyMapping::Own => match deletion_handling_key(obj) {
                 Ok(key) => self.queue.add(key),
@@ -115,9 +115,10 @@ pub(crate) trait WatchSource: Send + Sync {
     fn kind(&self) -> &'static str;
     /// Registers the enqueueing handler.
     fn register(&self, queue: &WorkQueue<ObjectKey>) -> Result<ActiveRegistration, InformerError>;
-    fn has_started(&self) -> bool;
-    /// The informer's `run`.
-    fn run(&self, cancel: CancellationToken) -> BoxFuture<'static, ()>;
+    /// Claims the informer's run and returns it, or `None` if someone already
+    /// started it (the claim is taken before this returns, so two starters never
+    /// both believe they own the run).
+    fn start(&self, cancel: CancellationToken) -> Option<BoxFuture<'static, ()>>;
     fn export_stats(&self, collector: &ReflectorCollector, label: &str);
 }
 
@@ -149,13 +150,8 @@ impl<O: Object> WatchSource for InformerSource<O> {
         })
     }
 
-    fn has_started(&self) -> bool {
-        self.informer.has_started()
-    }
-
-    fn run(&self, cancel: CancellationToken) -> BoxFuture<'static, ()> {
-        let informer = self.informer.clone();
-        Box::pin(async move { informer.run(cancel).await })
+    fn start(&self, cancel: CancellationToken) -> Option<BoxFuture<'static, ()>> {
+        self.informer.start(cancel)
     }
 
     fn export_stats(&self, collector: &ReflectorCollector, label: &str) {

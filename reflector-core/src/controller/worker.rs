@@ -77,41 +77,9 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
     }
 }
 
-/// Takes keys until `cancel` fires or the queue shuts down.
-///
-/// # Cancel safety
-/// Cancelling `cancel` stops the loop between keys; dropping the future mid-reconcile
-/// drops the reconcile and leaves the key marked as processing (the controller only
-/// does that after shutting the queue down).
-pub(crate) async fn worker<K, R, Fut, E, P, Ctx>(
-    shared: Arc<WorkerShared<K, R, P, Ctx>>,
-    slot: CurrentKey,
-    cancel: CancellationToken,
-) where
-    K: Object,
-    R: Fn(Request<K>, Arc<Ctx>) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Action, E>> + Send + 'static,
-    E: Display + 'static,
-    P: ErrorPolicy<K, E, Ctx>,
-    Ctx: Send + Sync + 'static,
-{
-    loop {
-        let key = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return,
-            key = shared.queue.get() => match key {
-                Some(key) => key,
-                None => return,
-            },
-        };
-        set_current(&slot, Some(key.clone()));
-        process(&shared, &key).await;
-        set_current(&slot, None);
-    }
-}
-
-/// Reconciles one key and files it back in the queue.
-async fn process<K, R, Fut, E, P, Ctx>(shared: &WorkerShared<K, R, P, Ctx>, key: &ObjectKey)
+/// A worker's loop and one reconcile, for a reconcile function `R` whose futures
+/// give `Result<Action, E>` and an error policy `P` for `E`.
+impl<K, R, Fut, E, P, Ctx> WorkerShared<K, R, P, Ctx>
 where
     K: Object,
     R: Fn(Request<K>, Arc<Ctx>) -> Fut + Send + Sync + 'static,
@@ -120,71 +88,96 @@ where
     P: ErrorPolicy<K, E, Ctx>,
     Ctx: Send + Sync + 'static,
 {
-    let recorder = shared.recorder.as_ref();
-    let active = ActiveGuard::enter(recorder);
-    let queue = &shared.queue;
-    let started = Instant::now();
-    let typed = ObjectRef::<K>::from_key(key.clone());
-    let request = Request::new(typed.clone(), shared.cache.get_by_key(key));
-    let outcome =
-        AssertUnwindSafe(async { (shared.reconcile)(request, Arc::clone(&shared.ctx)).await })
-            .catch_unwind()
-            .await;
-    let elapsed = started.elapsed();
-    let result = match outcome {
-        Ok(Ok(action)) => match action.kind() {
-            ActionKind::Done => {
-                queue.forget(key);
-                ReconcileResult::Success
-            }
-            ActionKind::RequeueAfter(delay) => {
-                queue.forget(key);
-                queue.add_after(key.clone(), delay);
-                ReconcileResult::RequeueAfter
-            }
-            ActionKind::RequeueRateLimited => {
-                queue.add_rate_limited(key.clone());
-                ReconcileResult::Requeue
-            }
-        },
-        Ok(Err(err)) => {
-            tracing::error!(controller = %shared.name, %key, error = %err, "reconciler error");
-            let policy = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                shared.error_policy.on_error(&typed, &err, &shared.ctx)
-            }));
-            let action = policy.unwrap_or_else(|payload| {
-                tracing::error!(controller = %shared.name, %key,
-                    panic = panic_message(payload.as_ref()),
-                    "error policy panicked; requeueing with backoff");
-                Action::requeue_rate_limited()
-            });
-            match action.kind() {
-                ActionKind::Done => {
-                    if let Some(r) = recorder {
-                        r.terminal_error();
-                    }
-                }
-                ActionKind::RequeueAfter(delay) => queue.add_after(key.clone(), delay),
-                ActionKind::RequeueRateLimited => queue.add_rate_limited(key.clone()),
-            }
-            ReconcileResult::Error
+    /// Takes keys until `cancel` fires or the queue shuts down.
+    ///
+    /// # Cancel safety
+    /// Cancelling `cancel` stops the loop between keys; dropping the future mid-reconcile
+    /// drops the reconcile and leaves the key marked as processing (the controller only
+    /// does that after shutting the queue down).
+    pub(crate) async fn worker(self: Arc<Self>, slot: CurrentKey, cancel: CancellationToken) {
+        loop {
+            let key = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return,
+                key = self.queue.get() => match key {
+                    Some(key) => key,
+                    None => return,
+                },
+            };
+            set_current(&slot, Some(key.clone()));
+            self.process(&key).await;
+            set_current(&slot, None);
         }
-        Err(payload) => {
-            tracing::error!(controller = %shared.name, %key,
-                panic = panic_message(payload.as_ref()),
-                "reconciler panicked; requeueing with backoff");
-            if let Some(r) = recorder {
-                r.panicked();
-            }
-            queue.add_rate_limited(key.clone());
-            ReconcileResult::Error
-        }
-    };
-    if let Some(r) = recorder {
-        r.reconciled(result, elapsed);
     }
-    queue.done(key);
-    drop(active);
+
+    /// Reconciles one key and files it back in the queue.
+    async fn process(&self, key: &ObjectKey) {
+        let recorder = self.recorder.as_ref();
+        let active = ActiveGuard::enter(recorder);
+        let queue = &self.queue;
+        let started = Instant::now();
+        let typed = ObjectRef::<K>::from_key(key.clone());
+        let request = Request::new(typed.clone(), self.cache.get_by_key(key));
+        let outcome =
+            AssertUnwindSafe(async { (self.reconcile)(request, Arc::clone(&self.ctx)).await })
+                .catch_unwind()
+                .await;
+        let elapsed = started.elapsed();
+        let result = match outcome {
+            Ok(Ok(action)) => match action.kind() {
+                ActionKind::Done => {
+                    queue.forget(key);
+                    ReconcileResult::Success
+                }
+                ActionKind::RequeueAfter(delay) => {
+                    queue.forget(key);
+                    queue.add_after(key.clone(), delay);
+                    ReconcileResult::RequeueAfter
+                }
+                ActionKind::RequeueRateLimited => {
+                    queue.add_rate_limited(key.clone());
+                    ReconcileResult::Requeue
+                }
+            },
+            Ok(Err(err)) => {
+                tracing::error!(controller = %self.name, %key, error = %err, "reconciler error");
+                let policy = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    self.error_policy.on_error(&typed, &err, &self.ctx)
+                }));
+                let action = policy.unwrap_or_else(|payload| {
+                    tracing::error!(controller = %self.name, %key,
+                        panic = panic_message(payload.as_ref()),
+                        "error policy panicked; requeueing with backoff");
+                    Action::requeue_rate_limited()
+                });
+                match action.kind() {
+                    ActionKind::Done => {
+                        if let Some(r) = recorder {
+                            r.terminal_error();
+                        }
+                    }
+                    ActionKind::RequeueAfter(delay) => queue.add_after(key.clone(), delay),
+                    ActionKind::RequeueRateLimited => queue.add_rate_limited(key.clone()),
+                }
+                ReconcileResult::Error
+            }
+            Err(payload) => {
+                tracing::error!(controller = %self.name, %key,
+                    panic = panic_message(payload.as_ref()),
+                    "reconciler panicked; requeueing with backoff");
+                if let Some(r) = recorder {
+                    r.panicked();
+                }
+                queue.add_rate_limited(key.clone());
+                ReconcileResult::Error
+            }
+        };
+        if let Some(r) = recorder {
+            r.reconciled(result, elapsed);
+        }
+        queue.done(key);
+        drop(active);
+    }
 }
 
 /// Lets the workers finish their reconcile within `timeout`, then aborts the rest.

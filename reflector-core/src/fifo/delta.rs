@@ -1,9 +1,8 @@
 //! Deltas: what happened to one object while it waited in the FIFO.
 
 use std::fmt;
-use std::sync::Arc;
 
-use crate::object::{DeletedFinalStateUnknown, DeletedObject};
+use crate::object::MaybeTombstone;
 
 /// The kind of change a [`Delta`] records, as client-go's `DeltaType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -13,11 +12,11 @@ pub enum DeltaType {
     /// The object changed (a watch `MODIFIED` event).
     Updated,
     /// The object was deleted. The delta carries its final state, or a
-    /// [`DeletedFinalStateUnknown`] tombstone when the delete was inferred from a
-    /// relist.
+    /// [`MaybeTombstone::DeletedFinalStateUnknown`] tombstone when the delete was
+    /// inferred from a relist.
     Deleted,
     /// The object was listed by a relist; whether it changed is unknown. Only
-    /// emitted when [`emit_delta_type_replaced`](super::DeltaFifoOptions::emit_delta_type_replaced)
+    /// emitted when [`emit_delta_type_replaced`](super::DeltaFifo::emit_delta_type_replaced)
     /// is set; otherwise a relist emits [`DeltaType::Sync`].
     Replaced,
     /// A periodic resync re-delivered the object (or, by default, a relist listed it).
@@ -44,110 +43,6 @@ impl fmt::Display for DeltaType {
     }
 }
 
-/// The object a [`Delta`] carries: the object itself, or the tombstone left for a
-/// delete that was only discovered by a relist.
-pub enum DeltaObject<K> {
-    /// The object's state after the change (its final state for a delete).
-    Object(Arc<K>),
-    /// A delete inferred from a relist; the tombstone holds the last known state.
-    DeletedFinalStateUnknown(DeletedFinalStateUnknown<K>),
-}
-
-impl<K> DeltaObject<K> {
-    /// The object: the carried state, or the tombstone's last known state.
-    #[must_use]
-    pub fn object(&self) -> &Arc<K> {
-        match self {
-            DeltaObject::Object(o) => o,
-            DeltaObject::DeletedFinalStateUnknown(t) => &t.obj,
-        }
-    }
-
-    /// The object, taken: the carried state, or the tombstone's last known state.
-    ///
-    /// # Example
-    /// ```
-    /// use std::sync::Arc;
-    /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::fifo::DeltaObject;
-    /// let cm = Arc::new(ConfigMap::default());
-    /// let taken = DeltaObject::Object(Arc::clone(&cm)).into_object();
-    /// assert!(Arc::ptr_eq(&taken, &cm));
-    /// ```
-    #[must_use]
-    pub fn into_object(self) -> Arc<K> {
-        match self {
-            DeltaObject::Object(o) => o,
-            DeltaObject::DeletedFinalStateUnknown(t) => t.obj,
-        }
-    }
-
-    /// Whether this is a [`DeletedFinalStateUnknown`] tombstone.
-    #[must_use]
-    pub fn is_tombstone(&self) -> bool {
-        matches!(self, DeltaObject::DeletedFinalStateUnknown(_))
-    }
-}
-
-impl<K> Clone for DeltaObject<K> {
-    fn clone(&self) -> Self {
-        match self {
-            DeltaObject::Object(o) => DeltaObject::Object(Arc::clone(o)),
-            DeltaObject::DeletedFinalStateUnknown(t) => {
-                DeltaObject::DeletedFinalStateUnknown(t.clone())
-            }
-        }
-    }
-}
-
-impl<K: fmt::Debug> fmt::Debug for DeltaObject<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DeltaObject::Object(o) => f.debug_tuple("Object").field(o).finish(),
-            DeltaObject::DeletedFinalStateUnknown(t) => {
-                f.debug_tuple("DeletedFinalStateUnknown").field(t).finish()
-            }
-        }
-    }
-}
-
-/// Compares the objects by value (and the tombstone keys), as client-go's tests
-/// compare deltas with `reflect.DeepEqual`.
-impl<K: PartialEq> PartialEq for DeltaObject<K> {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (DeltaObject::Object(a), DeltaObject::Object(b)) => a == b,
-            (
-                DeltaObject::DeletedFinalStateUnknown(a),
-                DeltaObject::DeletedFinalStateUnknown(b),
-            ) => a.key == b.key && a.obj == b.obj,
-            _ => false,
-        }
-    }
-}
-
-impl<K> From<Arc<K>> for DeltaObject<K> {
-    fn from(obj: Arc<K>) -> Self {
-        DeltaObject::Object(obj)
-    }
-}
-
-impl<K> From<DeletedFinalStateUnknown<K>> for DeltaObject<K> {
-    fn from(t: DeletedFinalStateUnknown<K>) -> Self {
-        DeltaObject::DeletedFinalStateUnknown(t)
-    }
-}
-
-/// What an informer hands to delete handlers: the object of a `Deleted` delta.
-impl<K> From<DeltaObject<K>> for DeletedObject<K> {
-    fn from(o: DeltaObject<K>) -> Self {
-        match o {
-            DeltaObject::Object(o) => DeletedObject::Known(o),
-            DeltaObject::DeletedFinalStateUnknown(t) => DeletedObject::FinalStateUnknown(t),
-        }
-    }
-}
-
 /// One change to an object, as client-go's `Delta`: what happened and the object's
 /// state after it (its final state before a delete).
 ///
@@ -163,14 +58,14 @@ impl<K> From<DeltaObject<K>> for DeletedObject<K> {
 pub struct Delta<K> {
     /// What happened.
     pub delta_type: DeltaType,
-    /// The object after the change.
-    pub object: DeltaObject<K>,
+    /// The object after the change (or a tombstone, for a delete found by a relist).
+    pub object: MaybeTombstone<K>,
 }
 
 impl<K> Delta<K> {
     /// A delta of `delta_type` carrying `object` (an `Arc<K>` or a tombstone).
     #[must_use]
-    pub fn new(delta_type: DeltaType, object: impl Into<DeltaObject<K>>) -> Self {
+    pub fn new(delta_type: DeltaType, object: impl Into<MaybeTombstone<K>>) -> Self {
         Delta {
             delta_type,
             object: object.into(),
@@ -342,7 +237,7 @@ impl<K> From<Vec<Delta<K>>> for Deltas<K> {
     }
 }
 
-/// The deltas of a [`Deltas`] by value, oldest first.
+/// The deltas by value, oldest first.
 ///
 /// # Example
 /// ```
@@ -352,43 +247,17 @@ impl<K> From<Vec<Delta<K>>> for Deltas<K> {
 /// let types: Vec<DeltaType> = deltas.into_iter().map(|d| d.delta_type).collect();
 /// assert_eq!(types, [DeltaType::Added]);
 /// ```
-pub struct DeltasIntoIter<K>(IterRepr<K>);
-
-enum IterRepr<K> {
-    One(Option<Delta<K>>),
-    Many(std::vec::IntoIter<Delta<K>>),
-}
-
-impl<K> Iterator for DeltasIntoIter<K> {
-    type Item = Delta<K>;
-
-    fn next(&mut self) -> Option<Delta<K>> {
-        match &mut self.0 {
-            IterRepr::One(delta) => delta.take(),
-            IterRepr::Many(deltas) => deltas.next(),
-        }
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        match &self.0 {
-            IterRepr::One(delta) => {
-                let n = usize::from(delta.is_some());
-                (n, Some(n))
-            }
-            IterRepr::Many(deltas) => deltas.size_hint(),
-        }
-    }
-}
-
 impl<K> IntoIterator for Deltas<K> {
     type Item = Delta<K>;
-    type IntoIter = DeltasIntoIter<K>;
+    /// The inline delta, if any, then the list (an empty `Vec` allocates nothing).
+    type IntoIter = std::iter::Chain<std::option::IntoIter<Delta<K>>, std::vec::IntoIter<Delta<K>>>;
 
     fn into_iter(self) -> Self::IntoIter {
-        DeltasIntoIter(match self.0 {
-            Repr::One(delta) => IterRepr::One(Some(delta)),
-            Repr::Many(deltas) => IterRepr::Many(deltas.into_iter()),
-        })
+        let (one, many) = match self.0 {
+            Repr::One(delta) => (Some(delta), Vec::new()),
+            Repr::Many(deltas) => (None, deltas),
+        };
+        one.into_iter().chain(many)
     }
 }
 
@@ -403,14 +272,16 @@ impl<'a, K> IntoIterator for &'a Deltas<K> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::object::ObjectKey;
 
-    fn tomb(obj: &Arc<u32>) -> DeltaObject<u32> {
-        DeltaObject::DeletedFinalStateUnknown(DeletedFinalStateUnknown {
+    fn tomb(obj: &Arc<u32>) -> MaybeTombstone<u32> {
+        MaybeTombstone::DeletedFinalStateUnknown {
             key: ObjectKey::new(None, "a"),
             obj: Arc::clone(obj),
-        })
+        }
     }
 
     #[test]
@@ -442,14 +313,5 @@ mod tests {
         d.push_dedup(Delta::new(DeltaType::Deleted, new.clone()));
         d.push_dedup(Delta::new(DeltaType::Added, new));
         assert_eq!(d.len(), 3);
-    }
-
-    #[test]
-    fn delta_object_converts_to_deleted_object() {
-        let o = Arc::new(7);
-        assert!(!DeletedObject::from(DeltaObject::Object(o.clone())).is_tombstone());
-        let d: DeletedObject<u32> = tomb(&o).into();
-        assert!(d.is_tombstone());
-        assert_eq!(**d.object(), 7);
     }
 }

@@ -7,12 +7,12 @@
 //! in the order it was first enqueued — so a burst of updates to one object is
 //! handled in one go, and no object starves another.
 //!
-//! - [`DeltaType`], [`Delta`], [`DeltaObject`], [`Deltas`]: what a popped item holds.
-//!   A `Deleted` delta inferred from a relist carries a
-//!   [`DeletedFinalStateUnknown`](crate::object::DeletedFinalStateUnknown) tombstone.
-//! - [`DeltaFifo`], [`DeltaFifoOptions`], [`TransformFunc`], [`PoppedItem`]: the queue
-//!   and its configuration.
-//! - [`FifoError`]: what `pop` and the key helpers return.
+//! - [`DeltaType`], [`Delta`], [`Deltas`]: what a popped item holds. A `Deleted`
+//!   delta inferred from a relist carries a
+//!   [`MaybeTombstone::DeletedFinalStateUnknown`](crate::object::MaybeTombstone::DeletedFinalStateUnknown)
+//!   tombstone.
+//! - [`DeltaFifo`] (configured by its builder methods) and [`PoppedItem`]: the queue
+//!   and what `pop` hands out.
 //!
 //! The semantics are client-go's `tools/cache/delta_fifo.go`: consecutive deletes
 //! collapse, `replace` tombstones what disappeared, `resync` only re-delivers
@@ -25,11 +25,10 @@
 
 mod delta;
 mod delta_fifo;
-mod error;
 
 #[cfg(test)]
 mod tests;
 
-pub use delta::{Delta, DeltaObject, DeltaType, Deltas, DeltasIntoIter};
-pub use delta_fifo::{DeltaFifo, DeltaFifoOptions, PoppedItem, TransformFunc};
-pub use error::FifoError;
+pub use delta::{Delta, DeltaType, Deltas};
+pub(crate) use delta_fifo::TransformFunc;
+pub use delta_fifo::{DeltaFifo, PoppedItem};

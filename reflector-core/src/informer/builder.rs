@@ -1,6 +1,7 @@
 //! [`InformerBuilder`]: everything an informer is configured with, set before it
 //! exists.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::fifo::TransformFunc;
@@ -87,8 +88,11 @@ impl<K: Object> InformerBuilder<K> {
     /// Runs `transform` once on every object before it is cached (e.g.
     /// [`strip_managed_fields`](super::strip_managed_fields)), as client-go's
     /// `SetTransform`.
-    pub fn transform(mut self, transform: TransformFunc<K>) -> Self {
-        self.transform = Some(transform);
+    pub fn transform(
+        mut self,
+        transform: impl Fn(Arc<K>) -> Arc<K> + Send + Sync + 'static,
+    ) -> Self {
+        self.transform = Some(Arc::new(transform));
         self
     }
 

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::object::{DeletedObject, Object};
+use crate::object::{MaybeTombstone, Object};
 
 use super::{EventHandler, InformerError, Registration, SharedIndexInformer};
 
@@ -48,7 +48,7 @@ pub enum Event<K> {
     },
     /// An object was deleted; a tombstone when the delete was only seen by a relist
     /// (as [`EventHandler::on_delete`]).
-    Deleted(DeletedObject<K>),
+    Deleted(MaybeTombstone<K>),
 }
 
 impl<K> Clone for Event<K> {
@@ -105,7 +105,7 @@ where
         });
     }
 
-    fn on_delete(&self, obj: &DeletedObject<K>) {
+    fn on_delete(&self, obj: &MaybeTombstone<K>) {
         (self.0)(Event::Deleted(obj.clone()));
     }
 }
@@ -180,7 +180,7 @@ mod tests {
         let a2 = cm("a", "2");
         h.on_add(&a1, true);
         h.on_update(&a1, &a2);
-        h.on_delete(&DeletedObject::Known(Arc::clone(&a2)));
+        h.on_delete(&MaybeTombstone::Object(Arc::clone(&a2)));
         assert_eq!(
             *seen.lock().unwrap(),
             vec!["add a true", "update a from 1", "delete a false"]

@@ -1,9 +1,8 @@
 //! Event handlers: what an informer tells its subscribers.
 
-use std::fmt;
 use std::sync::Arc;
 
-use crate::object::DeletedObject;
+use crate::object::MaybeTombstone;
 
 /// Receives an informer's notifications, as client-go's `ResourceEventHandler`.
 ///
@@ -34,57 +33,52 @@ pub trait EventHandler<K>: Send + Sync + 'static {
     fn on_update(&self, _old: &Arc<K>, _new: &Arc<K>) {}
 
     /// An object was deleted; a tombstone when the delete was only seen by a relist.
-    fn on_delete(&self, _obj: &DeletedObject<K>) {}
-}
+    fn on_delete(&self, _obj: &MaybeTombstone<K>) {}
 
-/// Passes on only the objects a filter accepts, as client-go's
-/// `FilteringResourceEventHandler`: an update that starts passing the filter becomes
-/// an add, one that stops passing becomes a delete.
-///
-/// # Example
-/// ```
-/// use std::sync::Arc;
-/// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::informer::{EventHandler, FilteringHandler};
-///
-/// struct Log;
-/// impl EventHandler<ConfigMap> for Log {
-///     fn on_add(&self, cm: &Arc<ConfigMap>, _: bool) {
-///         println!("{:?}", cm.metadata.name);
-///     }
-/// }
-/// let only_labelled = FilteringHandler::new(
-///     |cm: &ConfigMap| cm.metadata.labels.as_ref().is_some_and(|l| l.contains_key("app")),
-///     Log,
-/// );
-/// ```
-pub struct FilteringHandler<K, H> {
-    filter: Box<dyn Fn(&K) -> bool + Send + Sync>,
-    inner: H,
-}
-
-impl<K, H: fmt::Debug> fmt::Debug for FilteringHandler<K, H> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FilteringHandler")
-            .field("inner", &self.inner)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<K, H> FilteringHandler<K, H> {
-    /// Wraps `inner`, passing on only objects for which `filter` is true.
-    #[must_use]
-    pub fn new(filter: impl Fn(&K) -> bool + Send + Sync + 'static, inner: H) -> Self {
-        FilteringHandler {
-            filter: Box::new(filter),
-            inner,
+    /// This handler, told only of the objects `filter` accepts, as client-go's
+    /// `FilteringResourceEventHandler`: an update that starts passing the filter
+    /// becomes an add, one that stops passing becomes a delete (of the old state).
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_core::informer::EventHandler;
+    ///
+    /// struct Log;
+    /// impl EventHandler<ConfigMap> for Log {
+    ///     fn on_add(&self, cm: &Arc<ConfigMap>, _: bool) {
+    ///         println!("{:?}", cm.metadata.name);
+    ///     }
+    /// }
+    /// let only_labelled = Log.filtered(|cm: &ConfigMap| {
+    ///     cm.metadata.labels.as_ref().is_some_and(|l| l.contains_key("app"))
+    /// });
+    /// only_labelled.on_add(&Arc::new(ConfigMap::default()), true); // not passed on
+    /// ```
+    fn filtered(self, filter: impl Fn(&K) -> bool + Send + Sync + 'static) -> impl EventHandler<K>
+    where
+        Self: Sized,
+        K: Send + Sync + 'static,
+    {
+        Filtered {
+            filter,
+            inner: self,
         }
     }
 }
 
-impl<K, H> EventHandler<K> for FilteringHandler<K, H>
+/// What [`EventHandler::filtered`] returns: `inner`, told only of the objects
+/// `filter` accepts.
+struct Filtered<F, H> {
+    filter: F,
+    inner: H,
+}
+
+impl<K, F, H> EventHandler<K> for Filtered<F, H>
 where
     K: Send + Sync + 'static,
+    F: Fn(&K) -> bool + Send + Sync + 'static,
     H: EventHandler<K>,
 {
     fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
@@ -97,12 +91,14 @@ where
         match ((self.filter)(old), (self.filter)(new)) {
             (true, true) => self.inner.on_update(old, new),
             (false, true) => self.inner.on_add(new, false),
-            (true, false) => self.inner.on_delete(&DeletedObject::Known(Arc::clone(old))),
+            (true, false) => self
+                .inner
+                .on_delete(&MaybeTombstone::Object(Arc::clone(old))),
             (false, false) => {}
         }
     }
 
-    fn on_delete(&self, obj: &DeletedObject<K>) {
+    fn on_delete(&self, obj: &MaybeTombstone<K>) {
         if (self.filter)(obj.object()) {
             self.inner.on_delete(obj);
         }
@@ -142,7 +138,7 @@ mod tests {
         fn on_update(&self, _: &Arc<ConfigMap>, n: &Arc<ConfigMap>) {
             self.push("update", n);
         }
-        fn on_delete(&self, o: &DeletedObject<ConfigMap>) {
+        fn on_delete(&self, o: &MaybeTombstone<ConfigMap>) {
             self.push("delete", o.object());
         }
     }
@@ -150,15 +146,17 @@ mod tests {
     #[test]
     fn filtering_handler_turns_crossings_into_adds_and_deletes() {
         let log = Log::default();
-        let h = FilteringHandler::new(|c: &ConfigMap| c.metadata.labels.is_some(), log.clone());
+        let h = log
+            .clone()
+            .filtered(|c: &ConfigMap| c.metadata.labels.is_some());
         h.on_add(&cm("out", false), true);
         h.on_add(&cm("in", true), true);
         h.on_update(&cm("a", false), &cm("a", true));
         h.on_update(&cm("b", true), &cm("b", true));
         h.on_update(&cm("c", true), &cm("c", false));
         h.on_update(&cm("d", false), &cm("d", false));
-        h.on_delete(&DeletedObject::Known(cm("gone-out", false)));
-        h.on_delete(&DeletedObject::Known(cm("gone-in", true)));
+        h.on_delete(&MaybeTombstone::Object(cm("gone-out", false)));
+        h.on_delete(&MaybeTombstone::Object(cm("gone-in", true)));
         assert_eq!(
             *log.0.lock().unwrap(),
             ["add in", "add a", "update b", "delete c", "delete gone-in"]

@@ -13,7 +13,9 @@ use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::listwatch::{ApiListerWatcher, FieldFilter, FieldFilterError};
+use serde_field_filter::{FieldFilter, FieldFilterError};
+
+use crate::listwatch::ApiListerWatcher;
 use crate::object::Object;
 use crate::reflector::ReflectorOptions;
 use crate::store::Indexers;
@@ -47,15 +49,15 @@ impl InformerKey {
 
 /// What the factory needs of an informer without knowing its type.
 trait AnyInformer: Send + Sync {
-    fn run_boxed(&self, cancel: CancellationToken) -> BoxFuture<'static, ()>;
+    /// Claims the informer's run at once and returns it (`None`: already started).
+    fn start_boxed(&self, cancel: CancellationToken) -> Option<BoxFuture<'static, ()>>;
     fn wait_synced_boxed(&self) -> BoxFuture<'static, Result<(), InformerError>>;
     fn as_any(&self) -> &dyn Any;
 }
 
 impl<K: Object> AnyInformer for SharedIndexInformer<K> {
-    fn run_boxed(&self, cancel: CancellationToken) -> BoxFuture<'static, ()> {
-        let this = self.clone();
-        Box::pin(async move { this.run(cancel).await })
+    fn start_boxed(&self, cancel: CancellationToken) -> Option<BoxFuture<'static, ()>> {
+        self.start(cancel)
     }
     fn wait_synced_boxed(&self) -> BoxFuture<'static, Result<(), InformerError>> {
         let this = self.clone();
@@ -290,8 +292,12 @@ impl InformerFactory {
             .map(|(k, i)| (k.clone(), Arc::clone(i)))
             .collect();
         for (key, informer) in to_start {
-            let task = tokio::spawn(informer.run_boxed(self.cancel.child_token()));
-            st.started.insert(key, task);
+            // Claimed here, before the task runs: a controller (or anyone) checking
+            // right after `start` returns sees the informer started and leaves it be.
+            // One started by someone else is theirs to stop.
+            if let Some(run) = informer.start_boxed(self.cancel.child_token()) {
+                st.started.insert(key, tokio::spawn(run));
+            }
         }
     }
 
@@ -434,6 +440,25 @@ mod tests {
         objs
     }
 
+    /// `start` claims each informer before it returns: a controller that looks right
+    /// after (before the informer's task first ran) sees it started, so it neither
+    /// starts it nor stops it when the controller ends (the race behind a flaky
+    /// `deployment_controller_over_http`).
+    #[tokio::test]
+    async fn start_claims_informers_before_returning() {
+        let factory = InformerFactory::new(api().client());
+        let informer = factory.namespaced::<ConfigMap>("ns");
+        factory.start();
+        assert!(informer.has_started());
+        assert!(
+            informer.start(CancellationToken::new()).is_none(),
+            "a second starter gets nothing to run"
+        );
+        factory.wait_synced().await.unwrap();
+        factory.shutdown().await;
+        assert!(informer.is_stopped());
+    }
+
     #[tokio::test(start_paused = true)]
     async fn informers_skip_managed_fields_while_decoding_by_default() {
         let objs = cached(InformerFactory::new(api().client())).await;
@@ -473,14 +498,14 @@ mod tests {
             .in_namespace(Some("ns"))
             .field_filter(factory.field_filter());
         let informer = SharedIndexInformer::builder(lw)
-            .transform(Arc::new(|cm: Arc<ConfigMap>| {
+            .transform(|cm: Arc<ConfigMap>| {
                 let mut cm = Arc::unwrap_or_clone(cm);
                 cm.metadata
                     .labels
                     .get_or_insert_default()
                     .insert("seen".into(), "yes".into());
                 Arc::new(cm)
-            }))
+            })
             .build();
         let cancel = CancellationToken::new();
         let run = tokio::spawn({

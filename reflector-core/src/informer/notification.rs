@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::object::DeletedObject;
+use crate::object::MaybeTombstone;
 
 use super::EventHandler;
 
@@ -19,7 +19,7 @@ pub(crate) enum Notification<K> {
         /// and a relisted object whose resource version did not change.
         is_sync: bool,
     },
-    Delete(DeletedObject<K>),
+    Delete(MaybeTombstone<K>),
 }
 
 /// Notifications of one popped batch, shared by every listener.

@@ -4,20 +4,20 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::fifo::{
-    DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, FifoError, PoppedItem, TransformFunc,
-};
+use crate::fifo::{DeltaFifo, PoppedItem, TransformFunc};
 use crate::lister::Lister;
 use crate::listwatch::{BoxListerWatcher, ListerWatcher};
-use crate::object::{DeletedObject, Object};
+use crate::object::Object;
 use crate::reflector::{Reflector, ReflectorOptions, ReflectorStats};
-use crate::store::{BatchWriter, Indexer, Indexers, Store};
+use crate::store::{Indexer, Indexers, Store, StoreError};
 
 use super::builder::InformerBuilder;
 use super::notification::{Batch, Notification};
+use super::process_deltas::{newest_resource_version, process_deltas};
 use super::processor_listener::ProcessorListener;
 use super::registration::{Registration, Upstream, wait_for_progress};
 use super::shared_processor::{SharedProcessor, determine_resync_period};
@@ -443,24 +443,53 @@ impl<K: Object> SharedIndexInformer<K> {
     /// it started has ended. Dropping the future also stops every task, without
     /// waiting for them.
     pub async fn run(&self, cancel: CancellationToken) {
+        if !self.claim_run() {
+            tracing::warn!(informer = %self.inner.name, "informer has already been started");
+            return;
+        }
+        self.run_claimed(cancel).await;
+    }
+
+    /// Claims the informer's one run (it then reports [`has_started`](Self::has_started))
+    /// and returns the future that runs it, or `None` if it already started or stopped.
+    /// The claim is taken before this returns, so whoever spawns the future owns the
+    /// run even if another starter looks before the task is first polled.
+    pub(crate) fn start(&self, cancel: CancellationToken) -> Option<BoxFuture<'static, ()>> {
+        if !self.claim_run() {
+            return None;
+        }
+        let this = self.clone();
+        Some(Box::pin(async move { this.run_claimed(cancel).await }))
+    }
+
+    /// Marks the informer started; false if it already was (or stopped).
+    fn claim_run(&self) -> bool {
+        let mut st = self.lock_state();
+        if st.started || st.stopped {
+            return false;
+        }
+        st.started = true;
+        true
+    }
+
+    /// `run` once [`claim_run`](Self::claim_run) succeeded.
+    ///
+    /// # Cancel safety
+    /// As [`run`](Self::run).
+    async fn run_claimed(&self, cancel: CancellationToken) {
         let (fifo, reflector, popped_key_is_cache_key) = {
             let mut st = self.lock_state();
-            if st.started || st.stopped {
-                tracing::warn!(informer = %self.inner.name, "informer has already been started");
-                return;
-            }
-            st.started = true;
-            let mut fifo_opts = DeltaFifoOptions::default()
-                .known_objects(Arc::new(self.inner.indexer.clone()))
+            let mut fifo = DeltaFifo::new()
+                .known_objects(self.inner.indexer.clone())
                 .emit_delta_type_replaced(true);
             if let Some(t) = &self.inner.transform {
-                fifo_opts = fifo_opts.transform(Arc::clone(t));
+                fifo = fifo.shared_transform(Arc::clone(t));
             }
             // Without a transform the FIFO's key (same key function as the indexer's)
             // is the object's cache key; a transform may change the key, which is then
             // computed from the transformed object, as client-go's processDeltas does.
             let popped_key_is_cache_key = self.inner.transform.is_none();
-            let fifo = Arc::new(DeltaFifo::new(fifo_opts));
+            let fifo = Arc::new(fifo);
             let mut opts = self
                 .inner
                 .reflector_options
@@ -507,7 +536,7 @@ impl<K: Object> SharedIndexInformer<K> {
                     .await
                 {
                     Ok(()) => {}
-                    Err(FifoError::Closed) => break,
+                    Err(StoreError::Closed) => break,
                     Err(e) => tracing::error!(error = %e, "cannot pop from the DeltaFifo"),
                 }
             }
@@ -569,7 +598,13 @@ impl<K: Object> SharedIndexInformer<K> {
         // One write lock for the batch; readers see it whole, before its handlers run.
         self.inner.indexer.write_batch(|cache| {
             for item in items {
-                self.handle_deltas(item, popped_key_is_cache_key, cache, out);
+                process_deltas(
+                    &self.inner.indexer,
+                    item,
+                    popped_key_is_cache_key,
+                    cache,
+                    out,
+                );
             }
         });
         if track_rv {
@@ -580,89 +615,6 @@ impl<K: Object> SharedIndexInformer<K> {
             // Moved straight into the shared slice (one allocation, exact size).
             let batch: Batch<K> = out.drain(..).collect();
             self.inner.processor.distribute_batch(&batch);
-        }
-    }
-
-    /// Applies one key's deltas to the cache and collects the notifications (an
-    /// update says whether it is a resync), as client-go's `processDeltas`.
-    fn handle_deltas(
-        &self,
-        item: PoppedItem<K>,
-        popped_key_is_cache_key: bool,
-        cache: &mut BatchWriter<'_, K>,
-        out: &mut Vec<Notification<K>>,
-    ) {
-        let indexer = &self.inner.indexer;
-        let PoppedItem {
-            key: popped_key,
-            deltas,
-            is_in_initial_list,
-        } = item;
-        // The popped key and each delta's object are moved into the cache, not
-        // cloned and dropped: every reference-count change is a locked instruction,
-        // which waits until the cache's pending writes (table slots not in the CPU
-        // cache) have landed (BENCHMARKS.md, "Profiling notes").
-        let count = deltas.as_slice().len();
-        let mut popped_key = Some(popped_key);
-        for (i, delta) in deltas.into_iter().enumerate() {
-            let last = i + 1 == count;
-            // Some until the last delta takes it.
-            let Some(item_key) = popped_key.as_ref() else {
-                break;
-            };
-            match delta.delta_type {
-                DeltaType::Sync | DeltaType::Replaced | DeltaType::Added | DeltaType::Updated => {
-                    let delta_type = delta.delta_type;
-                    let obj = delta.object.into_object();
-                    let key = if !popped_key_is_cache_key {
-                        match indexer.key_of(&obj) {
-                            Ok(key) => key,
-                            Err(e) => {
-                                tracing::error!(key = %item_key, error = %e, "cannot cache the object");
-                                continue;
-                            }
-                        }
-                    } else if last {
-                        let Some(key) = popped_key.take() else { break };
-                        key
-                    } else {
-                        item_key.clone()
-                    };
-                    match cache.upsert(key, Arc::clone(&obj)) {
-                        Some(old) => {
-                            // A resync goes only to handlers due for one: every Sync
-                            // delta, and a relisted object whose resource version did
-                            // not change, as client-go's OnUpdate decides. A watch
-                            // update never is one (and its old object, likely out of
-                            // the CPU cache by now, is not read).
-                            let is_sync = match delta_type {
-                                DeltaType::Sync => true,
-                                DeltaType::Replaced => {
-                                    old.meta().resource_version == obj.meta().resource_version
-                                }
-                                _ => false,
-                            };
-                            out.push(Notification::Update {
-                                old,
-                                new: obj,
-                                is_sync,
-                            });
-                        }
-                        None => out.push(Notification::Add {
-                            obj,
-                            is_in_initial_list,
-                        }),
-                    }
-                }
-                DeltaType::Deleted => {
-                    let deleted: DeletedObject<K> = match delta.object {
-                        DeltaObject::Object(o) => DeletedObject::Known(o),
-                        tombstone @ DeltaObject::DeletedFinalStateUnknown(_) => tombstone.into(),
-                    };
-                    cache.delete(item_key);
-                    out.push(Notification::Delete(deleted));
-                }
-            }
         }
     }
 }
@@ -687,7 +639,7 @@ impl<K: Object> SharedIndexInformer<K> {
         let mut out = Vec::new();
         self.inner
             .indexer
-            .write_batch(|cache| self.handle_deltas(item, true, cache, &mut out));
+            .write_batch(|cache| process_deltas(&self.inner.indexer, item, true, cache, &mut out));
         out
     }
 }
@@ -712,24 +664,6 @@ impl<K: Object> Drop for StopGuard<'_, K> {
         }
         self.informer.inner.progress.notify_waiters();
     }
-}
-
-/// The largest object resource version among `items`' deltas (0 if none parses).
-fn newest_resource_version<K: Object>(items: &[PoppedItem<K>]) -> u64 {
-    items
-        .iter()
-        .flat_map(|item| item.deltas.as_slice())
-        .filter_map(|d| {
-            d.object
-                .object()
-                .meta()
-                .resource_version
-                .as_deref()?
-                .parse()
-                .ok()
-        })
-        .max()
-        .unwrap_or(0)
 }
 
 /// A handle that does not keep its informer alive: what a [`Registration`] (and a

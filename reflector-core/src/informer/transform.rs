@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use crate::fifo::TransformFunc;
 use crate::object::Object;
 
 /// A transform that drops `metadata.managedFields` before objects are cached.
@@ -26,14 +25,13 @@ use crate::object::Object;
 /// let stripped = strip_managed_fields::<ConfigMap>()(Arc::new(cm));
 /// assert!(stripped.metadata.managed_fields.is_none());
 /// ```
-#[must_use]
-pub fn strip_managed_fields<K: Object>() -> TransformFunc<K> {
-    Arc::new(|obj: Arc<K>| {
+pub fn strip_managed_fields<K: Object>() -> impl Fn(Arc<K>) -> Arc<K> + Send + Sync + 'static {
+    |obj: Arc<K>| {
         if obj.meta().managed_fields.is_none() {
             return obj;
         }
         let mut owned = Arc::unwrap_or_clone(obj);
         owned.meta_mut().managed_fields = None;
         Arc::new(owned)
-    })
+    }
 }

@@ -3,25 +3,35 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use http_body_util::BodyExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 use kube::api::{Api, ListParams, ObjectList, WatchParams};
 use kube::core::{Request, Status};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
+use serde_field_filter::FieldFilter;
 use serde_field_filter::from_slice as from_slice_filtered;
 
 use super::list_prefetch::{Page, PrefetchSlot, peek_continue};
-use super::{FieldFilter, ListWatchError, ListerWatcher, WatchDecoder, WatchStream};
+use super::list_stream::{ItemDecodeFn, ListStream, OnHead, decode_item};
+use super::{ListWatchError, ListerWatcher, WatchDecoder, WatchStream};
+
+/// Decodes a whole list body into `K`s, skipping the filter's paths (`items[*].` + the
+/// object paths). A plain function, as [`ItemDecodeFn`].
+type PageDecodeFn<K> = fn(&[u8], Option<&FieldFilter>) -> Result<Page<K>, ListWatchError>;
 
 /// Lists and watches `K` through a [`kube::Api`], namespaced or cluster-wide, with
 /// optional label and field selectors applied to both lists and watches.
 ///
 /// Watch responses are decoded line by line: each line once, straight into `K`.
-/// A list body is read whole and decoded once into [`ObjectList<K>`]. When a page
-/// names a next one (`metadata.continue`, which the server writes before `items`),
-/// the request for it is sent before the page is decoded, in a task that decodes
+/// [`ListerWatcher::list`] reads a list body whole and decodes it once into
+/// [`ObjectList<K>`]; the [`Reflector`](crate::reflector::Reflector) instead reads the
+/// body as it arrives and decodes each item as soon as its bytes are in, never holding
+/// the whole body (a real API server answers an informer's first list in one page of
+/// every object). When a page names a next one (`metadata.continue`, which the server
+/// writes before `items`), the request for it is sent at once, in a task that decodes
 /// that page too: two pages are decoded at once, on both cores, while the server
 /// serves the next. The pager's next call takes that page (same URL); anything else
 /// drops it.
@@ -42,7 +52,8 @@ use super::{FieldFilter, ListWatchError, ListerWatcher, WatchDecoder, WatchStrea
 /// ```no_run
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use kube::Api;
-/// use reflector_core::listwatch::{ApiListerWatcher, FieldFilter};
+/// use reflector_core::listwatch::ApiListerWatcher;
+/// use serde_field_filter::FieldFilter;
 /// # async fn f(client: kube::Client) {
 /// let lw = ApiListerWatcher::new(Api::<ConfigMap>::namespaced(client, "default"))
 ///     .labels("app=web")
@@ -60,6 +71,13 @@ pub struct ApiListerWatcher<K: Resource> {
     /// The filter for list bodies (`items[*].` + the object paths); `None`: plain
     /// serde_json.
     list_filter: Option<Arc<FieldFilter>>,
+    /// The filter for one listed object (the object paths), as a streamed list
+    /// decodes its items.
+    item_filter: Option<Arc<FieldFilter>>,
+    /// Decodes a whole list body (read-ahead pages, [`ListerWatcher::list`]).
+    decode_page: PageDecodeFn<K>,
+    /// Decodes one item of a streamed list.
+    decode_item: ItemDecodeFn<K>,
     decoder: WatchDecoder<K>,
     /// Whether lists and watches ask for `meta.k8s.io/v1` `PartialObjectMetadata`
     /// instead of whole objects (`K` is a `PartialObjectMeta<_>`).
@@ -86,6 +104,9 @@ where
             label_selector: self.label_selector.clone(),
             field_selector: self.field_selector.clone(),
             list_filter: self.list_filter.clone(),
+            item_filter: self.item_filter.clone(),
+            decode_page: self.decode_page,
+            decode_item: self.decode_item,
             decoder: self.decoder.clone(),
             metadata_only: self.metadata_only,
             prefetch: PrefetchSlot::default(),
@@ -144,6 +165,9 @@ where
             label_selector: None,
             field_selector: None,
             list_filter: None,
+            item_filter: None,
+            decode_page: decode_list::<K>,
+            decode_item: decode_item::<K>,
             decoder,
             metadata_only,
             prefetch: PrefetchSlot::default(),
@@ -157,6 +181,7 @@ where
     #[must_use]
     pub fn field_filter(mut self, filter: FieldFilter) -> Self {
         self.list_filter = (!filter.is_empty()).then(|| Arc::new(filter.for_list_items()));
+        self.item_filter = (!filter.is_empty()).then(|| Arc::new(filter.clone()));
         self.decoder = self.decoder.field_filter(&filter);
         self
     }
@@ -208,27 +233,10 @@ where
     K::DynamicType: Send + Sync + 'static,
 {
     async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, ListWatchError> {
-        let mut lp = params.clone();
-        if lp.label_selector.is_none() {
-            lp.label_selector.clone_from(&self.label_selector);
-        }
-        if lp.field_selector.is_none() {
-            lp.field_selector.clone_from(&self.field_selector);
-        }
-        let req = self
-            .list_request(&lp)
-            .map_err(|e| ListWatchError::Transport(kube::Error::HttpError(e)))?;
-        if let Some(mut waiting) = self.prefetch.take(&req.uri().to_string()) {
-            // Start on the page after this one as soon as this one's body is in,
-            // then take this one, decoded meanwhile.
-            if let Some(token) = waiting.next_token().await
-                && lp.limit.is_some()
-            {
-                self.request_ahead(&lp, token);
-            }
-            if let Some(result) = waiting.wait().await {
-                return result.map(ObjectList::from);
-            }
+        let lp = self.with_selectors(params);
+        let req = self.list_request(&lp)?;
+        if let Some(result) = self.take_ahead(&lp, &req).await {
+            return result.map(ObjectList::from);
         }
         let bytes = fetch(&self.client, req).await?;
         if lp.limit.is_some()
@@ -236,7 +244,7 @@ where
         {
             self.request_ahead(&lp, token);
         }
-        decode_list(&bytes, self.list_filter.as_deref())
+        (self.decode_page)(&bytes, self.list_filter.as_deref()).map(ObjectList::from)
     }
 
     async fn watch(
@@ -275,11 +283,88 @@ where
 
 impl<K> ApiListerWatcher<K>
 where
-    K: Resource + Clone + DeserializeOwned + Send + 'static,
+    K: Resource + Clone + Send + 'static,
 {
+    /// `params` with this lister-watcher's selectors where `params` has none.
+    fn with_selectors(&self, params: &ListParams) -> ListParams {
+        let mut lp = params.clone();
+        if lp.label_selector.is_none() {
+            lp.label_selector.clone_from(&self.label_selector);
+        }
+        if lp.field_selector.is_none() {
+            lp.field_selector.clone_from(&self.field_selector);
+        }
+        lp
+    }
+
+    /// Lists one page as [`ListerWatcher::list`] does, but hands its items out as
+    /// they are decoded, while the body is still arriving; the whole body is never
+    /// held. A page requested ahead comes out whole, as one batch. The page after this
+    /// one (if `params` has a limit and the body names one) is requested as soon as
+    /// this body's `metadata` is in.
+    ///
+    /// # Errors
+    /// As [`ListerWatcher::list`], when the response starts with an error; errors of
+    /// the body come from [`ListStream::next_batch`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future abandons the request; nothing is lost.
+    pub(crate) async fn list_stream(
+        &self,
+        params: &ListParams,
+    ) -> Result<ListStream<'_, K>, ListWatchError> {
+        let lp = self.with_selectors(params);
+        let req = self.list_request(&lp)?;
+        if let Some(result) = self.take_ahead(&lp, &req).await {
+            return result.map(ListStream::from_page);
+        }
+        let body = send(&self.client, req)
+            .await?
+            .into_data_stream()
+            .map_err(ListWatchError::from)
+            .boxed();
+        let on_head: Option<OnHead<'_>> = if lp.limit.is_some() {
+            Some(Box::new(move |meta: &ListMeta| {
+                if let Some(token) = meta.continue_.as_ref().filter(|t| !t.is_empty()) {
+                    self.request_ahead(&lp, token.clone());
+                }
+            }))
+        } else {
+            None
+        };
+        Ok(ListStream::from_body(
+            body,
+            self.decode_item,
+            self.item_filter.clone(),
+            on_head,
+        ))
+    }
+
+    /// The page requested ahead for `req`, if it is the one waiting: its result once
+    /// decoded, after the page after it was requested in turn.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropping the future aborts the request ahead.
+    async fn take_ahead(
+        &self,
+        lp: &ListParams,
+        req: &http::Request<Vec<u8>>,
+    ) -> Option<Result<Page<K>, ListWatchError>> {
+        let mut waiting = self.prefetch.take(&req.uri().to_string())?;
+        // Start on the page after this one as soon as this one's body is in, then
+        // take this one, decoded meanwhile.
+        if let Some(token) = waiting.next_token().await
+            && lp.limit.is_some()
+        {
+            self.request_ahead(lp, token);
+        }
+        waiting.wait().await
+    }
+
     /// The request for one list page of `lp`, in this lister-watcher's representation.
-    fn list_request(&self, lp: &ListParams) -> Result<http::Request<Vec<u8>>, http::Error> {
-        let mut req = super::list_request::list_request(&self.url, lp)?;
+    fn list_request(&self, lp: &ListParams) -> Result<http::Request<Vec<u8>>, ListWatchError> {
+        let mut req = super::list_request::list_request(&self.url, lp)
+            .map_err(|e| ListWatchError::Transport(kube::Error::HttpError(e)))?;
         if self.metadata_only {
             req.headers_mut().insert(
                 http::header::ACCEPT,
@@ -305,6 +390,7 @@ where
         let uri = req.uri().to_string();
         let client = self.client.clone();
         let filter = self.list_filter.clone();
+        let decode_page = self.decode_page;
         let (token_tx, token_rx) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(async move {
             let bytes = match fetch(&client, req).await {
@@ -321,7 +407,7 @@ where
             // for the next page only after the decode, and fetching never overlapped
             // decoding.
             tokio::task::yield_now().await;
-            decode_list::<K>(&bytes, filter.as_deref()).map(Page::from)
+            decode_page(&bytes, filter.as_deref())
         });
         self.prefetch.put(uri, token_rx, task);
     }
@@ -331,15 +417,17 @@ where
 fn decode_list<K: Clone + DeserializeOwned>(
     bytes: &[u8],
     filter: Option<&FieldFilter>,
-) -> Result<ObjectList<K>, ListWatchError> {
+) -> Result<Page<K>, ListWatchError> {
     let decoded = match filter {
         Some(filter) => from_slice_filtered::<ObjectList<K>>(bytes, filter),
         None => serde_json::from_slice::<ObjectList<K>>(bytes),
     };
-    decoded.map_err(|source| ListWatchError::Decode {
-        what: "list",
-        source,
-    })
+    decoded
+        .map(Page::from)
+        .map_err(|source| ListWatchError::Decode {
+            what: "list",
+            source,
+        })
 }
 
 /// Sends a list request and reads the whole body.

@@ -1,5 +1,6 @@
 //! [`BoxListerWatcher`]: any lister-watcher behind one type.
 
+use std::any::Any;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -8,6 +9,8 @@ use super::{ListParams, ListWatchError, ListerWatcher, ObjectList, WatchParams, 
 
 /// The object-safe face of a [`ListerWatcher`].
 trait DynListerWatcher<K: Clone + 'static>: Send + Sync {
+    /// The boxed lister-watcher, to find its concrete type.
+    fn as_any(&self) -> &dyn Any;
     fn list_boxed<'a>(
         &'a self,
         params: &'a ListParams,
@@ -20,6 +23,9 @@ trait DynListerWatcher<K: Clone + 'static>: Send + Sync {
 }
 
 impl<K: Clone + 'static, L: ListerWatcher<K>> DynListerWatcher<K> for L {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
     fn list_boxed<'a>(
         &'a self,
         params: &'a ListParams,
@@ -56,6 +62,12 @@ impl<K: Clone + 'static> BoxListerWatcher<K> {
     #[must_use]
     pub fn new(lw: impl ListerWatcher<K>) -> Self {
         BoxListerWatcher(Arc::new(lw))
+    }
+
+    /// The boxed lister-watcher, to find its concrete type (see
+    /// [`streaming_lister`](super::list_stream::streaming_lister)).
+    pub(crate) fn as_any(&self) -> &dyn Any {
+        self.0.as_any()
     }
 }
 

@@ -27,6 +27,13 @@ pub(crate) struct Page<K> {
     items: Vec<K>,
 }
 
+impl<K> Page<K> {
+    /// The page's metadata and items.
+    pub(crate) fn into_parts(self) -> (ListMeta, Vec<K>) {
+        (self.metadata, self.items)
+    }
+}
+
 impl<K: Clone> From<ObjectList<K>> for Page<K> {
     fn from(list: ObjectList<K>) -> Self {
         Page {

@@ -1,5 +1,6 @@
 //! A scripted API server behind a real [`kube::Client`], for tests of the HTTP paths.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -10,7 +11,10 @@ use http_body::Frame;
 use http_body_util::StreamBody;
 use kube::Client;
 
-type TestBody = StreamBody<BoxStream<'static, Result<Frame<Bytes>, Infallible>>>;
+type TestBody = StreamBody<BoxStream<'static, Result<Frame<Bytes>, std::io::Error>>>;
+
+/// A scripted list body: its chunks, in order; an `Err` breaks the body off there.
+pub(crate) type ListBody = BoxStream<'static, Result<Bytes, std::io::Error>>;
 
 /// What the scripted server answers.
 #[derive(Clone)]
@@ -21,6 +25,9 @@ pub(crate) struct MockApi {
     pub(crate) watch: (u16, String),
     /// The URIs requested, in order; guarded by its own mutex.
     pub(crate) requests: Arc<Mutex<Vec<String>>>,
+    /// Bodies for the next list requests, one each, before `list` answers; guarded
+    /// by its own mutex.
+    pub(crate) list_bodies: Arc<Mutex<VecDeque<ListBody>>>,
 }
 
 impl MockApi {
@@ -29,7 +36,26 @@ impl MockApi {
             list: (200, list.to_owned()),
             watch: (200, watch.to_owned()),
             requests: Arc::default(),
+            list_bodies: Arc::default(),
         }
+    }
+
+    /// The next list request not yet answered gets `body` (status 200), chunk by chunk.
+    pub(crate) fn queue_list_body(&self, body: ListBody) {
+        self.list_bodies
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push_back(body);
+    }
+
+    /// `text` cut into chunks of `size` bytes, as a scripted list body.
+    pub(crate) fn chunked(text: &str, size: usize) -> ListBody {
+        let chunks: Vec<Result<Bytes, std::io::Error>> = text
+            .as_bytes()
+            .chunks(size)
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .collect();
+        futures::stream::iter(chunks).boxed()
     }
 
     pub(crate) fn requests(&self) -> Vec<String> {
@@ -51,9 +77,21 @@ impl MockApi {
                     .unwrap_or_else(PoisonError::into_inner)
                     .push(uri.clone());
                 let is_watch = uri.contains("watch=true");
+                let scripted = if is_watch {
+                    None
+                } else {
+                    this.list_bodies
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .pop_front()
+                };
+                if let Some(body) = scripted {
+                    let frames = body.map(|chunk| chunk.map(Frame::data)).boxed();
+                    return Ok::<_, Infallible>(http::Response::new(StreamBody::new(frames)));
+                }
                 let (code, text) = if is_watch { &this.watch } else { &this.list };
                 let first = futures::stream::iter([Ok(Frame::data(Bytes::from(text.clone())))]);
-                let stream: BoxStream<'static, Result<Frame<Bytes>, Infallible>> =
+                let stream: BoxStream<'static, Result<Frame<Bytes>, std::io::Error>> =
                     if is_watch && (200..300).contains(code) {
                         first.chain(futures::stream::pending()).boxed()
                     } else {

@@ -8,9 +8,11 @@
 //! cluster-wide, with label and field selectors. Any type can implement the trait —
 //! tests use scripted ones — as client-go's `ListerWatcher` interface allows.
 //!
-//! Decoding can skip fields the cache would drop, *while* decoding: a [`FieldFilter`]
-//! set with [`ApiListerWatcher::field_filter`] keeps `metadata.managedFields` (or any
-//! path) from ever being allocated, in list bodies and watch events alike.
+//! Decoding can skip fields the cache would drop, *while* decoding: a
+//! [`FieldFilter`](serde_field_filter::FieldFilter) (from the `serde-field-filter`
+//! crate, re-exported by the `reflector` facade) set with
+//! [`ApiListerWatcher::field_filter`] keeps `metadata.managedFields` (or any path)
+//! from ever being allocated, in list bodies and watch events alike.
 //!
 //! Errors are classified the way client-go's reflector needs them: expired resource
 //! versions, too-large resource versions, 429, internal errors and refused
@@ -22,6 +24,8 @@ mod boxed;
 mod fake_source;
 mod list_prefetch;
 mod list_request;
+mod list_scanner;
+mod list_stream;
 #[cfg(test)]
 pub(crate) mod mock_api;
 mod watch_decoder;
@@ -36,14 +40,11 @@ pub use api_lister_watcher::ApiListerWatcher;
 pub(crate) use boxed::BoxListerWatcher;
 #[cfg(any(test, feature = "testing"))]
 pub use fake_source::FakeSource;
-/// The field-skipping decoder ([`serde_field_filter`]), as the list and watch
-/// decoders use it.
-pub use serde_field_filter::{FieldFilter, FieldFilterError, MANAGED_FIELDS_PATH};
+pub(crate) use list_stream::list_page;
 pub(crate) use watch_decoder::WatchDecoder;
 
-/// A watch: a stream of events, each decoded once. An `Err` item ends the watch
-/// unless [`ListWatchError::is_unexpected_kind`] says it is a skippable event.
-pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, ListWatchError>>;
+/// A watch, as [`ListerWatcher::watch`] opens it.
+pub(crate) type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, ListWatchError>>;
 
 /// Lists and watches one resource type, as client-go's `ListerWatcher`.
 ///
@@ -51,8 +52,9 @@ pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, ListWatchErro
 /// A scripted lister-watcher, as tests write them:
 /// ```
 /// use futures::StreamExt;
+/// use futures::stream::BoxStream;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use kube::api::{ListParams, ObjectList, WatchParams};
+/// use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
 /// use reflector_core::listwatch::*;
 ///
 /// struct Empty;
@@ -60,7 +62,11 @@ pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, ListWatchErro
 ///     async fn list(&self, _: &ListParams) -> Result<ObjectList<ConfigMap>, ListWatchError> {
 ///         Ok(serde_json::from_str(r#"{"metadata":{"resourceVersion":"1"},"items":[]}"#).unwrap())
 ///     }
-///     async fn watch(&self, _: &WatchParams, _: &str) -> Result<WatchStream<ConfigMap>, ListWatchError> {
+///     async fn watch(
+///         &self,
+///         _: &WatchParams,
+///         _: &str,
+///     ) -> Result<BoxStream<'static, Result<WatchEvent<ConfigMap>, ListWatchError>>, ListWatchError> {
 ///         Ok(futures::stream::empty().boxed())
 ///     }
 /// }
@@ -76,7 +82,9 @@ pub trait ListerWatcher<K: Clone>: Send + Sync + 'static {
         params: &ListParams,
     ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send;
 
-    /// Opens a watch from `resource_version` (`""` or `"0"`: from the current state).
+    /// Opens a watch from `resource_version` (`""` or `"0"`: from the current state):
+    /// a stream of events, each decoded once. An `Err` item ends the watch unless
+    /// [`ListWatchError::is_unexpected_kind`] says it is a skippable event.
     ///
     /// # Cancel safety
     /// Dropping the future abandons the request; nothing is lost.
@@ -84,7 +92,9 @@ pub trait ListerWatcher<K: Clone>: Send + Sync + 'static {
         &self,
         params: &WatchParams,
         resource_version: &str,
-    ) -> impl Future<Output = Result<WatchStream<K>, ListWatchError>> + Send;
+    ) -> impl Future<
+        Output = Result<BoxStream<'static, Result<WatchEvent<K>, ListWatchError>>, ListWatchError>,
+    > + Send;
 }
 
 /// Errors of listing and watching.
@@ -106,6 +116,17 @@ pub enum ListWatchError {
     Decode {
         /// What was being decoded ("watch event", "list").
         what: &'static str,
+        /// The decoder's complaint.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// One item of a list body was not valid JSON of the expected shape (`index`
+    /// counts from 0 within the response). The list fails as a whole; the reflector
+    /// lists again. Retryable.
+    #[error("cannot decode list item {index}")]
+    DecodeItem {
+        /// The item's position in the list response.
+        index: usize,
         /// The decoder's complaint.
         #[source]
         source: serde_json::Error,

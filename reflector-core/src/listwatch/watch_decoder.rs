@@ -18,9 +18,10 @@ use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
+use serde_field_filter::FieldFilter;
 use serde_field_filter::from_slice as from_slice_filtered;
 
-use super::{FieldFilter, ListWatchError, WatchEvent, WatchStream};
+use super::{ListWatchError, WatchEvent, WatchStream};
 
 /// Decodes watch lines for one resource type.
 #[derive(Debug)]

@@ -41,6 +41,7 @@
 //! ```
 
 mod bundle;
+#[cfg(feature = "metrics-server")]
 mod error;
 mod health;
 mod leader_election_metrics;
@@ -51,6 +52,8 @@ mod render;
 mod server;
 
 pub use bundle::Metrics;
+/// The metrics endpoint's error, with the endpoint (feature `metrics-server`).
+#[cfg(feature = "metrics-server")]
 pub use error::MetricsError;
 pub use health::Health;
 pub(crate) use reconcile_metrics::{ControllerRecorder, ReconcileMetrics, ReconcileResult};

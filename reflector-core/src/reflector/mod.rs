@@ -12,6 +12,12 @@
 //! - lists are paginated (500 per page) unless relisting at an exact resource
 //!   version, where pagination would bypass the server's watch cache; a continue
 //!   token that expires mid-list falls back to one unpaginated list;
+//! - from an [`ApiListerWatcher`](crate::listwatch::ApiListerWatcher), each list body
+//!   is decoded item by item as it arrives and never held whole (the API server
+//!   answers the first, `resourceVersion="0"` list in one page of every object,
+//!   whatever the limit); the first list into an empty informer hands the items to
+//!   its FIFO batch by batch, a relist gathers them for one `replace`, and a body that
+//!   breaks off or holds a malformed item fails the list as a whole;
 //! - watches start at the last resource version with bookmarks on and a random
 //!   timeout in `[min, 2×min]` (5 min by default); each event and bookmark moves
 //!   the resource version; an `ERROR` event ends the watch and the next round

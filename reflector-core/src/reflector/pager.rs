@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
-use kube::api::{ListParams, ObjectList};
+use kube::api::ListParams;
 
-use crate::listwatch::{ListWatchError, ListerWatcher};
+use crate::listwatch::{ListWatchError, ListerWatcher, list_page};
+use crate::object::Object;
 
 use super::stats::{StatsCounters, bump};
 
@@ -17,9 +18,10 @@ pub(crate) struct FullList<K> {
 }
 
 /// Lists everything at `resource_version`, in pages of `page_size` (`None`: one
-/// request without a limit). Each decoded page goes to `keep` as it arrives, with
-/// whether it starts a list (the first page, or the one page of a list started over);
-/// the returned items are what the whole list keeps (the reflector swaps unchanged
+/// request without a limit). Each decoded page (or, from a lister-watcher that streams
+/// list bodies, each batch of a page decoded as its bytes arrive) goes to `keep` as it
+/// arrives, with whether it starts a list (the first page, or the one page of a list
+/// started over); the returned items are what the whole list keeps (the reflector swaps unchanged
 /// objects for the cached copy there, so decoded duplicates are freed page by page,
 /// and may hand a page on to the store at once and keep nothing of it).
 ///
@@ -36,7 +38,7 @@ pub(crate) async fn list_all<K, L>(
     mut keep: impl FnMut(Vec<K>, bool) -> Vec<Arc<K>>,
 ) -> Result<FullList<K>, ListWatchError>
 where
-    K: Clone,
+    K: Object,
     L: ListerWatcher<K>,
 {
     let mut params = base.clone();
@@ -52,61 +54,37 @@ where
     let mut paginated = false;
     loop {
         bump(&stats.list_pages);
-        let page = match lw.list(&params).await {
-            Ok(page) => page,
-            Err(e) if e.is_expired() && params.continue_token.is_some() => {
+        let first = params.continue_token.is_none();
+        let meta = match list_page(lw, &params, first, &mut keep, &mut items).await {
+            Ok(meta) => meta,
+            Err(e) if e.is_expired() && !first => {
                 tracing::debug!("continue token expired; listing everything at once");
                 let mut full = requested.clone();
                 full.limit = None;
                 bump(&stats.list_pages);
-                let list = lw.list(&full).await?;
-                return Ok(into_full(
-                    Vec::new(),
-                    list,
-                    None,
+                let mut fresh = Vec::new();
+                let meta = list_page(lw, &full, true, &mut keep, &mut fresh).await?;
+                return Ok(FullList {
+                    items: fresh,
+                    resource_version: meta.resource_version.unwrap_or_default(),
                     paginated,
-                    true,
-                    &mut keep,
-                ));
+                });
             }
             Err(e) => return Err(e),
         };
-        let cont = page.metadata.continue_.clone().filter(|c| !c.is_empty());
-        let first = params.continue_token.is_none();
-        let Some(token) = cont else {
-            return Ok(into_full(
-                items, page, first_rv, paginated, first, &mut keep,
-            ));
-        };
         if first_rv.is_none() {
-            first_rv = page.metadata.resource_version.clone();
+            first_rv = meta.resource_version;
         }
-        items.extend(keep(page.items, first));
+        let Some(token) = meta.continue_.filter(|c| !c.is_empty()) else {
+            return Ok(FullList {
+                items,
+                resource_version: first_rv.unwrap_or_default(),
+                paginated,
+            });
+        };
         paginated = true;
         params.continue_token = Some(token);
         params.resource_version = None;
         params.version_match = None;
-    }
-}
-
-fn into_full<K>(
-    mut items: Vec<Arc<K>>,
-    last: ObjectList<K>,
-    first_rv: Option<String>,
-    paginated: bool,
-    first: bool,
-    keep: &mut impl FnMut(Vec<K>, bool) -> Vec<Arc<K>>,
-) -> FullList<K>
-where
-    K: Clone,
-{
-    let resource_version = first_rv
-        .or_else(|| last.metadata.resource_version.clone())
-        .unwrap_or_default();
-    items.extend(keep(last.items, first));
-    FullList {
-        items,
-        resource_version,
-        paginated,
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::thread_safe_store::{BatchWriter, ThreadSafeStore};
 use super::{KeyListerGetter, Store, StoreError};
-use crate::object::{KeyFunc, Object, ObjectKey, meta_namespace_key};
+use crate::object::{KeyError, KeyFunc, Object, ObjectKey, meta_namespace_key};
 
 /// Computes the values an object is indexed under, as client-go's `IndexFunc`.
 ///
@@ -290,7 +290,7 @@ impl<K: Object> Indexer<K> {
     /// use reflector_core::store::{Indexer, Indexers, Store};
     /// // Key by name only, ignoring the namespace.
     /// let cache = Indexer::<ConfigMap>::with_key_func(
-    ///     Arc::new(|c: &ConfigMap| Ok(ObjectKey::new(None, c.metadata.name.as_deref().unwrap_or("?")))),
+    ///     |c: &ConfigMap| Ok(ObjectKey::new(None, c.metadata.name.as_deref().unwrap_or("?"))),
     ///     Indexers::new(),
     /// );
     /// let mut cm = ConfigMap::default();
@@ -300,10 +300,13 @@ impl<K: Object> Indexer<K> {
     /// assert!(cache.get_by_key(&ObjectKey::new(None, "x")).is_some());
     /// ```
     #[must_use]
-    pub fn with_key_func(key_fn: KeyFunc<K>, indexers: Indexers<K>) -> Self {
+    pub fn with_key_func(
+        key_fn: impl Fn(&K) -> Result<ObjectKey, KeyError> + Send + Sync + 'static,
+        indexers: Indexers<K>,
+    ) -> Self {
         Indexer {
             inner: Arc::new(Inner {
-                key_fn,
+                key_fn: Arc::new(key_fn) as KeyFunc<K>,
                 store: ThreadSafeStore::new(indexers),
             }),
         }
@@ -530,17 +533,30 @@ mod tests {
         assert_eq!(values, ["a", "b"]);
     }
 
+    /// The view a DeltaFifo consults is the cache itself.
+    #[test]
+    fn key_lister_getter_view() {
+        let cache = Indexer::new(Indexers::<ConfigMap>::new());
+        let view: &dyn KeyListerGetter<ConfigMap> = &cache;
+        assert!(view.is_empty());
+        cache.add(cm(Some("ns"), "a")).unwrap();
+        assert!(!view.is_empty());
+        assert_eq!(view.list_keys(), [ObjectKey::new(Some("ns"), "a")]);
+        assert!(view.get_by_key(&ObjectKey::new(Some("ns"), "a")).is_some());
+        assert!(view.get_by_key(&ObjectKey::new(None, "a")).is_none());
+    }
+
     /// Under a key function that leaves the namespace out, an object that moves
     /// to another namespace under the same key moves in the namespace index too.
     #[test]
     fn namespace_index_follows_objects_under_custom_keys() {
         let cache = Indexer::<ConfigMap>::with_key_func(
-            Arc::new(|c: &ConfigMap| {
+            |c: &ConfigMap| {
                 Ok(ObjectKey::new(
                     None,
                     c.metadata.name.as_deref().unwrap_or("?"),
                 ))
-            }),
+            },
             Indexers::new().with_namespace_index(),
         );
         cache.add(cm(Some("a"), "x")).unwrap();

@@ -2,8 +2,7 @@
 //!
 //! [`Store`] is the contract every sink of a reflector implements, as client-go's
 //! `cache.Store`: the [`DeltaFifo`](crate::fifo::DeltaFifo) in front of an informer,
-//! or a plain cache. [`KeyListerGetter`] is the read-only view the FIFO needs of the
-//! informer's cache to detect deletions missed across a relist.
+//! or a plain cache.
 //!
 //! [`Indexer`] is the informer's cache, as client-go's `cache.Indexer`: objects by
 //! key in a thread-safe map plus named secondary indices ([`Indexers`], e.g. the
@@ -27,7 +26,8 @@ use std::sync::Arc;
 
 use crate::object::{KeyError, Object, ObjectKey};
 
-/// Errors of the store module.
+/// Errors of the store module, and of the [`DeltaFifo`](crate::fifo::DeltaFifo) (a
+/// store).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
@@ -40,9 +40,16 @@ pub enum StoreError {
     /// `add_indexers` named an index that already exists. Not retryable.
     #[error("index {0:?} already exists")]
     IndexConflict(String),
-    /// The store was closed (a closed DeltaFifo). Not retryable.
+    /// The store was closed: a write to a closed DeltaFifo, or a `pop` once it is
+    /// closed and every queued item has been popped (client-go's `ErrFIFOClosed`).
+    /// Not retryable: the consumer loop should exit.
     #[error("store is closed")]
     Closed,
+    /// A key was asked of an empty [`Deltas`](crate::fifo::Deltas), as client-go's
+    /// `ErrZeroLengthDeltasObject`. Not retryable: a DeltaFifo never hands out empty
+    /// `Deltas`, so the caller built one.
+    #[error("0 length Deltas object; can't get key")]
+    EmptyDeltas,
 }
 
 impl From<KeyError> for StoreError {
@@ -134,7 +141,7 @@ pub(crate) fn same_state<K: Object>(cached: Option<Arc<K>>, obj: &K) -> Option<A
 
 /// The read-only view of a cache a [`DeltaFifo`](crate::fifo::DeltaFifo) consults to
 /// find objects deleted while the watch was down, as client-go's `KeyListerGetter`.
-pub trait KeyListerGetter<K>: Send + Sync {
+pub(crate) trait KeyListerGetter<K>: Send + Sync {
     /// Every key the cache holds.
     fn list_keys(&self) -> Vec<ObjectKey>;
     /// The object under `key`, if cached.

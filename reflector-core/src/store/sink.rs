@@ -172,7 +172,6 @@ mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
 
     use super::*;
-    use crate::fifo::DeltaFifoOptions;
     use crate::store::Indexers;
 
     fn cm(name: &str, rv: &str) -> Arc<ConfigMap> {
@@ -186,8 +185,7 @@ mod tests {
     /// informer's fast path), as does an Indexer; any other store gets the defaults.
     #[test]
     fn sink_for_recognises_the_fifo_and_the_indexer() {
-        let fifo: Arc<dyn Store<ConfigMap>> =
-            Arc::new(DeltaFifo::<ConfigMap>::new(DeltaFifoOptions::default()));
+        let fifo: Arc<dyn Store<ConfigMap>> = Arc::new(DeltaFifo::<ConfigMap>::new());
         assert!(
             sink_for(fifo)
                 .stream_list_page(&[cm("a", "1")], true)

@@ -57,7 +57,7 @@ mod queue_config;
 mod rate_limiter;
 
 pub(crate) use metrics::PrometheusMetricsProvider;
-pub use queue::{QueueItem, WorkQueue};
+pub use queue::WorkQueue;
 pub use queue_config::QueueConfig;
 pub use rate_limiter::{
     RateLimiter, bucket_rate_limiter, default_controller_rate_limiter,

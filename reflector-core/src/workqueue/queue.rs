@@ -22,11 +22,9 @@ use super::QueueConfig;
 use super::metrics::QueueMetrics;
 use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
 
-/// What a work queue can hold: cheap to clone, hashable, shareable between tasks.
-///
-/// Implemented for every type that satisfies the bounds; in controllers the item
-/// is usually an [`ObjectKey`](crate::object::ObjectKey).
-pub trait QueueItem: Clone + Eq + Hash + Send + Sync + 'static {}
+/// What a work queue can hold: cheap to clone, hashable, shareable between tasks
+/// (the bounds public items spell out in full).
+pub(crate) trait QueueItem: Clone + Eq + Hash + Send + Sync + 'static {}
 
 impl<T: Clone + Eq + Hash + Send + Sync + 'static> QueueItem for T {}
 
@@ -327,13 +325,15 @@ impl<T: QueueItem> State<T> {
     }
 }
 
-impl<T: QueueItem> Default for WorkQueue<T> {
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> Default for WorkQueue<T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<T: QueueItem> WorkQueue<T> {
+/// A queue holds any item that is cheap to clone, hashable and shareable between
+/// tasks; in controllers, an [`ObjectRef`](crate::object::ObjectRef).
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     /// A new, unnamed queue without metrics, with [`default_controller_rate_limiter`]
     /// (client-go's `New()`, and `NewRateLimitingQueue(DefaultControllerRateLimiter())`).
     #[must_use]

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::Hash;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -344,7 +345,8 @@ impl<T> RateLimiter<T> for WithMaxWaitRateLimiter<T> {
 /// assert_eq!(limiter.num_requeues(&"a"), 1);
 /// ```
 #[must_use]
-pub fn default_controller_rate_limiter<T: QueueItem>() -> impl RateLimiter<T> {
+pub fn default_controller_rate_limiter<T: Clone + Eq + Hash + Send + Sync + 'static>()
+-> impl RateLimiter<T> {
     MaxOfRateLimiter::new(vec![
         Box::new(ItemExponentialFailureRateLimiter::new(
             Duration::from_millis(5),
@@ -373,7 +375,7 @@ pub fn default_controller_rate_limiter<T: QueueItem>() -> impl RateLimiter<T> {
 /// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
 /// ```
 #[must_use]
-pub fn item_exponential_failure_rate_limiter<T: QueueItem>(
+pub fn item_exponential_failure_rate_limiter<T: Clone + Eq + Hash + Send + Sync + 'static>(
     base: Duration,
     max: Duration,
 ) -> impl RateLimiter<T> {
@@ -394,7 +396,7 @@ pub fn item_exponential_failure_rate_limiter<T: QueueItem>(
 /// assert_eq!(limiter.when(&"a"), Duration::from_secs(10));
 /// ```
 #[must_use]
-pub fn item_fast_slow_rate_limiter<T: QueueItem>(
+pub fn item_fast_slow_rate_limiter<T: Clone + Eq + Hash + Send + Sync + 'static>(
     fast: Duration,
     slow: Duration,
     max_fast_attempts: u32,

@@ -20,11 +20,11 @@ impl<K: Object> DeltaFifo<K> {
         state: &mut State<K>,
         key: ObjectKey,
         delta_type: DeltaType,
-        object: DeltaObject<K>,
+        object: MaybeTombstone<K>,
         transform: bool,
     ) -> bool {
         let object = match object {
-            DeltaObject::Object(o) if transform => DeltaObject::Object(self.transformed(o)),
+            MaybeTombstone::Object(o) if transform => MaybeTombstone::Object(self.transformed(o)),
             other => other,
         };
         let delta = Delta { delta_type, object };
@@ -62,7 +62,7 @@ impl<K: Object> DeltaFifo<K> {
         let action = self.list_delta_type();
         let transform = self.transform.is_some();
         for (key, obj) in keyed {
-            self.queue_action_locked(state, key, action, DeltaObject::Object(obj), transform);
+            self.queue_action_locked(state, key, action, MaybeTombstone::Object(obj), transform);
         }
     }
 
@@ -127,7 +127,7 @@ impl<K: Object> DeltaFifo<K> {
                 &mut state,
                 key,
                 delta_type,
-                DeltaObject::Object(obj),
+                MaybeTombstone::Object(obj),
                 true,
             );
             (queued, flipped)
@@ -164,7 +164,7 @@ impl<K: Object> DeltaFifo<K> {
                     &mut state,
                     key,
                     delta_type,
-                    DeltaObject::Object(obj),
+                    MaybeTombstone::Object(obj),
                     true,
                 ) {
                     newly_queued += 1;

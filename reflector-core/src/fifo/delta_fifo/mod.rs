@@ -8,9 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use foldhash::fast::RandomState;
 use tokio::sync::Notify;
 
-use super::delta::{Delta, DeltaObject, DeltaType, Deltas};
-use super::error::FifoError;
-use crate::object::{DeletedFinalStateUnknown, KeyError, KeyFunc, Object, ObjectKey};
+use super::delta::{Delta, DeltaType, Deltas};
+use crate::object::{KeyError, KeyFunc, MaybeTombstone, Object, ObjectKey, meta_namespace_key};
 use crate::store::{KeyListerGetter, Store, StoreError, StoreSink, WatchAction};
 
 mod enqueue;
@@ -21,7 +20,7 @@ mod store;
 #[cfg(test)]
 mod tests;
 
-pub use options::{DeltaFifoOptions, TransformFunc};
+pub(crate) use options::TransformFunc;
 use state::{Popped, SHRINK_ABOVE, State};
 
 /// One item handed out by [`DeltaFifo::pop`].
@@ -47,7 +46,7 @@ pub struct PoppedItem<K> {
 ///
 /// The optional *known objects* (the consumer's cache) let `replace` detect objects
 /// deleted while the watch was down — each gets a `Deleted` delta carrying a
-/// [`DeletedFinalStateUnknown`] tombstone — and let `resync` re-deliver every cached
+/// [`MaybeTombstone::DeletedFinalStateUnknown`] tombstone — and let `resync` re-deliver every cached
 /// object that has no pending delta.
 ///
 /// Several tasks may `pop` concurrently, but then (as in client-go) they may process
@@ -64,10 +63,10 @@ pub struct PoppedItem<K> {
 /// # async fn main() {
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::fifo::{DeltaFifo, DeltaFifoOptions, DeltaType};
+/// use reflector_core::fifo::{DeltaFifo, DeltaType};
 /// use reflector_core::store::Store;
 ///
-/// let fifo = DeltaFifo::<ConfigMap>::new(DeltaFifoOptions::default());
+/// let fifo = DeltaFifo::<ConfigMap>::new();
 /// let mut cm = ConfigMap::default();
 /// cm.metadata.name = Some("a".into());
 /// let cm = Arc::new(cm);
@@ -109,7 +108,7 @@ pub struct DeltaFifo<K> {
 
 impl<K: Object> Default for DeltaFifo<K> {
     fn default() -> Self {
-        DeltaFifo::new(DeltaFifoOptions::default())
+        DeltaFifo::new()
     }
 }
 
@@ -125,10 +124,13 @@ impl<K> fmt::Debug for DeltaFifo<K> {
     }
 }
 
-impl<K> DeltaFifo<K> {
-    /// A FIFO configured by `options`, as client-go's `NewDeltaFIFOWithOptions`.
+impl<K: Object> DeltaFifo<K> {
+    /// An empty FIFO keyed by `ns/name`, with no known objects, no transform and
+    /// `Sync` deltas on `replace`, as client-go's `NewDeltaFIFOWithOptions` with
+    /// empty options; the builder methods ([`known_objects`](DeltaFifo::known_objects),
+    /// [`transform`](DeltaFifo::transform), ...) configure it before it is shared.
     #[must_use]
-    pub fn new(options: DeltaFifoOptions<K>) -> Self {
+    pub fn new() -> Self {
         DeltaFifo {
             state: Mutex::new(State {
                 items: HashMap::default(),
@@ -142,13 +144,15 @@ impl<K> DeltaFifo<K> {
             processing: Mutex::new(()),
             notify: Notify::new(),
             synced_notify: Notify::new(),
-            key_func: options.key_func,
-            known_objects: options.known_objects,
-            emit_delta_type_replaced: options.emit_delta_type_replaced,
-            transform: options.transform,
+            key_func: Arc::new(meta_namespace_key::<K>),
+            known_objects: None,
+            emit_delta_type_replaced: false,
+            transform: None,
         }
     }
+}
 
+impl<K> DeltaFifo<K> {
     /// Takes the lock. A panic in a `pop` callback poisons it but leaves the state
     /// consistent (the item was removed before the callback ran), so poisoning is
     /// ignored.
@@ -168,8 +172,8 @@ impl<K> DeltaFifo<K> {
     /// The key of `obj`, computed by the key function.
     ///
     /// # Errors
-    /// [`FifoError::Key`] when the key function fails.
-    pub fn key_of(&self, obj: &K) -> Result<ObjectKey, FifoError> {
+    /// [`StoreError::Key`] when the key function fails.
+    pub fn key_of(&self, obj: &K) -> Result<ObjectKey, StoreError> {
         Ok((self.key_func)(obj)?)
     }
 
@@ -177,11 +181,11 @@ impl<K> DeltaFifo<K> {
     /// as client-go's `KeyOf` on a `DeletedFinalStateUnknown`.
     ///
     /// # Errors
-    /// [`FifoError::Key`] when the key function fails.
-    pub fn key_of_object(&self, obj: &DeltaObject<K>) -> Result<ObjectKey, FifoError> {
+    /// [`StoreError::Key`] when the key function fails.
+    pub fn key_of_object(&self, obj: &MaybeTombstone<K>) -> Result<ObjectKey, StoreError> {
         match obj {
-            DeltaObject::Object(o) => self.key_of(o),
-            DeltaObject::DeletedFinalStateUnknown(t) => Ok(t.key.clone()),
+            MaybeTombstone::Object(o) => self.key_of(o),
+            MaybeTombstone::DeletedFinalStateUnknown { key, .. } => Ok(key.clone()),
         }
     }
 
@@ -189,10 +193,10 @@ impl<K> DeltaFifo<K> {
     /// `Deltas`.
     ///
     /// # Errors
-    /// [`FifoError::EmptyDeltas`] when `deltas` is empty; [`FifoError::Key`] when
+    /// [`StoreError::EmptyDeltas`] when `deltas` is empty; [`StoreError::Key`] when
     /// the key function fails.
-    pub fn key_of_deltas(&self, deltas: &Deltas<K>) -> Result<ObjectKey, FifoError> {
-        let newest = deltas.newest().ok_or(FifoError::EmptyDeltas)?;
+    pub fn key_of_deltas(&self, deltas: &Deltas<K>) -> Result<ObjectKey, StoreError> {
+        let newest = deltas.newest().ok_or(StoreError::EmptyDeltas)?;
         self.key_of_object(&newest.object)
     }
 
@@ -266,7 +270,7 @@ impl<K> DeltaFifo<K> {
     }
 
     /// Closes the FIFO: pending and future `pop`s return the queued items, then
-    /// [`FifoError::Closed`]; writes fail with [`StoreError::Closed`]. Idempotent.
+    /// [`StoreError::Closed`]; so do writes. Idempotent.
     pub fn close(&self) {
         self.lock().closed = true;
         self.notify.notify_waiters();
@@ -300,8 +304,8 @@ impl<K> DeltaFifo<K> {
     /// A copy of the pending deltas of `obj`'s key, as client-go's `Get`.
     ///
     /// # Errors
-    /// [`FifoError::Key`] when the key function fails.
-    pub fn deltas(&self, obj: &K) -> Result<Option<Deltas<K>>, FifoError> {
+    /// [`StoreError::Key`] when the key function fails.
+    pub fn deltas(&self, obj: &K) -> Result<Option<Deltas<K>>, StoreError> {
         let key = self.key_of(obj)?;
         Ok(self.deltas_by_key(&key))
     }
@@ -328,7 +332,7 @@ impl<K> DeltaFifo<K> {
     /// stays usable.
     ///
     /// # Errors
-    /// [`FifoError::Closed`] once the FIFO is closed **and** drained: items queued
+    /// [`StoreError::Closed`] once the FIFO is closed **and** drained: items queued
     /// before `close` are still handed out.
     ///
     /// # Cancel safety
@@ -342,8 +346,8 @@ impl<K> DeltaFifo<K> {
     /// # async fn main() {
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::fifo::{DeltaFifo, FifoError};
-    /// use reflector_core::store::Store;
+    /// use reflector_core::fifo::DeltaFifo;
+    /// use reflector_core::store::{Store, StoreError};
     ///
     /// let fifo = DeltaFifo::<ConfigMap>::default();
     /// let mut cm = ConfigMap::default();
@@ -352,10 +356,10 @@ impl<K> DeltaFifo<K> {
     /// fifo.close();
     /// let n = fifo.pop(|item| item.deltas.len()).await.unwrap();
     /// assert_eq!(n, 1);
-    /// assert_eq!(fifo.pop(|_| ()).await, Err(FifoError::Closed));
+    /// assert_eq!(fifo.pop(|_| ()).await, Err(StoreError::Closed));
     /// # }
     /// ```
-    pub async fn pop<R>(&self, process: impl FnOnce(PoppedItem<K>) -> R) -> Result<R, FifoError> {
+    pub async fn pop<R>(&self, process: impl FnOnce(PoppedItem<K>) -> R) -> Result<R, StoreError> {
         self.pop_some(1, |first, _| process(first)).await
     }
 
@@ -366,7 +370,7 @@ impl<K> DeltaFifo<K> {
     /// (locks, wake-ups of downstream tasks) once per batch.
     ///
     /// # Errors
-    /// [`FifoError::Closed`] once the FIFO is closed and drained.
+    /// [`StoreError::Closed`] once the FIFO is closed and drained.
     ///
     /// # Cancel safety
     /// Cancel-safe, as [`pop`](DeltaFifo::pop).
@@ -397,7 +401,7 @@ impl<K> DeltaFifo<K> {
         &self,
         max: usize,
         process: impl FnOnce(Vec<PoppedItem<K>>) -> R,
-    ) -> Result<R, FifoError> {
+    ) -> Result<R, StoreError> {
         self.pop_some(max, |first, rest| {
             let mut items = Vec::with_capacity(rest.len() + 1);
             items.push(first);
@@ -413,7 +417,7 @@ impl<K> DeltaFifo<K> {
         &self,
         max: usize,
         process: impl FnOnce(PoppedItem<K>, Vec<PoppedItem<K>>) -> R,
-    ) -> Result<R, FifoError> {
+    ) -> Result<R, StoreError> {
         let mut notified = pin!(self.notify.notified());
         // Whether `notified` is registered with the `Notify` (so `notify_one` reaches
         // it). Registration costs a lock inside the `Notify`, so the first check of
@@ -446,7 +450,7 @@ impl<K> DeltaFifo<K> {
                     return Ok(result);
                 }
                 if state.closed {
-                    return Err(FifoError::Closed);
+                    return Err(StoreError::Closed);
                 }
             }
             if registered {
@@ -507,7 +511,7 @@ impl<K> DeltaFifo<K> {
     ///
     /// # Cancel safety
     /// Cancel safe, as [`pop`](DeltaFifo::pop).
-    pub async fn pop_item(&self) -> Result<PoppedItem<K>, FifoError> {
+    pub async fn pop_item(&self) -> Result<PoppedItem<K>, StoreError> {
         self.pop(|item| item).await
     }
 }

@@ -1,113 +1,147 @@
 //! How a DeltaFifo is configured: keys, known objects, `Replaced` deltas and the
-//! transform.
+//! transform, set with builder methods before the FIFO is shared.
 
-use std::fmt;
 use std::sync::Arc;
 
-use crate::object::{KeyFunc, Object, meta_namespace_key};
-use crate::store::KeyListerGetter;
+use super::DeltaFifo;
+use crate::object::{KeyError, KeyFunc, Object, ObjectKey};
+use crate::store::{Indexer, KeyListerGetter};
 
-/// A function applied to each object as it enters a [`DeltaFifo`](super::DeltaFifo),
-/// as client-go's `TransformFunc`: typically strips fields the consumer never reads
-/// (such as `managedFields`) to save memory.
-///
-/// It runs exactly once per object entering through `add`, `update`, `delete`,
-/// `replace` or a streamed list page, before anyone else sees the object, and never
-/// on tombstones nor on the `Sync` deltas of `resync` (those objects come from the
-/// known objects, which were transformed already). Keep it fast: it runs under the
-/// FIFO's lock.
-///
-/// # Example
-/// ```
-/// use std::sync::Arc;
-/// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::fifo::TransformFunc;
-/// let strip: TransformFunc<ConfigMap> = Arc::new(|obj: Arc<ConfigMap>| {
-///     let mut obj = Arc::unwrap_or_clone(obj);
-///     obj.metadata.managed_fields = None;
-///     Arc::new(obj)
-/// });
-/// # let _ = strip;
-/// ```
-pub type TransformFunc<K> = Arc<dyn Fn(Arc<K>) -> Arc<K> + Send + Sync>;
+/// A function applied to each object as it enters a FIFO (see
+/// [`DeltaFifo::transform`]).
+pub(crate) type TransformFunc<K> = Arc<dyn Fn(Arc<K>) -> Arc<K> + Send + Sync>;
 
-/// Configuration of a [`DeltaFifo`](super::DeltaFifo), as client-go's
-/// `DeltaFIFOOptions`. Every field is optional.
-///
-/// # Example
-/// ```
-/// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::fifo::{DeltaFifo, DeltaFifoOptions};
-/// let fifo = DeltaFifo::<ConfigMap>::new(DeltaFifoOptions::default().emit_delta_type_replaced(true));
-/// assert!(fifo.is_empty());
-/// ```
-#[non_exhaustive]
-pub struct DeltaFifoOptions<K> {
-    /// Computes each object's key. Default: [`meta_namespace_key`] (`ns/name`), as
+impl<K> DeltaFifo<K> {
+    /// Keys objects with `key_func`. Default: [`meta_namespace_key`] (`ns/name`), as
     /// client-go's `MetaNamespaceKeyFunc`.
-    pub key_func: KeyFunc<K>,
-    /// The keys the consumer already knows (the informer's indexer). Used by
-    /// `delete` (an object known there is deleted even if not queued), `replace`
-    /// (known keys missing from the list get a tombstone) and `resync`. Default:
-    /// `None`, as client-go; then deletions are detected only among queued keys and
-    /// `resync` does nothing.
-    pub known_objects: Option<Arc<dyn KeyListerGetter<K>>>,
-    /// Whether `replace` emits
-    /// [`DeltaType::Replaced`](crate::fifo::DeltaType::Replaced) rather than
-    /// [`DeltaType::Sync`](crate::fifo::DeltaType::Sync). Default: `false`, as client-go (for backward
-    /// compatibility).
-    pub emit_delta_type_replaced: bool,
-    /// Applied to each object entering the FIFO. Default: `None`, as client-go.
-    pub transform: Option<TransformFunc<K>>,
-}
-
-impl<K: Object> Default for DeltaFifoOptions<K> {
-    fn default() -> Self {
-        DeltaFifoOptions {
-            key_func: Arc::new(meta_namespace_key::<K>),
-            known_objects: None,
-            emit_delta_type_replaced: false,
-            transform: None,
-        }
-    }
-}
-
-impl<K> DeltaFifoOptions<K> {
-    /// Sets the key function.
+    ///
+    /// [`meta_namespace_key`]: crate::object::meta_namespace_key
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_core::fifo::DeltaFifo;
+    /// use reflector_core::object::ObjectKey;
+    /// use reflector_core::store::Store;
+    /// // Key by name only, ignoring the namespace.
+    /// let fifo = DeltaFifo::<ConfigMap>::new()
+    ///     .key_func(|c: &ConfigMap| Ok(ObjectKey::new(None, c.metadata.name.as_deref().unwrap_or("?"))));
+    /// let mut cm = ConfigMap::default();
+    /// cm.metadata.namespace = Some("a".into());
+    /// cm.metadata.name = Some("x".into());
+    /// fifo.add(Arc::new(cm)).unwrap();
+    /// assert!(fifo.deltas_by_key(&ObjectKey::new(None, "x")).is_some());
+    /// ```
     #[must_use]
-    pub fn key_func(mut self, key_func: KeyFunc<K>) -> Self {
-        self.key_func = key_func;
+    pub fn key_func(
+        mut self,
+        key_func: impl Fn(&K) -> Result<ObjectKey, KeyError> + Send + Sync + 'static,
+    ) -> Self {
+        self.key_func = Arc::new(key_func) as KeyFunc<K>;
         self
     }
 
-    /// Sets the known objects (usually the informer's indexer).
+    /// Consults `known` (the informer's cache) for the keys the consumer already
+    /// holds: `delete` deletes an object known there even if not queued, `replace`
+    /// tombstones known keys missing from the list, and `resync` re-delivers known
+    /// objects. Default: none, as client-go; then deletions are detected only among
+    /// queued keys and `resync` does nothing.
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_core::fifo::{DeltaFifo, DeltaType};
+    /// use reflector_core::store::{Indexer, Indexers, Store};
+    /// let cache = Indexer::<ConfigMap>::new(Indexers::new());
+    /// let mut cm = ConfigMap::default();
+    /// cm.metadata.name = Some("gone".into());
+    /// cache.add(Arc::new(cm)).unwrap();
+    /// let fifo = DeltaFifo::new().known_objects(cache);
+    /// fifo.replace(vec![], "2").unwrap(); // "gone" is missing from the relist
+    /// let deltas = fifo.deltas_by_key(&"gone".parse().unwrap()).unwrap();
+    /// assert_eq!(deltas[0].delta_type, DeltaType::Deleted);
+    /// assert!(deltas[0].object.is_tombstone());
+    /// ```
     #[must_use]
-    pub fn known_objects(mut self, known: Arc<dyn KeyListerGetter<K>>) -> Self {
+    pub fn known_objects(self, known: Indexer<K>) -> Self
+    where
+        K: Object,
+    {
+        self.known_objects_view(Arc::new(known))
+    }
+
+    /// As [`known_objects`](DeltaFifo::known_objects), for any view of a cache.
+    #[must_use]
+    pub(crate) fn known_objects_view(mut self, known: Arc<dyn KeyListerGetter<K>>) -> Self {
         self.known_objects = Some(known);
         self
     }
 
-    /// Sets whether `replace` emits `Replaced` instead of `Sync`.
+    /// Whether `replace` emits [`DeltaType::Replaced`] rather than
+    /// [`DeltaType::Sync`]. Default: `false`, as client-go (for backward
+    /// compatibility); informers set it.
+    ///
+    /// [`DeltaType::Replaced`]: crate::fifo::DeltaType::Replaced
+    /// [`DeltaType::Sync`]: crate::fifo::DeltaType::Sync
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_core::fifo::{DeltaFifo, DeltaType};
+    /// use reflector_core::store::Store;
+    /// let fifo = DeltaFifo::<ConfigMap>::new().emit_delta_type_replaced(true);
+    /// let mut cm = ConfigMap::default();
+    /// cm.metadata.name = Some("a".into());
+    /// fifo.replace(vec![Arc::new(cm)], "1").unwrap();
+    /// let deltas = fifo.deltas_by_key(&"a".parse().unwrap()).unwrap();
+    /// assert_eq!(deltas[0].delta_type, DeltaType::Replaced);
+    /// ```
     #[must_use]
     pub fn emit_delta_type_replaced(mut self, emit: bool) -> Self {
         self.emit_delta_type_replaced = emit;
         self
     }
 
-    /// Sets the transform applied to each object entering the FIFO.
+    /// Applies `transform` to each object as it enters the FIFO, as client-go's
+    /// `TransformFunc`: typically strips fields the consumer never reads (such as
+    /// `managedFields`) to save memory. Default: none, as client-go.
+    ///
+    /// It runs exactly once per object entering through `add`, `update`, `delete`,
+    /// `replace` or a streamed list page, before anyone else sees the object, and
+    /// never on tombstones nor on the `Sync` deltas of `resync` (those objects come
+    /// from the known objects, which were transformed already). Keep it fast: it runs
+    /// under the FIFO's lock.
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_core::fifo::DeltaFifo;
+    /// use reflector_core::store::Store;
+    /// let fifo = DeltaFifo::<ConfigMap>::new().transform(|obj: Arc<ConfigMap>| {
+    ///     let mut obj = Arc::unwrap_or_clone(obj);
+    ///     obj.data = None;
+    ///     Arc::new(obj)
+    /// });
+    /// let mut cm = ConfigMap::default();
+    /// cm.metadata.name = Some("a".into());
+    /// cm.data = Some([("k".to_owned(), "v".to_owned())].into());
+    /// fifo.add(Arc::new(cm)).unwrap();
+    /// let deltas = fifo.deltas_by_key(&"a".parse().unwrap()).unwrap();
+    /// assert!(deltas[0].object.object().data.is_none());
+    /// ```
     #[must_use]
-    pub fn transform(mut self, transform: TransformFunc<K>) -> Self {
+    pub fn transform(self, transform: impl Fn(Arc<K>) -> Arc<K> + Send + Sync + 'static) -> Self {
+        self.shared_transform(Arc::new(transform))
+    }
+
+    /// As [`transform`](DeltaFifo::transform), sharing a transform the caller keeps.
+    #[must_use]
+    pub(crate) fn shared_transform(mut self, transform: TransformFunc<K>) -> Self {
         self.transform = Some(transform);
         self
-    }
-}
-
-impl<K> fmt::Debug for DeltaFifoOptions<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeltaFifoOptions")
-            .field("known_objects", &self.known_objects.is_some())
-            .field("emit_delta_type_replaced", &self.emit_delta_type_replaced)
-            .field("transform", &self.transform.is_some())
-            .finish_non_exhaustive()
     }
 }

@@ -37,7 +37,7 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
                     &mut state,
                     key,
                     DeltaType::Deleted,
-                    DeltaObject::Object(obj),
+                    MaybeTombstone::Object(obj),
                     true,
                 );
             (queued, flipped)
@@ -77,7 +77,7 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
     }
 
     /// Appends a `Sync` (or `Replaced`) delta for each item, then a `Deleted`
-    /// delta with a [`DeletedFinalStateUnknown`] tombstone for every key that is
+    /// delta with a [`MaybeTombstone::DeletedFinalStateUnknown`] tombstone for every key that is
     /// queued, or known, but missing from `items`. The tombstone carries the newest
     /// queued object of the key, or else the known object. A key already ending in
     /// an observed `Deleted` keeps it (the tombstone collapses into it). Known keys
@@ -100,7 +100,13 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
             // An object the reflector took from the known objects (unchanged since it
             // was cached) was transformed when it first came in; never twice.
             let transform = self.transform.is_some() && !self.is_known_locked(&key, &obj);
-            self.queue_action_locked(&mut state, key, action, DeltaObject::Object(obj), transform);
+            self.queue_action_locked(
+                &mut state,
+                key,
+                action,
+                MaybeTombstone::Object(obj),
+                transform,
+            );
         }
 
         // Every listed key is queued now; when nothing else is, nothing is missing.
@@ -110,11 +116,11 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
             Vec::new()
         };
         for (key, obj) in missing {
-            let tombstone = DeletedFinalStateUnknown {
+            let tombstone = MaybeTombstone::DeletedFinalStateUnknown {
                 key: key.clone(),
                 obj,
             };
-            self.queue_action_locked(&mut state, key, DeltaType::Deleted, tombstone.into(), false);
+            self.queue_action_locked(&mut state, key, DeltaType::Deleted, tombstone, false);
         }
 
         if let Some(known) = &self.known_objects {
@@ -126,17 +132,11 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
                     tracing::info!(key = %key, "DeltaFifo: known key vanished from the known objects during replace; no tombstone queued");
                     continue;
                 };
-                let tombstone = DeletedFinalStateUnknown {
+                let tombstone = MaybeTombstone::DeletedFinalStateUnknown {
                     key: key.clone(),
                     obj,
                 };
-                self.queue_action_locked(
-                    &mut state,
-                    key,
-                    DeltaType::Deleted,
-                    tombstone.into(),
-                    false,
-                );
+                self.queue_action_locked(&mut state, key, DeltaType::Deleted, tombstone, false);
             }
         }
 
@@ -169,7 +169,7 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
                 &mut state,
                 key,
                 DeltaType::Sync,
-                DeltaObject::Object(obj),
+                MaybeTombstone::Object(obj),
                 false,
             );
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::fifo::{DeltaFifo, DeltaFifoOptions, DeltaType, PoppedItem};
+use crate::fifo::{DeltaFifo, DeltaType, PoppedItem};
 use crate::object::ObjectKey;
 use crate::store::{KeyListerGetter, Store};
 
@@ -88,7 +88,7 @@ proptest::proptest! {
         last_list in proptest::collection::vec(0u8..6, 0..6),
     ) {
         let cache = Arc::new(Cache::default());
-        let f = DeltaFifo::new(DeltaFifoOptions::default().known_objects(cache.clone()));
+        let f = DeltaFifo::new().known_objects_view(cache.clone());
         let mut version = 0;
         let mut mk_v = |k: u8| {
             version += 1;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::fifo::{DeltaType, FifoError};
+use crate::fifo::DeltaType;
 use crate::object::ObjectKey;
 use crate::store::{Store, StoreError};
 
@@ -28,7 +28,7 @@ async fn delta_fifo_pop_should_unblock_when_closed() {
             .await
             .expect("pop returned within 500 ms of close")
             .unwrap();
-        assert_eq!(r, Err(FifoError::Closed));
+        assert_eq!(r, Err(StoreError::Closed));
     }
 }
 
@@ -43,7 +43,7 @@ async fn delta_fifo_close_drains_queued_items_then_fails_writes() {
     assert_eq!(f.replace(vec![], "0"), Err(StoreError::Closed));
     assert_eq!(pop(&f).await.key.as_str(), "a");
     assert_eq!(pop(&f).await.key.as_str(), "b");
-    assert_eq!(f.pop_item().await, Err(FifoError::Closed));
+    assert_eq!(f.pop_item().await, Err(StoreError::Closed));
 }
 
 /// A `pop` dropped while waiting takes nothing: the next pop gets the item whole.

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::fifo::{Delta, DeltaObject, DeltaType, Deltas, FifoError};
-use crate::object::{DeletedFinalStateUnknown, ObjectKey};
+use crate::fifo::{Delta, DeltaType, Deltas};
+use crate::object::{MaybeTombstone, ObjectKey};
 use crate::store::{Store, StoreError};
 
 use super::support::*;
@@ -108,12 +108,11 @@ async fn delta_fifo_detect_line_jumpers() {
 fn delta_fifo_key_of() {
     let f = fifo();
     let nobody = Arc::new(ConfigMap::default());
-    let t = |name: &str| -> DeltaObject<ConfigMap> {
-        DeletedFinalStateUnknown {
+    let t = |name: &str| -> MaybeTombstone<ConfigMap> {
+        MaybeTombstone::DeletedFinalStateUnknown {
             key: ObjectKey::new(None, name),
             obj: nobody.clone(),
         }
-        .into()
     };
     assert_eq!(f.key_of(&mk("A", "")).unwrap().as_str(), "A");
     assert_eq!(f.key_of_object(&t("B")).unwrap().as_str(), "B");
@@ -121,8 +120,11 @@ fn delta_fifo_key_of() {
     assert_eq!(f.key_of_deltas(&c).unwrap().as_str(), "C");
     let dd = deltas(vec![Delta::new(Deleted, t("D"))]);
     assert_eq!(f.key_of_deltas(&dd).unwrap().as_str(), "D");
-    assert_eq!(f.key_of_deltas(&Deltas::new()), Err(FifoError::EmptyDeltas));
-    assert!(matches!(f.key_of(&nobody), Err(FifoError::Key(_))));
+    assert_eq!(
+        f.key_of_deltas(&Deltas::new()),
+        Err(StoreError::EmptyDeltas)
+    );
+    assert!(matches!(f.key_of(&nobody), Err(StoreError::Key(_))));
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::fifo::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas};
+use crate::fifo::{DeltaFifo, DeltaType, Deltas};
 use crate::store::Store;
 
 use super::support::*;
@@ -122,11 +122,10 @@ async fn delta_fifo_replace_makes_deletions_for_objects_only_in_queue() {
     ];
     for (name, emit_replaced, ops, expected) in cases {
         for with_known in [true, false] {
-            let mut options = DeltaFifoOptions::default().emit_delta_type_replaced(emit_replaced);
+            let mut f = DeltaFifo::new().emit_delta_type_replaced(emit_replaced);
             if with_known {
-                options = options.known_objects(Arc::new(Literal(vec![])));
+                f = f.known_objects_view(Arc::new(Literal(vec![])));
             }
-            let f = DeltaFifo::new(options);
             ops(&f);
             assert_eq!(
                 pop(&f).await.deltas,

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::fifo::{Delta, DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, PoppedItem};
-use crate::object::{DeletedFinalStateUnknown, ObjectKey};
+use crate::fifo::{Delta, DeltaFifo, DeltaType, Deltas, PoppedItem};
+use crate::object::{MaybeTombstone, ObjectKey};
 use crate::store::{KeyListerGetter, Store};
 use DeltaType::Deleted;
 
@@ -42,7 +42,7 @@ pub(super) fn d(delta_type: DeltaType, obj: &Obj) -> Delta<ConfigMap> {
 pub(super) fn tomb(name: &str, obj: &Obj) -> Delta<ConfigMap> {
     Delta::new(
         Deleted,
-        DeletedFinalStateUnknown {
+        MaybeTombstone::DeletedFinalStateUnknown {
             key: ObjectKey::new(None, name),
             obj: obj.clone(),
         },
@@ -77,21 +77,19 @@ impl KeyListerGetter<ConfigMap> for Literal {
 }
 
 pub(super) fn fifo() -> DeltaFifo<ConfigMap> {
-    DeltaFifo::new(DeltaFifoOptions::default())
+    DeltaFifo::new()
 }
 
 pub(super) fn fifo_known(known: Vec<Obj>) -> DeltaFifo<ConfigMap> {
-    DeltaFifo::new(DeltaFifoOptions::default().known_objects(Arc::new(Literal(known))))
+    DeltaFifo::new().known_objects_view(Arc::new(Literal(known)))
 }
 
 /// A FIFO over `known` that emits `Replaced` (not `Sync`) for listed objects, as
 /// an informer's.
 pub(super) fn fifo_known_replaced(known: Vec<Obj>) -> DeltaFifo<ConfigMap> {
-    DeltaFifo::new(
-        DeltaFifoOptions::default()
-            .known_objects(Arc::new(Literal(known)))
-            .emit_delta_type_replaced(true),
-    )
+    DeltaFifo::new()
+        .known_objects_view(Arc::new(Literal(known)))
+        .emit_delta_type_replaced(true)
 }
 
 /// Pops one item; fails the test if none arrives within a second (instant under

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::fifo::{DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, TransformFunc};
+use crate::fifo::{DeltaFifo, DeltaType, TransformFunc};
+use crate::object::MaybeTombstone;
 use crate::object::ObjectKey;
 use crate::store::{Store, StoreSink};
 
@@ -28,7 +29,7 @@ async fn delta_fifo_transformer() {
             Arc::new(obj)
         })
     };
-    let f = DeltaFifo::new(DeltaFifoOptions::default().transform(xfrm));
+    let f = DeltaFifo::new().shared_transform(xfrm);
     f.add(mk("foo", 10)).unwrap();
     f.add(mk("bar", 11)).unwrap();
     f.update(mk("foo", 12)).unwrap();
@@ -47,7 +48,7 @@ async fn delta_fifo_transformer() {
     let foo = pop(&f).await.deltas;
     let newest = foo.newest().unwrap();
     assert_eq!(newest.delta_type, Deleted);
-    let DeltaObject::Object(obj) = &newest.object else {
+    let MaybeTombstone::Object(obj) = &newest.object else {
         panic!("expected regular deletion of foo, got {newest:?}");
     };
     assert_eq!(obj.metadata.name.as_deref(), Some("foo"));
@@ -60,13 +61,13 @@ async fn delta_fifo_transformer() {
 
     let bar = pop(&f).await.deltas;
     let newest = bar.newest().unwrap();
-    let DeltaObject::DeletedFinalStateUnknown(t) = &newest.object else {
+    let MaybeTombstone::DeletedFinalStateUnknown { key, obj } = &newest.object else {
         panic!("expected tombstone deletion of bar, got {newest:?}");
     };
-    assert_eq!(t.key.as_str(), "bar");
-    assert_eq!(data(&t.obj, "val"), "16");
+    assert_eq!(key.as_str(), "bar");
+    assert_eq!(data(obj, "val"), "16");
     assert_eq!(
-        data(&t.obj, "xfrm"),
+        data(obj, "xfrm"),
         "1",
         "tombstoned bar transformed wrong number of times"
     );
@@ -93,11 +94,9 @@ fn counting_identity() -> (Arc<AtomicUsize>, TransformFunc<ConfigMap>) {
 async fn delta_fifo_transformer_skips_resync() {
     let (calls, xfrm) = counting_identity();
     let known = mk("foo", 5);
-    let f = DeltaFifo::new(
-        DeltaFifoOptions::default()
-            .known_objects(Arc::new(Literal(vec![known.clone()])))
-            .transform(xfrm),
-    );
+    let f = DeltaFifo::new()
+        .known_objects_view(Arc::new(Literal(vec![known.clone()])))
+        .shared_transform(xfrm);
     f.resync().unwrap();
     let item = pop(&f).await;
     assert_eq!(item.deltas, deltas(vec![d(Sync, &known)]));
@@ -117,12 +116,10 @@ async fn delta_fifo_replace_does_not_transform_reused_known_objects() {
         Arc::new(cm)
     };
     let (foo, bar) = (with_rv("foo", "5"), with_rv("bar", "6"));
-    let f = DeltaFifo::new(
-        DeltaFifoOptions::default()
-            .known_objects(Arc::new(Literal(vec![foo.clone(), bar.clone()])))
-            .emit_delta_type_replaced(true)
-            .transform(xfrm),
-    );
+    let f = DeltaFifo::new()
+        .known_objects_view(Arc::new(Literal(vec![foo.clone(), bar.clone()])))
+        .emit_delta_type_replaced(true)
+        .shared_transform(xfrm);
     let reused = f.cached_unchanged(&with_rv("foo", "5")).expect("same RV");
     assert!(Arc::ptr_eq(&reused, &foo));
     assert!(

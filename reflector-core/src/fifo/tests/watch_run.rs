@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::fifo::{DeltaFifo, DeltaFifoOptions, DeltaType, PoppedItem};
+use crate::fifo::{DeltaFifo, DeltaType, PoppedItem};
 use crate::store::{Indexer, Indexers, Store, StoreError, StoreSink, WatchAction};
 use k8s_openapi::api::core::v1::ConfigMap;
 use proptest::prelude::*;
@@ -46,11 +46,9 @@ struct Pipeline {
 impl Pipeline {
     fn new() -> Self {
         let cache = Indexer::<ConfigMap>::new(Indexers::new());
-        let fifo = DeltaFifo::new(
-            DeltaFifoOptions::default()
-                .known_objects(Arc::new(cache.clone()))
-                .emit_delta_type_replaced(true),
-        );
+        let fifo = DeltaFifo::new()
+            .known_objects(cache.clone())
+            .emit_delta_type_replaced(true);
         Pipeline { cache, fifo }
     }
 

@@ -25,12 +25,12 @@ async fn shared_informer_transformer() {
     let c = calls.clone();
     let informer = SharedIndexInformer::builder(source.clone())
         .resync(Duration::from_secs(1))
-        .transform(Arc::new(move |p: Arc<Pod>| {
+        .transform(move |p: Arc<Pod>| {
             c.fetch_add(1, Ordering::SeqCst);
             let mut p = Arc::unwrap_or_clone(p);
             p.metadata.name = p.metadata.name.map(|n| n.to_uppercase());
             Arc::new(p)
-        }))
+        })
         .build();
     let l = TestListener::default();
     informer.add_event_handler(l.clone()).unwrap();

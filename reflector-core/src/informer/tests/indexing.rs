@@ -54,6 +54,6 @@ async fn indexer() {
         informer.add_indexers(Indexers::new().with("by_app", |_: &Pod| vec![])),
         Err(InformerError::Store(_))
     ));
-    assert_eq!(informer.lister().namespaced("ns").list().len(), 3);
+    assert_eq!(informer.lister().list_namespace("ns").len(), 3);
     running.stop().await;
 }

@@ -150,8 +150,9 @@ async fn shared_informer_watch_disruption() {
 /// resource version (so handlers without resync still get it).
 #[tokio::test(start_paused = true)]
 async fn only_sync_and_unchanged_replaced_deltas_are_resyncs() {
-    use crate::fifo::{Delta, DeltaObject, DeltaType, Deltas, PoppedItem};
+    use crate::fifo::{Delta, DeltaType, Deltas, PoppedItem};
     use crate::informer::notification::Notification;
+    use crate::object::MaybeTombstone;
     use crate::store::Store;
     let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
     let mut cached = pod("p");
@@ -173,7 +174,7 @@ async fn only_sync_and_unchanged_replaced_deltas_are_resyncs() {
             key: crate::object::meta_namespace_key(obj.as_ref()).unwrap(),
             deltas: Deltas::one(Delta {
                 delta_type,
-                object: DeltaObject::Object(Arc::clone(obj)),
+                object: MaybeTombstone::Object(Arc::clone(obj)),
             }),
             is_in_initial_list: false,
         };

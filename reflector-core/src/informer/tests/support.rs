@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::informer::*;
 use crate::listwatch::FakeSource;
-use crate::object::DeletedObject;
+use crate::object::MaybeTombstone;
 pub(super) use crate::reflector::tests::eventually;
 
 pub(super) fn pod(name: &str) -> Pod {
@@ -63,7 +63,7 @@ impl EventHandler<Pod> for TestListener {
     fn on_update(&self, _: &Arc<Pod>, new: &Arc<Pod>) {
         self.push(new);
     }
-    fn on_delete(&self, obj: &DeletedObject<Pod>) {
+    fn on_delete(&self, obj: &MaybeTombstone<Pod>) {
         self.push(obj.object());
     }
 }

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::informer::*;
 use crate::listwatch::{FakeSource, ListWatchError};
-use crate::object::DeletedObject;
+use crate::object::MaybeTombstone;
 
 use super::support::*;
 
@@ -25,7 +25,7 @@ impl EventHandler<Pod> for SyncClock {
         }
     }
     fn on_update(&self, _: &Arc<Pod>, _: &Arc<Pod>) {}
-    fn on_delete(&self, _: &DeletedObject<Pod>) {}
+    fn on_delete(&self, _: &MaybeTombstone<Pod>) {}
 }
 
 /// The informer's and a registration's `wait_synced` return at the instant of sync

@@ -8,32 +8,29 @@ use futures::FutureExt;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::support::*;
-use crate::fifo::{DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, PoppedItem};
+use crate::fifo::{DeltaFifo, DeltaType, PoppedItem};
 use crate::listwatch::ListerWatcher;
 use crate::reflector::{Reflector, ReflectorOptions};
 use crate::store::{Indexer, Indexers};
 
 /// A reflector into a DeltaFifo whose known objects are an (empty) indexer, as an
 /// informer builds them.
-fn reflector_into_informer_fifo<L: ListerWatcher<Pod> + 'static>(
+pub(super) fn reflector_into_informer_fifo<L: ListerWatcher<Pod> + 'static>(
     lw: L,
+    options: ReflectorOptions,
 ) -> (Arc<DeltaFifo<Pod>>, Arc<Reflector<Pod, L>>) {
-    let indexer = Arc::new(Indexer::<Pod>::new(Indexers::new()));
-    let fifo = Arc::new(DeltaFifo::new(
-        DeltaFifoOptions::default()
+    let indexer = Indexer::<Pod>::new(Indexers::new());
+    let fifo = Arc::new(
+        DeltaFifo::new()
             .known_objects(indexer)
             .emit_delta_type_replaced(true),
-    ));
-    let r = Arc::new(Reflector::new(
-        lw,
-        fifo.clone(),
-        ReflectorOptions::default(),
-    ));
+    );
+    let r = Arc::new(Reflector::new(lw, fifo.clone(), options));
     (fifo, r)
 }
 
 /// Pops one item within a (paused-clock) second.
-async fn pop_within_a_second(fifo: &DeltaFifo<Pod>) -> PoppedItem<Pod> {
+pub(super) async fn pop_within_a_second(fifo: &DeltaFifo<Pod>) -> PoppedItem<Pod> {
     tokio::time::timeout(Duration::from_secs(1), fifo.pop_item())
         .await
         .expect("an item to pop")
@@ -41,7 +38,7 @@ async fn pop_within_a_second(fifo: &DeltaFifo<Pod>) -> PoppedItem<Pod> {
 }
 
 /// The deltas of `item` as (type, resourceVersion of the object or tombstone).
-fn delta_summary(item: &PoppedItem<Pod>) -> Vec<(DeltaType, String)> {
+pub(super) fn delta_summary(item: &PoppedItem<Pod>) -> Vec<(DeltaType, String)> {
     item.deltas
         .iter()
         .map(|d| {
@@ -86,7 +83,7 @@ async fn first_list_streams_pages_into_an_empty_delta_fifo() {
         }),
         watch: Box::new(|_, _| futures::future::ready(Ok(pending_watch())).boxed()),
     };
-    let (fifo, r) = reflector_into_informer_fifo(lw);
+    let (fifo, r) = reflector_into_informer_fifo(lw, ReflectorOptions::default());
     let (cancel, task) = spawn_list_and_watch(&r);
     for name in ["a", "b"] {
         let item = pop_within_a_second(&fifo).await;
@@ -132,17 +129,14 @@ async fn streamed_list_started_over_after_expired_continue_is_reconciled() {
         },
         never_send,
     );
-    let (fifo, r) = reflector_into_informer_fifo(lw);
+    let (fifo, r) = reflector_into_informer_fifo(lw, ReflectorOptions::default());
     let (cancel, task) = spawn_list_and_watch(&r);
     eventually(|| r.last_sync_resource_version() == "20").await;
     use DeltaType::{Deleted, Replaced};
     let mut popped = Vec::new();
     for _ in 0..3 {
         let item = pop_within_a_second(&fifo).await;
-        let tombstone = item
-            .deltas
-            .iter()
-            .any(|d| matches!(d.object, DeltaObject::DeletedFinalStateUnknown(_)));
+        let tombstone = item.deltas.iter().any(|d| d.object.is_tombstone());
         popped.push((item.key.to_string(), delta_summary(&item), tombstone));
     }
     assert_eq!(

@@ -4,6 +4,7 @@
 
 mod fifo_streaming;
 mod list_rv;
+mod list_stream;
 mod run_loop;
 mod support;
 mod watch_errors;

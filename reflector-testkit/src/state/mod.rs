@@ -18,9 +18,14 @@ use crate::object::{
     valid_name,
 };
 use crate::resource::ResourceInfo;
-use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
 use crate::watch::EventLines;
+
+mod list_page;
+mod validation;
+
+pub(crate) use list_page::ObjectFilter;
+use validation::{pod_qos_class, validate_data_size};
 
 /// Index of a registered resource in `State::resources`.
 pub(crate) type ResourceId = usize;
@@ -49,32 +54,6 @@ pub(crate) struct LogEvent {
     /// The event's watch lines, encoded once on first use and shared by every watcher
     /// (and every clone of this event).
     pub lines: Arc<EventLines>,
-}
-
-/// Label + field selector pair applied to lists and watches.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ObjectFilter {
-    pub labels: LabelSelector,
-    pub fields: FieldSelector,
-}
-
-impl ObjectFilter {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.labels.is_empty() && self.fields.is_empty()
-    }
-
-    pub(crate) fn matches(&self, obj: &StoredObject) -> bool {
-        self.labels.matches(&obj.labels) && self.fields.matches(obj)
-    }
-}
-
-/// One page of a list.
-pub(crate) struct Page {
-    pub items: Vec<Arc<StoredObject>>,
-    /// Key of the last returned item when more matching items remain.
-    pub continue_after: Option<Arc<str>>,
-    /// How many matching items remain after this page (only counted when asked).
-    pub remaining: Option<u64>,
 }
 
 /// What a DELETE did.
@@ -679,192 +658,6 @@ impl State {
                 true
             }
             None => false,
-        }
-    }
-
-    /// One page of the list of `rid` as of resourceVersion `snapshot` (which must be in
-    /// `floor..=rv`), starting after key `after`. `left` is what an earlier page of this
-    /// unfiltered list counted as remaining after `after`; without it the rest is counted.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn list_page(
-        &self,
-        rid: ResourceId,
-        namespace: Option<&str>,
-        snapshot: u64,
-        after: Option<&str>,
-        left: Option<u64>,
-        limit: Option<usize>,
-        filter: &ObjectFilter,
-    ) -> Page {
-        let prefix = namespace.map(|ns| format!("{ns}/"));
-        let lower: Bound<&str> = match (after, prefix.as_deref()) {
-            (Some(k), _) => Bound::Excluded(k),
-            (None, Some(p)) => Bound::Included(p),
-            (None, None) => Bound::Unbounded,
-        };
-        // Objects as they were at `snapshot`, for keys written since then.
-        let mut undo: BTreeMap<Arc<str>, Option<Arc<StoredObject>>> = BTreeMap::new();
-        if snapshot < self.rv {
-            for event in self.log.iter().rev().take_while(|e| e.rv > snapshot) {
-                if event.resource == rid {
-                    undo.insert(event.object.key.clone(), event.prev.clone());
-                }
-            }
-        }
-        let current = self.objects[rid]
-            .range::<str, _>((lower, Bound::Unbounded))
-            .filter(|(k, _)| !undo.contains_key(*k));
-        let restored = undo
-            .range::<str, _>((lower, Bound::Unbounded))
-            .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)));
-        let merged = MergeByKey {
-            a: current.peekable(),
-            b: restored.peekable(),
-        };
-        let mut matching = merged
-            .take_while(|(k, _)| prefix.as_deref().is_none_or(|p| k.starts_with(p)))
-            .filter(|(_, v)| filter.matches(v));
-        let limit = limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
-        let items: Vec<Arc<StoredObject>> = matching
-            .by_ref()
-            .take(limit)
-            .map(|(_, v)| v.clone())
-            .collect();
-        let (continue_after, remaining) = if items.len() < limit {
-            (None, None)
-        } else if filter.is_empty() {
-            let rest = match left {
-                Some(left) => left.saturating_sub(items.len() as u64),
-                None => matching.count() as u64,
-            };
-            if rest == 0 {
-                (None, None)
-            } else {
-                (items.last().map(|o| o.key.clone()), Some(rest))
-            }
-        } else if matching.next().is_some() {
-            (items.last().map(|o| o.key.clone()), None)
-        } else {
-            (None, None)
-        };
-        Page {
-            items,
-            continue_after,
-            remaining,
-        }
-    }
-}
-
-/// The QoS class the real server gives a new Pod: `BestEffort` when no container asks for
-/// or limits CPU or memory, `Guaranteed` when every container limits both and requests
-/// (where set) equal the limits, `Burstable` otherwise.
-fn pod_qos_class(spec: Option<&Value>) -> &'static str {
-    let containers: Vec<&Value> = ["initContainers", "containers"]
-        .iter()
-        .filter_map(|f| spec.and_then(|s| s.get(f)).and_then(Value::as_array))
-        .flatten()
-        .collect();
-    let amount = |c: &Value, kind: &str, resource: &str| {
-        c.pointer(&format!("/resources/{kind}/{resource}"))
-            .filter(|v| !v.is_null())
-            .cloned()
-    };
-    let resources = ["cpu", "memory"];
-    let any = containers.iter().any(|c| {
-        resources
-            .iter()
-            .any(|r| amount(c, "requests", r).is_some() || amount(c, "limits", r).is_some())
-    });
-    if !any {
-        return "BestEffort";
-    }
-    let guaranteed = containers.iter().all(|c| {
-        resources.iter().all(|r| match amount(c, "limits", r) {
-            Some(limit) => amount(c, "requests", r).is_none_or(|request| request == limit),
-            None => false,
-        })
-    });
-    if guaranteed {
-        "Guaranteed"
-    } else {
-        "Burstable"
-    }
-}
-
-/// The real `MaxSecretSize`: a ConfigMap's or a Secret's data may hold at most 1 MiB.
-const MAX_DATA_SIZE: usize = 1024 * 1024;
-
-/// Rejects a core ConfigMap or Secret whose data exceeds [`MAX_DATA_SIZE`] with the real
-/// validation's 422: a ConfigMap counts `data` and (decoded) `binaryData` and reports
-/// the whole object (field `[]`); a Secret counts (decoded) `data` merged with
-/// `stringData` and reports `data`.
-fn validate_data_size(info: &ResourceInfo, name: &str, value: &Value) -> Result<(), ApiError> {
-    use base64::Engine as _;
-    let decoded = |s: &str| {
-        base64::engine::general_purpose::STANDARD
-            .decode(s)
-            .map_or(s.len(), |b| b.len())
-    };
-    let sizes = |field: &str, decode: bool| -> BTreeMap<&str, usize> {
-        value
-            .get(field)
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-            .filter_map(|(k, v)| v.as_str().map(|v| (k.as_str(), v)))
-            .map(|(k, v)| (k, if decode { decoded(v) } else { v.len() }))
-            .collect()
-    };
-    let (total, field): (usize, &str) = match (info.group.as_str(), info.kind.as_str()) {
-        ("", "ConfigMap") => (
-            sizes("data", false).values().sum::<usize>()
-                + sizes("binaryData", true).values().sum::<usize>(),
-            "[]",
-        ),
-        ("", "Secret") => {
-            let mut data = sizes("data", true);
-            data.extend(sizes("stringData", false));
-            (data.values().sum(), "data")
-        }
-        _ => return Ok(()),
-    };
-    if total <= MAX_DATA_SIZE {
-        return Ok(());
-    }
-    Err(ApiError::invalid(
-        &info.kind,
-        &info.group,
-        name,
-        field,
-        "FieldValueTooLong",
-        &format!("Too long: may not be more than {MAX_DATA_SIZE} bytes"),
-    ))
-}
-
-/// Merges two key-sorted iterators with disjoint keys.
-struct MergeByKey<A: Iterator, B: Iterator> {
-    a: std::iter::Peekable<A>,
-    b: std::iter::Peekable<B>,
-}
-
-impl<'a, A, B> Iterator for MergeByKey<A, B>
-where
-    A: Iterator<Item = (&'a Arc<str>, &'a Arc<StoredObject>)>,
-    B: Iterator<Item = (&'a Arc<str>, &'a Arc<StoredObject>)>,
-{
-    type Item = (&'a Arc<str>, &'a Arc<StoredObject>);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match (self.a.peek(), self.b.peek()) {
-            (Some((ka, _)), Some((kb, _))) => {
-                if ka <= kb {
-                    self.a.next()
-                } else {
-                    self.b.next()
-                }
-            }
-            (Some(_), None) => self.a.next(),
-            (None, _) => self.b.next(),
         }
     }
 }

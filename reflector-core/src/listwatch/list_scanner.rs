@@ -1,0 +1,558 @@
+//! Finds the items of a list body in its bytes as they arrive.
+//!
+//! A list response is one JSON object: `{"kind":..,"apiVersion":..,"metadata":{..},
+//! "items":[{..},{..},..]}` (the API server writes `metadata` before `items`; any order
+//! is accepted). The [`ListScanner`] reads the body chunk by chunk and hands out each
+//! element of `items` as a byte slice as soon as its last byte is in, so items can be
+//! decoded while the rest of the body is still on the wire and the whole body is never
+//! held: the scanner keeps only the unfinished element (or top-level member) and the
+//! top-level members other than `items` (the "head": kind, apiVersion, metadata),
+//! which it re-assembles into a small JSON object for the caller to decode.
+//!
+//! The scan is string- and escape-aware: brackets inside strings are not structure, and
+//! an escaped quote does not end a string, wherever the chunk boundaries fall. It checks
+//! the list's own structure (the top-level object, the commas and brackets of `items`);
+//! each element and the head are checked by the decoder that reads them.
+
+use std::ops::Range;
+
+use serde::de::Error as _;
+
+use super::ListWatchError;
+
+/// Told each element of `items` (its index and bytes) as the scan completes it; an
+/// error stops the scan.
+pub(crate) type OnItem<'f> = dyn FnMut(usize, &[u8]) -> Result<(), ListWatchError> + 'f;
+
+/// Where the scan is in the list's top-level object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Before the opening `{`.
+    Start,
+    /// After `{` (`first`) or `,`: a key next (or `}` right after `{`).
+    KeyNext { first: bool },
+    /// Inside a top-level key, from its opening quote at `mark`.
+    InKey,
+    /// After a key, before its `:`.
+    Colon,
+    /// After `:`, before the value's first byte.
+    ValueNext,
+    /// Inside a top-level value (not `items`), whose member starts at `mark`.
+    InValue,
+    /// After a top-level value: `,` or `}` next.
+    AfterValue,
+    /// Inside `items`, after `[` (`first`) or `,`: an element next (or `]` after `[`).
+    ItemNext { first: bool },
+    /// Inside an element of `items`, from `mark`.
+    InItem,
+    /// After an element: `,` or `]` next.
+    AfterItem,
+    /// After the closing `}`: only whitespace may follow.
+    End,
+}
+
+/// How far into one JSON value the scan is (an element of `items` or a top-level
+/// value): nesting depth, and whether it is inside a string or a bare scalar.
+#[derive(Debug, Clone, Copy, Default)]
+struct ValueScan {
+    /// Open `{`/`[` of the value.
+    depth: u32,
+    /// Inside a string.
+    in_string: bool,
+    /// The previous byte was a backslash inside a string (the chunk ended there).
+    escape: bool,
+    /// A bare scalar (`12`, `true`, `null`): it ends before `,`, `]`, `}` or whitespace.
+    scalar: bool,
+}
+
+impl ValueScan {
+    /// Starts a value at its first byte `b` (not yet consumed).
+    fn start(b: u8) -> Self {
+        ValueScan {
+            scalar: !matches!(b, b'{' | b'[' | b'"'),
+            ..ValueScan::default()
+        }
+    }
+
+    /// Scans `buf` from `*pos`. Returns the end of the value (exclusive) once it is
+    /// complete; otherwise `None` with `*pos` at the end of `buf`.
+    fn step(&mut self, buf: &[u8], pos: &mut usize) -> Option<usize> {
+        let mut i = *pos;
+        if self.scalar {
+            while i < buf.len() {
+                if matches!(buf[i], b',' | b']' | b'}' | b' ' | b'\t' | b'\n' | b'\r') {
+                    *pos = i;
+                    return Some(i);
+                }
+                i += 1;
+            }
+            *pos = i;
+            return None;
+        }
+        loop {
+            if self.in_string {
+                if self.escape {
+                    if i >= buf.len() {
+                        *pos = i;
+                        return None;
+                    }
+                    self.escape = false;
+                    i += 1;
+                }
+                match memchr::memchr2(b'"', b'\\', &buf[i..]) {
+                    None => {
+                        *pos = buf.len();
+                        return None;
+                    }
+                    Some(off) => {
+                        i += off;
+                        if buf[i] == b'\\' {
+                            self.escape = true;
+                        } else {
+                            self.in_string = false;
+                            if self.depth == 0 {
+                                *pos = i + 1;
+                                return Some(i + 1);
+                            }
+                        }
+                        i += 1;
+                    }
+                }
+                continue;
+            }
+            let Some(&b) = buf.get(i) else {
+                *pos = i;
+                return None;
+            };
+            i += 1;
+            match b {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => {
+                    self.depth = self.depth.saturating_sub(1);
+                    if self.depth == 0 {
+                        *pos = i;
+                        return Some(i);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Finds the elements of a list body's `items` as the body's chunks arrive.
+///
+///
+/// Feed it the body's chunks in order ([`ListScanner::feed`]), then
+/// [`ListScanner::finish`] for the head.
+#[derive(Debug)]
+pub(crate) struct ListScanner {
+    /// The bytes not yet done with: from the unfinished member or element on.
+    buf: Vec<u8>,
+    /// Where the scan resumes in `buf`.
+    pos: usize,
+    /// Where the unfinished member (key included) or element starts in `buf`.
+    mark: usize,
+    /// Bytes dropped from the front of `buf` so far (for offsets in errors).
+    dropped: usize,
+    state: State,
+    /// The value or element being scanned.
+    value: ValueScan,
+    /// `{` and the top-level members other than `items`, comma-separated.
+    head: Vec<u8>,
+    /// Whether the current top-level key is `items`.
+    key_is_items: bool,
+    /// Whether the `items` array has opened.
+    items_open: bool,
+    /// Elements of `items` handed out so far.
+    count: usize,
+}
+
+impl Default for ListScanner {
+    fn default() -> Self {
+        ListScanner {
+            buf: Vec::new(),
+            pos: 0,
+            mark: 0,
+            dropped: 0,
+            state: State::Start,
+            value: ValueScan::default(),
+            head: b"{".to_vec(),
+            key_is_items: false,
+            items_open: false,
+            count: 0,
+        }
+    }
+}
+
+/// A decode error of the list's own structure, at byte `offset` of the body.
+fn structure_error(what: &str, offset: usize) -> ListWatchError {
+    ListWatchError::Decode {
+        what: "list",
+        source: serde_json::Error::custom(format_args!("{what} at byte {offset} of the body")),
+    }
+}
+
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+impl ListScanner {
+    /// Whether the `items` array has opened: the members before it are in the head.
+    pub(crate) fn items_open(&self) -> bool {
+        self.items_open
+    }
+
+    /// The top-level members other than `items` read so far, as one JSON object.
+    pub(crate) fn head_so_far(&self) -> Vec<u8> {
+        let mut head = self.head.clone();
+        head.push(b'}');
+        head
+    }
+
+    /// Scans `chunk`, handing each element of `items` it completes to `item` with its
+    /// index, in order.
+    ///
+    /// # Errors
+    /// [`ListWatchError::Decode`] when the body is not a list object (a stray byte in
+    /// the structure), or the first error `item` returns.
+    pub(crate) fn feed(
+        &mut self,
+        chunk: &[u8],
+        item: &mut OnItem<'_>,
+    ) -> Result<(), ListWatchError> {
+        self.buf.extend_from_slice(chunk);
+        self.scan(item)?;
+        // Keep only what is unfinished: the current member or element.
+        let keep_from = match self.state {
+            State::InKey | State::Colon | State::ValueNext | State::InValue | State::InItem => {
+                self.mark
+            }
+            _ => self.pos,
+        };
+        if keep_from > 0 {
+            self.buf.drain(..keep_from);
+            self.dropped += keep_from;
+            self.pos -= keep_from;
+            self.mark = self.mark.saturating_sub(keep_from);
+        }
+        Ok(())
+    }
+
+    /// Ends the body: the head (the top-level members other than `items`) as one JSON
+    /// object, for the caller to decode.
+    ///
+    /// # Errors
+    /// [`ListWatchError::Decode`] when the body ended before its closing `}` (naming
+    /// the element it ended in, if any).
+    pub(crate) fn finish(mut self) -> Result<Vec<u8>, ListWatchError> {
+        let offset = self.dropped + self.buf.len();
+        match self.state {
+            State::End => {
+                self.head.push(b'}');
+                Ok(self.head)
+            }
+            State::InItem => Err(structure_error(
+                &format!("the body ended inside item {}", self.count),
+                offset,
+            )),
+            State::Start if offset == 0 => Err(structure_error("the body is empty", 0)),
+            _ => Err(structure_error(
+                "the body ended before the list did",
+                offset,
+            )),
+        }
+    }
+
+    fn error(&self, what: &str) -> ListWatchError {
+        structure_error(what, self.dropped + self.pos)
+    }
+
+    fn scan(&mut self, item: &mut OnItem<'_>) -> Result<(), ListWatchError> {
+        while self.pos < self.buf.len() {
+            match self.state {
+                State::InValue | State::InItem => {
+                    let Some(end) = self.value.step(&self.buf, &mut self.pos) else {
+                        return Ok(());
+                    };
+                    let range = self.mark..end;
+                    if self.state == State::InItem {
+                        let index = self.count;
+                        self.count += 1;
+                        self.state = State::AfterItem;
+                        item(index, &self.buf[range])?;
+                    } else {
+                        self.push_head(range);
+                        self.state = State::AfterValue;
+                    }
+                    continue;
+                }
+                State::InKey => {
+                    let mut key = ValueScan {
+                        in_string: true,
+                        escape: self.value.escape,
+                        ..ValueScan::default()
+                    };
+                    let found = key.step(&self.buf, &mut self.pos);
+                    self.value.escape = key.escape;
+                    let Some(end) = found else {
+                        return Ok(());
+                    };
+                    let raw = &self.buf[self.mark..end];
+                    let key: String =
+                        serde_json::from_slice(raw).map_err(|source| ListWatchError::Decode {
+                            what: "list",
+                            source,
+                        })?;
+                    self.key_is_items = key == "items";
+                    self.state = State::Colon;
+                    continue;
+                }
+                _ => {}
+            }
+            let b = self.buf[self.pos];
+            if is_ws(b) {
+                self.pos += 1;
+                continue;
+            }
+            match (self.state, b) {
+                (State::Start, b'{') => self.state = State::KeyNext { first: true },
+                (State::KeyNext { .. }, b'"') => {
+                    self.mark = self.pos;
+                    self.value = ValueScan::default();
+                    self.state = State::InKey;
+                }
+                (State::KeyNext { first: true } | State::AfterValue, b'}') => {
+                    self.state = State::End;
+                }
+                (State::Colon, b':') => self.state = State::ValueNext,
+                (State::ValueNext, b'[') if self.key_is_items => {
+                    self.items_open = true;
+                    self.state = State::ItemNext { first: true };
+                }
+                (State::ItemNext { first: true } | State::AfterItem, b']') => {
+                    self.state = State::AfterValue;
+                }
+                (State::ValueNext | State::ItemNext { .. }, b',' | b':' | b']' | b'}') => {
+                    return Err(self.error(&format!("expected a value, found {:?}", char::from(b))));
+                }
+                (State::ValueNext, _) => {
+                    // A member kept for the head: `mark` is still at its key. The
+                    // value's scan starts at this byte.
+                    self.value = ValueScan::start(b);
+                    self.state = State::InValue;
+                    continue;
+                }
+                (State::AfterValue, b',') => self.state = State::KeyNext { first: false },
+                (State::ItemNext { .. }, _) => {
+                    self.mark = self.pos;
+                    self.value = ValueScan::start(b);
+                    self.state = State::InItem;
+                    continue;
+                }
+                (State::AfterItem, b',') => self.state = State::ItemNext { first: false },
+                (State::End, _) => return Err(self.error("trailing bytes after the list")),
+                (State::Start, _) => return Err(self.error("expected `{` to open the list")),
+                (state, _) => {
+                    return Err(
+                        self.error(&format!("unexpected byte {:?} ({state:?})", char::from(b)))
+                    );
+                }
+            }
+            self.pos += 1;
+        }
+        Ok(())
+    }
+
+    /// Appends the member at `range` of `buf` (key, colon, value) to the head.
+    fn push_head(&mut self, range: Range<usize>) {
+        if self.head.len() > 1 {
+            self.head.push(b',');
+        }
+        self.head.extend_from_slice(&self.buf[range]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Scans `body` cut into chunks at `cuts`; the items and the head, or the error.
+    fn scan(body: &[u8], cuts: &[usize]) -> Result<(Vec<String>, String), ListWatchError> {
+        let mut scanner = ListScanner::default();
+        let mut items = Vec::new();
+        let mut from = 0;
+        for &cut in cuts.iter().chain(std::iter::once(&body.len())) {
+            scanner.feed(&body[from..cut], &mut |index, bytes| {
+                assert_eq!(index, items.len());
+                items.push(String::from_utf8(bytes.to_vec()).unwrap());
+                Ok(())
+            })?;
+            from = cut;
+        }
+        let head = scanner.finish()?;
+        Ok((items, String::from_utf8(head).unwrap()))
+    }
+
+    /// Items with escapes, nested brackets inside strings, multi-byte UTF-8 and an
+    /// escaped backslash before a closing quote.
+    const TRICKY: &str = concat!(
+        r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":"a]}"},"#,
+        r#""items":[{"metadata":{"name":"a\"]}"},"data":{"k":"é€😀 \\"}} , "#,
+        r#"{"metadata":{"name":"b"},"data":{"x\\\"y":"[{\"}"}},"#,
+        "\n  {\"n\":[1,[2,{}]],\"s\":\"\\u00e9\\n\"}\n]}\n"
+    );
+
+    fn expected_items() -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_str(TRICKY).unwrap();
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    fn expected_head() -> serde_json::Value {
+        let mut v: serde_json::Value = serde_json::from_str(TRICKY).unwrap();
+        v.as_object_mut().unwrap().remove("items");
+        v
+    }
+
+    fn normalized(items: &[String]) -> Vec<String> {
+        items
+            .iter()
+            .map(|s| {
+                serde_json::from_str::<serde_json::Value>(s)
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_chunk_yields_every_item_and_the_head() {
+        let (items, head) = scan(TRICKY.as_bytes(), &[]).unwrap();
+        assert_eq!(normalized(&items), expected_items());
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&head).unwrap(),
+            expected_head()
+        );
+    }
+
+    /// Every split of the body into two chunks, and into single bytes: the same items
+    /// (byte for byte) and head, whatever the boundaries cut (escapes, multi-byte
+    /// characters, brackets in strings, keys).
+    #[test]
+    fn every_chunk_boundary_yields_the_same_items() {
+        let body = TRICKY.as_bytes();
+        let (whole, head) = scan(body, &[]).unwrap();
+        for cut in 0..=body.len() {
+            let (items, h) = scan(body, &[cut]).unwrap();
+            assert_eq!(items, whole, "cut at {cut}");
+            assert_eq!(h, head, "cut at {cut}");
+        }
+        let bytes: Vec<usize> = (1..body.len()).collect();
+        assert_eq!(scan(body, &bytes).unwrap(), (whole, head));
+    }
+
+    /// Any member order: `items` first, the head after it, scalars in the head.
+    #[test]
+    fn items_before_metadata_and_scalar_members() {
+        let body =
+            br#"{"items":[{"a":1},{"b":[]}],"n":12,"ok":true,"metadata":{"resourceVersion":"3"}}"#;
+        for cut in 0..=body.len() {
+            let (items, head) = scan(body, &[cut]).unwrap();
+            assert_eq!(items, [r#"{"a":1}"#, r#"{"b":[]}"#], "cut at {cut}");
+            assert_eq!(
+                head,
+                r#"{"n":12,"ok":true,"metadata":{"resourceVersion":"3"}}"#
+            );
+        }
+    }
+
+    #[test]
+    fn empty_null_and_absent_items() {
+        assert_eq!(scan(b"{\"items\":[]}", &[]).unwrap().0.len(), 0);
+        assert_eq!(scan(b" { } ", &[]).unwrap(), (vec![], "{}".to_owned()));
+        // `null` (or anything else) is kept in the head, for its decoder to judge.
+        assert_eq!(
+            scan(br#"{"items":null}"#, &[]).unwrap().1,
+            r#"{"items":null}"#
+        );
+    }
+
+    /// The scanner keeps only the unfinished element, not what it handed out.
+    #[test]
+    fn holds_only_the_unfinished_item() {
+        let item = format!(r#"{{"data":{{"v":"{}"}}}}"#, "x".repeat(1000));
+        let mut body = String::from(r#"{"metadata":{},"items":["#);
+        for i in 0..100 {
+            if i > 0 {
+                body.push(',');
+            }
+            body.push_str(&item);
+        }
+        body.push_str("]}");
+        let mut scanner = ListScanner::default();
+        let mut n = 0;
+        for chunk in body.as_bytes().chunks(700) {
+            scanner
+                .feed(chunk, &mut |_, bytes| {
+                    assert_eq!(bytes, item.as_bytes());
+                    n += 1;
+                    Ok(())
+                })
+                .unwrap();
+            assert!(
+                scanner.buf.len() <= item.len() + 700,
+                "{}",
+                scanner.buf.len()
+            );
+        }
+        assert_eq!(n, 100);
+        scanner.finish().unwrap();
+    }
+
+    #[test]
+    fn a_body_cut_mid_item_names_the_item() {
+        let body = TRICKY.as_bytes();
+        let at = TRICKY.find(r#"{"metadata":{"name":"b""#).unwrap() + 5;
+        let err = scan(&body[..at], &[]).unwrap_err();
+        assert!(
+            err.to_string().contains("cannot decode list")
+                && format!("{err:?}").contains("inside item 1"),
+            "{err:?}"
+        );
+        for end in 0..body.len() - 2 {
+            assert!(
+                matches!(
+                    scan(&body[..end], &[]),
+                    Err(ListWatchError::Decode { what: "list", .. })
+                ),
+                "cut at {end}"
+            );
+        }
+    }
+
+    #[test]
+    fn structure_errors_are_decode_errors() {
+        for bad in [
+            &b"[1,2]"[..],
+            br#"{"items":[{} {}]}"#,
+            br#"{"items":[{},]}"#,
+            br#"{"items":[{}]} x"#,
+            br#"{"a" 1}"#,
+            br#"{"a":1,}"#,
+            br#"{,}"#,
+        ] {
+            let err = scan(bad, &[]).unwrap_err();
+            assert!(
+                matches!(err, ListWatchError::Decode { what: "list", .. }),
+                "{}: {err:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+}

@@ -1,0 +1,448 @@
+//! One list response, decoded item by item as its bytes arrive.
+//!
+//! The API server answers an informer's first list (`resourceVersion=0`, served from its
+//! watch cache) in one page of every object, whatever the `limit`: ~140 MB of JSON for
+//! 100k ConfigMaps. A [`ListStream`] never holds that body: a [`ListScanner`] finds each
+//! element of `items` in the chunks as they come, each element is decoded straight into
+//! `K` (skipping the field filter's paths), and the items a chunk completed come out
+//! together as one batch, while the server is still writing the rest. The reflector
+//! hands each batch on as it hands on a page (see [`crate::reflector`]): into an empty
+//! informer's FIFO at once, or gathered for one atomic `replace` on a relist.
+//!
+//! This is a crate-private path that [`ApiListerWatcher`] provides and the reflector
+//! prefers ([`streaming_lister`]); [`ListerWatcher::list`] stays the one way users'
+//! lister-watchers answer.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+use kube::api::ListParams;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde::de::IgnoredAny;
+
+use super::list_prefetch::Page;
+use super::list_scanner::ListScanner;
+use serde_field_filter::FieldFilter;
+
+use super::{ApiListerWatcher, BoxListerWatcher, ListWatchError, ListerWatcher};
+use crate::object::Object;
+
+/// Decodes one list element into `K`, skipping the filter's paths (relative to the
+/// object). A plain function, so the lister-watcher keeps it without `K`'s serde bound.
+pub(crate) type ItemDecodeFn<K> = fn(&[u8], Option<&FieldFilter>) -> serde_json::Result<K>;
+
+/// The [`ItemDecodeFn`] of a deserializable `K`.
+pub(crate) fn decode_item<K: DeserializeOwned>(
+    bytes: &[u8],
+    filter: Option<&FieldFilter>,
+) -> serde_json::Result<K> {
+    match filter {
+        Some(filter) => serde_field_filter::from_slice(bytes, filter),
+        None => serde_json::from_slice(bytes),
+    }
+}
+
+/// Told a streamed list's metadata once, as soon as its items begin.
+pub(crate) type OnHead<'a> = Box<dyn FnOnce(&ListMeta) + Send + 'a>;
+
+/// The members of a list other than `items`, as the scanner re-assembles them.
+#[derive(Deserialize)]
+struct Head {
+    #[serde(default)]
+    metadata: ListMeta,
+    /// `items` lands here only when it was not an array (`null` is an empty list; any
+    /// other value fails the decode).
+    #[serde(default)]
+    items: Option<Vec<IgnoredAny>>,
+}
+
+/// Decodes a head the scanner assembled.
+fn decode_head(bytes: &[u8]) -> Result<ListMeta, ListWatchError> {
+    let head: Head = serde_json::from_slice(bytes).map_err(|source| ListWatchError::Decode {
+        what: "list",
+        source,
+    })?;
+    let _ = head.items;
+    Ok(head.metadata)
+}
+
+/// Where a list response's items come from.
+enum Source<'a, K> {
+    /// A body being read and scanned.
+    Body {
+        body: BoxStream<'static, Result<Bytes, ListWatchError>>,
+        /// `None` once the body has ended.
+        scanner: Option<ListScanner>,
+        decode: ItemDecodeFn<K>,
+        /// The object paths skipped while decoding.
+        filter: Option<Arc<FieldFilter>>,
+        /// Told the list's metadata once, as soon as `items` opens (the API server
+        /// writes `metadata` first), so the next page can be asked for early.
+        on_head: Option<OnHead<'a>>,
+    },
+    /// A page decoded whole (requested ahead); its items are handed out as one batch.
+    Page(Option<Vec<K>>),
+}
+
+/// The items of one list response, in batches as they are decoded, then its metadata.
+pub(crate) struct ListStream<'a, K> {
+    source: Source<'a, K>,
+    /// The list's metadata, once known (at the end of the body).
+    metadata: Option<ListMeta>,
+}
+
+impl<'a, K> ListStream<'a, K> {
+    /// A response body to read and decode as it arrives; `on_head` is told the list's
+    /// metadata as soon as the items begin.
+    pub(crate) fn from_body(
+        body: BoxStream<'static, Result<Bytes, ListWatchError>>,
+        decode: ItemDecodeFn<K>,
+        filter: Option<Arc<FieldFilter>>,
+        on_head: Option<OnHead<'a>>,
+    ) -> Self {
+        ListStream {
+            source: Source::Body {
+                body,
+                scanner: Some(ListScanner::default()),
+                decode,
+                filter,
+                on_head,
+            },
+            metadata: None,
+        }
+    }
+
+    /// A page already decoded.
+    pub(crate) fn from_page(page: Page<K>) -> Self {
+        let (metadata, items) = page.into_parts();
+        ListStream {
+            source: Source::Page(Some(items)),
+            metadata: Some(metadata),
+        }
+    }
+
+    /// The next batch of items, in list order: those the latest chunk of the body
+    /// completed. `Ok(None)` once the list has ended (then [`ListStream::metadata`]
+    /// holds its metadata).
+    ///
+    /// # Errors
+    /// [`ListWatchError::Transport`] when the body breaks off (its items so far were
+    /// handed out; the list as a whole failed); [`ListWatchError::DecodeItem`] naming
+    /// the first item that does not decode; [`ListWatchError::Decode`] for a body that
+    /// is not a list (or ends early). After an error the stream is over.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a chunk is scanned and its items returned in the same poll that
+    /// reads it, so dropping the future loses no item.
+    pub(crate) async fn next_batch(&mut self) -> Result<Option<Vec<K>>, ListWatchError> {
+        let (body, scanner_slot, decode, filter, on_head) = match &mut self.source {
+            Source::Page(items) => return Ok(items.take()),
+            Source::Body {
+                body,
+                scanner,
+                decode,
+                filter,
+                on_head,
+            } => (body, scanner, *decode, filter, on_head),
+        };
+        loop {
+            let Some(scanner) = scanner_slot.as_mut() else {
+                return Ok(None);
+            };
+            let chunk = match body.next().await {
+                Some(Ok(chunk)) => chunk,
+                Some(Err(e)) => {
+                    *scanner_slot = None;
+                    return Err(e);
+                }
+                None => {
+                    let Some(scanner) = scanner_slot.take() else {
+                        return Ok(None);
+                    };
+                    let metadata = decode_head(&scanner.finish()?)?;
+                    if let Some(tell) = on_head.take() {
+                        tell(&metadata);
+                    }
+                    self.metadata = Some(metadata);
+                    return Ok(None);
+                }
+            };
+            let mut batch = Vec::new();
+            let fed = scanner.feed(&chunk, &mut |index, bytes| {
+                let obj = decode(bytes, filter.as_deref())
+                    .map_err(|source| ListWatchError::DecodeItem { index, source })?;
+                batch.push(obj);
+                Ok(())
+            });
+            if let Err(e) = fed {
+                *scanner_slot = None;
+                return Err(e);
+            }
+            if scanner.items_open()
+                && let Some(tell) = on_head.take()
+                && let Ok(metadata) = decode_head(&scanner.head_so_far())
+            {
+                tell(&metadata);
+            }
+            if !batch.is_empty() {
+                return Ok(Some(batch));
+            }
+        }
+    }
+
+    /// The list's metadata (`resourceVersion`, `continue`), once
+    /// [`ListStream::next_batch`] has returned `Ok(None)`; default before.
+    pub(crate) fn metadata(&mut self) -> ListMeta {
+        self.metadata.take().unwrap_or_default()
+    }
+}
+
+/// The lister-watcher that can stream list bodies, if `lw` is one (or boxes one): an
+/// [`ApiListerWatcher`], found by its type as client-go finds a store's optional
+/// interfaces. Any other lister-watcher is listed page by page through
+/// [`ListerWatcher::list`].
+pub(crate) fn streaming_lister<K: Object, L: ListerWatcher<K>>(
+    lw: &L,
+) -> Option<&ApiListerWatcher<K>> {
+    let any: &dyn Any = lw;
+    if let Some(api) = any.downcast_ref::<ApiListerWatcher<K>>() {
+        return Some(api);
+    }
+    any.downcast_ref::<BoxListerWatcher<K>>()?
+        .as_any()
+        .downcast_ref::<ApiListerWatcher<K>>()
+}
+
+/// Lists one page of `params` through `lw`, streamed when `lw` can
+/// ([`streaming_lister`]): each batch of items goes to `keep` as it is decoded, with
+/// whether it starts the list (the first batch of a page that does; `starts_list`), and
+/// what `keep` returns is added to `items`. Returns the page's metadata.
+///
+/// # Errors
+/// The list's error; the batches before it have already gone to `keep`.
+///
+/// # Cancel safety
+/// Cancel-safe as far as `keep` goes: every batch decoded went to `keep`.
+pub(crate) async fn list_page<K, L, F>(
+    lw: &L,
+    params: &ListParams,
+    starts_list: bool,
+    keep: &mut F,
+    items: &mut Vec<Arc<K>>,
+) -> Result<ListMeta, ListWatchError>
+where
+    K: Object,
+    L: ListerWatcher<K>,
+    F: FnMut(Vec<K>, bool) -> Vec<Arc<K>>,
+{
+    let Some(api) = streaming_lister(lw) else {
+        let page = lw.list(params).await?;
+        items.extend(keep(page.items, starts_list));
+        return Ok(page.metadata);
+    };
+    let mut stream = api.list_stream(params).await?;
+    let mut first = starts_list;
+    while let Some(batch) = stream.next_batch().await? {
+        items.extend(keep(batch, first));
+        first = false;
+    }
+    if first {
+        // An empty page still starts (or continues) the list.
+        items.extend(keep(Vec::new(), starts_list));
+    }
+    Ok(stream.metadata())
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::Api;
+
+    use super::*;
+    use crate::listwatch::FakeSource;
+    use crate::listwatch::mock_api::MockApi;
+
+    /// A ConfigMap whose data has escapes, multi-byte characters and brackets in
+    /// strings, and a managedFields entry.
+    fn cm_json(name: &str, rv: &str) -> String {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","namespace":"ns","resourceVersion":"{rv}","managedFields":[{{"manager":"kubectl","operation":"Update","fieldsType":"FieldsV1","fieldsV1":{{"f:data":{{"f:k":{{}}}}}}}}]}},"data":{{"k":"é€😀 \"]}}\\","u":"\u00e9\n\t{name}"}}}}"#
+        )
+    }
+
+    fn list_json(cont: &str, items: &[String]) -> String {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMapList","metadata":{{"resourceVersion":"10","continue":"{cont}"}},"items":[{}]}}"#,
+            items.join(",\n ")
+        )
+    }
+
+    fn lw(api: &MockApi) -> ApiListerWatcher<ConfigMap> {
+        ApiListerWatcher::new(Api::<ConfigMap>::all(api.client()))
+    }
+
+    /// Every batch of `stream` until it ends, then its metadata.
+    async fn drain(
+        stream: &mut ListStream<'_, ConfigMap>,
+    ) -> Result<(Vec<Vec<ConfigMap>>, ListMeta), ListWatchError> {
+        let mut batches = Vec::new();
+        while let Some(batch) = stream.next_batch().await? {
+            batches.push(batch);
+        }
+        Ok((batches, stream.metadata()))
+    }
+
+    /// At every chunk size, from one byte (every item larger than a chunk, every escape
+    /// and multi-byte character cut somewhere) to the whole body: the streamed items
+    /// are the ones `list` decodes from the whole body, with the field filter applied,
+    /// in batches as chunks complete them.
+    #[tokio::test]
+    async fn streamed_items_equal_the_whole_body_decode_at_every_chunk_size() {
+        let items: Vec<String> = (0..5).map(|i| cm_json(&format!("c{i}"), "3")).collect();
+        let body = list_json("", &items);
+        let api = MockApi::new(&body, "");
+        for filter in [FieldFilter::new(), FieldFilter::managed_fields()] {
+            let lw = lw(&api).field_filter(filter.clone());
+            let whole = lw.list(&ListParams::default()).await.unwrap();
+            assert_eq!(whole.items.len(), 5);
+            for size in [1, 2, 3, 7, 64, 1000, body.len()] {
+                api.queue_list_body(MockApi::chunked(&body, size));
+                let mut stream = lw.list_stream(&ListParams::default()).await.unwrap();
+                let (batches, meta) = drain(&mut stream).await.unwrap();
+                let streamed: Vec<ConfigMap> = batches.iter().flatten().cloned().collect();
+                assert_eq!(streamed, whole.items, "chunks of {size}");
+                assert_eq!(meta.resource_version.as_deref(), Some("10"));
+                if size < 100 {
+                    assert_eq!(batches.len(), 5, "one batch per completed item");
+                }
+            }
+            assert_eq!(
+                whole.items[0].metadata.managed_fields.is_none(),
+                !filter.is_empty()
+            );
+            assert_eq!(whole.items[4].data.as_ref().unwrap()["u"], "é\n\tc4");
+        }
+    }
+
+    /// A malformed item in the middle fails the list with its index; the items before
+    /// it may have come out, nothing after it does.
+    #[tokio::test]
+    async fn a_malformed_item_fails_the_list_naming_its_index() {
+        let items = [
+            cm_json("a", "1"),
+            r#"{"metadata":{"name":5}}"#.to_owned(),
+            cm_json("c", "3"),
+        ];
+        let body = list_json("", &items);
+        let api = MockApi::new(&body, "");
+        let lw = lw(&api);
+        for size in [1, 50, body.len()] {
+            api.queue_list_body(MockApi::chunked(&body, size));
+            let mut stream = lw.list_stream(&ListParams::default()).await.unwrap();
+            let err = drain(&mut stream).await.unwrap_err();
+            assert!(
+                matches!(err, ListWatchError::DecodeItem { index: 1, .. }),
+                "{err:?}"
+            );
+            assert_eq!(err.to_string(), "cannot decode list item 1");
+            assert!(stream.next_batch().await.unwrap().is_none(), "over");
+        }
+    }
+
+    /// A body broken off mid-item is the transport's error, after the items before it;
+    /// one that simply ends mid-item is a decode error naming the item.
+    #[tokio::test]
+    async fn a_body_cut_mid_item_fails_the_list() {
+        let items = [cm_json("a", "1"), cm_json("b", "2")];
+        let body = list_json("", &items);
+        let cut = body.find(r#""name":"b""#).unwrap();
+        let api = MockApi::new(&body, "");
+        let lw = lw(&api);
+        let head = Bytes::copy_from_slice(&body.as_bytes()[..cut]);
+        api.queue_list_body(
+            futures::stream::iter([
+                Ok(head.clone()),
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionReset,
+                    "reset",
+                )),
+            ])
+            .boxed(),
+        );
+        let mut stream = lw.list_stream(&ListParams::default()).await.unwrap();
+        let first = stream.next_batch().await.unwrap().unwrap();
+        assert_eq!(first[0].metadata.name.as_deref(), Some("a"));
+        let err = stream.next_batch().await.unwrap_err();
+        assert!(matches!(err, ListWatchError::Transport(_)), "{err:?}");
+
+        api.queue_list_body(futures::stream::iter([Ok(head)]).boxed());
+        let mut stream = lw.list_stream(&ListParams::default()).await.unwrap();
+        let err = drain(&mut stream).await.unwrap_err();
+        assert!(
+            matches!(&err, ListWatchError::Decode { what: "list", source } if source.to_string().contains("inside item 1")),
+            "{err:?}"
+        );
+    }
+
+    /// A page that names a next one gets the next one requested as soon as its
+    /// `metadata` is in, while its own items are still arriving; the next page is then
+    /// taken from the request ahead.
+    #[tokio::test]
+    async fn the_next_page_is_requested_while_a_page_streams() {
+        let page1 = list_json("c1", &[cm_json("a", "1"), cm_json("b", "2")]);
+        let page2 = list_json("", &[cm_json("c", "3")]);
+        let api = MockApi::new(&page2, "");
+        let lw = lw(&api);
+        let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Bytes, std::io::Error>>();
+        api.queue_list_body(rx.boxed());
+        let cut = page1.find(r#""name":"b""#).unwrap();
+        tx.unbounded_send(Ok(Bytes::copy_from_slice(&page1.as_bytes()[..cut])))
+            .unwrap();
+        let params = ListParams::default().limit(2);
+        let mut stream = lw.list_stream(&params).await.unwrap();
+        let first = stream.next_batch().await.unwrap().unwrap();
+        assert_eq!(first.len(), 1);
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        let requests = api.requests();
+        assert_eq!(requests.len(), 2, "{requests:?}");
+        assert!(requests[1].contains("continue=c1"), "{requests:?}");
+        tx.unbounded_send(Ok(Bytes::copy_from_slice(&page1.as_bytes()[cut..])))
+            .unwrap();
+        drop(tx);
+        let (rest, meta) = drain(&mut stream).await.unwrap();
+        assert_eq!(rest.concat()[0].metadata.name.as_deref(), Some("b"));
+        assert_eq!(meta.continue_.as_deref(), Some("c1"));
+        let mut next = lw
+            .list_stream(&params.clone().continue_token("c1"))
+            .await
+            .unwrap();
+        let (batches, _) = drain(&mut next).await.unwrap();
+        assert_eq!(batches.concat()[0].metadata.name.as_deref(), Some("c"));
+        assert_eq!(
+            api.requests().len(),
+            2,
+            "page two came from the request ahead"
+        );
+    }
+
+    /// Only an `ApiListerWatcher` (boxed or not) streams; any other lister-watcher is
+    /// listed through `ListerWatcher::list`.
+    #[tokio::test]
+    async fn only_api_lister_watchers_stream() {
+        let api = MockApi::new("", "");
+        assert!(streaming_lister(&lw(&api)).is_some());
+        assert!(streaming_lister(&BoxListerWatcher::new(lw(&api))).is_some());
+        let fake = FakeSource::<ConfigMap>::new();
+        assert!(streaming_lister(&fake).is_none());
+        assert!(streaming_lister(&BoxListerWatcher::new(fake)).is_none());
+    }
+}
