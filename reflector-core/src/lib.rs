@@ -12,6 +12,8 @@
 //! - [`workqueue`]: the dedup, delaying and rate-limited queues that feed workers;
 //! - [`controller`]: workers that take keys from a queue and reconcile them;
 //! - [`leader_election`]: Lease leader election, so one replica reconciles at a time;
+//! - [`sharding`]: one controller split across replicas: Lease membership and
+//!   rendezvous-hashed assignment labels;
 //! - [`events`]: the Event recorder (`kubectl describe`'s Events), with client-go's
 //!   series and spam filter;
 //! - [`metrics`]: controller-runtime's and client-go's metrics, and their exposition.
@@ -33,5 +35,6 @@ pub mod metrics;
 pub mod object;
 pub mod reflect;
 pub mod reflector;
+pub mod sharding;
 pub mod store;
 pub mod workqueue;

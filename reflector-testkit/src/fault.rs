@@ -78,6 +78,11 @@ pub enum Fault {
     },
     /// Answer 500 InternalError.
     InternalError,
+    /// Answer 409 `Conflict` as the real server does when a write's `resourceVersion`
+    /// precondition is stale (`Operation cannot be fulfilled on configmaps "cm-0": the
+    /// object has been modified; ...`): the request is not applied. For testing a
+    /// writer's optimistic-concurrency retries without racing it.
+    Conflict,
     /// Answer 403 Forbidden, as the real server's authorizer denies a request its RBAC
     /// does not allow: `leases.coordination.k8s.io is forbidden: User "system:anonymous"
     /// cannot watch resource "leases" in API group "coordination.k8s.io" in the
@@ -130,6 +135,7 @@ impl Fault {
                 | Self::ContinueExpired
                 | Self::TooManyRequests { .. }
                 | Self::InternalError
+                | Self::Conflict
                 | Self::Forbidden
                 | Self::ServiceUnavailable
                 | Self::GatewayTimeout

@@ -34,6 +34,7 @@ const USAGE: &str = "usage: reflector-testkit [--port PORT] [--demo] [--crd FILE
                  POST   /testkit/admin/watches/inject-line    {\"line\": \"Malformed\"|\"Truncated\"|\"NonEvent\"}
                  POST   /testkit/admin/compact                {} or {\"resourceVersion\": N}
                Faults: \"Gone\", \"WatchGone\", \"ContinueExpired\", \"InternalError\", \"Forbidden\",
+               \"Conflict\",
                \"ServiceUnavailable\", \"GatewayTimeout\", \"SilentWatch\",
                {\"TooManyRequests\": {\"retry_after_secs\": 1, \"plain_text\": false}},
                {\"LatencyBeforeHeaders\": MS}, {\"LatencyBetweenEvents\": MS},

@@ -251,6 +251,7 @@ fn fault_response(shared: &Shared, fired: &Fired, verb: Verb, target: &Target) -
             e
         }
         Fault::InternalError => ApiError::internal("injected fault"),
+        Fault::Conflict => conflict(shared, target),
         Fault::ServiceUnavailable => ApiError::new(
             503,
             "ServiceUnavailable",
@@ -306,6 +307,29 @@ fn forbidden(shared: &Shared, verb: Verb, target: &Target) -> ApiError {
     };
     let group = shared.state().resources[rid].group.clone();
     ApiError::forbidden(&verb_name, plural, &group, name, namespace.as_deref())
+}
+
+/// The 409 an injected `Conflict` sends: for one object, the real optimistic-concurrency
+/// failure (`Operation cannot be fulfilled on configmaps "cm-0": the object has been
+/// modified; ...`, details naming it); for anything else, the same without a name.
+fn conflict(shared: &Shared, target: &Target) -> ApiError {
+    match target {
+        Target::Object {
+            rid, plural, name, ..
+        }
+        | Target::Scale {
+            rid, plural, name, ..
+        } => {
+            let group = shared.state().resources[*rid].group.clone();
+            ApiError::conflict(plural, &group, name)
+        }
+        _ => ApiError::new(
+            409,
+            "Conflict",
+            "Operation cannot be fulfilled: the object has been modified; please apply your changes to the latest version and try again",
+        )
+        .with_details(json!({})),
+    }
 }
 
 /// Runs the verb for a parsed target.

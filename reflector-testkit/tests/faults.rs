@@ -324,6 +324,42 @@ async fn server_errors_500_503_504() {
     assert_eq!(server.fault_hits(id), 1);
 }
 
+/// An injected `Conflict` answers a write 409 `Conflict`, as a stale `resourceVersion`
+/// precondition does, and the write is not applied.
+#[tokio::test]
+async fn conflict_fault_answers_409_and_does_not_apply_the_write() {
+    let server = server_with(1).await;
+    let before = server.versions::<ConfigMap>(Some("default")).unwrap();
+    let id = server.inject(
+        Matcher::verb(Verb::Patch).resource("configmaps"),
+        Fault::Conflict,
+    );
+    let patch = kube::api::Patch::Merge(serde_json::json!({"metadata": {"labels": {"x": "y"}}}));
+    let err = api(&server)
+        .patch("cm-0", &kube::api::PatchParams::default(), &patch)
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = err else {
+        panic!("expected a 409, got {err}");
+    };
+    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
+    assert_eq!(
+        status.message,
+        r#"Operation cannot be fulfilled on configmaps "cm-0": the object has been modified; please apply your changes to the latest version and try again"#
+    );
+    assert_eq!(server.fault_hits(id), 1);
+    assert_eq!(
+        server.versions::<ConfigMap>(Some("default")).unwrap(),
+        before,
+        "not applied"
+    );
+    // Consumed: the next patch applies.
+    api(&server)
+        .patch("cm-0", &kube::api::PatchParams::default(), &patch)
+        .await
+        .unwrap();
+}
+
 /// `Forbidden` answers as the real authorizer: 403, reason `Forbidden`, the message
 /// naming the verb, resource, group, object and scope, and `details` with them.
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! [`LeaderElection`]: one replica's handle on a Lease election.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -150,6 +151,17 @@ impl LeaderElection {
         name: &str,
         config: LeaderElectionConfig,
     ) -> Result<Self, LeaderElectionError> {
+        Self::with_lease_labels(api, name, config, BTreeMap::new())
+    }
+
+    /// As [`new`](Self::new), with `labels` on the lease (a ring's membership
+    /// leases carry the ring's label, so the ring can list its members).
+    pub(crate) fn with_lease_labels(
+        api: Api<Lease>,
+        name: &str,
+        config: LeaderElectionConfig,
+        labels: BTreeMap<String, String>,
+    ) -> Result<Self, LeaderElectionError> {
         if name.is_empty() {
             return Err(LeaderElectionError::EmptyName);
         }
@@ -169,6 +181,7 @@ impl LeaderElection {
                 lock: LeaseLock {
                     api,
                     name: name.to_owned(),
+                    labels,
                 },
                 identity,
                 config,

@@ -1,6 +1,7 @@
 //! [`LeaseLock`]: reads and writes the election's `coordination.k8s.io/v1` Lease,
 //! as client-go's `resourcelock.LeaseLock`.
 
+use std::collections::BTreeMap;
 use std::future::ready;
 
 use futures::stream::{BoxStream, StreamExt};
@@ -38,6 +39,9 @@ pub(crate) enum LeaseChange {
 pub(crate) struct LeaseLock {
     pub(crate) api: Api<Lease>,
     pub(crate) name: String,
+    /// Labels the lease carries (written on create, restored on update if removed):
+    /// none for an election; a ring's membership leases carry the ring label.
+    pub(crate) labels: BTreeMap<String, String>,
 }
 
 impl LeaseLock {
@@ -57,6 +61,9 @@ impl LeaseLock {
     pub(crate) async fn create(&self, spec: LeaseSpec) -> Write {
         let mut lease = Lease::default();
         lease.metadata.name = Some(self.name.clone());
+        if !self.labels.is_empty() {
+            lease.metadata.labels = Some(self.labels.clone());
+        }
         lease.spec = Some(spec);
         classify(self.api.create(&PostParams::default(), &lease).await)
     }
@@ -104,6 +111,10 @@ impl LeaseLock {
     /// As [`create`](Self::create).
     pub(crate) async fn update(&self, mut observed: Lease, spec: LeaseSpec) -> Write {
         observed.spec = Some(spec);
+        if !self.labels.is_empty() {
+            let labels = observed.metadata.labels.get_or_insert_with(BTreeMap::new);
+            labels.extend(self.labels.clone());
+        }
         // The server fills these in; sending them back is noise.
         observed.metadata.managed_fields = None;
         classify(

@@ -1,0 +1,531 @@
+//! Sharding on the embedded API server, each replica with its own `kube::Client`, on
+//! tokio's paused clock: membership leases appear, expire and are released; the
+//! sharder spreads objects evenly over three shards, writing each object once; a
+//! fourth shard takes only the objects it now wins; a dead shard's objects move
+//! once its lease expires; injected 409s and 500s on the sharder's patches delay
+//! assignment but never assign an object twice.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams};
+use reflector_core::informer::{Event, InformerFactory};
+use reflector_core::leader_election::LeaderElectionConfig;
+use reflector_core::sharding::{Ring, Sharder, ShardingError, shard_key, winner};
+use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
+use serde_json::json;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+const RING: &str = "cms";
+const LEASE_NS: &str = "ops";
+const NS: &str = "work";
+const LABEL: &str = "shard.reflector.rs/cms";
+const SECS: fn(u64) -> Duration = Duration::from_secs;
+
+async fn server_with(n: usize) -> ApiServer {
+    let server = ApiServer::start().await.expect("server");
+    let objects: Vec<ConfigMap> = (0..n)
+        .map(|i| {
+            serde_json::from_value(json!({
+                "metadata": {"name": format!("cm-{i}"), "namespace": NS},
+                "data": {"k": "v"}
+            }))
+            .unwrap()
+        })
+        .collect();
+    server.insert_many(&objects).unwrap();
+    server
+}
+
+fn ring(server: &ApiServer, shard: &str) -> Ring {
+    Ring::new(
+        Api::namespaced(server.client(), LEASE_NS),
+        RING,
+        shard,
+        LeaderElectionConfig::default(),
+    )
+    .unwrap()
+}
+
+/// One replica: its ring membership and (once started) its sharder, each on a task
+/// it owns, with its own client.
+struct Replica {
+    ring: Ring,
+    stop: CancellationToken,
+    ring_task: JoinHandle<Result<(), ShardingError>>,
+    sharder: Option<(Arc<Sharder<ConfigMap>>, JoinHandle<()>)>,
+}
+
+impl Replica {
+    fn start(server: &ApiServer, shard: &str) -> Replica {
+        let ring = ring(server, shard);
+        let stop = CancellationToken::new();
+        let ring_task = tokio::spawn({
+            let (ring, stop) = (ring.clone(), stop.clone());
+            async move { ring.run(stop).await }
+        });
+        Replica {
+            ring,
+            stop,
+            ring_task,
+            sharder: None,
+        }
+    }
+
+    fn start_sharder(&mut self, server: &ApiServer) {
+        let factory = InformerFactory::new(server.client());
+        let sharder = Arc::new(Sharder::<ConfigMap>::new(&self.ring, &factory).unwrap());
+        factory.start();
+        let task = tokio::spawn({
+            let (sharder, stop) = (Arc::clone(&sharder), self.stop.clone());
+            async move {
+                let _factory = factory;
+                sharder.run(stop).await.unwrap();
+            }
+        });
+        self.sharder = Some((sharder, task));
+    }
+
+    fn is_sharding(&self) -> bool {
+        self.sharder
+            .as_ref()
+            .is_some_and(|(s, _)| s.election().is_leader())
+    }
+
+    /// Stops without releasing anything, as a killed process.
+    fn abort(self) {
+        self.ring_task.abort();
+        if let Some((_, task)) = self.sharder {
+            task.abort();
+        }
+    }
+
+    /// Stops gracefully: the leases are released.
+    async fn stop(self) {
+        self.stop.cancel();
+        self.ring_task.await.unwrap().unwrap();
+        if let Some((_, task)) = self.sharder {
+            task.await.unwrap();
+        }
+    }
+}
+
+/// Sleeps on the paused clock until `cond` holds, up to `limit`.
+async fn until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < limit,
+            "not reached within {limit:?}: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// The ConfigMaps on the server.
+async fn objects(server: &ApiServer) -> Vec<ConfigMap> {
+    let api: Api<ConfigMap> = Api::namespaced(server.client(), NS);
+    api.list(&ListParams::default()).await.unwrap().items
+}
+
+/// The assignment label of `cm`.
+fn label_of(cm: &ConfigMap) -> Option<String> {
+    cm.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(LABEL))
+        .cloned()
+}
+
+/// name → (assignment label, resourceVersion), as the server has them.
+async fn assignments(server: &ApiServer) -> BTreeMap<String, (Option<String>, String)> {
+    objects(server)
+        .await
+        .into_iter()
+        .map(|cm| {
+            let rv = cm.metadata.resource_version.clone().unwrap();
+            (cm.metadata.name.clone().unwrap(), (label_of(&cm), rv))
+        })
+        .collect()
+}
+
+/// name → the shard rendezvous hashing picks among `members`.
+async fn winners(server: &ApiServer, members: &BTreeSet<String>) -> BTreeMap<String, String> {
+    objects(server)
+        .await
+        .into_iter()
+        .map(|cm| {
+            let key = shard_key(&cm.metadata).unwrap();
+            let shard = winner(key.as_str(), members).unwrap().clone();
+            (cm.metadata.name.clone().unwrap(), shard)
+        })
+        .collect()
+}
+
+/// Polls (on the paused clock) until every object carries its winner among
+/// `members`, up to `limit`.
+async fn converge(server: &ApiServer, members: &BTreeSet<String>, limit: Duration) {
+    let want = winners(server, members).await;
+    let start = Instant::now();
+    loop {
+        let have = assignments(server).await;
+        let wrong = want
+            .iter()
+            .filter(|(n, w)| have.get(*n).and_then(|(l, _)| l.as_ref()) != Some(*w))
+            .count();
+        if wrong == 0 {
+            return;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "{wrong} objects not on their winner among {members:?} within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The names of the ConfigMaps successfully patched so far, with how many times.
+fn patched(server: &ApiServer) -> BTreeMap<String, usize> {
+    let mut names = BTreeMap::new();
+    for e in server.request_log() {
+        if e.verb == Verb::Patch && e.resource.as_deref() == Some("configmaps") && e.status == 200 {
+            let name = e.path.rsplit('/').next().unwrap().to_owned();
+            *names.entry(name).or_default() += 1;
+        }
+    }
+    names
+}
+
+/// Checks a move against the assignment `before` it and the patches counted
+/// `patched_before` it: the objects `should_move` picks (by name and old shard) now
+/// carry their winner among `members` and were patched exactly once; every other
+/// object kept its label and resourceVersion and was not patched. Returns the moved
+/// objects' names.
+async fn assert_only_these_moved(
+    server: &ApiServer,
+    before: &BTreeMap<String, (Option<String>, String)>,
+    patched_before: &BTreeMap<String, usize>,
+    members: &BTreeSet<String>,
+    should_move: impl Fn(&str, Option<&str>) -> bool,
+) -> BTreeSet<String> {
+    let want = winners(server, members).await;
+    let mut patched_since = patched(server);
+    for (name, count) in patched_before {
+        *patched_since.get_mut(name).unwrap() -= count;
+    }
+    let mut moved = BTreeSet::new();
+    for (name, (label, rv)) in assignments(server).await {
+        let (old_label, old_rv) = &before[&name];
+        let since = patched_since.get(&name).copied().unwrap_or(0);
+        if should_move(&name, old_label.as_deref()) {
+            assert_eq!(label.as_ref(), Some(&want[&name]), "{name}");
+            assert_eq!(since, 1, "{name} moved with {since} patches");
+            moved.insert(name);
+        } else {
+            assert_eq!((&label, &rv), (old_label, old_rv), "{name} should stay");
+            assert_eq!(since, 0, "{name} stayed but was patched");
+        }
+    }
+    moved
+}
+
+/// Every value the assignment label of each object took, in order, as a separate
+/// informer saw it (a change of label is one entry).
+type History = Arc<Mutex<BTreeMap<String, Vec<Option<String>>>>>;
+
+fn record_history(server: &ApiServer) -> (InformerFactory, History) {
+    let factory = InformerFactory::new(server.client());
+    let informer = factory.namespaced::<ConfigMap>(NS);
+    let history = History::default();
+    let h = Arc::clone(&history);
+    informer
+        .add_event_fn(move |ev: Event<ConfigMap>| {
+            let obj = match ev {
+                Event::Added { obj, .. } | Event::Updated { new: obj, .. } => obj,
+                Event::Deleted(_) => return,
+            };
+            let label = label_of(&obj);
+            let mut h = h.lock().unwrap();
+            let seen = h.entry(obj.metadata.name.clone().unwrap()).or_default();
+            if seen.last() != Some(&label) {
+                seen.push(label);
+            }
+        })
+        .unwrap();
+    factory.start();
+    (factory, history)
+}
+
+/// Asserts that each of the `n` objects was assigned exactly once: the history
+/// shows its label going from none straight to its winner among `members`, and
+/// the sharder patched it once.
+async fn each_assigned_once(
+    server: &ApiServer,
+    history: &History,
+    members: &BTreeSet<String>,
+    n: usize,
+) {
+    let want = winners(server, members).await;
+    until("the history informer saw every write", SECS(5), || {
+        let h = history.lock().unwrap();
+        h.len() == n && h.values().all(|h| h.len() == 2)
+    })
+    .await;
+    for (name, h) in history.lock().unwrap().iter() {
+        assert_eq!(h, &[None, Some(want[name].clone())], "{name}");
+    }
+    let patched = patched(server);
+    assert_eq!(patched.len(), n);
+    assert!(
+        patched.values().all(|n| *n == 1),
+        "an object was patched twice"
+    );
+}
+
+/// Starts `shards` replicas, waits until each sees all of them, then starts their
+/// sharders (so the sharder's first view is the whole ring).
+async fn start_ring(server: &ApiServer, shards: &[&str]) -> Vec<Replica> {
+    let mut replicas: Vec<Replica> = shards.iter().map(|s| Replica::start(server, s)).collect();
+    let all = set(shards);
+    until("every replica sees the whole ring", SECS(10), || {
+        replicas.iter().all(|r| r.ring.members() == all)
+    })
+    .await;
+    for r in &mut replicas {
+        r.start_sharder(server);
+    }
+    replicas
+}
+
+/// `n` objects assigned over shards a, b and c, one of whose sharders leads; the
+/// assignment and the patch counts at that point.
+async fn three_converged(
+    n: usize,
+) -> (
+    ApiServer,
+    Vec<Replica>,
+    BTreeMap<String, (Option<String>, String)>,
+    BTreeMap<String, usize>,
+) {
+    let server = server_with(n).await;
+    let replicas = start_ring(&server, &["a", "b", "c"]).await;
+    converge(&server, &set(&["a", "b", "c"]), SECS(60)).await;
+    until("a sharder leads", SECS(10), || {
+        replicas.iter().any(Replica::is_sharding)
+    })
+    .await;
+    let (before, patched_before) = (assignments(&server).await, patched(&server));
+    (server, replicas, before, patched_before)
+}
+
+/// Stops every replica gracefully.
+async fn stop_all(replicas: Vec<Replica>) {
+    for r in replicas {
+        r.stop().await;
+    }
+}
+
+/// Each shard's membership Lease exists, labelled with the ring and held by the
+/// shard; a graceful stop releases it (empty holder) and the others drop the shard at
+/// once; an aborted shard stays a member until its lease expires by the observers'
+/// clocks (a lease duration after its last renewal was seen), then leaves.
+#[tokio::test(start_paused = true)]
+async fn membership_appears_is_released_and_expires() {
+    let server = server_with(0).await;
+    let a = Replica::start(&server, "a");
+    let b = Replica::start(&server, "b");
+    let c = Replica::start(&server, "c");
+    until("all three members", SECS(10), || {
+        c.ring.members() == set(&["a", "b", "c"])
+    })
+    .await;
+    assert!(a.ring.is_member() && b.ring.is_member() && c.ring.is_member());
+    let lease: Lease = server.get(Some(LEASE_NS), "cms-a").unwrap().unwrap();
+    assert_eq!(
+        lease
+            .metadata
+            .labels
+            .unwrap()
+            .get("reflector.rs/ring")
+            .map(String::as_str),
+        Some(RING)
+    );
+    assert_eq!(lease.spec.unwrap().holder_identity.as_deref(), Some("a"));
+
+    // Graceful stop: released, and gone from the others' view within a second.
+    let stopped = Instant::now();
+    a.stop().await;
+    let lease: Lease = server.get(Some(LEASE_NS), "cms-a").unwrap().unwrap();
+    assert_eq!(lease.spec.unwrap().holder_identity, None, "released");
+    until("a leaves at once", SECS(1), || {
+        c.ring.members() == set(&["b", "c"])
+    })
+    .await;
+    assert!(stopped.elapsed() < SECS(1));
+
+    // Abort: b renewed within the last retry period (2 s), so it stays a member for
+    // at least 15 − 2 s, and leaves by 15 s plus the watch's delivery.
+    let aborted = Instant::now();
+    b.abort();
+    tokio::time::sleep(SECS(12)).await;
+    assert_eq!(c.ring.members(), set(&["b", "c"]), "not expired yet");
+    until("b expires", SECS(4), || c.ring.members() == set(&["c"])).await;
+    let gone = aborted.elapsed();
+    assert!(gone >= SECS(13) && gone <= SECS(16), "{gone:?}");
+    c.stop().await;
+}
+
+/// Invalid names are typed errors, not panics.
+#[tokio::test]
+async fn invalid_ring_and_shard_names_are_refused() {
+    let server = server_with(0).await;
+    let api = || Api::<Lease>::namespaced(server.client(), LEASE_NS);
+    let config = LeaderElectionConfig::default;
+    assert!(matches!(
+        Ring::new(api(), "Cms", "a", config()),
+        Err(ShardingError::InvalidName { what: "ring", .. })
+    ));
+    assert!(matches!(
+        Ring::new(api(), "cms", "a_b", config()),
+        Err(ShardingError::InvalidName { what: "shard", .. })
+    ));
+    assert!(matches!(
+        Ring::new(api(), "cms", "sharder", config()),
+        Err(ShardingError::ReservedShardName)
+    ));
+    assert!(matches!(
+        Ring::new(Api::all(server.client()), "cms", "a", config()),
+        Err(ShardingError::LeaderElection(_))
+    ));
+}
+
+/// 900 objects over three shards: one replica shards, each shard gets 300 ± 15%,
+/// every object carries exactly its rendezvous winner, and each was written once
+/// (its label went from none to its shard, with nothing in between).
+#[tokio::test(start_paused = true)]
+async fn sharder_spreads_objects_evenly_and_writes_each_once() {
+    let server = server_with(900).await;
+    let (_history_factory, history) = record_history(&server);
+    let replicas = start_ring(&server, &["a", "b", "c"]).await;
+    let members = set(&["a", "b", "c"]);
+    converge(&server, &members, SECS(60)).await;
+
+    assert_eq!(replicas.iter().filter(|r| r.is_sharding()).count(), 1);
+    let mut load: BTreeMap<String, usize> = BTreeMap::new();
+    for (label, _) in assignments(&server).await.into_values() {
+        *load.entry(label.unwrap()).or_default() += 1;
+    }
+    for (shard, n) in &load {
+        assert!((255..=345).contains(n), "{shard} has {n} of 900: {load:?}");
+    }
+    each_assigned_once(&server, &history, &members, 900).await;
+    stop_all(replicas).await;
+}
+
+/// A fourth shard joins three: only the objects whose winner changed move (all to
+/// the new shard, at most 30% of them), and only they are patched.
+#[tokio::test(start_paused = true)]
+async fn a_joining_shard_takes_only_the_objects_it_now_wins() {
+    let (server, mut replicas, before, patched_before) = three_converged(600).await;
+
+    let mut d = Replica::start(&server, "d");
+    d.start_sharder(&server);
+    replicas.push(d);
+    let four = set(&["a", "b", "c", "d"]);
+    converge(&server, &four, SECS(30)).await;
+    let want = winners(&server, &four).await;
+    let moved = assert_only_these_moved(&server, &before, &patched_before, &four, |name, _| {
+        before[name].0.as_ref() != Some(&want[name])
+    })
+    .await;
+    let n = moved.len();
+    assert!(n > 0 && n * 10 <= before.len() * 3, "moved {n}");
+    let after = assignments(&server).await;
+    assert!(
+        moved
+            .iter()
+            .all(|name| after[name].0.as_deref() == Some("d"))
+    );
+    stop_all(replicas).await;
+}
+
+/// Aborts one of three converged shards — the sharder itself if `the_sharder` —
+/// and checks that nothing moves for 12 s (every lease is still valid), then that
+/// exactly the dead shard's objects move to their winners among the survivors
+/// within `limit` of the abort.
+async fn a_shard_dies(the_sharder: bool, limit: Duration) {
+    let (server, mut replicas, before, patched_before) = three_converged(450).await;
+    let victim_at = replicas
+        .iter()
+        .position(|r| r.is_sharding() == the_sharder)
+        .unwrap();
+    let victim = replicas.remove(victim_at);
+    let dead = victim.ring.shard().to_owned();
+    victim.abort();
+    let died = Instant::now();
+    tokio::time::sleep(SECS(12)).await;
+    assert_eq!(
+        assignments(&server).await,
+        before,
+        "nothing moves while the lease is valid"
+    );
+
+    let rest: BTreeSet<String> = replicas.iter().map(|r| r.ring.shard().to_owned()).collect();
+    converge(&server, &rest, limit).await;
+    assert!(
+        died.elapsed() <= limit,
+        "moved {:?} after the abort",
+        died.elapsed()
+    );
+    assert_eq!(replicas.iter().filter(|r| r.is_sharding()).count(), 1);
+    let moved = assert_only_these_moved(&server, &before, &patched_before, &rest, |_, old| {
+        old == Some(dead.as_str())
+    })
+    .await;
+    assert!(!moved.is_empty());
+    stop_all(replicas).await;
+}
+
+/// A shard that dies (aborted, its lease not released) keeps its objects until its
+/// lease expires (15 s after its last renewal was seen, which is at most a retry
+/// period old); then exactly its objects move, at once.
+#[tokio::test(start_paused = true)]
+async fn a_dead_shards_objects_move_when_its_lease_expires() {
+    a_shard_dies(false, SECS(18)).await;
+}
+
+/// The replica that is the sharder dies: another replica takes the sharder lease
+/// once it expires (lease duration + a jittered retry period, at most 2.2 × 2 s) and
+/// moves the dead shard's objects, only those, to the survivors.
+#[tokio::test(start_paused = true)]
+async fn the_sharders_death_hands_sharding_to_another_replica() {
+    a_shard_dies(true, SECS(22)).await;
+}
+
+/// Injected 409s and 500s on the sharder's patches: the faults are hit, assignment
+/// still completes, and every object's label was written exactly once.
+#[tokio::test(start_paused = true)]
+async fn patch_conflicts_and_errors_delay_but_never_double_assign() {
+    let server = server_with(300).await;
+    let (_history_factory, history) = record_history(&server);
+    let patches = || Matcher::verb(Verb::Patch).resource("configmaps");
+    let conflicts = server.inject(patches().skip(5).times(40), Fault::Conflict);
+    let errors = server.inject(patches().skip(60).times(40), Fault::InternalError);
+    let replicas = start_ring(&server, &["a", "b", "c"]).await;
+    let members = set(&["a", "b", "c"]);
+    converge(&server, &members, SECS(120)).await;
+    assert_eq!(server.fault_hits(conflicts), 40);
+    assert_eq!(server.fault_hits(errors), 40);
+
+    each_assigned_once(&server, &history, &members, 300).await;
+    stop_all(replicas).await;
+}
