@@ -26,6 +26,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+mod paused;
+use paused::until;
+
 const LEASE: &str = "widgets";
 const NS: &str = "le";
 /// How long each reconcile takes.
@@ -48,18 +51,6 @@ fn lease(server: &ApiServer) -> Option<LeaseSpec> {
 
 fn holder(server: &ApiServer) -> Option<String> {
     lease(server).and_then(|s| s.holder_identity)
-}
-
-/// Sleeps on the paused clock until `cond` holds, up to `limit`.
-async fn until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(
-            start.elapsed() < limit,
-            "not reached within {limit:?}: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// A replica's leadership terms: start, and end once it ended.

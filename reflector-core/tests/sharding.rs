@@ -21,6 +21,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+mod paused;
+use paused::until;
+
 const RING: &str = "cms";
 const LEASE_NS: &str = "ops";
 const NS: &str = "work";
@@ -112,18 +115,6 @@ impl Replica {
         if let Some((_, task)) = self.sharder {
             task.await.unwrap();
         }
-    }
-}
-
-/// Sleeps on the paused clock until `cond` holds, up to `limit`.
-async fn until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(
-            start.elapsed() < limit,
-            "not reached within {limit:?}: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
