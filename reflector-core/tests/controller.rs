@@ -128,6 +128,27 @@ impl Record {
 
 type RunHandle = JoinHandle<Result<(), ControllerError>>;
 
+/// Runs `controller` on its own task until `cancel` fires; each reconcile records
+/// its key in `record`, then answers `answer(reconciles recorded so far)`.
+fn run_recorded(
+    controller: Controller<ConfigMap>,
+    cancel: &CancellationToken,
+    record: &Arc<Record>,
+    answer: fn(usize) -> Result<Action, Fail>,
+) -> RunHandle {
+    tokio::spawn(
+        controller
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(
+                move |req: Request<ConfigMap>, rec: Arc<Record>| async move {
+                    rec.push(req.key.key(), true);
+                    answer(rec.len())
+                },
+                Arc::clone(record),
+            ),
+    )
+}
+
 /// Records the key (and whether the request carried the object) and succeeds.
 async fn record_and_succeed<K>(req: Request<K>, rec: Arc<Record>) -> Result<Action, Fail> {
     rec.push(req.key.key(), req.object.is_some());
@@ -240,18 +261,9 @@ async fn always_failing_reconcile_backs_off_exponentially() {
     let informer = informer(&source);
     let record = Arc::new(Record::default());
     let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(
-        Controller::new(informer)
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(
-                |req: Request<_>, rec: Arc<Record>| async move {
-                    let key = req.key.into_key();
-                    rec.push(&key, true);
-                    Err::<Action, _>(Fail)
-                },
-                Arc::clone(&record),
-            ),
-    );
+    let run = run_recorded(Controller::new(informer), &cancel, &record, |_| {
+        Err::<Action, _>(Fail)
+    });
     eventually("ten attempts", || record.len() >= 10).await;
     cancel.cancel();
     run.await.unwrap().unwrap();
@@ -275,20 +287,14 @@ async fn success_resets_the_backoff() {
     let record = Arc::new(Record::default());
     let cancel = CancellationToken::new();
     // Fails three times, succeeds, then (after a change) fails twice more.
-    let run: RunHandle = tokio::spawn(
-        Controller::new(informer)
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(
-                |req: Request<_>, rec: Arc<Record>| async move {
-                    let key = req.key.into_key();
-                    rec.push(&key, true);
-                    match rec.len() {
-                        1..=3 | 5..=6 => Err(Fail),
-                        _ => Ok(Action::done()),
-                    }
-                },
-                Arc::clone(&record),
-            ),
+    let run = run_recorded(
+        Controller::new(informer),
+        &cancel,
+        &record,
+        |attempts| match attempts {
+            1..=3 | 5..=6 => Err(Fail),
+            _ => Ok(Action::done()),
+        },
     );
     eventually("four attempts", || record.len() == 4).await;
     settle(Duration::from_secs(1)).await;
@@ -316,22 +322,13 @@ async fn requeue_after_is_honoured() {
     let informer = informer(&source);
     let record = Arc::new(Record::default());
     let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(
-        Controller::new(informer)
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(
-                |req: Request<_>, rec: Arc<Record>| async move {
-                    let key = req.key.into_key();
-                    rec.push(&key, true);
-                    if rec.len() == 1 {
-                        Ok::<_, Fail>(Action::requeue_after(Duration::from_secs(30)))
-                    } else {
-                        Ok(Action::done())
-                    }
-                },
-                Arc::clone(&record),
-            ),
-    );
+    let run = run_recorded(Controller::new(informer), &cancel, &record, |attempts| {
+        if attempts == 1 {
+            Ok::<_, Fail>(Action::requeue_after(Duration::from_secs(30)))
+        } else {
+            Ok(Action::done())
+        }
+    });
     eventually("first reconcile", || record.len() == 1).await;
     settle(Duration::from_secs(29)).await;
     assert_eq!(record.len(), 1, "requeued too early");
@@ -726,19 +723,10 @@ async fn panicking_reconcile_is_retried_with_backoff() {
     let informer = informer(&source);
     let record = Arc::new(Record::default());
     let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(
-        Controller::new(informer)
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(
-                |req: Request<_>, rec: Arc<Record>| async move {
-                    let key = req.key.into_key();
-                    rec.push(&key, true);
-                    assert!(rec.len() > 2, "panics on the first two attempts");
-                    Ok::<_, Fail>(Action::done())
-                },
-                Arc::clone(&record),
-            ),
-    );
+    let run = run_recorded(Controller::new(informer), &cancel, &record, |attempts| {
+        assert!(attempts > 2, "panics on the first two attempts");
+        Ok::<_, Fail>(Action::done())
+    });
     eventually("third attempt", || record.len() == 3).await;
     cancel.cancel();
     run.await.unwrap().unwrap();
