@@ -54,14 +54,53 @@ pub(crate) enum Target {
     NotFound,
 }
 
+/// What a request for a resource names: the resource, its plural, and the namespace
+/// and object name when the path has them.
+struct Named<'a> {
+    rid: ResourceId,
+    plural: &'a str,
+    namespace: Option<&'a str>,
+    name: Option<&'a str>,
+}
+
 impl Target {
-    fn resource(&self) -> Option<&str> {
+    /// The resource this path names, for collections, objects and subresources.
+    fn named(&self) -> Option<Named<'_>> {
         match self {
-            Self::Collection { plural, .. }
-            | Self::Object { plural, .. }
-            | Self::Scale { plural, .. } => Some(plural),
+            Self::Collection {
+                rid,
+                plural,
+                namespace,
+            } => Some(Named {
+                rid: *rid,
+                plural,
+                namespace: namespace.as_deref(),
+                name: None,
+            }),
+            Self::Object {
+                rid,
+                plural,
+                namespace,
+                name,
+                ..
+            }
+            | Self::Scale {
+                rid,
+                plural,
+                namespace,
+                name,
+            } => Some(Named {
+                rid: *rid,
+                plural,
+                namespace: namespace.as_deref(),
+                name: Some(name),
+            }),
             _ => None,
         }
+    }
+
+    fn resource(&self) -> Option<&str> {
+        self.named().map(|n| n.plural)
     }
 
     fn subresource(&self) -> Option<&str> {
@@ -274,53 +313,39 @@ fn fault_response(shared: &Shared, fired: &Fired, verb: Verb, target: &Target) -
 
 /// The authorizer's 403 for this request.
 fn forbidden(shared: &Shared, verb: Verb, target: &Target) -> ApiError {
+    let Some(named) = target.named() else {
+        return ApiError::new(
+            403,
+            "Forbidden",
+            "forbidden: User \"system:anonymous\" cannot get path",
+        );
+    };
     let verb_name = serde_json::to_value(verb)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default();
-    let (rid, plural, namespace, name) = match target {
-        Target::Collection {
-            rid,
-            plural,
-            namespace,
-        } => (*rid, plural, namespace, None),
-        Target::Object {
-            rid,
-            plural,
-            namespace,
-            name,
-            ..
-        }
-        | Target::Scale {
-            rid,
-            plural,
-            namespace,
-            name,
-        } => (*rid, plural, namespace, Some(name.as_str())),
-        _ => {
-            return ApiError::new(
-                403,
-                "Forbidden",
-                "forbidden: User \"system:anonymous\" cannot get path",
-            );
-        }
-    };
-    let group = shared.state().resources[rid].group.clone();
-    ApiError::forbidden(&verb_name, plural, &group, name, namespace.as_deref())
+    let group = shared.state().resources[named.rid].group.clone();
+    ApiError::forbidden(
+        &verb_name,
+        named.plural,
+        &group,
+        named.name,
+        named.namespace,
+    )
 }
 
 /// The 409 an injected `Conflict` sends: for one object, the real optimistic-concurrency
 /// failure (`Operation cannot be fulfilled on configmaps "cm-0": the object has been
 /// modified; ...`, details naming it); for anything else, the same without a name.
 fn conflict(shared: &Shared, target: &Target) -> ApiError {
-    match target {
-        Target::Object {
-            rid, plural, name, ..
-        }
-        | Target::Scale {
-            rid, plural, name, ..
-        } => {
-            let group = shared.state().resources[*rid].group.clone();
+    match target.named() {
+        Some(Named {
+            rid,
+            plural,
+            name: Some(name),
+            ..
+        }) => {
+            let group = shared.state().resources[rid].group.clone();
             ApiError::conflict(plural, &group, name)
         }
         _ => ApiError::new(
