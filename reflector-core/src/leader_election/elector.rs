@@ -1,11 +1,9 @@
 //! [`Elector`]: one run of an election, as client-go's `LeaderElector`
 //! (`acquire`, `renew`, `tryAcquireOrRenew`, `release`).
 
-use std::time::Duration;
-
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use tokio::time::Instant;
@@ -14,15 +12,10 @@ use tokio_util::sync::CancellationToken;
 use crate::backoff::jittered;
 
 use super::LeaderState;
+use super::ObservedLease;
 use super::config::JITTER_FACTOR;
 use super::election::RunGuard;
-use super::lease_lock::{LeaseChange, Write, holder, record};
-
-/// The lease as last seen, and when this replica saw it change (its own clock).
-struct Observed {
-    spec: LeaseSpec,
-    at: Instant,
-}
+use super::lease_lock::{LeaseChange, Write, record};
 
 /// How one attempt to acquire or renew ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -41,7 +34,7 @@ enum Attempt {
 /// One run of an election. Owned by the `run` future; not shared.
 pub(crate) struct Elector {
     guard: RunGuard,
-    observed: Option<Observed>,
+    observed: Option<ObservedLease>,
     /// The lease as the server last returned it (its `resourceVersion` is the
     /// precondition of the next update).
     lease: Option<Lease>,
@@ -72,7 +65,7 @@ impl Elector {
     fn observed_as_holder(&self) -> bool {
         self.observed
             .as_ref()
-            .and_then(|o| holder(&o.spec))
+            .and_then(ObservedLease::holder)
             .is_some_and(|h| h == self.identity())
     }
 
@@ -85,10 +78,7 @@ impl Elector {
     /// When the lease as last seen expires, by this replica's own clock: its
     /// `leaseDurationSeconds` after this replica saw it change.
     fn observed_expiry(&self) -> Option<Instant> {
-        self.observed.as_ref().map(|o| {
-            let secs = o.spec.lease_duration_seconds.unwrap_or(0).max(0);
-            o.at + Duration::from_secs(u64::try_from(secs).unwrap_or(0))
-        })
+        self.observed.as_ref().map(ObservedLease::expiry)
     }
 
     /// When a candidate tries again: at `retry_at` (one jittered retry period after
@@ -106,11 +96,9 @@ impl Elector {
     /// when the spec changed.
     fn observe(&mut self, lease: Lease) {
         let spec = lease.spec.clone().unwrap_or_default();
-        if self.observed.as_ref().is_none_or(|o| o.spec != spec) {
-            self.observed = Some(Observed {
-                spec,
-                at: Instant::now(),
-            });
+        match &mut self.observed {
+            Some(observed) => observed.see(spec, Instant::now()),
+            None => self.observed = Some(ObservedLease::new(spec, Instant::now())),
         }
         self.lease = Some(lease);
     }
@@ -119,7 +107,7 @@ impl Elector {
     fn observed_other_holder(&self) -> Option<String> {
         self.observed
             .as_ref()
-            .and_then(|o| holder(&o.spec))
+            .and_then(ObservedLease::holder)
             .filter(|h| *h != self.identity())
             .map(str::to_owned)
     }
@@ -453,6 +441,8 @@ async fn next_change(changes: &mut Option<BoxStream<'static, LeaseChange>>) -> O
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use kube::Api;
 
     use super::*;

@@ -33,6 +33,7 @@ mod election;
 mod elector;
 mod error;
 mod lease_lock;
+mod observed_lease;
 mod state;
 
 pub use config::{
@@ -40,5 +41,6 @@ pub use config::{
 };
 pub use election::LeaderElection;
 pub use error::LeaderElectionError;
+pub(crate) use observed_lease::ObservedLease;
 pub use state::LeaderState;
 pub(crate) use state::not_leading;

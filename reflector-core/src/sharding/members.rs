@@ -8,43 +8,30 @@
 //! matter. Seeing the same record again (a relist) does not extend it.
 
 use std::collections::{BTreeSet, HashMap};
-use std::time::Duration;
 
-use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::informer::{Event, SharedIndexInformer};
+use crate::leader_election::ObservedLease;
 use crate::listwatch::ApiListerWatcher;
 
 use super::labels::RING_LABEL;
 
-/// One membership lease as last seen.
-struct Seen {
-    spec: LeaseSpec,
-    /// When this replica saw `spec` change (its own clock).
-    at: Instant,
-}
-
-impl Seen {
-    /// When the lease expires by this replica's clock, if it names a holder.
-    fn expiry(&self) -> Option<Instant> {
-        self.spec
-            .holder_identity
-            .as_deref()
-            .filter(|h| !h.is_empty())?;
-        let secs = self.spec.lease_duration_seconds.unwrap_or(0).max(0);
-        Some(self.at + Duration::from_secs(u64::try_from(secs).unwrap_or(0)))
-    }
+/// When a membership lease stops counting its shard as available: its expiry, if it
+/// names a holder (a released lease names none).
+fn member_expiry(seen: &ObservedLease) -> Option<Instant> {
+    seen.holder().map(|_| seen.expiry())
 }
 
 /// The membership leases of one ring, by shard name. Owned by the observer task.
 pub(crate) struct MemberTable {
     /// `<ring>-`: a member lease's name is this prefix and the shard's name.
     prefix: String,
-    leases: HashMap<String, Seen>,
+    leases: HashMap<String, ObservedLease>,
 }
 
 impl MemberTable {
@@ -75,10 +62,10 @@ impl MemberTable {
         };
         let spec = lease.spec.clone().unwrap_or_default();
         match self.leases.get_mut(shard) {
-            Some(seen) if seen.spec == spec => {}
-            Some(seen) => *seen = Seen { spec, at: now },
+            Some(seen) => seen.see(spec, now),
             None => {
-                self.leases.insert(shard.to_owned(), Seen { spec, at: now });
+                self.leases
+                    .insert(shard.to_owned(), ObservedLease::new(spec, now));
             }
         }
     }
@@ -99,7 +86,7 @@ impl MemberTable {
     pub(crate) fn available(&self, now: Instant) -> BTreeSet<String> {
         self.leases
             .iter()
-            .filter(|(_, seen)| seen.expiry().is_some_and(|e| e > now))
+            .filter(|(_, seen)| member_expiry(seen).is_some_and(|e| e > now))
             .map(|(shard, _)| shard.clone())
             .collect()
     }
@@ -108,7 +95,7 @@ impl MemberTable {
     pub(crate) fn next_expiry(&self, now: Instant) -> Option<Instant> {
         self.leases
             .values()
-            .filter_map(Seen::expiry)
+            .filter_map(member_expiry)
             .filter(|e| *e > now)
             .min()
     }
@@ -189,6 +176,9 @@ async fn sleep_until_opt(at: Option<Instant>) {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use k8s_openapi::api::coordination::v1::LeaseSpec;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
     use k8s_openapi::jiff::Timestamp;
 
