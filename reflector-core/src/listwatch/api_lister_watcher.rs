@@ -12,10 +12,9 @@ use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
 use serde_field_filter::FieldFilter;
-use serde_field_filter::from_slice as from_slice_filtered;
 
 use super::list_prefetch::{Page, PrefetchSlot, peek_continue};
-use super::list_stream::{ItemDecodeFn, ListStream, OnHead, decode_item};
+use super::list_stream::{ItemDecodeFn, ListStream, OnHead, decode_filtered};
 use super::{ListWatchError, ListerWatcher, WatchDecoder, WatchStream};
 
 /// Decodes a whole list body into `K`s, skipping the filter's paths (`items[*].` + the
@@ -167,7 +166,7 @@ where
             list_filter: None,
             item_filter: None,
             decode_page: decode_list::<K>,
-            decode_item: decode_item::<K>,
+            decode_item: decode_filtered::<K>,
             decoder,
             metadata_only,
             prefetch: PrefetchSlot::default(),
@@ -418,11 +417,7 @@ fn decode_list<K: Clone + DeserializeOwned>(
     bytes: &[u8],
     filter: Option<&FieldFilter>,
 ) -> Result<Page<K>, ListWatchError> {
-    let decoded = match filter {
-        Some(filter) => from_slice_filtered::<ObjectList<K>>(bytes, filter),
-        None => serde_json::from_slice::<ObjectList<K>>(bytes),
-    };
-    decoded
+    decode_filtered::<ObjectList<K>>(bytes, filter)
         .map(Page::from)
         .map_err(|source| ListWatchError::Decode {
             what: "list",

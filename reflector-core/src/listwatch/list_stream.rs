@@ -36,11 +36,13 @@ use crate::object::Object;
 /// object). A plain function, so the lister-watcher keeps it without `K`'s serde bound.
 pub(crate) type ItemDecodeFn<K> = fn(&[u8], Option<&FieldFilter>) -> serde_json::Result<K>;
 
-/// The [`ItemDecodeFn`] of a deserializable `K`.
-pub(crate) fn decode_item<K: DeserializeOwned>(
+/// Decodes `T`, skipping `filter`'s paths while decoding (plain serde without one):
+/// the [`ItemDecodeFn`] of a deserializable `K` as `decode_filtered::<K>`, and how
+/// whole list bodies and watch lines are decoded.
+pub(crate) fn decode_filtered<T: DeserializeOwned>(
     bytes: &[u8],
     filter: Option<&FieldFilter>,
-) -> serde_json::Result<K> {
+) -> serde_json::Result<T> {
     match filter {
         Some(filter) => serde_field_filter::from_slice(bytes, filter),
         None => serde_json::from_slice(bytes),

@@ -19,8 +19,8 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use serde_field_filter::FieldFilter;
-use serde_field_filter::from_slice as from_slice_filtered;
 
+use super::list_stream::decode_filtered;
 use super::{ListWatchError, WatchEvent, WatchStream};
 
 /// Decodes watch lines for one resource type.
@@ -105,10 +105,7 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
     /// [`ListWatchError::UnexpectedKind`] for a well-formed event of another kind or
     /// apiVersion; [`ListWatchError::Decode`] for anything else that is not an event.
     pub fn decode_line(&self, line: &[u8]) -> Result<WatchEvent<K>, ListWatchError> {
-        let decoded = match &self.filter {
-            Some(filter) => from_slice_filtered::<WatchEvent<K>>(line, filter),
-            None => serde_json::from_slice::<WatchEvent<K>>(line),
-        };
+        let decoded = decode_filtered::<WatchEvent<K>>(line, self.filter.as_deref());
         match decoded {
             Ok(WatchEvent::Error(status)) => Ok(WatchEvent::Error(status)),
             // Types whose deserializer does not check `apiVersion`/`kind` (kube-derive's
