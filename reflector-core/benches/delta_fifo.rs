@@ -36,7 +36,7 @@ fn runtime() -> tokio::runtime::Runtime {
 async fn drain(fifo: &DeltaFifo<ConfigMap>) -> usize {
     let mut deltas = 0;
     while !fifo.is_empty() {
-        deltas += fifo.pop(|item| item.deltas.len()).await.expect("fifo open");
+        deltas += fifo.pop(|deltas, _| deltas.len()).await.expect("fifo open");
     }
     deltas
 }
