@@ -20,10 +20,8 @@
 //!
 //! [`reflect`] holds what `#[derive(Reflect)]` builds on: the [`reflect::Reflect`]
 //! trait and typed index queries ([`reflect::IndexQuery`]).
-//!
-//! [`backoff`] holds the exponential backoff they share.
 
-pub mod backoff;
+mod backoff;
 pub mod controller;
 pub mod events;
 pub mod fifo;
