@@ -21,13 +21,8 @@ use serde_json::Value;
 /// A small custom resource with a status subresource, registered with
 /// `ApiServer::register::<Widget>()` (`widgets.testkit.example.com`).
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[kube(
-    group = "testkit.example.com",
-    version = "v1",
-    kind = "Widget",
-    namespaced,
-    status = "WidgetStatus"
-)]
+#[kube(group = "testkit.example.com", version = "v1", kind = "Widget")]
+#[kube(namespaced, status = "WidgetStatus")]
 pub struct WidgetSpec {
     /// Desired replicas.
     pub replicas: u32,
@@ -43,14 +38,8 @@ pub struct WidgetStatus {
 /// The sample API server's Flunder, as a custom resource
 /// (`flunders.wardle.example.com`, short name `fl`, category `wardle`).
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[kube(
-    group = "wardle.example.com",
-    version = "v1alpha1",
-    kind = "Flunder",
-    namespaced,
-    shortname = "fl",
-    category = "wardle"
-)]
+#[kube(group = "wardle.example.com", version = "v1alpha1", kind = "Flunder")]
+#[kube(namespaced, shortname = "fl", category = "wardle")]
 pub struct FlunderSpec {
     /// What it refers to.
     pub reference: String,
