@@ -59,7 +59,10 @@ struct Observed {
 
 /// Applies one popped item to the indexer as the informer's processDeltas does.
 fn apply(indexer: &Indexer<ConfigMap>, deltas: Deltas<ConfigMap>, seen: &mut Observed) {
-    let newest = &deltas.newest().expect("a popped Deltas is never empty").object;
+    let newest = &deltas
+        .newest()
+        .expect("a popped Deltas is never empty")
+        .object;
     let key = deletion_handling_key(newest).expect("the FIFO keyed it");
     for d in deltas.into_vec() {
         match d.delta_type {

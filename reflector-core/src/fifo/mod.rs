@@ -30,6 +30,6 @@ mod delta_fifo;
 mod tests;
 
 pub use delta::{Delta, DeltaType, Deltas};
-pub(crate) use delta_fifo::TransformFunc;
 pub use delta_fifo::DeltaFifo;
 pub(crate) use delta_fifo::PoppedItem;
+pub(crate) use delta_fifo::TransformFunc;
