@@ -19,7 +19,7 @@
 //! - [`metrics`]: controller-runtime's and client-go's metrics, and their exposition.
 //!
 //! [`reflect`] holds what `#[derive(Reflect)]` builds on: the [`reflect::Reflect`]
-//! trait and typed index queries ([`reflect::IndexQuery`]).
+//! trait, whose derive also generates typed index queries.
 
 mod backoff;
 pub mod controller;
