@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -14,7 +14,7 @@ use serde_json::json;
 use tokio::task::JoinHandle;
 
 mod support;
-use support::create;
+use support::{create, merge};
 
 const NS: &str = "default";
 const GUARD: Duration = Duration::from_secs(10);
@@ -113,13 +113,11 @@ fn requests(server: &ApiServer, verb: Verb) -> usize {
 
 /// Polls every 2 ms until `done` holds; the timeout is only a hang guard.
 async fn poll(what: &str, mut done: impl FnMut() -> bool) {
-    tokio::time::timeout(GUARD, async {
-        while !done() {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("{what}"));
+    let deadline = tokio::time::Instant::now() + GUARD;
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
 }
 
 /// Polls until the reflector's watch is open (the store can be synced from the list
@@ -146,13 +144,8 @@ async fn write_churn(server: &ApiServer, tag: &str) {
         create(&api, &cm(&format!("{tag}-{i}"))).await;
     }
     for i in 0..10 {
-        api.patch(
-            &format!("{tag}-{i}"),
-            &PatchParams::default(),
-            &Patch::Merge(json!({"data": {"i": i.to_string()}})),
-        )
-        .await
-        .unwrap();
+        let data = json!({"data": {"i": i.to_string()}});
+        merge(&api, &format!("{tag}-{i}"), data).await.unwrap();
     }
     for i in (0..10).step_by(3) {
         api.delete(&format!("{tag}-{i}"), &DeleteParams::default())
