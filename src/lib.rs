@@ -31,8 +31,8 @@
 //!   `.namespace(..)`, `.labels(..)`, `.fields(..)` narrow it) and
 //!   `Widget::informer(client) -> SharedIndexInformer<Widget>` with every index
 //!   registered (or `factory.reflected::<Widget>()` for a shared one);
-//! - `pub trait WidgetIndexes`, implemented for every [`reflect::IndexQuery<Widget>`]
-//!   (`Lister`, `Indexer`, `SharedIndexInformer`): `by_owner(value) -> Vec<Arc<Widget>>`
+//! - `pub trait WidgetIndexes`, implemented for the `Lister`, the `Indexer` and the
+//!   `SharedIndexInformer` of `Widget`: `by_owner(value) -> Vec<Arc<Widget>>`
 //!   and `by_owner_keys(value) -> Vec<ObjectKey>` per index, `value` being anything
 //!   `Display`. **Import the trait** where you query (it is in scope in the module
 //!   that defines the kind). A query on a cache built without `Widget::indexers()`
@@ -122,7 +122,7 @@ pub mod prelude {
     pub use reflector_core::leader_election::{LeaderElection, LeaderElectionConfig};
     pub use reflector_core::lister::Lister;
     pub use reflector_core::object::ObjectRef;
-    pub use reflector_core::reflect::{IndexQuery, Reflect};
+    pub use reflector_core::reflect::Reflect;
     pub use reflector_derive::Reflect;
     pub use tokio_util::sync::CancellationToken;
 }

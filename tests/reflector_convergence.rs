@@ -17,7 +17,6 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use reflector::backoff::BackoffConfig;
 use reflector::informer::{Event, SharedIndexInformer};
 use reflector::listwatch::ApiListerWatcher;
 use reflector::reflector::ReflectorOptions;
@@ -128,11 +127,9 @@ async fn converge(seed: u64) -> Result<(), String> {
     ));
     let informer = SharedIndexInformer::builder(lw)
         .reflector_options(
-            ReflectorOptions::default().page_size(97).backoff(
-                BackoffConfig::default()
-                    .initial(Duration::from_millis(10))
-                    .max(Duration::from_millis(100)),
-            ),
+            ReflectorOptions::default()
+                .page_size(97)
+                .backoff(Duration::from_millis(10), Duration::from_millis(100)),
         )
         .build();
     let seen = Arc::new(Mutex::new(Seen::default()));

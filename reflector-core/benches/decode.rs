@@ -13,9 +13,11 @@
 
 use std::hint::black_box;
 
-use criterion::{Criterion, Throughput, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_main};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ObjectList, WatchEvent};
+use serde::de::DeserializeOwned;
 use serde_field_filter::FieldFilter;
 use serde_field_filter::from_slice as from_slice_filtered;
 
@@ -58,6 +60,23 @@ fn list_page() -> Vec<u8> {
     .into_bytes()
 }
 
+/// Benchmarks decoding `input` as `T` with serde_json (`serde_json`) and through each
+/// named filter.
+fn plain_and_filtered<T: DeserializeOwned>(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    input: &[u8],
+    filters: &[(&str, &FieldFilter)],
+) {
+    g.bench_function("serde_json", |b| {
+        b.iter(|| black_box(serde_json::from_slice::<T>(black_box(input)).unwrap()));
+    });
+    for (name, filter) in filters {
+        g.bench_function(*name, |b| {
+            b.iter(|| black_box(from_slice_filtered::<T>(black_box(input), filter).unwrap()));
+        });
+    }
+}
+
 fn list(c: &mut Criterion) {
     let page = list_page();
     let lean = FieldFilter::managed_fields().within("items[*]").unwrap();
@@ -72,25 +91,11 @@ fn list(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("decode_list_page_500");
     g.throughput(Throughput::Elements(PAGE as u64));
-    g.bench_function("serde_json", |b| {
-        b.iter(|| {
-            black_box(serde_json::from_slice::<ObjectList<ConfigMap>>(black_box(&page)).unwrap())
-        });
-    });
-    g.bench_function("filter_managed_fields", |b| {
-        b.iter(|| {
-            black_box(
-                from_slice_filtered::<ObjectList<ConfigMap>>(black_box(&page), &lean).unwrap(),
-            )
-        });
-    });
-    g.bench_function("filter_empty", |b| {
-        b.iter(|| {
-            black_box(
-                from_slice_filtered::<ObjectList<ConfigMap>>(black_box(&page), &empty).unwrap(),
-            )
-        });
-    });
+    plain_and_filtered::<ObjectList<ConfigMap>>(
+        &mut g,
+        &page,
+        &[("filter_managed_fields", &lean), ("filter_empty", &empty)],
+    );
     g.bench_function("serde_json_then_strip", |b| {
         b.iter(|| {
             let mut list: ObjectList<ConfigMap> = serde_json::from_slice(black_box(&page)).unwrap();
@@ -108,18 +113,7 @@ fn watch(c: &mut Criterion) {
     let lean = FieldFilter::managed_fields().within("object").unwrap();
     let mut g = c.benchmark_group("decode_watch_line");
     g.throughput(Throughput::Elements(1));
-    g.bench_function("serde_json", |b| {
-        b.iter(|| {
-            black_box(serde_json::from_slice::<WatchEvent<ConfigMap>>(black_box(&line)).unwrap())
-        });
-    });
-    g.bench_function("filter_managed_fields", |b| {
-        b.iter(|| {
-            black_box(
-                from_slice_filtered::<WatchEvent<ConfigMap>>(black_box(&line), &lean).unwrap(),
-            )
-        });
-    });
+    plain_and_filtered::<WatchEvent<ConfigMap>>(&mut g, &line, &[("filter_managed_fields", &lean)]);
     g.finish();
 }
 

@@ -36,31 +36,39 @@ fn runtime() -> tokio::runtime::Runtime {
 async fn drain(fifo: &DeltaFifo<ConfigMap>) -> usize {
     let mut deltas = 0;
     while !fifo.is_empty() {
-        deltas += fifo.pop(|item| item.deltas.len()).await.expect("fifo open");
+        deltas += fifo.pop(|deltas, _| deltas.len()).await.expect("fifo open");
     }
     deltas
 }
 
-fn add_pop(c: &mut Criterion) {
-    const N: usize = 100_000;
-    let rt = runtime();
-    let objs = objects("add", N);
+/// Benchmarks `name` in the `delta_fifo` group, `n` elements an iteration: `run` on
+/// a fresh FIFO each time (dropping it is not measured).
+fn on_fresh_fifo(c: &mut Criterion, name: &str, n: usize, run: impl Fn(&DeltaFifo<ConfigMap>)) {
     let mut group = c.benchmark_group("delta_fifo");
-    group.throughput(Throughput::Elements(N as u64));
-    group.bench_function("add_pop_100k_distinct", |b| {
+    group.throughput(Throughput::Elements(n as u64));
+    group.bench_function(name, |b| {
         b.iter_batched(
             DeltaFifo::<ConfigMap>::default,
             |fifo| {
-                for obj in &objs {
-                    fifo.add(Arc::clone(obj)).expect("add");
-                }
-                black_box(rt.block_on(drain(&fifo)));
+                run(&fifo);
                 fifo
             },
             BatchSize::PerIteration,
         );
     });
     group.finish();
+}
+
+fn add_pop(c: &mut Criterion) {
+    const N: usize = 100_000;
+    let rt = runtime();
+    let objs = objects("add", N);
+    on_fresh_fifo(c, "add_pop_100k_distinct", N, |fifo| {
+        for obj in &objs {
+            fifo.add(Arc::clone(obj)).expect("add");
+        }
+        black_box(rt.block_on(drain(fifo)));
+    });
 }
 
 fn update_dedup(c: &mut Criterion) {
@@ -68,23 +76,13 @@ fn update_dedup(c: &mut Criterion) {
     const KEYS: usize = 1_000;
     let rt = runtime();
     let objs = objects("upd", KEYS);
-    let mut group = c.benchmark_group("delta_fifo");
-    group.throughput(Throughput::Elements(N as u64));
-    group.bench_function("update_100k_over_1k_keys_then_drain", |b| {
-        b.iter_batched(
-            DeltaFifo::<ConfigMap>::default,
-            |fifo| {
-                for i in 0..N {
-                    fifo.update(Arc::clone(&objs[i % KEYS])).expect("update");
-                }
-                let deltas = rt.block_on(drain(&fifo));
-                assert_eq!(deltas, N);
-                fifo
-            },
-            BatchSize::PerIteration,
-        );
+    on_fresh_fifo(c, "update_100k_over_1k_keys_then_drain", N, |fifo| {
+        for i in 0..N {
+            fifo.update(Arc::clone(&objs[i % KEYS])).expect("update");
+        }
+        let deltas = rt.block_on(drain(fifo));
+        assert_eq!(deltas, N);
     });
-    group.finish();
 }
 
 fn replace_with_deletions(c: &mut Criterion) {

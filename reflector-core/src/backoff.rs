@@ -1,5 +1,6 @@
 //! Exponential backoff with jitter and reset, as the reflector uses between rounds:
-//! [`BackoffConfig`] sets it up (in [`ReflectorOptions`](crate::reflector::ReflectorOptions)).
+//! `BackoffConfig` holds its parameters (set through
+//! [`ReflectorOptions::backoff`](crate::reflector::ReflectorOptions::backoff)).
 //!
 //! Mirrors client-go's reflector backoff (`wait.Backoff` with `DelayWithReset`):
 //! each step waits `base × (1 + jitter × U[0,1))`, then the base doubles up to a cap;
@@ -13,17 +14,8 @@ use rand::Rng;
 use tokio::time::Instant;
 
 /// Parameters of an exponential backoff. The defaults are client-go's reflector's.
-///
-/// # Example
-/// ```
-/// use std::time::Duration;
-/// use reflector_core::backoff::BackoffConfig;
-/// let cfg = BackoffConfig::default().initial(Duration::from_millis(100)).jitter(0.0);
-/// assert_eq!(cfg.max_delay(), Duration::from_secs(30));
-/// ```
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct BackoffConfig {
+pub(crate) struct BackoffConfig {
     initial: Duration,
     max: Duration,
     factor: f64,
@@ -48,7 +40,7 @@ impl Default for BackoffConfig {
 impl BackoffConfig {
     /// The first delay's base (default 800 ms, as client-go's reflector).
     #[must_use]
-    pub fn initial(mut self, d: Duration) -> Self {
+    pub(crate) fn initial(mut self, d: Duration) -> Self {
         self.initial = d;
         self
     }
@@ -56,39 +48,17 @@ impl BackoffConfig {
     /// The cap on the base delay (default 30 s, as client-go's reflector). With
     /// jitter the actual delay may reach `max × (1 + jitter)`, as in client-go.
     #[must_use]
-    pub fn max(mut self, d: Duration) -> Self {
+    pub(crate) fn max(mut self, d: Duration) -> Self {
         self.max = d;
-        self
-    }
-
-    /// The multiplier between steps (default 2.0, as client-go's reflector); values
-    /// below 1.0 are treated as 1.0.
-    #[must_use]
-    pub fn factor(mut self, f: f64) -> Self {
-        self.factor = if f.is_finite() { f.max(1.0) } else { 1.0 };
         self
     }
 
     /// The jitter fraction (default 1.0, as client-go's reflector): each delay is the
     /// base times `1 + jitter × U[0,1)`. Negative or non-finite values mean 0.
     #[must_use]
-    pub fn jitter(mut self, j: f64) -> Self {
+    pub(crate) fn jitter(mut self, j: f64) -> Self {
         self.jitter = if j.is_finite() { j.max(0.0) } else { 0.0 };
         self
-    }
-
-    /// How long without a step before the base starts over (default 2 min, as
-    /// client-go's reflector).
-    #[must_use]
-    pub fn reset_after(mut self, d: Duration) -> Self {
-        self.reset_after = d;
-        self
-    }
-
-    /// The cap on the base delay.
-    #[must_use]
-    pub fn max_delay(&self) -> Duration {
-        self.max
     }
 
     /// A fresh backoff with these parameters.

@@ -19,11 +19,9 @@
 //! - [`metrics`]: controller-runtime's and client-go's metrics, and their exposition.
 //!
 //! [`reflect`] holds what `#[derive(Reflect)]` builds on: the [`reflect::Reflect`]
-//! trait and typed index queries ([`reflect::IndexQuery`]).
-//!
-//! [`backoff`] holds the exponential backoff they share.
+//! trait, whose derive also generates typed index queries.
 
-pub mod backoff;
+mod backoff;
 pub mod controller;
 pub mod events;
 pub mod fifo;

@@ -8,10 +8,12 @@
 //!   `#[reflect(index ..)]`, and [`Reflect::INDEX_NAMES`] their names; the trait's
 //!   provided methods then give `Widget::lister_watcher(client)` and
 //!   `Widget::informer(client)` (every declared index registered);
-//! - `pub trait WidgetIndexes: IndexQuery<Widget>`, implemented for every
-//!   [`IndexQuery<Widget>`] (a [`Lister`], an [`Indexer`], a [`SharedIndexInformer`]):
-//!   `by_owner(value)` returns the matching objects and `by_owner_keys(value)` their
-//!   keys. Import the trait where you query.
+//! - `pub trait WidgetIndexes`, implemented for the [`Lister`](crate::lister::Lister),
+//!   the [`Indexer`](crate::store::Indexer) and the [`SharedIndexInformer`] of
+//!   `Widget`: `by_owner(value)` returns the matching objects and `by_owner_keys(value)`
+//!   their keys. Import the trait where you query.
+//!   (Untyped queries: [`Lister::by_index`](crate::lister::Lister::by_index) and
+//!   [`Lister::index_keys`](crate::lister::Lister::index_keys).)
 //!
 //! [`InformerFactory::reflected`](crate::informer::InformerFactory::reflected) returns
 //! the factory's shared informer with the kind's indexes added.
@@ -21,16 +23,16 @@
 //! nothing and logs at `debug`.
 
 use std::fmt::Debug;
-use std::sync::Arc;
 
 use kube::{Api, Client};
 use serde::de::DeserializeOwned;
 
 use crate::informer::SharedIndexInformer;
-use crate::lister::Lister;
 use crate::listwatch::ApiListerWatcher;
-use crate::object::{Object, ObjectKey};
-use crate::store::{Indexer, Indexers, StoreError};
+use crate::object::Object;
+use crate::store::Indexers;
+
+mod index_query;
 
 /// A Kubernetes kind whose indexes are declared with `#[derive(Reflect)]`.
 ///
@@ -115,81 +117,13 @@ pub trait Reflect: Object {
     }
 }
 
-/// Something that answers index queries about `K`s: a [`Lister`], an [`Indexer`]
-/// or a [`SharedIndexInformer`]. The generated `<Kind>Indexes` traits are
-/// implemented for every `IndexQuery<Kind>`.
-///
-/// Queries never fail: an index that is not registered answers nothing (and logs at
-/// `debug`), which is what an index with no matching object answers too.
-///
-/// # Example
-/// ```
-/// use std::sync::Arc;
-/// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::reflect::IndexQuery;
-/// use reflector_core::store::{Indexer, Indexers, Store};
-///
-/// let cache = Indexer::new(Indexers::new().with("by_name", |c: &ConfigMap| {
-///     c.metadata.name.clone().into_iter().collect()
-/// }));
-/// let mut cm = ConfigMap::default();
-/// cm.metadata.name = Some("a".into());
-/// cache.add(Arc::new(cm)).unwrap();
-/// assert_eq!(cache.query_index("by_name", "a").len(), 1);
-/// assert!(cache.query_index("no_such_index", "a").is_empty());
-/// ```
-pub trait IndexQuery<K> {
-    /// The objects whose index `index` has value `value`; empty when none has, or
-    /// when the index is not registered.
-    fn query_index(&self, index: &str, value: &str) -> Vec<Arc<K>>;
-
-    /// The keys of those objects, sorted.
-    fn query_index_keys(&self, index: &str, value: &str) -> Vec<ObjectKey>;
-}
-
-fn or_empty<T>(index: &str, r: Result<Vec<T>, StoreError>) -> Vec<T> {
-    r.unwrap_or_else(|e| {
-        tracing::debug!(index, error = %e, "index query on a missing index answers nothing");
-        Vec::new()
-    })
-}
-
-impl<K: Object> IndexQuery<K> for Indexer<K> {
-    fn query_index(&self, index: &str, value: &str) -> Vec<Arc<K>> {
-        or_empty(index, self.by_index(index, value))
-    }
-
-    fn query_index_keys(&self, index: &str, value: &str) -> Vec<ObjectKey> {
-        or_empty(index, self.index_keys(index, value))
-    }
-}
-
-impl<K: Object> IndexQuery<K> for Lister<K> {
-    fn query_index(&self, index: &str, value: &str) -> Vec<Arc<K>> {
-        self.indexer().query_index(index, value)
-    }
-
-    fn query_index_keys(&self, index: &str, value: &str) -> Vec<ObjectKey> {
-        self.indexer().query_index_keys(index, value)
-    }
-}
-
-impl<K: Object> IndexQuery<K> for SharedIndexInformer<K> {
-    fn query_index(&self, index: &str, value: &str) -> Vec<Arc<K>> {
-        self.indexer().query_index(index, value)
-    }
-
-    fn query_index_keys(&self, index: &str, value: &str) -> Vec<ObjectKey> {
-        self.indexer().query_index_keys(index, value)
-    }
-}
-
 /// Support for the code `#[derive(Reflect)]` generates. Not a public API: it changes
 /// with the derive.
 #[doc(hidden)]
 pub mod __private {
     use std::fmt::Display;
 
+    pub use super::index_query::IndexQuery;
     pub use kube::{Client, Resource};
     pub use serde::de::DeserializeOwned;
 

@@ -11,7 +11,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use prometheus_client::registry::Registry;
-use reflector_core::controller::{Action, Controller, ControllerError, Request};
+use reflector_core::controller::{Action, Controller, ControllerError, ErrorPolicy, Request};
 use reflector_core::informer::SharedIndexInformer;
 use reflector_core::lister::Lister;
 use reflector_core::listwatch::{FakeSource, ListWatchError};
@@ -47,6 +47,16 @@ fn key(name: &str) -> ObjectKey {
 
 fn informer<K: reflector_core::object::Object>(source: &FakeSource<K>) -> SharedIndexInformer<K> {
     SharedIndexInformer::new(source.clone())
+}
+
+/// A source holding ConfigMaps `names` and an informer over it.
+fn source_and_informer(names: &[&str]) -> (FakeSource<ConfigMap>, SharedIndexInformer<ConfigMap>) {
+    let source = FakeSource::<ConfigMap>::new();
+    for name in names {
+        source.add(cm(name));
+    }
+    let informer = informer(&source);
+    (source, informer)
 }
 
 /// Starts `informer` on its own task, stopped by the returned token.
@@ -87,6 +97,9 @@ struct Record {
 }
 
 impl Record {
+    fn shared() -> Arc<Self> {
+        Arc::new(Record::default())
+    }
     fn push(&self, key: &ObjectKey, present: bool) {
         self.calls
             .lock()
@@ -126,27 +139,74 @@ impl Record {
     }
 }
 
-type RunHandle = JoinHandle<Result<(), ControllerError>>;
+/// A controller running on its own task until [`Running::stop`] (or
+/// [`Running::cancel`]) shuts it down gracefully.
+struct Running {
+    cancel: CancellationToken,
+    task: JoinHandle<Result<(), ControllerError>>,
+}
 
-/// Runs `controller` on its own task until `cancel` fires; each reconcile records
-/// its key in `record`, then answers `answer(reconciles recorded so far)`.
+impl Running {
+    /// Runs `controller` with `reconcile` and `ctx` on a new task.
+    fn spawn<K, P, R, Fut, E, Ctx>(
+        controller: Controller<K, P>,
+        reconcile: R,
+        ctx: Arc<Ctx>,
+    ) -> Self
+    where
+        K: reflector_core::object::Object,
+        R: Fn(Request<K>, Arc<Ctx>) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Action, E>> + Send + 'static,
+        E: std::fmt::Display + Send + 'static,
+        P: ErrorPolicy<K, E, Ctx> + Send + Sync + 'static,
+        Ctx: Send + Sync + 'static,
+    {
+        let cancel = CancellationToken::new();
+        let run = controller
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(reconcile, ctx);
+        Running {
+            cancel,
+            task: tokio::spawn(run),
+        }
+    }
+
+    /// Starts the graceful shutdown.
+    fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// Whether `run` has returned.
+    fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// Waits for `run` to return.
+    async fn join(self) -> Result<(), ControllerError> {
+        self.task
+            .await
+            .expect("the controller's task did not panic")
+    }
+
+    /// Shuts the controller down and returns what `run` returned.
+    async fn stop(self) -> Result<(), ControllerError> {
+        self.cancel();
+        self.join().await
+    }
+}
+
+/// Runs `controller` on its own task; each reconcile records its key in `record`,
+/// then answers `answer(reconciles recorded so far)`.
 fn run_recorded(
     controller: Controller<ConfigMap>,
-    cancel: &CancellationToken,
     record: &Arc<Record>,
     answer: fn(usize) -> Result<Action, Fail>,
-) -> RunHandle {
-    tokio::spawn(
-        controller
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(
-                move |req: Request<ConfigMap>, rec: Arc<Record>| async move {
-                    rec.push(req.key.key(), true);
-                    answer(rec.len())
-                },
-                Arc::clone(record),
-            ),
-    )
+) -> Running {
+    let reconcile = move |req: Request<ConfigMap>, rec: Arc<Record>| async move {
+        rec.push(req.key.key(), true);
+        answer(rec.len())
+    };
+    Running::spawn(controller, reconcile, Arc::clone(record))
 }
 
 /// Records the key (and whether the request carried the object) and succeeds.
@@ -185,34 +245,30 @@ async fn concurrency_4_over_500_objects_one_worker_per_key_and_only_after_sync()
         before_sync: AtomicUsize::new(0),
         counts: Mutex::new(BTreeMap::new()),
     });
-    let cancel = CancellationToken::new();
     let controller = Controller::new(informer.clone()).concurrency(4);
-    let run: RunHandle = tokio::spawn(
-        controller
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(
-                |req: Request<_>, ctx: Arc<ConcurrencyCtx>| async move {
-                    let key = req.key.into_key();
-                    if !ctx.informer.has_synced() || ctx.lister.list().len() < 500 {
-                        ctx.before_sync.fetch_add(1, Ordering::SeqCst);
-                    }
-                    {
-                        let mut in_flight = ctx.in_flight.lock().unwrap();
-                        if !in_flight.insert(key.clone()) {
-                            ctx.overlaps.fetch_add(1, Ordering::SeqCst);
-                        }
-                        ctx.max_in_flight
-                            .fetch_max(in_flight.len(), Ordering::SeqCst);
-                    }
-                    for _ in 0..3 {
-                        tokio::task::yield_now().await;
-                    }
-                    ctx.in_flight.lock().unwrap().remove(&key);
-                    *ctx.counts.lock().unwrap().entry(key).or_default() += 1;
-                    Ok::<_, Fail>(Action::done())
-                },
-                Arc::clone(&ctx),
-            ),
+    let run = Running::spawn(
+        controller,
+        |req: Request<_>, ctx: Arc<ConcurrencyCtx>| async move {
+            let key = req.key.into_key();
+            if !ctx.informer.has_synced() || ctx.lister.list().len() < 500 {
+                ctx.before_sync.fetch_add(1, Ordering::SeqCst);
+            }
+            {
+                let mut in_flight = ctx.in_flight.lock().unwrap();
+                if !in_flight.insert(key.clone()) {
+                    ctx.overlaps.fetch_add(1, Ordering::SeqCst);
+                }
+                ctx.max_in_flight
+                    .fetch_max(in_flight.len(), Ordering::SeqCst);
+            }
+            for _ in 0..3 {
+                tokio::task::yield_now().await;
+            }
+            ctx.in_flight.lock().unwrap().remove(&key);
+            *ctx.counts.lock().unwrap().entry(key).or_default() += 1;
+            Ok::<_, Fail>(Action::done())
+        },
+        Arc::clone(&ctx),
     );
 
     eventually("500 keys reconciled", || {
@@ -232,8 +288,7 @@ async fn concurrency_4_over_500_objects_one_worker_per_key_and_only_after_sync()
         ctx.counts.lock().unwrap().values().all(|&n| n >= 2)
     })
     .await;
-    cancel.cancel();
-    run.await.unwrap().unwrap();
+    run.stop().await.unwrap();
 
     assert_eq!(
         ctx.before_sync.load(Ordering::SeqCst),
@@ -256,17 +311,13 @@ async fn concurrency_4_over_500_objects_one_worker_per_key_and_only_after_sync()
 /// the per-key exponential backoff of the default controller rate limiter.
 #[tokio::test(start_paused = true)]
 async fn always_failing_reconcile_backs_off_exponentially() {
-    let source = FakeSource::<ConfigMap>::new();
-    source.add(cm("a"));
-    let informer = informer(&source);
-    let record = Arc::new(Record::default());
-    let cancel = CancellationToken::new();
-    let run = run_recorded(Controller::new(informer), &cancel, &record, |_| {
+    let (_source, informer) = source_and_informer(&["a"]);
+    let record = Record::shared();
+    let run = run_recorded(Controller::new(informer), &record, |_| {
         Err::<Action, _>(Fail)
     });
     eventually("ten attempts", || record.len() >= 10).await;
-    cancel.cancel();
-    run.await.unwrap().unwrap();
+    run.stop().await.unwrap();
 
     let times = record.times(&key("a"));
     let delays: Vec<Duration> = times.windows(2).map(|w| w[1] - w[0]).take(9).collect();
@@ -281,15 +332,12 @@ async fn always_failing_reconcile_backs_off_exponentially() {
 /// 5 ms again.
 #[tokio::test(start_paused = true)]
 async fn success_resets_the_backoff() {
-    let source = FakeSource::<ConfigMap>::new();
-    let informer = informer(&source);
+    let (source, informer) = source_and_informer(&[]);
     source.add(cm("a"));
-    let record = Arc::new(Record::default());
-    let cancel = CancellationToken::new();
+    let record = Record::shared();
     // Fails three times, succeeds, then (after a change) fails twice more.
     let run = run_recorded(
         Controller::new(informer),
-        &cancel,
         &record,
         |attempts| match attempts {
             1..=3 | 5..=6 => Err(Fail),
@@ -302,8 +350,7 @@ async fn success_resets_the_backoff() {
     changed.data = Some([("k".to_owned(), "v".to_owned())].into());
     source.modify(changed);
     eventually("seven attempts", || record.len() == 7).await;
-    cancel.cancel();
-    run.await.unwrap().unwrap();
+    run.stop().await.unwrap();
 
     let t = record.times(&key("a"));
     assert_eq!(t[1] - t[0], Duration::from_millis(5));
@@ -317,12 +364,9 @@ async fn success_resets_the_backoff() {
 /// `Action::requeue_after(d)` reconciles the key again exactly `d` later, once.
 #[tokio::test(start_paused = true)]
 async fn requeue_after_is_honoured() {
-    let source = FakeSource::<ConfigMap>::new();
-    source.add(cm("a"));
-    let informer = informer(&source);
-    let record = Arc::new(Record::default());
-    let cancel = CancellationToken::new();
-    let run = run_recorded(Controller::new(informer), &cancel, &record, |attempts| {
+    let (_source, informer) = source_and_informer(&["a"]);
+    let record = Record::shared();
+    let run = run_recorded(Controller::new(informer), &record, |attempts| {
         if attempts == 1 {
             Ok::<_, Fail>(Action::requeue_after(Duration::from_secs(30)))
         } else {
@@ -334,8 +378,7 @@ async fn requeue_after_is_honoured() {
     assert_eq!(record.len(), 1, "requeued too early");
     eventually("second reconcile", || record.len() == 2).await;
     settle(Duration::from_secs(120)).await;
-    cancel.cancel();
-    run.await.unwrap().unwrap();
+    run.stop().await.unwrap();
 
     let t = record.times(&key("a"));
     assert_eq!(t.len(), 2, "requeued more than once");
@@ -387,16 +430,12 @@ async fn gated_reconcile(req: Request<ConfigMap>, ctx: Arc<GateCtx>) -> Result<A
 /// more afterwards: at most twice in all.
 #[tokio::test(start_paused = true)]
 async fn key_added_100_times_while_processing_is_reconciled_at_most_twice() {
-    let source = FakeSource::<ConfigMap>::new();
-    source.add(cm("a"));
-    let informer = informer(&source);
+    let (source, informer) = source_and_informer(&["a"]);
     let ctx = GateCtx::new(informer.lister());
-    let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(
-        Controller::new(informer.clone())
-            .concurrency(4)
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(gated_reconcile, Arc::clone(&ctx)),
+    let run = Running::spawn(
+        Controller::new(informer.clone()).concurrency(4),
+        gated_reconcile,
+        Arc::clone(&ctx),
     );
     ctx.entered.notified().await;
     let mut last = String::new();
@@ -413,8 +452,7 @@ async fn key_added_100_times_while_processing_is_reconciled_at_most_twice() {
     assert_eq!(ctx.record.len(), 1, "reconciled concurrently with itself");
     ctx.gate.notify_one();
     settle(Duration::from_secs(60)).await;
-    cancel.cancel();
-    run.await.unwrap().unwrap();
+    run.stop().await.unwrap();
 
     assert_eq!(ctx.record.count(&key("a")), 2);
 }
@@ -428,17 +466,11 @@ async fn deleted_primary_is_reconciled_and_sees_it_gone() {
     let informer = informer(&source);
     let ctx = GateCtx::new(informer.lister());
     ctx.gate.notify_one(); // no waiting
-    let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(
-        Controller::new(informer)
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(gated_reconcile, Arc::clone(&ctx)),
-    );
+    let run = Running::spawn(Controller::new(informer), gated_reconcile, Arc::clone(&ctx));
     eventually("reconciled while present", || ctx.record.len() == 1).await;
     source.delete(a);
     eventually("reconciled after delete", || ctx.record.len() == 2).await;
-    cancel.cancel();
-    run.await.unwrap().unwrap();
+    run.stop().await.unwrap();
 
     let calls = ctx.record.calls.lock().unwrap();
     assert_eq!(calls[0].0, key("a"));
@@ -474,8 +506,7 @@ async fn owned_children_and_watches_mapper_map_to_primary_keys() {
     }
     let config_maps = FakeSource::<ConfigMap>::new();
     let secrets = FakeSource::<Secret>::new();
-    let record = Arc::new(Record::default());
-    let cancel = CancellationToken::new();
+    let record = Record::shared();
     let controller = Controller::new(informer(&deployments))
         .owns(informer(&config_maps))
         .watches(informer(&secrets), |s: &Secret| {
@@ -485,11 +516,7 @@ async fn owned_children_and_watches_mapper_map_to_primary_keys() {
                 .and_then(|l| l.get("app"))
                 .map(|app| ObjectRef::new(s.metadata.namespace.as_deref(), app))
         });
-    let run: RunHandle = tokio::spawn(
-        controller
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(record_and_succeed, Arc::clone(&record)),
-    );
+    let run = Running::spawn(controller, record_and_succeed, Arc::clone(&record));
     eventually("initial reconciles", || record.len() == 2).await;
     assert_eq!(record.keys(), [key("api"), key("web")].into());
     record.clear();
@@ -516,34 +543,29 @@ async fn owned_children_and_watches_mapper_map_to_primary_keys() {
     secrets.add(secret);
     eventually("secret mapped", || record.len() == 4).await;
     assert_eq!(record.count(&key("api")), 1);
-    cancel.cancel();
-    run.await.unwrap().unwrap();
+    run.stop().await.unwrap();
 }
 
 /// On cancel, the reconcile in flight finishes, no further key is taken, `run`
 /// returns `Ok`, and no task keeps the context alive.
 #[tokio::test(start_paused = true)]
 async fn shutdown_with_work_in_flight_completes() {
-    let source = FakeSource::<ConfigMap>::new();
-    source.add(cm("a"));
-    source.add(cm("b"));
-    let informer = informer(&source);
+    let (_source, informer) = source_and_informer(&["a", "b"]);
     let ctx = GateCtx::new(informer.lister());
-    let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(
-        Controller::new(informer.clone())
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(gated_reconcile, Arc::clone(&ctx)),
+    let run = Running::spawn(
+        Controller::new(informer.clone()),
+        gated_reconcile,
+        Arc::clone(&ctx),
     );
     ctx.entered.notified().await;
-    cancel.cancel();
+    run.cancel();
     settle(Duration::from_secs(10)).await;
     assert!(
         !run.is_finished(),
         "run returned with a reconcile in flight"
     );
     ctx.gate.notify_one();
-    run.await.unwrap().unwrap();
+    run.join().await.unwrap();
 
     assert!(ctx.finished.load(Ordering::SeqCst));
     assert_eq!(ctx.record.len(), 1, "a key was taken after cancel");
@@ -562,21 +584,16 @@ async fn shutdown_with_work_in_flight_completes() {
 /// returns `GracefulShutdownTimeout` exactly at the timeout and drops the reconcile.
 #[tokio::test(start_paused = true)]
 async fn shutdown_aborts_reconciles_after_graceful_timeout() {
-    let source = FakeSource::<ConfigMap>::new();
-    source.add(cm("a"));
-    let informer = informer(&source);
+    let (_source, informer) = source_and_informer(&["a"]);
     let ctx = GateCtx::new(informer.lister());
-    let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(
-        Controller::new(informer)
-            .graceful_shutdown_timeout(Duration::from_secs(5))
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(gated_reconcile, Arc::clone(&ctx)),
+    let run = Running::spawn(
+        Controller::new(informer).graceful_shutdown_timeout(Duration::from_secs(5)),
+        gated_reconcile,
+        Arc::clone(&ctx),
     );
     ctx.entered.notified().await;
     let cancelled_at = Instant::now();
-    cancel.cancel();
-    let result = run.await.unwrap();
+    let result = run.stop().await;
     assert_eq!(cancelled_at.elapsed(), Duration::from_secs(5));
     assert!(
         matches!(
@@ -598,24 +615,19 @@ async fn shutdown_aborts_reconciles_after_graceful_timeout() {
 /// them: nothing is reconciled until their owner starts them.
 #[tokio::test(start_paused = true)]
 async fn run_waits_for_informers_started_elsewhere() {
-    let source = FakeSource::<ConfigMap>::new();
-    source.add(cm("a"));
-    let informer = informer(&source);
-    let record = Arc::new(Record::default());
-    let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(
-        Controller::new(informer.clone())
-            .start_informers(false)
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(record_and_succeed, Arc::clone(&record)),
+    let (_source, informer) = source_and_informer(&["a"]);
+    let record = Record::shared();
+    let run = Running::spawn(
+        Controller::new(informer.clone()).start_informers(false),
+        record_and_succeed,
+        Arc::clone(&record),
     );
     settle(Duration::from_secs(10)).await;
     assert!(!informer.has_started());
     assert_eq!(record.len(), 0);
     let (informer_cancel, informer_task) = start_informer(&informer);
     eventually("reconciled once started", || record.len() == 1).await;
-    cancel.cancel();
-    run.await.unwrap().unwrap();
+    run.stop().await.unwrap();
     assert!(
         !informer.is_stopped(),
         "run stopped an informer it did not start"
@@ -650,22 +662,17 @@ async fn no_reconcile_before_every_informer_has_synced() {
         config_maps: informer(&config_maps),
         before_sync: AtomicUsize::new(0),
     });
-    let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(
-        Controller::new(ctx.deployments.clone())
-            .owns(ctx.config_maps.clone())
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(
-                |req: Request<_>, ctx: Arc<SyncCtx>| async move {
-                    let key = req.key.into_key();
-                    if !ctx.deployments.has_synced() || !ctx.config_maps.has_synced() {
-                        ctx.before_sync.fetch_add(1, Ordering::SeqCst);
-                    }
-                    ctx.record.push(&key, true);
-                    Ok::<_, Fail>(Action::done())
-                },
-                Arc::clone(&ctx),
-            ),
+    let run = Running::spawn(
+        Controller::new(ctx.deployments.clone()).owns(ctx.config_maps.clone()),
+        |req: Request<_>, ctx: Arc<SyncCtx>| async move {
+            let key = req.key.into_key();
+            if !ctx.deployments.has_synced() || !ctx.config_maps.has_synced() {
+                ctx.before_sync.fetch_add(1, Ordering::SeqCst);
+            }
+            ctx.record.push(&key, true);
+            Ok::<_, Fail>(Action::done())
+        },
+        Arc::clone(&ctx),
     );
     eventually("primary synced", || ctx.deployments.has_synced()).await;
     settle(Duration::from_secs(20)).await;
@@ -676,8 +683,7 @@ async fn no_reconcile_before_every_informer_has_synced() {
     );
     config_maps.clear_list_error();
     eventually("reconciled after sync", || ctx.record.len() == 1).await;
-    cancel.cancel();
-    run.await.unwrap().unwrap();
+    run.stop().await.unwrap();
     assert_eq!(ctx.before_sync.load(Ordering::SeqCst), 0);
     assert_eq!(ctx.record.keys(), [key("web")].into());
 }
@@ -686,8 +692,7 @@ async fn no_reconcile_before_every_informer_has_synced() {
 /// timeout, without reconciling.
 #[tokio::test(start_paused = true)]
 async fn cache_sync_timeout_is_reported() {
-    let source = FakeSource::<ConfigMap>::new();
-    let informer = informer(&source);
+    let (_source, informer) = source_and_informer(&[]);
     let cancel = CancellationToken::new();
     let started = Instant::now();
     let run = Controller::new(informer)
@@ -718,18 +723,14 @@ async fn cache_sync_timeout_is_reported() {
 /// worker survives.
 #[tokio::test(start_paused = true)]
 async fn panicking_reconcile_is_retried_with_backoff() {
-    let source = FakeSource::<ConfigMap>::new();
-    source.add(cm("a"));
-    let informer = informer(&source);
-    let record = Arc::new(Record::default());
-    let cancel = CancellationToken::new();
-    let run = run_recorded(Controller::new(informer), &cancel, &record, |attempts| {
+    let (_source, informer) = source_and_informer(&["a"]);
+    let record = Record::shared();
+    let run = run_recorded(Controller::new(informer), &record, |attempts| {
         assert!(attempts > 2, "panics on the first two attempts");
         Ok::<_, Fail>(Action::done())
     });
     eventually("third attempt", || record.len() == 3).await;
-    cancel.cancel();
-    run.await.unwrap().unwrap();
+    run.stop().await.unwrap();
     let t = record.times(&key("a"));
     assert_eq!(t[1] - t[0], Duration::from_millis(5));
     assert_eq!(t[2] - t[1], Duration::from_millis(10));
@@ -756,29 +757,25 @@ async fn metrics_report_what_the_controller_did() {
     let informer = informer(&source);
     let mut registry = Registry::default();
     let metrics = Metrics::registered(&mut registry);
-    let record = Arc::new(Record::default());
-    let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(
+    let record = Record::shared();
+    let run = Running::spawn(
         Controller::new(informer.clone())
             .name("cms")
             .concurrency(2)
-            .metrics(&metrics)
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(
-                |req: Request<_>, rec: Arc<Record>| async move {
-                    let key = req.key.into_key();
-                    rec.push(&key, true);
-                    let first = rec.count(&key) == 1;
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                    match key.name() {
-                        "b" if first => Err(Fail),
-                        "c" if first => Ok(Action::requeue_after(Duration::from_secs(1))),
-                        "d" if first => Ok(Action::requeue_rate_limited()),
-                        _ => Ok(Action::done()),
-                    }
-                },
-                Arc::clone(&record),
-            ),
+            .metrics(&metrics),
+        |req: Request<_>, rec: Arc<Record>| async move {
+            let key = req.key.into_key();
+            rec.push(&key, true);
+            let first = rec.count(&key) == 1;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            match key.name() {
+                "b" if first => Err(Fail),
+                "c" if first => Ok(Action::requeue_after(Duration::from_secs(1))),
+                "d" if first => Ok(Action::requeue_rate_limited()),
+                _ => Ok(Action::done()),
+            }
+        },
+        Arc::clone(&record),
     );
     eventually("seven reconciles", || record.len() == 7).await;
     let mut changed = cm("a");
@@ -894,25 +891,20 @@ async fn metrics_report_what_the_controller_did() {
             "{name}"
         );
     }
-    cancel.cancel();
-    run.await.unwrap().unwrap();
+    run.stop().await.unwrap();
 }
 
 /// While a reconcile runs, `controller_runtime_active_workers` counts it.
 #[tokio::test(start_paused = true)]
 async fn active_workers_counts_reconciles_in_flight() {
-    let source = FakeSource::<ConfigMap>::new();
-    source.add(cm("a"));
-    let informer = informer(&source);
+    let (_source, informer) = source_and_informer(&["a"]);
     let mut registry = Registry::default();
     let metrics = Metrics::registered(&mut registry);
     let ctx = GateCtx::new(informer.lister());
-    let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(
-        Controller::new(informer)
-            .metrics(&metrics)
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(gated_reconcile, Arc::clone(&ctx)),
+    let run = Running::spawn(
+        Controller::new(informer).metrics(&metrics),
+        gated_reconcile,
+        Arc::clone(&ctx),
     );
     ctx.entered.notified().await;
     let series = "controller_runtime_active_workers{controller=\"configmap\"}";
@@ -920,37 +912,30 @@ async fn active_workers_counts_reconciles_in_flight() {
     ctx.gate.notify_one();
     settle(Duration::from_secs(1)).await;
     assert_eq!(value(&render_metrics(&registry), series), 0.0);
-    cancel.cancel();
-    run.await.unwrap().unwrap();
+    run.stop().await.unwrap();
 }
 
 /// The request carries the object as cached when a worker takes the key: a key
 /// queued while its object changed three times is reconciled with the last state.
 #[tokio::test(start_paused = true)]
 async fn request_carries_the_latest_cached_object() {
-    let source = FakeSource::<ConfigMap>::new();
-    source.add(cm("a"));
-    let informer = informer(&source);
+    let (source, informer) = source_and_informer(&["a"]);
     let ctx = GateCtx::new(informer.lister());
     let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
-    let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(
-        Controller::new(informer.clone())
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(
-                {
-                    let seen = Arc::clone(&seen);
-                    move |req: Request<ConfigMap>, ctx: Arc<GateCtx>| {
-                        let data = req
-                            .object
-                            .as_ref()
-                            .and_then(|o| o.data.as_ref()?.get("v").cloned());
-                        seen.lock().unwrap().push(data);
-                        gated_reconcile(req, ctx)
-                    }
-                },
-                Arc::clone(&ctx),
-            ),
+    let run = Running::spawn(
+        Controller::new(informer.clone()),
+        {
+            let seen = Arc::clone(&seen);
+            move |req: Request<ConfigMap>, ctx: Arc<GateCtx>| {
+                let data = req
+                    .object
+                    .as_ref()
+                    .and_then(|o| o.data.as_ref()?.get("v").cloned());
+                seen.lock().unwrap().push(data);
+                gated_reconcile(req, ctx)
+            }
+        },
+        Arc::clone(&ctx),
     );
     ctx.entered.notified().await;
     for v in ["1", "2", "3"] {
@@ -961,8 +946,7 @@ async fn request_carries_the_latest_cached_object() {
     settle(Duration::from_secs(1)).await;
     ctx.gate.notify_one();
     eventually("reconciled again", || ctx.record.len() == 2).await;
-    cancel.cancel();
-    run.await.unwrap().unwrap();
+    run.stop().await.unwrap();
     assert_eq!(*seen.lock().unwrap(), [None, Some("3".to_owned())]);
 }
 
@@ -972,25 +956,20 @@ async fn request_carries_the_latest_cached_object() {
 async fn anyhow_errors_are_retried_with_backoff() {
     let source = FakeSource::<ConfigMap>::new();
     source.add(cm("a"));
-    let record = Arc::new(Record::default());
-    let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(
-        Controller::new(informer(&source))
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(
-                |req: Request<ConfigMap>, rec: Arc<Record>| async move {
-                    let key = req.key.into_key();
-                    rec.push(&key, req.object.is_some());
-                    anyhow::ensure!(rec.len() > 3, "attempt {} of {key} fails", rec.len());
-                    Ok(Action::done())
-                },
-                Arc::clone(&record),
-            ),
+    let record = Record::shared();
+    let run = Running::spawn(
+        Controller::new(informer(&source)),
+        |req: Request<ConfigMap>, rec: Arc<Record>| async move {
+            let key = req.key.into_key();
+            rec.push(&key, req.object.is_some());
+            anyhow::ensure!(rec.len() > 3, "attempt {} of {key} fails", rec.len());
+            Ok(Action::done())
+        },
+        Arc::clone(&record),
     );
     eventually("fourth attempt", || record.len() == 4).await;
     settle(Duration::from_secs(5)).await;
-    cancel.cancel();
-    run.await.unwrap().unwrap();
+    run.stop().await.unwrap();
     let t = record.times(&key("a"));
     assert_eq!(t.len(), 4, "retried after the success");
     let delays: Vec<Duration> = t.windows(2).map(|w| w[1] - w[0]).collect();
@@ -1015,35 +994,31 @@ async fn error_policy_decides_what_follows_a_failure() {
     let source = FakeSource::<ConfigMap>::new();
     source.add(cm("bad"));
     source.add(cm("flaky"));
-    let record = Arc::new(Record::default());
-    let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(
-        Controller::new(informer(&source))
-            .error_policy(|key: &ObjectRef<ConfigMap>, e: &Error, _: Arc<Record>| {
+    let record = Record::shared();
+    let run = Running::spawn(
+        Controller::new(informer(&source)).error_policy(
+            |key: &ObjectRef<ConfigMap>, e: &Error, _: Arc<Record>| {
                 assert_eq!(key.namespace(), Some("ns"));
                 match e {
                     Error::Invalid => Action::done(),
                     Error::Unavailable => Action::requeue_after(Duration::from_secs(7)),
                 }
-            })
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(
-                |req: Request<ConfigMap>, rec: Arc<Record>| async move {
-                    let key = req.key.into_key();
-                    rec.push(&key, true);
-                    match key.name() {
-                        "bad" => Err(Error::Invalid),
-                        _ if rec.count(&key) == 1 => Err(Error::Unavailable),
-                        _ => Ok(Action::done()),
-                    }
-                },
-                Arc::clone(&record),
-            ),
+            },
+        ),
+        |req: Request<ConfigMap>, rec: Arc<Record>| async move {
+            let key = req.key.into_key();
+            rec.push(&key, true);
+            match key.name() {
+                "bad" => Err(Error::Invalid),
+                _ if rec.count(&key) == 1 => Err(Error::Unavailable),
+                _ => Ok(Action::done()),
+            }
+        },
+        Arc::clone(&record),
     );
     eventually("flaky retried", || record.count(&key("flaky")) == 2).await;
     settle(Duration::from_secs(60)).await;
-    cancel.cancel();
-    run.await.unwrap().unwrap();
+    run.stop().await.unwrap();
     assert_eq!(record.count(&key("bad")), 1, "a terminal error was retried");
     let t = record.times(&key("flaky"));
     assert_eq!(t[1] - t[0], Duration::from_secs(7));
@@ -1074,18 +1049,16 @@ async fn first_reconcile_runs_at_sync_without_polling() {
             })
             .unwrap();
     }
-    let record = Arc::new(Record::default());
-    let cancel = CancellationToken::new();
-    let run: RunHandle = tokio::spawn(
-        Controller::new(informer)
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(record_and_succeed, Arc::clone(&record)),
+    let record = Record::shared();
+    let run = Running::spawn(
+        Controller::new(informer),
+        record_and_succeed,
+        Arc::clone(&record),
     );
     tokio::time::sleep(Duration::from_millis(1_234)).await;
     source.clear_list_error();
     eventually("reconciled", || record.len() == 1).await;
-    cancel.cancel();
-    run.await.unwrap().unwrap();
+    run.stop().await.unwrap();
     let synced = synced_at.lock().unwrap().expect("initial add seen");
     let reconciled = record.times(&key("a"))[0];
     assert!(

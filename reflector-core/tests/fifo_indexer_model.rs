@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use proptest::prelude::*;
-use reflector_core::fifo::{DeltaFifo, DeltaType, PoppedItem};
-use reflector_core::object::ObjectKey;
+use reflector_core::fifo::{DeltaFifo, DeltaType, Deltas};
+use reflector_core::object::{ObjectKey, deletion_handling_key};
 use reflector_core::store::{Indexer, Indexers, Store};
 
 mod support;
@@ -58,34 +58,39 @@ struct Observed {
 }
 
 /// Applies one popped item to the indexer as the informer's processDeltas does.
-fn apply(indexer: &Indexer<ConfigMap>, item: PoppedItem<ConfigMap>, seen: &mut Observed) {
-    for d in item.deltas.into_vec() {
+fn apply(indexer: &Indexer<ConfigMap>, deltas: Deltas<ConfigMap>, seen: &mut Observed) {
+    let newest = &deltas
+        .newest()
+        .expect("a popped Deltas is never empty")
+        .object;
+    let key = deletion_handling_key(newest).expect("the FIFO keyed it");
+    for d in deltas.into_vec() {
         match d.delta_type {
             DeltaType::Deleted => {
                 if d.object.is_tombstone() {
                     seen.tombstones += 1;
                 }
-                indexer.delete_by_key(&item.key);
-                *seen.deletes.entry(item.key.to_string()).or_default() += 1;
+                indexer.delete_by_key(&key);
+                *seen.deletes.entry(key.to_string()).or_default() += 1;
             }
             _ => {
                 let obj = Arc::clone(d.object.object());
-                if indexer.get_by_key(&item.key).is_some() {
+                if indexer.get_by_key(&key).is_some() {
                     indexer.update(obj).unwrap();
                 } else {
                     indexer.add(obj).unwrap();
                 }
-                seen.ever_cached.insert(item.key.to_string());
+                seen.ever_cached.insert(key.to_string());
             }
         }
     }
 }
 
-fn pop_now(fifo: &DeltaFifo<ConfigMap>) -> Option<PoppedItem<ConfigMap>> {
+fn pop_now(fifo: &DeltaFifo<ConfigMap>) -> Option<Deltas<ConfigMap>> {
     if fifo.is_empty() {
         return None;
     }
-    futures::executor::block_on(fifo.pop_item()).ok()
+    futures::executor::block_on(fifo.pop(|deltas, _| deltas)).ok()
 }
 
 proptest! {

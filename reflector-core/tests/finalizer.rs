@@ -73,22 +73,48 @@ async fn reconcile(
         .await
 }
 
-/// Runs the controller until the returned token is cancelled.
-fn start(
-    server: &ApiServer,
-    ctx: &Arc<Ctx>,
-) -> (
-    CancellationToken,
-    tokio::task::JoinHandle<Result<(), ControllerError>>,
-) {
-    let stop = CancellationToken::new();
+/// The controller over the `NS` ConfigMaps, running on its own task until
+/// [`Running::stop`].
+struct Running {
+    stop: CancellationToken,
+    run: tokio::task::JoinHandle<Result<(), ControllerError>>,
+}
+
+impl Running {
+    /// Starts the controller with `ctx`.
+    fn start(server: &ApiServer, ctx: &Arc<Ctx>) -> Self {
+        let stop = CancellationToken::new();
+        let api = Api::<ConfigMap>::namespaced(server.client(), NS);
+        let run = tokio::spawn(
+            Controller::for_api(api)
+                .graceful_shutdown_on(stop.clone().cancelled_owned())
+                .run(reconcile, Arc::clone(ctx)),
+        );
+        Running { stop, run }
+    }
+
+    /// Shuts the controller down; it must return `Ok`.
+    async fn stop(self) {
+        self.stop.cancel();
+        self.run.await.unwrap().unwrap();
+    }
+}
+
+/// A server holding `obj` in `NS`, and the `NS` ConfigMaps.
+async fn serve(obj: &ConfigMap) -> (ApiServer, Api<ConfigMap>) {
+    let server = ApiServer::start().await.unwrap();
     let api = Api::<ConfigMap>::namespaced(server.client(), NS);
-    let run = tokio::spawn(
-        Controller::for_api(api)
-            .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(reconcile, Arc::clone(ctx)),
-    );
-    (stop, run)
+    api.create(&PostParams::default(), obj).await.unwrap();
+    (server, api)
+}
+
+/// Starts the controller (its first `failing_cleanups` cleanups fail) and waits
+/// for its first apply.
+async fn applied(server: &ApiServer, failing_cleanups: usize) -> (Arc<Ctx>, Running) {
+    let ctx = Ctx::new(server.client(), failing_cleanups);
+    let running = Running::start(server, &ctx);
+    eventually("applied", || ctx.applies.load(Ordering::SeqCst) >= 1).await;
+    (ctx, running)
 }
 
 async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
@@ -121,12 +147,8 @@ fn finalizers(c: &ConfigMap) -> Vec<String> {
 /// then the object is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cleanup_runs_once_per_deletion_even_when_the_removal_is_retried() {
-    let server = ApiServer::start().await.unwrap();
-    let api = Api::<ConfigMap>::namespaced(server.client(), NS);
-    api.create(&PostParams::default(), &cm("a")).await.unwrap();
-    let ctx = Ctx::new(server.client(), 0);
-    let (stop, run) = start(&server, &ctx);
-    eventually("applied", || ctx.applies.load(Ordering::SeqCst) >= 1).await;
+    let (server, api) = serve(&cm("a")).await;
+    let (ctx, running) = applied(&server, 0).await;
     assert_eq!(finalizers(&stored(&server, "a").unwrap()), [NAME]);
 
     // The next PATCH (the finalizer's removal) fails once.
@@ -135,26 +157,20 @@ async fn cleanup_runs_once_per_deletion_even_when_the_removal_is_retried() {
     eventually("object gone", || stored(&server, "a").is_none()).await;
     assert_eq!(server.fault_hits(fault), 1, "the removal was not retried");
     assert_eq!(ctx.cleanups.load(Ordering::SeqCst), 1, "cleanup ran twice");
-    stop.cancel();
-    run.await.unwrap().unwrap();
+    running.stop().await;
 }
 
 /// A cleanup that fails is retried (the finalizer stays meanwhile); the one that
 /// succeeds removes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_cleanup_is_retried_and_keeps_the_finalizer() {
-    let server = ApiServer::start().await.unwrap();
-    let api = Api::<ConfigMap>::namespaced(server.client(), NS);
-    api.create(&PostParams::default(), &cm("b")).await.unwrap();
-    let ctx = Ctx::new(server.client(), 2);
-    let (stop, run) = start(&server, &ctx);
-    eventually("applied", || ctx.applies.load(Ordering::SeqCst) >= 1).await;
+    let (server, api) = serve(&cm("b")).await;
+    let (ctx, running) = applied(&server, 2).await;
     api.delete("b", &DeleteParams::default()).await.unwrap();
     eventually("object gone", || stored(&server, "b").is_none()).await;
     assert_eq!(ctx.failing_cleanups.load(Ordering::SeqCst), 0, "no retry");
     assert_eq!(ctx.cleanups.load(Ordering::SeqCst), 1);
-    stop.cancel();
-    run.await.unwrap().unwrap();
+    running.stop().await;
 }
 
 /// An object being deleted never gets the finalizer back: with another finalizer
@@ -162,14 +178,10 @@ async fn failed_cleanup_is_retried_and_keeps_the_finalizer() {
 /// changes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finalizer_is_never_added_back_during_deletion() {
-    let server = ApiServer::start().await.unwrap();
-    let api = Api::<ConfigMap>::namespaced(server.client(), NS);
     let mut held = cm("c");
     held.metadata.finalizers = Some(vec!["other.example.com/keep".into()]);
-    api.create(&PostParams::default(), &held).await.unwrap();
-    let ctx = Ctx::new(server.client(), 0);
-    let (stop, run) = start(&server, &ctx);
-    eventually("applied", || ctx.applies.load(Ordering::SeqCst) >= 1).await;
+    let (server, api) = serve(&held).await;
+    let (ctx, running) = applied(&server, 0).await;
     api.delete("c", &DeleteParams::default()).await.unwrap();
     eventually("our finalizer removed", || {
         stored(&server, "c").is_some_and(|c| finalizers(&c) == ["other.example.com/keep"])
@@ -187,25 +199,21 @@ async fn finalizer_is_never_added_back_during_deletion() {
     assert!(c.metadata.deletion_timestamp.is_some());
     assert_eq!(finalizers(&c), ["other.example.com/keep"]);
     assert_eq!(ctx.cleanups.load(Ordering::SeqCst), 1);
-    stop.cancel();
-    run.await.unwrap().unwrap();
+    running.stop().await;
 }
 
 /// An object deleted while the controller is down waits on its finalizer; the
 /// controller cleans it up when it comes back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn object_deleted_while_down_is_cleaned_up_on_return() {
-    let server = ApiServer::start().await.unwrap();
-    let api = Api::<ConfigMap>::namespaced(server.client(), NS);
-    api.create(&PostParams::default(), &cm("d")).await.unwrap();
+    let (server, api) = serve(&cm("d")).await;
     let first = Ctx::new(server.client(), 0);
-    let (stop, run) = start(&server, &first);
+    let running = Running::start(&server, &first);
     eventually("finalizer added", || {
         stored(&server, "d").is_some_and(|c| finalizers(&c) == [NAME])
     })
     .await;
-    stop.cancel();
-    run.await.unwrap().unwrap();
+    running.stop().await;
 
     api.delete("d", &DeleteParams::default()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -214,10 +222,9 @@ async fn object_deleted_while_down_is_cleaned_up_on_return() {
         "the finalizer did not hold the object"
     );
     let second = Ctx::new(server.client(), 0);
-    let (stop, run) = start(&server, &second);
+    let running = Running::start(&server, &second);
     eventually("object gone", || stored(&server, "d").is_none()).await;
     assert_eq!(second.cleanups.load(Ordering::SeqCst), 1);
     assert_eq!(first.cleanups.load(Ordering::SeqCst), 0);
-    stop.cancel();
-    run.await.unwrap().unwrap();
+    running.stop().await;
 }

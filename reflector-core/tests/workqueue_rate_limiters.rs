@@ -6,22 +6,28 @@ use reflector_core::workqueue::{self as wq, RateLimiter};
 
 const MS: Duration = Duration::from_millis(1);
 
-#[test]
-fn item_exponential_failure_rate_limiter() {
-    let limiter = wq::item_exponential_failure_rate_limiter(MS, Duration::from_secs(1));
-
-    for expected in [1, 2, 4, 8, 16] {
-        assert_eq!(limiter.when(&"one"), expected * MS);
+/// client-go's per-item script: item "one" fails five times and waits `one`, item
+/// "two" fails twice and starts at the beginning of `one`, each item's count is its
+/// failures, and a forgotten "one" starts over.
+fn assert_per_item_delays(limiter: &dyn RateLimiter<&'static str>, one: [Duration; 5]) {
+    for (i, expected) in one.into_iter().enumerate() {
+        assert_eq!(limiter.when(&"one"), expected, "failure #{i} of one");
     }
     assert_eq!(limiter.num_requeues(&"one"), 5);
 
-    assert_eq!(limiter.when(&"two"), MS);
-    assert_eq!(limiter.when(&"two"), 2 * MS);
+    assert_eq!(limiter.when(&"two"), one[0]);
+    assert_eq!(limiter.when(&"two"), one[1]);
     assert_eq!(limiter.num_requeues(&"two"), 2);
 
     limiter.forget(&"one");
     assert_eq!(limiter.num_requeues(&"one"), 0);
-    assert_eq!(limiter.when(&"one"), MS);
+    assert_eq!(limiter.when(&"one"), one[0]);
+}
+
+#[test]
+fn item_exponential_failure_rate_limiter() {
+    let limiter = wq::item_exponential_failure_rate_limiter(MS, Duration::from_secs(1));
+    assert_per_item_delays(&limiter, [1, 2, 4, 8, 16].map(|n| n * MS));
 }
 
 #[test]
@@ -54,59 +60,21 @@ fn item_exponential_failure_rate_limiter_over_flow() {
 #[test]
 fn item_fast_slow_rate_limiter() {
     let limiter = wq::item_fast_slow_rate_limiter(5 * MS, Duration::from_secs(10), 3);
-
-    for expected in [
-        5 * MS,
-        5 * MS,
-        5 * MS,
-        Duration::from_secs(10),
-        Duration::from_secs(10),
-    ] {
-        assert_eq!(limiter.when(&"one"), expected);
-    }
-    assert_eq!(limiter.num_requeues(&"one"), 5);
-
-    assert_eq!(limiter.when(&"two"), 5 * MS);
-    assert_eq!(limiter.when(&"two"), 5 * MS);
-    assert_eq!(limiter.num_requeues(&"two"), 2);
-
-    limiter.forget(&"one");
-    assert_eq!(limiter.num_requeues(&"one"), 0);
-    assert_eq!(limiter.when(&"one"), 5 * MS);
+    let slow = Duration::from_secs(10);
+    assert_per_item_delays(&limiter, [5 * MS, 5 * MS, 5 * MS, slow, slow]);
 }
 
 #[test]
 fn max_of_rate_limiter() {
+    let slow = Duration::from_secs(3);
     let limiter = wq::max_of_rate_limiter::<&str>(vec![
-        Box::new(wq::item_fast_slow_rate_limiter(
-            5 * MS,
-            Duration::from_secs(3),
-            3,
-        )),
+        Box::new(wq::item_fast_slow_rate_limiter(5 * MS, slow, 3)),
         Box::new(wq::item_exponential_failure_rate_limiter(
             MS,
             Duration::from_secs(1),
         )),
     ]);
-
-    for expected in [
-        5 * MS,
-        5 * MS,
-        5 * MS,
-        Duration::from_secs(3),
-        Duration::from_secs(3),
-    ] {
-        assert_eq!(limiter.when(&"one"), expected);
-    }
-    assert_eq!(limiter.num_requeues(&"one"), 5);
-
-    assert_eq!(limiter.when(&"two"), 5 * MS);
-    assert_eq!(limiter.when(&"two"), 5 * MS);
-    assert_eq!(limiter.num_requeues(&"two"), 2);
-
-    limiter.forget(&"one");
-    assert_eq!(limiter.num_requeues(&"one"), 0);
-    assert_eq!(limiter.when(&"one"), 5 * MS);
+    assert_per_item_delays(&limiter, [5 * MS, 5 * MS, 5 * MS, slow, slow]);
 }
 
 #[tokio::test(start_paused = true)]

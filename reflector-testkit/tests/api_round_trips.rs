@@ -5,36 +5,19 @@ use std::collections::BTreeMap;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Discovery;
 use kube::api::{
     Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, VersionMatch, WatchEvent,
     WatchParams,
 };
-use kube::{CustomResource, Discovery};
 use reflector_testkit::ApiServer;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-/// A small CRD with a status subresource.
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[kube(
-    group = "testkit.example.com",
-    version = "v1",
-    kind = "Widget",
-    namespaced,
-    status = "WidgetStatus"
-)]
-pub struct WidgetSpec {
-    /// Desired size.
-    pub size: u32,
-}
-
-/// Widget status.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema, Default)]
-pub struct WidgetStatus {
-    /// Observed size.
-    pub observed: u32,
-}
+mod support;
+use support::{
+    Widget, WidgetSpec, WidgetStatus, assert_status, continue_too_old, create, merge, rv_of,
+    serve_configmaps, serve_widgets, status_of, watch_with,
+};
 
 fn cm(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
     let mut cm = ConfigMap::default();
@@ -51,28 +34,18 @@ fn cm(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
     cm
 }
 
-fn api_status(err: kube::Error) -> kube::core::Status {
-    match err {
-        kube::Error::Api(status) => *status,
-        other => panic!("expected an API error, got {other:?}"),
+/// Creates a ConfigMap of each name through `api`.
+async fn create_all(api: &Api<ConfigMap>, names: impl IntoIterator<Item = String>) {
+    for name in names {
+        create(api, &cm(&name, &[])).await;
     }
 }
 
 #[tokio::test]
 async fn create_get_replace_patch_delete() {
-    let server = ApiServer::start().await.unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
-    let created = api
-        .create(&PostParams::default(), &cm("a", &[]))
-        .await
-        .unwrap();
-    let rv1: u64 = created
-        .metadata
-        .resource_version
-        .as_deref()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (server, api) = serve_configmaps().await;
+    let created = create(&api, &cm("a", &[])).await;
+    let rv1 = rv_of(&created);
     assert!(created.metadata.uid.is_some());
     assert!(created.metadata.creation_timestamp.is_some());
     assert_eq!(created.metadata.namespace.as_deref(), Some("default"));
@@ -87,23 +60,12 @@ async fn create_get_replace_patch_delete() {
         .replace("a", &PostParams::default(), &changed)
         .await
         .unwrap();
-    let rv2: u64 = replaced
-        .metadata
-        .resource_version
-        .as_deref()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let rv2 = rv_of(&replaced);
     assert!(rv2 > rv1);
     assert_eq!(replaced.data.as_ref().unwrap()["k"], "v2");
     assert_eq!(replaced.metadata.uid, created.metadata.uid);
 
-    let patched = api
-        .patch(
-            "a",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"data": {"extra": "x", "k": null}})),
-        )
+    let patched = merge(&api, "a", json!({"data": {"extra": "x", "k": null}}))
         .await
         .unwrap();
     assert_eq!(
@@ -126,24 +88,17 @@ async fn create_get_replace_patch_delete() {
         .right()
         .expect("a ConfigMap's delete answers a Status");
     assert_eq!(gone.details.unwrap().kind, "configmaps");
-    let status = api_status(api.get("a").await.unwrap_err());
-    assert_eq!((status.code, status.reason.as_str()), (404, "NotFound"));
-    assert_eq!(status.message, "configmaps \"a\" not found");
+    let status = status_of(api.get("a").await);
+    assert_status(&status, 404, "NotFound", |m| {
+        m == "configmaps \"a\" not found"
+    });
 }
 
 #[tokio::test]
 async fn already_exists_conflict_and_not_found() {
-    let server = ApiServer::start().await.unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
-    let created = api
-        .create(&PostParams::default(), &cm("a", &[]))
-        .await
-        .unwrap();
-    let status = api_status(
-        api.create(&PostParams::default(), &cm("a", &[]))
-            .await
-            .unwrap_err(),
-    );
+    let (_server, api) = serve_configmaps().await;
+    let created = create(&api, &cm("a", &[])).await;
+    let status = status_of(api.create(&PostParams::default(), &cm("a", &[])).await);
     assert_eq!(
         (status.code, status.reason.as_str()),
         (409, "AlreadyExists")
@@ -157,17 +112,10 @@ async fn already_exists_conflict_and_not_found() {
         .unwrap();
     let mut stale = created.clone();
     stale.data = Some(BTreeMap::from([("k".to_owned(), "stale".to_owned())]));
-    let status = api_status(
-        api.replace("a", &PostParams::default(), &stale)
-            .await
-            .unwrap_err(),
-    );
-    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
-    assert!(
-        status.message.contains("the object has been modified"),
-        "{}",
-        status.message
-    );
+    let status = status_of(api.replace("a", &PostParams::default(), &stale).await);
+    assert_status(&status, 409, "Conflict", |m| {
+        m.contains("the object has been modified")
+    });
 
     // Unset resourceVersion means an unconditional replace.
     stale.metadata.resource_version = None;
@@ -177,45 +125,32 @@ async fn already_exists_conflict_and_not_found() {
         .unwrap();
     assert_eq!(forced.data.unwrap()["k"], "stale");
 
-    let status = api_status(
+    let status = status_of(
         api.replace("missing", &PostParams::default(), &cm("missing", &[]))
-            .await
-            .unwrap_err(),
+            .await,
     );
     assert_eq!(status.code, 404);
-    let status = api_status(
-        api.delete("missing", &DeleteParams::default())
-            .await
-            .unwrap_err(),
-    );
+    let status = status_of(api.delete("missing", &DeleteParams::default()).await);
     assert_eq!(status.code, 404);
 }
 
 #[tokio::test]
 async fn noop_update_keeps_resource_version() {
-    let server = ApiServer::start().await.unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
-    let created = api
-        .create(&PostParams::default(), &cm("a", &[]))
-        .await
-        .unwrap();
-    let same = api
-        .replace("a", &PostParams::default(), &created)
-        .await
-        .unwrap();
+    let (_server, api) = serve_configmaps().await;
+    let created = create(&api, &cm("a", &[])).await;
+    let same = api.replace("a", &PostParams::default(), &created).await;
     assert_eq!(
-        same.metadata.resource_version,
+        same.unwrap().metadata.resource_version,
         created.metadata.resource_version
     );
 }
 
 #[tokio::test]
 async fn finalizer_deletion_flow() {
-    let server = ApiServer::start().await.unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    let (_server, api) = serve_configmaps().await;
     let mut obj = cm("f", &[]);
     obj.metadata.finalizers = Some(vec!["example.com/hold".to_owned()]);
-    api.create(&PostParams::default(), &obj).await.unwrap();
+    create(&api, &obj).await;
 
     let deleted = api.delete("f", &DeleteParams::default()).await.unwrap();
     let pending = deleted
@@ -241,36 +176,25 @@ async fn finalizer_deletion_flow() {
         still.metadata.resource_version
     );
 
-    api.patch(
-        "f",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
-    )
-    .await
-    .unwrap();
-    assert_eq!(api_status(api.get("f").await.unwrap_err()).code, 404);
+    merge(&api, "f", json!({"metadata": {"finalizers": null}}))
+        .await
+        .unwrap();
+    assert_eq!(status_of(api.get("f").await).code, 404);
 }
 
 #[tokio::test]
 async fn generation_rules() {
-    let server = ApiServer::start().await.unwrap();
-    server.register::<Widget>();
-    let api: Api<Widget> = Api::namespaced(server.client(), "default");
-    let mut w = Widget::new("w", WidgetSpec { size: 1 });
-    w.status = Some(WidgetStatus { observed: 9 });
-    let created = api.create(&PostParams::default(), &w).await.unwrap();
+    let (_server, api) = serve_widgets().await;
+    let mut w = Widget::new("w", WidgetSpec { replicas: 1 });
+    w.status = Some(WidgetStatus { ready: 9 });
+    let created = create(&api, &w).await;
     assert_eq!(created.metadata.generation, Some(1));
     assert_eq!(
         created.status, None,
         "status is dropped on create for a status subresource"
     );
 
-    let labelled = api
-        .patch(
-            "w",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
-        )
+    let labelled = merge(&api, "w", json!({"metadata": {"labels": {"x": "y"}}}))
         .await
         .unwrap();
     assert_eq!(
@@ -283,12 +207,7 @@ async fn generation_rules() {
         created.metadata.resource_version
     );
 
-    let resized = api
-        .patch(
-            "w",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"size": 2}})),
-        )
+    let resized = merge(&api, "w", json!({"spec": {"replicas": 2}}))
         .await
         .unwrap();
     assert_eq!(
@@ -297,12 +216,9 @@ async fn generation_rules() {
         "spec change bumps generation"
     );
 
+    let write = Patch::Merge(json!({"status": {"ready": 2}}));
     let status = api
-        .patch_status(
-            "w",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"observed": 2}})),
-        )
+        .patch_status("w", &PatchParams::default(), &write)
         .await
         .unwrap();
     assert_eq!(
@@ -310,76 +226,51 @@ async fn generation_rules() {
         Some(2),
         "status write does not bump generation"
     );
-    assert_eq!(status.status, Some(WidgetStatus { observed: 2 }));
+    assert_eq!(status.status, Some(WidgetStatus { ready: 2 }));
 }
 
 #[tokio::test]
 async fn status_subresource_on_crd() {
-    let server = ApiServer::start().await.unwrap();
-    server.register::<Widget>();
-    let api: Api<Widget> = Api::namespaced(server.client(), "default");
-    api.create(
-        &PostParams::default(),
-        &Widget::new("w", WidgetSpec { size: 1 }),
-    )
-    .await
-    .unwrap();
+    let (server, api) = serve_widgets().await;
+    create(&api, &Widget::new("w", WidgetSpec { replicas: 1 })).await;
 
     // A status write ignores spec changes.
     let mut w = api.get("w").await.unwrap();
-    w.spec.size = 100;
-    w.status = Some(WidgetStatus { observed: 1 });
+    w.spec.replicas = 100;
+    w.status = Some(WidgetStatus { ready: 1 });
     let after = api
         .replace_status("w", &PostParams::default(), &w)
         .await
         .unwrap();
-    assert_eq!(after.spec.size, 1);
-    assert_eq!(after.status, Some(WidgetStatus { observed: 1 }));
+    assert_eq!(after.spec.replicas, 1);
+    assert_eq!(after.status, Some(WidgetStatus { ready: 1 }));
 
     // A main-resource write ignores status changes.
     let mut w = api.get("w").await.unwrap();
-    w.spec.size = 3;
-    w.status = Some(WidgetStatus { observed: 42 });
+    w.spec.replicas = 3;
+    w.status = Some(WidgetStatus { ready: 42 });
     let after = api.replace("w", &PostParams::default(), &w).await.unwrap();
-    assert_eq!(after.spec.size, 3);
-    assert_eq!(after.status, Some(WidgetStatus { observed: 1 }));
+    assert_eq!(after.spec.replicas, 3);
+    assert_eq!(after.status, Some(WidgetStatus { ready: 1 }));
     assert_eq!(
         api.get_status("w").await.unwrap().status,
-        Some(WidgetStatus { observed: 1 })
+        Some(WidgetStatus { ready: 1 })
     );
 
     // ConfigMap has no status subresource: /status is a 404.
     let cms: Api<ConfigMap> = Api::namespaced(server.client(), "default");
-    cms.create(&PostParams::default(), &cm("c", &[]))
-        .await
-        .unwrap();
-    assert_eq!(api_status(cms.get_status("c").await.unwrap_err()).code, 404);
+    create(&cms, &cm("c", &[])).await;
+    assert_eq!(status_of(cms.get_status("c").await).code, 404);
 }
 
 #[tokio::test]
 async fn label_and_field_selectors_on_list() {
-    let server = ApiServer::start().await.unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
-    api.create(
-        &PostParams::default(),
-        &cm("a", &[("app", "web"), ("tier", "fe")]),
-    )
-    .await
-    .unwrap();
-    api.create(
-        &PostParams::default(),
-        &cm("b", &[("app", "web"), ("tier", "be")]),
-    )
-    .await
-    .unwrap();
-    api.create(&PostParams::default(), &cm("c", &[("app", "db")]))
-        .await
-        .unwrap();
+    let (server, api) = serve_configmaps().await;
+    create(&api, &cm("a", &[("app", "web"), ("tier", "fe")])).await;
+    create(&api, &cm("b", &[("app", "web"), ("tier", "be")])).await;
+    create(&api, &cm("c", &[("app", "db")])).await;
     let other: Api<ConfigMap> = Api::namespaced(server.client(), "other");
-    other
-        .create(&PostParams::default(), &cm("a", &[("app", "web")]))
-        .await
-        .unwrap();
+    create(&other, &cm("a", &[("app", "web")])).await;
 
     let names = |list: kube::core::ObjectList<ConfigMap>| -> Vec<String> {
         list.items
@@ -424,61 +315,28 @@ async fn label_and_field_selectors_on_list() {
         .map(|c| c.metadata.namespace.unwrap())
         .collect();
     assert_eq!(got, vec!["other"]);
-    let status = api_status(
-        api.list(&ListParams::default().labels("app in web"))
-            .await
-            .unwrap_err(),
-    );
+    let status = status_of(api.list(&ListParams::default().labels("app in web")).await);
     assert_eq!(status.code, 400);
-    let status = api_status(
-        api.list(&ListParams::default().fields("spec.foo=x"))
-            .await
-            .unwrap_err(),
-    );
+    let status = status_of(api.list(&ListParams::default().fields("spec.foo=x")).await);
     assert_eq!(status.code, 400);
 }
 
 #[tokio::test]
 async fn label_selector_on_watch_turns_changes_into_added_and_deleted() {
-    let server = ApiServer::start().await.unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
-    api.create(&PostParams::default(), &cm("a", &[("app", "web")]))
-        .await
-        .unwrap();
+    let (server, api) = serve_configmaps().await;
+    create(&api, &cm("a", &[("app", "web")])).await;
     let rv = server.current_resource_version().to_string();
-    let mut stream = api
-        .watch(
-            &WatchParams::default().disable_bookmarks().labels("app=web"),
-            &rv,
-        )
-        .await
-        .unwrap()
-        .boxed();
+    let params = WatchParams::default().disable_bookmarks().labels("app=web");
+    let mut stream = watch_with(&api, &params, &rv).await;
 
-    api.create(&PostParams::default(), &cm("b", &[("app", "db")]))
+    create(&api, &cm("b", &[("app", "db")])).await;
+    merge(&api, "a", json!({"metadata": {"labels": {"app": "db"}}}))
         .await
         .unwrap();
-    api.patch(
-        "a",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": {"app": "db"}}})),
-    )
-    .await
-    .unwrap();
-    api.patch(
-        "b",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": {"app": "web"}}})),
-    )
-    .await
-    .unwrap();
-    api.patch(
-        "b",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"data": {"x": "y"}})),
-    )
-    .await
-    .unwrap();
+    merge(&api, "b", json!({"metadata": {"labels": {"app": "web"}}}))
+        .await
+        .unwrap();
+    merge(&api, "b", json!({"data": {"x": "y"}})).await.unwrap();
     api.delete("b", &DeleteParams::default()).await.unwrap();
 
     let mut seen = Vec::new();
@@ -506,22 +364,15 @@ async fn label_selector_on_watch_turns_changes_into_added_and_deleted() {
 
 #[tokio::test]
 async fn pagination_with_remaining_item_count() {
-    let server = ApiServer::start().await.unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
-    for i in 0..10 {
-        api.create(&PostParams::default(), &cm(&format!("cm-{i:02}"), &[]))
-            .await
-            .unwrap();
-    }
+    let (server, api) = serve_configmaps().await;
+    create_all(&api, (0..10).map(|i| format!("cm-{i:02}"))).await;
     let first = api.list(&ListParams::default().limit(4)).await.unwrap();
     assert_eq!(first.items.len(), 4);
     assert_eq!(first.metadata.remaining_item_count, Some(6));
     let snapshot_rv = first.metadata.resource_version.clone();
 
     // Writes between pages do not show up: every page is from the first page's snapshot.
-    api.create(&PostParams::default(), &cm("cm-99", &[]))
-        .await
-        .unwrap();
+    create(&api, &cm("cm-99", &[])).await;
     api.delete("cm-05", &DeleteParams::default()).await.unwrap();
 
     let mut names: Vec<String> = first
@@ -555,30 +406,17 @@ async fn pagination_with_remaining_item_count() {
 async fn list_resource_version_semantics() {
     let server = ApiServer::start().await.unwrap();
     let api: Api<ConfigMap> = Api::namespaced(server.client_without_retries(), "default");
-    api.create(&PostParams::default(), &cm("a", &[]))
-        .await
-        .unwrap();
+    create(&api, &cm("a", &[])).await;
     let old_rv = server.current_resource_version();
-    api.create(&PostParams::default(), &cm("b", &[]))
+    create(&api, &cm("b", &[])).await;
+    merge(&api, "a", json!({"data": {"k": "changed"}}))
         .await
         .unwrap();
-    api.patch(
-        "a",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"data": {"k": "changed"}})),
-    )
-    .await
-    .unwrap();
+
+    let at = |how| ListParams::default().at(&old_rv.to_string()).matching(how);
 
     // Exact at an old RV is served from history.
-    let exact = api
-        .list(
-            &ListParams::default()
-                .at(&old_rv.to_string())
-                .matching(VersionMatch::Exact),
-        )
-        .await
-        .unwrap();
+    let exact = api.list(&at(VersionMatch::Exact)).await.unwrap();
     assert_eq!(exact.items.len(), 1);
     assert_eq!(exact.metadata.resource_version, Some(old_rv.to_string()));
     assert_eq!(
@@ -587,74 +425,33 @@ async fn list_resource_version_semantics() {
         "the object as it was at old_rv"
     );
     assert_eq!(exact.items[0].data.as_ref().unwrap()["k"], "v");
-    let not_older = api
-        .list(
-            &ListParams::default()
-                .at(&old_rv.to_string())
-                .matching(VersionMatch::NotOlderThan),
-        )
-        .await
-        .unwrap();
+    let not_older = api.list(&at(VersionMatch::NotOlderThan)).await.unwrap();
     assert_eq!(not_older.items.len(), 2);
 
     server.compact();
-    let status = api_status(
-        api.list(
-            &ListParams::default()
-                .at(&old_rv.to_string())
-                .matching(VersionMatch::Exact),
-        )
-        .await
-        .unwrap_err(),
-    );
+    let status = status_of(api.list(&at(VersionMatch::Exact)).await);
     assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
 
     let future = (server.current_resource_version() + 100).to_string();
-    let status = api_status(
-        api.list(&ListParams::default().at(&future))
-            .await
-            .unwrap_err(),
-    );
-    assert_eq!(status.code, 504);
-    assert!(
-        status
-            .message
-            .starts_with("Timeout: Too large resource version"),
-        "{}",
-        status.message
-    );
+    let status = status_of(api.list(&ListParams::default().at(&future)).await);
+    assert_status(&status, 504, "Timeout", |m| {
+        m.starts_with("Timeout: Too large resource version")
+    });
     let causes = status.details.unwrap().causes;
     assert_eq!(causes[0].reason, "ResourceVersionTooLarge");
 }
 
 #[tokio::test]
 async fn continue_token_older_than_compaction_is_expired() {
-    let server = ApiServer::start().await.unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
-    for i in 0..3 {
-        api.create(&PostParams::default(), &cm(&format!("c{i}"), &[]))
-            .await
-            .unwrap();
-    }
+    let (server, api) = serve_configmaps().await;
+    create_all(&api, (0..3).map(|i| format!("c{i}"))).await;
     let first = api.list(&ListParams::default().limit(1)).await.unwrap();
-    api.create(&PostParams::default(), &cm("later", &[]))
-        .await
-        .unwrap();
+    create(&api, &cm("later", &[])).await;
     server.compact();
     let token = first.metadata.continue_.unwrap();
-    let status = api_status(
-        api.list(&ListParams::default().limit(1).continue_token(&token))
-            .await
-            .unwrap_err(),
-    );
-    assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
-    assert!(
-        status
-            .message
-            .starts_with("The provided continue parameter is too old"),
-        "{}",
-        status.message
-    );
+    let next_page = ListParams::default().limit(1).continue_token(&token);
+    let status = status_of(api.list(&next_page).await);
+    assert_status(&status, 410, "Expired", continue_too_old);
 }
 
 #[tokio::test]
@@ -694,14 +491,9 @@ async fn discovery_finds_configmaps_and_the_crd() {
 
 #[tokio::test]
 async fn partial_object_metadata_for_metadata_requests() {
-    let server = ApiServer::start().await.unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
-    api.create(&PostParams::default(), &cm("a", &[("app", "web")]))
-        .await
-        .unwrap();
-    api.create(&PostParams::default(), &cm("b", &[]))
-        .await
-        .unwrap();
+    let (server, api) = serve_configmaps().await;
+    create(&api, &cm("a", &[("app", "web")])).await;
+    create(&api, &cm("b", &[])).await;
 
     let meta = api.get_metadata("a").await.unwrap();
     let types = meta.types.clone().unwrap();

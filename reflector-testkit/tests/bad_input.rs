@@ -9,6 +9,9 @@ use reflector_testkit::ApiServer;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+mod support;
+use support::assert_status;
+
 const GUARD: Duration = Duration::from_secs(10);
 /// (case, method, path, content type, body, expected code)
 type BodyCase = (
@@ -55,7 +58,7 @@ async fn send(
     (code, body)
 }
 
-fn assert_status(case: &str, code: u16, body: &str, want: u16) {
+fn assert_answer(case: &str, code: u16, body: &str, want: u16) {
     assert_eq!(code, want, "{case}: HTTP code (body {body})");
     let status: Value = serde_json::from_str(body)
         .unwrap_or_else(|e| panic!("{case}: body is not JSON ({e}): {body}"));
@@ -121,7 +124,7 @@ async fn malformed_query_parameters() {
     ];
     for (query, want) in cases {
         let (code, body) = send(&server, "GET", &format!("{CMS}?{query}"), "", b"").await;
-        assert_status(query, code, &body, want);
+        assert_answer(query, code, &body, want);
     }
 }
 
@@ -140,7 +143,7 @@ async fn unknown_paths_and_resources() {
         "/api/v1/namespaces/default/configmaps/missing",
     ] {
         let (code, body) = send(&server, "GET", path, "", b"").await;
-        assert_status(path, code, &body, 404);
+        assert_answer(path, code, &body, 404);
     }
     // Through kube: a CRD that was never registered.
     let api: Api<k8s_openapi::api::apps::v1::Deployment> =
@@ -360,7 +363,7 @@ async fn bad_bodies() {
     ];
     for (case, method, path, content_type, body, want) in cases {
         let (code, text) = send(&server, method, &path, content_type, &body).await;
-        assert_status(case, code, &text, want);
+        assert_answer(case, code, &text, want);
     }
     // Nothing above changed the stored object, and the server still serves.
     let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
@@ -380,14 +383,9 @@ async fn name_mismatch_through_kube() {
         .await
     {
         Err(kube::Error::Api(status)) => {
-            assert_eq!((status.code, status.reason.as_str()), (400, "BadRequest"));
-            assert!(
-                status
-                    .message
-                    .contains("does not match the name on the URL"),
-                "{}",
-                status.message
-            );
+            assert_status(&status, 400, "BadRequest", |m| {
+                m.contains("does not match the name on the URL")
+            });
         }
         other => panic!("expected 400, got {other:?}"),
     }

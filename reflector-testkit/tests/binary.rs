@@ -10,6 +10,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+mod support;
+use support::names_in;
+
 const GUARD: Duration = Duration::from_secs(20);
 
 /// The running binary; killed if the test ends early.
@@ -173,13 +176,7 @@ async fn crd_files_are_served_at_start() {
     let (_child, _stdout, url) = spawn(&["--crd", yaml.path(), "--crd", json.path()]);
     let client = client(&url);
     let resources = get(&client, "/apis/example.com/v1").await.unwrap();
-    let names: Vec<&str> = resources["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|r| r["name"].as_str())
-        .collect();
-    assert_eq!(names, ["widgets", "gizmos"]);
+    assert_eq!(names_in(&resources, "resources"), ["widgets", "gizmos"]);
     let list = get(
         &client,
         "/apis/other.example.com/v2/namespaces/default/things",

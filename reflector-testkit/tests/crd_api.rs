@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
-    PatchParams, PostParams, WatchEvent, WatchParams,
+    PatchParams, PostParams, WatchEvent,
 };
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{CustomResource, CustomResourceExt};
@@ -16,6 +16,11 @@ use reflector_testkit::ApiServer;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+
+mod support;
+use support::{
+    api_status, assert_status, create, lists_nothing, merge, names_in, status_of, watch_from,
+};
 
 const CRD_NAME: &str = "gadgets.example.com";
 
@@ -73,13 +78,6 @@ fn gadget(name: &str, spec: Value) -> DynamicObject {
     .expect("valid object")
 }
 
-fn api_status(err: kube::Error) -> kube::core::Status {
-    match err {
-        kube::Error::Api(status) => *status,
-        other => panic!("expected an API error, got {other:?}"),
-    }
-}
-
 async fn create_established(server: &ApiServer) -> CustomResourceDefinition {
     let crds: Api<CustomResourceDefinition> = Api::all(server.client());
     crds.create(&PostParams::default(), &gadget_crd())
@@ -125,12 +123,7 @@ async fn crd_created_through_the_api_is_established_with_accepted_names_and_disc
     }
 
     let groups = get_json(&server, "/apis").await.unwrap();
-    let names: Vec<&str> = groups["groups"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|g| g["name"].as_str())
-        .collect();
+    let names = names_in(&groups, "groups");
     assert!(names.contains(&"example.com"), "{names:?}");
     assert!(names.contains(&"apiextensions.k8s.io"), "{names:?}");
     let resources = get_json(&server, "/apis/example.com/v1").await.unwrap();
@@ -157,18 +150,8 @@ async fn served_kind_supports_crud_watch_and_status() {
     let server = ApiServer::start().await.unwrap();
     create_established(&server).await;
     let api = gadgets(&server);
-    let mut watch = api
-        .watch(&WatchParams::default(), "0")
-        .await
-        .unwrap()
-        .boxed();
-    let created = api
-        .create(
-            &PostParams::default(),
-            &gadget("g1", json!({"color": "red"})),
-        )
-        .await
-        .unwrap();
+    let mut watch = watch_from(&api, "0").await;
+    let created = create(&api, &gadget("g1", json!({"color": "red"}))).await;
     assert_eq!(created.metadata.generation, Some(1));
     match watch.try_next().await.unwrap() {
         Some(WatchEvent::Added(o)) => assert_eq!(o.metadata.name.as_deref(), Some("g1")),
@@ -226,12 +209,9 @@ async fn custom_objects_are_validated_against_the_schema_with_the_real_errors() 
         .await
         .unwrap_err();
     let status = api_status(err);
-    assert_eq!(status.code, 422);
-    assert_eq!(status.reason, "Invalid");
-    assert_eq!(
-        status.message,
-        "Gadget.example.com \"bad\" is invalid: [spec.color: Unsupported value: \"green\": supported values: \"red\", \"blue\", spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\"]"
-    );
+    assert_status(&status, 422, "Invalid", |m| {
+        m == "Gadget.example.com \"bad\" is invalid: [spec.color: Unsupported value: \"green\": supported values: \"red\", \"blue\", spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\"]"
+    });
     let causes = status.details.unwrap().causes;
     assert_eq!(causes.len(), 2);
     assert_eq!(causes[0].field, "spec.color");
@@ -257,18 +237,8 @@ async fn custom_objects_are_validated_against_the_schema_with_the_real_errors() 
         "Gadget.example.com \"empty\" is invalid: spec.color: Required value"
     );
     // Updates are validated too.
-    api.create(
-        &PostParams::default(),
-        &gadget("ok", json!({"color": "red"})),
-    )
-    .await
-    .unwrap();
-    let err = api
-        .patch(
-            "ok",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"replicas": -1}})),
-        )
+    create(&api, &gadget("ok", json!({"color": "red"}))).await;
+    let err = merge(&api, "ok", json!({"spec": {"replicas": -1}}))
         .await
         .unwrap_err();
     assert_eq!(api_status(err).code, 422);
@@ -279,16 +249,14 @@ async fn unknown_fields_are_pruned_and_defaults_applied() {
     let server = ApiServer::start().await.unwrap();
     create_established(&server).await;
     let api = gadgets(&server);
-    let created = api
-        .create(
-            &PostParams::default(),
-            &gadget(
-                "g",
-                json!({"color": "red", "colour": "blue", "labels": {"kept": {"deep": 1}}}),
-            ),
-        )
-        .await
-        .unwrap();
+    let created = create(
+        &api,
+        &gadget(
+            "g",
+            json!({"color": "red", "colour": "blue", "labels": {"kept": {"deep": 1}}}),
+        ),
+    )
+    .await;
     assert_eq!(
         created.data["spec"],
         json!({"color": "red", "replicas": 1, "labels": {"kept": {"deep": 1}}}),
@@ -303,12 +271,7 @@ async fn scale_subresource_reads_and_writes_the_replica_paths() {
     let server = ApiServer::start().await.unwrap();
     create_established(&server).await;
     let api = gadgets(&server);
-    api.create(
-        &PostParams::default(),
-        &gadget("g", json!({"color": "red", "replicas": 2})),
-    )
-    .await
-    .unwrap();
+    create(&api, &gadget("g", json!({"color": "red", "replicas": 2}))).await;
     api.patch_status(
         "g",
         &PatchParams::default(),
@@ -319,29 +282,19 @@ async fn scale_subresource_reads_and_writes_the_replica_paths() {
     let scale = api.get_scale("g").await.unwrap();
     assert_eq!(scale.spec.and_then(|s| s.replicas), Some(2));
     assert_eq!(scale.status.map(|s| s.replicas), Some(1));
+    let scale_to = |replicas: u32| Patch::Merge(json!({"spec": {"replicas": replicas}}));
     let scaled = api
-        .patch_scale(
-            "g",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"replicas": 5}})),
-        )
+        .patch_scale("g", &PatchParams::default(), &scale_to(5))
         .await
         .unwrap();
     assert_eq!(scaled.spec.and_then(|s| s.replicas), Some(5));
     assert_eq!(api.get("g").await.unwrap().data["spec"]["replicas"], 5);
-    let err = api
-        .patch_scale(
-            "g",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"replicas": 50}})),
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(
-        api_status(err).code,
-        422,
-        "the object's schema still applies"
+    let too_many = scale_to(50);
+    let status = status_of(
+        api.patch_scale("g", &PatchParams::default(), &too_many)
+            .await,
     );
+    assert_eq!(status.code, 422, "the object's schema still applies");
 }
 
 #[tokio::test]
@@ -350,11 +303,7 @@ async fn invalid_crds_are_rejected_with_the_real_wording() {
     let crds: Api<CustomResourceDefinition> = Api::all(server.client());
     let mut wrong_name = gadget_crd();
     wrong_name.metadata.name = Some("widgets.example.com".to_owned());
-    let status = api_status(
-        crds.create(&PostParams::default(), &wrong_name)
-            .await
-            .unwrap_err(),
-    );
+    let status = status_of(crds.create(&PostParams::default(), &wrong_name).await);
     assert_eq!(status.code, 422);
     assert_eq!(
         status.message,
@@ -362,11 +311,7 @@ async fn invalid_crds_are_rejected_with_the_real_wording() {
     );
     let mut bad_scope = gadget_crd();
     bad_scope.spec.scope = "Global".to_owned();
-    let status = api_status(
-        crds.create(&PostParams::default(), &bad_scope)
-            .await
-            .unwrap_err(),
-    );
+    let status = status_of(crds.create(&PostParams::default(), &bad_scope).await);
     assert_eq!(
         status.message,
         "CustomResourceDefinition.apiextensions.k8s.io \"gadgets.example.com\" is invalid: spec.scope: Unsupported value: \"Global\": supported values: \"Cluster\", \"Namespaced\""
@@ -375,11 +320,7 @@ async fn invalid_crds_are_rejected_with_the_real_wording() {
     no_dot["metadata"]["name"] = json!("gadgets.example");
     no_dot["spec"]["group"] = json!("example");
     let no_dot: CustomResourceDefinition = serde_json::from_value(no_dot).unwrap();
-    let status = api_status(
-        crds.create(&PostParams::default(), &no_dot)
-            .await
-            .unwrap_err(),
-    );
+    let status = status_of(crds.create(&PostParams::default(), &no_dot).await);
     assert!(
         status.message.ends_with(
             "spec.group: Invalid value: \"example\": should be a domain with at least one dot"
@@ -387,13 +328,7 @@ async fn invalid_crds_are_rejected_with_the_real_wording() {
         "{}",
         status.message
     );
-    assert!(
-        crds.list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
+    assert!(lists_nothing(&crds).await);
     assert_eq!(
         get_json(&server, "/apis/example.com/v1/namespaces/default/gadgets")
             .await
@@ -410,17 +345,8 @@ async fn deleting_the_crd_deletes_its_objects_and_stops_serving() {
     let server = ApiServer::start().await.unwrap();
     create_established(&server).await;
     let api = gadgets(&server);
-    api.create(
-        &PostParams::default(),
-        &gadget("g", json!({"color": "red"})),
-    )
-    .await
-    .unwrap();
-    let mut watch = api
-        .watch(&WatchParams::default(), "0")
-        .await
-        .unwrap()
-        .boxed();
+    create(&api, &gadget("g", json!({"color": "red"}))).await;
+    let mut watch = watch_from(&api, "0").await;
     assert!(matches!(
         watch.try_next().await.unwrap(),
         Some(WatchEvent::Added(_))
@@ -433,8 +359,8 @@ async fn deleting_the_crd_deletes_its_objects_and_stops_serving() {
         Some(WatchEvent::Deleted(o)) => assert_eq!(o.metadata.name.as_deref(), Some("g")),
         other => panic!("expected the object's DELETED, got {other:?}"),
     }
-    assert_eq!(api_status(crds.get(CRD_NAME).await.unwrap_err()).code, 404);
-    let status = api_status(api.get("g").await.unwrap_err());
+    assert_eq!(status_of(crds.get(CRD_NAME).await).code, 404);
+    let status = status_of(api.get("g").await);
     assert_eq!(status.code, 404);
     assert_eq!(
         status.message,
@@ -459,13 +385,7 @@ async fn deleting_the_crd_deletes_its_objects_and_stops_serving() {
     );
     // Creating it again serves the kind again, empty.
     create_established(&server).await;
-    assert!(
-        api.list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
+    assert!(lists_nothing(&api).await);
 }
 
 /// A typed CRD registered with `ApiServer::register`.
@@ -502,7 +422,7 @@ async fn register_stores_the_crd_so_it_is_established_and_its_schema_applies() {
         api_version: "typed.example.com/v1".to_owned(),
         kind: "Sprocket".to_owned(),
     });
-    let created = api.create(&PostParams::default(), &object).await.unwrap();
+    let created = create(&api, &object).await;
     assert_eq!(
         created.data["spec"],
         json!({"teeth": 12}),

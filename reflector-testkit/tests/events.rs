@@ -10,6 +10,9 @@ use kube::{Discovery, ResourceExt};
 use reflector_testkit::ApiServer;
 use serde_json::json;
 
+mod support;
+use support::{api_status, assert_status, create, lists_nothing, status_of, watch_from};
+
 const NS: &str = "default";
 
 fn reference(kind: &str, name: &str) -> ObjectReference {
@@ -57,13 +60,6 @@ where
     )
 }
 
-fn api_error(err: kube::Error) -> kube::core::Status {
-    match err {
-        kube::Error::Api(status) => *status,
-        other => panic!("expected an API error, got {other:?}"),
-    }
-}
-
 async fn seeded_events(server: &ApiServer) -> Api<Event> {
     let api: Api<Event> = Api::namespaced(server.client(), NS);
     for e in [
@@ -71,7 +67,7 @@ async fn seeded_events(server: &ApiServer) -> Api<Event> {
         event("a.2", "a", "Warning", "Failed", "widgets"),
         event("b.1", "b", "Normal", "Reconciled", "gadgets"),
     ] {
-        api.create(&PostParams::default(), &e).await.unwrap();
+        create(&api, &e).await;
     }
     api
 }
@@ -154,7 +150,7 @@ async fn core_event_field_selectors_select_by_involved_object_and_source() {
             ..CoreEvent::default()
         };
         e.metadata.name = Some(name.into());
-        api.create(&PostParams::default(), &e).await.unwrap();
+        create(&api, &e).await;
     }
     let list = |selector| select(&api, selector);
     assert_eq!(list("involvedObject.name=p").await, ["p.1", "p.2"]);
@@ -180,20 +176,17 @@ async fn unsupported_event_fields_answer_the_registered_conversions_wording() {
         .list(&ListParams::default().fields("involvedObject.name=a"))
         .await
         .unwrap_err();
-    let err = api_error(err);
-    assert_eq!(err.code, 400);
-    assert_eq!(err.reason, "BadRequest");
-    assert_eq!(
-        err.message,
-        "field label not supported: involvedObject.name"
-    );
-    let err = api_error(
+    let err = api_status(err);
+    assert_status(&err, 400, "BadRequest", |m| {
+        m == "field label not supported: involvedObject.name"
+    });
+    let err = api_status(
         core.list(&ListParams::default().fields("regarding.name=a"))
             .await
             .unwrap_err(),
     );
     assert_eq!(err.message, "field label not supported: regarding.name");
-    let err = api_error(
+    let err = api_status(
         core.list(&ListParams::default().fields("note=x"))
             .await
             .unwrap_err(),
@@ -201,7 +194,7 @@ async fn unsupported_event_fields_answer_the_registered_conversions_wording() {
     assert_eq!(err.message, "field label not supported: note");
     // Other kinds still do not know the Events' fields.
     let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(server.client(), NS);
-    let err = api_error(
+    let err = api_status(
         cms.list(&ListParams::default().fields("reason=x"))
             .await
             .unwrap_err(),
@@ -221,18 +214,8 @@ async fn a_field_selected_event_watch_sees_only_its_objects_events() {
         .await
         .unwrap()
         .boxed();
-    api.create(
-        &PostParams::default(),
-        &event("b.1", "b", "Normal", "Reconciled", "widgets"),
-    )
-    .await
-    .unwrap();
-    api.create(
-        &PostParams::default(),
-        &event("a.1", "a", "Normal", "Reconciled", "widgets"),
-    )
-    .await
-    .unwrap();
+    create(&api, &event("b.1", "b", "Normal", "Reconciled", "widgets")).await;
+    create(&api, &event("a.1", "a", "Normal", "Reconciled", "widgets")).await;
     match watch.try_next().await.unwrap() {
         Some(WatchEvent::Added(e)) => assert_eq!(e.name_any(), "a.1"),
         other => panic!("expected ADDED a.1, got {other:?}"),
@@ -243,13 +226,7 @@ async fn a_field_selected_event_watch_sees_only_its_objects_events() {
 async fn event_series_updates_bump_the_resource_version_and_stale_replaces_conflict() {
     let server = ApiServer::start().await.unwrap();
     let api: Api<Event> = Api::namespaced(server.client(), NS);
-    let created = api
-        .create(
-            &PostParams::default(),
-            &event("a.1", "a", "Normal", "Reconciled", "widgets"),
-        )
-        .await
-        .unwrap();
+    let created = create(&api, &event("a.1", "a", "Normal", "Reconciled", "widgets")).await;
     let patch = json!({"series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:00.000000Z"}});
     let patched = api
         .patch("a.1", &PatchParams::default(), &Patch::Merge(&patch))
@@ -259,22 +236,12 @@ async fn event_series_updates_bump_the_resource_version_and_stale_replaces_confl
     let rv = |e: &Event| e.resource_version().unwrap().parse::<u64>().unwrap();
     assert!(rv(&patched) > rv(&created));
     // A replace carrying the creation's (now stale) resourceVersion is a conflict.
-    let err = api_error(
-        api.replace("a.1", &PostParams::default(), &created)
-            .await
-            .unwrap_err(),
-    );
-    assert_eq!(err.code, 409);
-    assert_eq!(err.reason, "Conflict");
+    let err = status_of(api.replace("a.1", &PostParams::default(), &created).await);
+    assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
     // A name taken is AlreadyExists, as for every resource.
     let again = event("a.1", "a", "Normal", "Reconciled", "widgets");
-    let err = api_error(
-        api.create(&PostParams::default(), &again)
-            .await
-            .unwrap_err(),
-    );
-    assert_eq!(err.code, 409);
-    assert_eq!(err.reason, "AlreadyExists");
+    let err = status_of(api.create(&PostParams::default(), &again).await);
+    assert_eq!((err.code, err.reason.as_str()), (409, "AlreadyExists"));
 }
 
 /// One storage, as the real server: an Event created through events.k8s.io/v1 is
@@ -285,18 +252,8 @@ async fn both_groups_share_one_event_storage() {
     let server = ApiServer::start().await.unwrap();
     let v1: Api<Event> = Api::namespaced(server.client(), NS);
     let core: Api<CoreEvent> = Api::namespaced(server.client(), NS);
-    let mut core_watch = core
-        .watch(&WatchParams::default(), "0")
-        .await
-        .unwrap()
-        .boxed();
-    let created = v1
-        .create(
-            &PostParams::default(),
-            &event("a.1", "a", "Warning", "Failed", "widgets"),
-        )
-        .await
-        .unwrap();
+    let mut core_watch = watch_from(&core, "0").await;
+    let created = create(&v1, &event("a.1", "a", "Warning", "Failed", "widgets")).await;
     let seen = core.get("a.1").await.unwrap();
     assert_eq!(seen.resource_version(), created.resource_version());
     assert_eq!(seen.involved_object.name.as_deref(), Some("a"));
@@ -319,18 +276,6 @@ async fn both_groups_share_one_event_storage() {
     assert_eq!(back.regarding.and_then(|r| r.name).as_deref(), Some("a"));
 
     core.delete("a.1", &Default::default()).await.unwrap();
-    assert!(
-        v1.list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
-    assert!(
-        core.list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
+    assert!(lists_nothing(&v1).await);
+    assert!(lists_nothing(&core).await);
 }

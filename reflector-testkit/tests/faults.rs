@@ -4,9 +4,12 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use reflector_testkit::{ApiServer, BadLine, Fault, Matcher, Verb};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+mod support;
+use support::{assert_status, continue_too_old, create, status_of};
 
 const GUARD: Duration = Duration::from_secs(10);
 
@@ -185,12 +188,9 @@ async fn watch_gone_sends_410_error_event() {
     let mut stream = watch(&api, "0").await;
     match next(&mut stream).await {
         Some(Ok(WatchEvent::Error(status))) => {
-            assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
-            assert!(
-                status.message.starts_with("too old resource version"),
-                "{}",
-                status.message
-            );
+            assert_status(&status, 410, "Expired", |m| {
+                m.starts_with("too old resource version")
+            });
         }
         other => panic!("expected ERROR, got {other:?}"),
     }
@@ -229,19 +229,9 @@ async fn continue_expired_only_hits_continue_pages() {
     let first = api.list(&ListParams::default().limit(1)).await.unwrap();
     assert_eq!(first.items.len(), 1);
     let token = first.metadata.continue_.unwrap();
-    let err = api
-        .list(&ListParams::default().limit(1).continue_token(&token))
-        .await
-        .unwrap_err();
-    let kube::Error::Api(status) = err else {
-        panic!("expected Status")
-    };
-    assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
-    assert!(
-        status
-            .message
-            .starts_with("The provided continue parameter is too old")
-    );
+    let next_page = ListParams::default().limit(1).continue_token(&token);
+    let status = status_of(api.list(&next_page).await);
+    assert_status(&status, 410, "Expired", continue_too_old);
     assert_eq!(server.fault_hits(id), 1, "the first page did not count");
 }
 
@@ -255,10 +245,7 @@ async fn too_many_requests_json_and_plain_text() {
             plain_text: false,
         },
     );
-    let err = api(&server).list(&ListParams::default()).await.unwrap_err();
-    let kube::Error::Api(status) = err else {
-        panic!("expected Status")
-    };
+    let status = status_of(api(&server).list(&ListParams::default()).await);
     assert_eq!(
         (status.code, status.reason.as_str()),
         (429, "TooManyRequests")
@@ -272,18 +259,10 @@ async fn too_many_requests_json_and_plain_text() {
             plain_text: true,
         },
     );
-    let err = api(&server).list(&ListParams::default()).await.unwrap_err();
-    let kube::Error::Api(status) = err else {
-        panic!("expected Status")
-    };
-    assert_eq!(status.code, 429);
-    assert!(
-        status
-            .message
-            .contains("Too many requests, please try again later."),
-        "{}",
-        status.message
-    );
+    let status = status_of(api(&server).list(&ListParams::default()).await);
+    let message = status.message;
+    assert_eq!(status.code, 429, "{message}");
+    assert!(message.contains("Too many requests, please try again later."));
 
     for plain in [false, true] {
         server.inject(
@@ -442,7 +421,7 @@ async fn user_agent_matcher_targets_one_client() {
 
     let mut by_b = cm("by-b");
     by_b.data = Some([("k".to_owned(), "v".to_owned())].into());
-    let created = b.create(&PostParams::default(), &by_b).await.unwrap();
+    let created = create(&b, &by_b).await;
     let managers: Vec<_> = created
         .metadata
         .managed_fields
@@ -563,9 +542,7 @@ async fn inject_line_into_open_watches() {
         next(&mut stream).await,
         Some(Err(kube::Error::SerdeError(_)))
     ));
-    api.create(&PostParams::default(), &cm("later"))
-        .await
-        .unwrap();
+    create(&api, &cm("later")).await;
     assert_eq!(added_name(next(&mut stream).await), "later");
 }
 
@@ -578,9 +555,7 @@ async fn request_log_records_verb_path_query_status() {
         .unwrap();
     api.get("cm-0").await.unwrap();
     let _ = api.get("missing").await;
-    api.create(&PostParams::default(), &cm("new"))
-        .await
-        .unwrap();
+    create(&api, &cm("new")).await;
     let log = server.request_log();
     let summary: Vec<(Verb, &str, u16)> = log
         .iter()

@@ -5,12 +5,16 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams};
+use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
 use serde_json::json;
 use tokio::task::JoinHandle;
+
+mod support;
+use support::{create, merge};
 
 const NS: &str = "default";
 const GUARD: Duration = Duration::from_secs(10);
@@ -27,44 +31,52 @@ fn seed(server: &ApiServer, n: usize) {
     server.insert_many(&objects).unwrap();
 }
 
-/// Runs a reflector over `config`; the returned task is aborted by the caller.
-fn run_reflector(
-    server: &ApiServer,
-    config: watcher::Config,
-) -> (Store<ConfigMap>, JoinHandle<()>) {
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), NS);
+/// Runs a reflector of `K`s in `NS` over `config`; the returned task is aborted by
+/// the caller.
+fn run_reflector<K>(server: &ApiServer, config: watcher::Config) -> (Store<K>, JoinHandle<()>)
+where
+    K: kube::Resource<Scope = kube::core::NamespaceResourceScope>,
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
+{
+    let api: Api<K> = Api::namespaced(server.client(), NS);
     let (reader, writer) = reflector::store();
     let stream = reflector::reflector(writer, watcher(api, config)).default_backoff();
     let task = tokio::spawn(stream.for_each(|_| async {}));
     (reader, task)
 }
 
-fn store_versions(store: &Store<ConfigMap>) -> Vec<(String, String)> {
+/// Each object's `namespace/name` and resourceVersion, sorted.
+fn store_versions<K>(store: &Store<K>) -> Vec<(String, String)>
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
     let mut v: Vec<(String, String)> = store
         .state()
         .iter()
         .map(|o| {
-            (
-                format!(
-                    "{}/{}",
-                    o.metadata.namespace.as_deref().unwrap_or_default(),
-                    o.metadata.name.as_deref().unwrap_or_default()
-                ),
-                o.metadata.resource_version.clone().unwrap_or_default(),
-            )
+            let meta = o.meta();
+            let namespace = meta.namespace.as_deref().unwrap_or_default();
+            let name = meta.name.as_deref().unwrap_or_default();
+            let rv = meta.resource_version.clone().unwrap_or_default();
+            (format!("{namespace}/{name}"), rv)
         })
         .collect();
     v.sort();
     v
 }
 
-/// Polls until the store equals the server's state (the timeout is only a hang guard).
-async fn converge(server: &ApiServer, store: &Store<ConfigMap>) {
+/// Polls until the store equals the server's ConfigMaps (the timeout is only a hang
+/// guard).
+async fn converge<K>(server: &ApiServer, store: &Store<K>)
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    let on_server = || server.versions::<ConfigMap>(Some(NS)).unwrap();
     let result = tokio::time::timeout(GUARD, async {
-        loop {
-            if store_versions(store) == server.versions::<ConfigMap>(Some(NS)).unwrap() {
-                return;
-            }
+        while store_versions(store) != on_server() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     })
@@ -73,55 +85,67 @@ async fn converge(server: &ApiServer, store: &Store<ConfigMap>) {
         result.is_ok(),
         "store never converged:\n store  {:?}\n server {:?}",
         store_versions(store),
-        server.versions::<ConfigMap>(Some(NS)).unwrap()
+        on_server()
     );
+}
+
+/// A server seeded with `n` ConfigMaps and a reflector over `config` that has
+/// converged to it; the returned task is aborted by the caller.
+async fn synced(
+    n: usize,
+    config: watcher::Config,
+) -> (ApiServer, Store<ConfigMap>, JoinHandle<()>) {
+    let server = ApiServer::start().await.unwrap();
+    seed(&server, n);
+    let (store, task) = run_reflector::<ConfigMap>(&server, config);
+    converge(&server, &store).await;
+    (server, store, task)
+}
+
+/// How many `verb` requests the server answered.
+fn requests(server: &ApiServer, verb: Verb) -> usize {
+    server
+        .request_log()
+        .iter()
+        .filter(|e| e.verb == verb)
+        .count()
+}
+
+/// Polls every 2 ms until `done` holds; the timeout is only a hang guard.
+async fn poll(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + GUARD;
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
 }
 
 /// Polls until the reflector's watch is open (the store can be synced from the list
 /// before the watch request arrives).
 async fn wait_for_watch(server: &ApiServer) {
-    tokio::time::timeout(GUARD, async {
-        while server.open_watches() == 0 {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+    poll("the watcher never opened a watch", || {
+        server.open_watches() > 0
     })
-    .await
-    .expect("the watcher never opened a watch");
+    .await;
 }
 
 /// Polls until at least `n` watch requests have been answered (headers sent).
 async fn wait_for_watches(server: &ApiServer, n: usize) {
-    tokio::time::timeout(GUARD, async {
-        while server
-            .request_log()
-            .iter()
-            .filter(|e| e.verb == Verb::Watch)
-            .count()
-            < n
-        {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+    poll("the watcher never re-watched", || {
+        requests(server, Verb::Watch) >= n
     })
-    .await
-    .expect("the watcher never re-watched");
+    .await;
 }
 
 /// Creates, updates and deletes through the API.
 async fn write_churn(server: &ApiServer, tag: &str) {
     let api: Api<ConfigMap> = Api::namespaced(server.client(), NS);
     for i in 0..10 {
-        api.create(&PostParams::default(), &cm(&format!("{tag}-{i}")))
-            .await
-            .unwrap();
+        create(&api, &cm(&format!("{tag}-{i}"))).await;
     }
     for i in 0..10 {
-        api.patch(
-            &format!("{tag}-{i}"),
-            &PatchParams::default(),
-            &Patch::Merge(json!({"data": {"i": i.to_string()}})),
-        )
-        .await
-        .unwrap();
+        let data = json!({"data": {"i": i.to_string()}});
+        merge(&api, &format!("{tag}-{i}"), data).await.unwrap();
     }
     for i in (0..10).step_by(3) {
         api.delete(&format!("{tag}-{i}"), &DeleteParams::default())
@@ -132,10 +156,7 @@ async fn write_churn(server: &ApiServer, tag: &str) {
 
 #[tokio::test]
 async fn plain_list_watch_converges() {
-    let server = ApiServer::start().await.unwrap();
-    seed(&server, 20);
-    let (store, task) = run_reflector(&server, watcher::Config::default());
-    converge(&server, &store).await;
+    let (server, store, task) = synced(20, watcher::Config::default()).await;
     write_churn(&server, "w").await;
     converge(&server, &store).await;
     task.abort();
@@ -144,10 +165,8 @@ async fn plain_list_watch_converges() {
 #[tokio::test]
 async fn paginated_initial_list_converges() {
     for page_size in [1u32, 7] {
-        let server = ApiServer::start().await.unwrap();
-        seed(&server, 50);
-        let (store, task) = run_reflector(&server, watcher::Config::default().page_size(page_size));
-        converge(&server, &store).await;
+        let (server, store, task) =
+            synced(50, watcher::Config::default().page_size(page_size)).await;
         let lists = server
             .request_log()
             .into_iter()
@@ -179,7 +198,7 @@ async fn streaming_list_converges() {
     let server = ApiServer::start().await.unwrap();
     seed(&server, 30);
     let config = watcher::Config::default().streaming_lists();
-    let (store, task) = run_reflector(&server, config);
+    let (store, task) = run_reflector::<ConfigMap>(&server, config);
     converge(&server, &store).await;
     let log = server.request_log();
     assert!(
@@ -197,15 +216,8 @@ async fn streaming_list_converges() {
 
 #[tokio::test]
 async fn compaction_during_watch_forces_relist() {
-    let server = ApiServer::start().await.unwrap();
-    seed(&server, 10);
-    let (store, task) = run_reflector(&server, watcher::Config::default());
-    converge(&server, &store).await;
-    let lists_before = server
-        .request_log()
-        .iter()
-        .filter(|e| e.verb == Verb::List)
-        .count();
+    let (server, store, task) = synced(10, watcher::Config::default()).await;
+    let lists_before = requests(&server, Verb::List);
 
     wait_for_watch(&server).await;
     // Hold the re-watch back long enough for writes and a compaction to land first, so
@@ -222,11 +234,7 @@ async fn compaction_during_watch_forces_relist() {
 
     converge(&server, &store).await;
     assert_eq!(server.fault_hits(delay), 1);
-    let lists_after = server
-        .request_log()
-        .iter()
-        .filter(|e| e.verb == Verb::List)
-        .count();
+    let lists_after = requests(&server, Verb::List);
     assert!(
         lists_after > lists_before,
         "the watcher relisted after the 410"
@@ -236,21 +244,14 @@ async fn compaction_during_watch_forces_relist() {
 
 #[tokio::test]
 async fn dropped_watches_converge() {
-    let server = ApiServer::start().await.unwrap();
-    seed(&server, 10);
-    let (store, task) = run_reflector(&server, watcher::Config::default());
-    converge(&server, &store).await;
+    let (server, store, task) = synced(10, watcher::Config::default()).await;
     for round in 0..5 {
         wait_for_watches(&server, round + 1).await;
         assert!(server.faults().drop_watches() >= 1);
         write_churn(&server, &format!("d{round}")).await;
     }
     converge(&server, &store).await;
-    let watches = server
-        .request_log()
-        .iter()
-        .filter(|e| e.verb == Verb::Watch)
-        .count();
+    let watches = requests(&server, Verb::Watch);
     assert!(
         watches >= 6,
         "the watcher re-watched after every drop ({watches} watches)"
@@ -263,35 +264,9 @@ async fn metadata_watcher_converges() {
     let server = ApiServer::start().await.unwrap();
     seed(&server, 15);
     // `Api<PartialObjectMeta<K>>` makes kube send metadata-only (PartialObjectMetadata) requests.
-    let api: Api<kube::core::PartialObjectMeta<ConfigMap>> = Api::namespaced(server.client(), NS);
-    let (store, writer) = reflector::store::<kube::core::PartialObjectMeta<ConfigMap>>();
-    let stream = reflector::reflector(
-        writer,
-        watcher(api, watcher::Config::default().page_size(4)),
-    )
-    .default_backoff();
-    let task = tokio::spawn(stream.for_each(|_| async {}));
-    let versions = |store: &Store<kube::core::PartialObjectMeta<ConfigMap>>| {
-        let mut v: Vec<(String, String)> = store
-            .state()
-            .iter()
-            .map(|o| {
-                (
-                    format!("{NS}/{}", o.metadata.name.as_deref().unwrap_or_default()),
-                    o.metadata.resource_version.clone().unwrap_or_default(),
-                )
-            })
-            .collect();
-        v.sort();
-        v
-    };
+    let config = watcher::Config::default().page_size(4);
+    let (store, task) = run_reflector::<PartialObjectMeta<ConfigMap>>(&server, config);
     write_churn(&server, "m").await;
-    tokio::time::timeout(GUARD, async {
-        while versions(&store) != server.versions::<ConfigMap>(Some(NS)).unwrap() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .expect("metadata store never converged");
+    converge(&server, &store).await;
     task.abort();
 }

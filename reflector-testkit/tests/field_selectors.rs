@@ -4,9 +4,12 @@
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use kube::ResourceExt;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, WatchEvent, WatchParams};
 use reflector_testkit::ApiServer;
 use serde_json::json;
+
+mod support;
+use support::create;
 
 fn pod(name: &str, node: Option<&str>) -> Pod {
     let mut p = Pod {
@@ -38,7 +41,7 @@ async fn pods_select_by_node_name_and_phase() {
     let server = ApiServer::start().await.unwrap();
     let api: Api<Pod> = Api::namespaced(server.client(), "default");
     for p in [pod("a", Some("n1")), pod("b", Some("n2")), pod("c", None)] {
-        api.create(&PostParams::default(), &p).await.unwrap();
+        create(&api, &p).await;
     }
     assert_eq!(names(&api, "spec.nodeName=n1").await, ["a"]);
     // Unscheduled Pods have no node: they select as `spec.nodeName=`.
@@ -53,9 +56,7 @@ async fn pods_select_by_node_name_and_phase() {
 async fn a_pod_that_gets_the_node_enters_a_node_selected_watch() {
     let server = ApiServer::start().await.unwrap();
     let api: Api<Pod> = Api::namespaced(server.client(), "default");
-    api.create(&PostParams::default(), &pod("a", None))
-        .await
-        .unwrap();
+    create(&api, &pod("a", None)).await;
     let mut watch = api
         .watch(&WatchParams::default().fields("spec.nodeName=n1"), "0")
         .await

@@ -4,9 +4,12 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
+
+mod support;
+use support::create;
 
 async fn get(server: &ApiServer, path: &str, accept: &str) -> (u16, String, Vec<u8>) {
     let request = http::Request::get(path)
@@ -49,7 +52,7 @@ async fn create_crd(server: &ApiServer) {
     }))
     .unwrap();
     let crds: Api<CustomResourceDefinition> = Api::all(server.client());
-    crds.create(&PostParams::default(), &crd).await.unwrap();
+    create(&crds, &crd).await;
 }
 
 fn gvk_of(definition: &Value) -> &Value {

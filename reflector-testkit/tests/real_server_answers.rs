@@ -6,26 +6,11 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::CustomResource;
 use reflector_testkit::ApiServer;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-/// The sample API server's Flunder, as a CRD.
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[kube(
-    group = "wardle.example.com",
-    version = "v1alpha1",
-    kind = "Flunder",
-    namespaced,
-    shortname = "fl",
-    category = "wardle"
-)]
-pub struct FlunderSpec {
-    /// What it refers to.
-    pub reference: String,
-}
+mod support;
+use support::Flunder;
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 

@@ -3,33 +3,12 @@
 //! the protobuf answers (row 13).
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::CustomResource;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use reflector_testkit::ApiServer;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-/// A small CRD with a status subresource.
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[kube(
-    group = "testkit.example.com",
-    version = "v1",
-    kind = "Gadget",
-    namespaced,
-    status = "GadgetStatus"
-)]
-pub struct GadgetSpec {
-    /// Desired replicas.
-    pub replicas: u32,
-}
-
-/// Gadget status.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema, Default)]
-pub struct GadgetStatus {
-    /// Ready replicas.
-    pub ready: u32,
-}
+mod support;
+use support::{Widget, WidgetSpec, WidgetStatus, serve_widgets, status_of};
 
 fn config_map(name: &str, data: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
@@ -60,13 +39,6 @@ async fn apply(server: &ApiServer, manager: &str, config: Value) -> Result<Value
 async fn force_apply(server: &ApiServer, manager: &str, config: Value) -> Value {
     let params = PatchParams::apply(manager).force();
     apply_with(server, &params, config).await.unwrap()
-}
-
-fn status_of<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> kube::core::Status {
-    match result {
-        Err(kube::Error::Api(status)) => *status,
-        other => panic!("expected an API error, got {other:?}"),
-    }
 }
 
 /// `managedFields` as `(manager, operation, subresource, fieldsV1)`.
@@ -304,16 +276,14 @@ async fn reapplying_without_a_field_removes_it_but_not_what_others_set() {
 
 #[tokio::test]
 async fn managed_fields_follow_create_update_patch_apply_and_status_writes() {
-    let server = ApiServer::start().await.unwrap();
-    server.register::<Gadget>();
-    let gadgets: Api<Gadget> = Api::namespaced(server.client_without_retries(), "default");
-    let mut gadget = Gadget::new("w", GadgetSpec { replicas: 1 });
-    gadget.metadata.labels = Some([("app".to_owned(), "w".to_owned())].into());
+    let (server, widgets) = serve_widgets().await;
+    let mut widget = Widget::new("w", WidgetSpec { replicas: 1 });
+    widget.metadata.labels = Some([("app".to_owned(), "w".to_owned())].into());
     let post = |manager: &str| PostParams {
         field_manager: Some(manager.to_owned()),
         ..PostParams::default()
     };
-    let created = gadgets.create(&post("creator"), &gadget).await.unwrap();
+    let created = widgets.create(&post("creator"), &widget).await.unwrap();
     let value = serde_json::to_value(&created).unwrap();
     assert_eq!(
         owners(&value),
@@ -327,7 +297,7 @@ async fn managed_fields_follow_create_update_patch_apply_and_status_writes() {
     // A replace by another manager takes the field it changed.
     let mut replaced = created.clone();
     replaced.spec.replicas = 2;
-    let replaced = gadgets
+    let replaced = widgets
         .replace("w", &post("updater"), &replaced)
         .await
         .unwrap();
@@ -348,7 +318,7 @@ async fn managed_fields_follow_create_update_patch_apply_and_status_writes() {
         field_manager: Some("status-writer".to_owned()),
         ..PatchParams::default()
     };
-    let patched = gadgets
+    let patched = widgets
         .patch_status(
             "w",
             &status_patch,
@@ -371,7 +341,7 @@ async fn managed_fields_follow_create_update_patch_apply_and_status_writes() {
     // `fieldManager` is owned by the user agent's product name.
     let mut request = http::Request::builder()
         .method("PATCH")
-        .uri("/apis/testkit.example.com/v1/namespaces/default/gadgets/w")
+        .uri("/apis/testkit.example.com/v1/namespaces/default/widgets/w")
         .header("content-type", "application/merge-patch+json")
         .header("user-agent", "my-tool/1.2 (linux)")
         .body(br#"{"metadata":{"annotations":{"n":"1"}}}"#.to_vec())
@@ -393,9 +363,9 @@ async fn managed_fields_follow_create_update_patch_apply_and_status_writes() {
         json!({"f:metadata": {"f:annotations": {".": {}, "f:n": {}}}})
     );
     // An apply of the value another manager set shares it; one that changes it conflicts.
-    let config = json!({"apiVersion": "testkit.example.com/v1", "kind": "Gadget",
+    let config = json!({"apiVersion": "testkit.example.com/v1", "kind": "Widget",
         "metadata": {"name": "w"}, "spec": {"replicas": 2}});
-    let applied = gadgets
+    let applied = widgets
         .patch("w", &PatchParams::apply("applier"), &Patch::Apply(config))
         .await
         .unwrap();
@@ -404,10 +374,10 @@ async fn managed_fields_follow_create_update_patch_apply_and_status_writes() {
         owners(&value)[0],
         owner("applier", "Apply", json!({"f:spec": {"f:replicas": {}}}))
     );
-    let config = json!({"apiVersion": "testkit.example.com/v1", "kind": "Gadget",
+    let config = json!({"apiVersion": "testkit.example.com/v1", "kind": "Widget",
         "metadata": {"name": "w"}, "spec": {"replicas": 3}});
     let status = status_of(
-        gadgets
+        widgets
             .patch("w", &PatchParams::apply("other"), &Patch::Apply(config))
             .await,
     );
@@ -416,9 +386,9 @@ async fn managed_fields_follow_create_update_patch_apply_and_status_writes() {
         "Apply failed with 2 conflicts: conflicts with \"applier\":\n- .spec.replicas\nconflicts with \"updater\" using testkit.example.com/v1:\n- .spec.replicas"
     );
     // Status by apply on the subresource.
-    let config = json!({"apiVersion": "testkit.example.com/v1", "kind": "Gadget",
+    let config = json!({"apiVersion": "testkit.example.com/v1", "kind": "Widget",
         "metadata": {"name": "w"}, "status": {"ready": 5}});
-    let applied = gadgets
+    let applied = widgets
         .patch_status(
             "w",
             &PatchParams::apply("status-applier").force(),
@@ -426,7 +396,7 @@ async fn managed_fields_follow_create_update_patch_apply_and_status_writes() {
         )
         .await
         .unwrap();
-    assert_eq!(applied.status, Some(GadgetStatus { ready: 5 }));
+    assert_eq!(applied.status, Some(WidgetStatus { ready: 5 }));
     let value = serde_json::to_value(&applied).unwrap();
     let entry = owners(&value)
         .into_iter()

@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{Patch, PatchParams, WatchEvent, WatchParams};
 use kube::core::metadata::PartialObjectMeta;
-use reflector_testkit::ApiServer;
 use serde_json::json;
+
+mod support;
+use support::{create, serve_configmaps};
 
 const GUARD: Duration = Duration::from_secs(10);
 
@@ -57,8 +59,7 @@ fn event(
 
 #[tokio::test]
 async fn watchers_of_one_write_each_get_their_own_line() {
-    let server = ApiServer::start().await.unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    let (server, api) = serve_configmaps().await;
     let rv = server.current_resource_version().to_string();
     let params = WatchParams::default().timeout(10);
     let mut plain = api.watch(&params, &rv).await.unwrap().boxed();
@@ -73,7 +74,7 @@ async fn watchers_of_one_write_each_get_their_own_line() {
     cm.metadata.name = Some("a".to_owned());
     cm.metadata.labels = Some(BTreeMap::from([("app".to_owned(), "web".to_owned())]));
     cm.data = Some(BTreeMap::from([("k".to_owned(), "1".to_owned())]));
-    api.create(&PostParams::default(), &cm).await.unwrap();
+    create(&api, &cm).await;
     for (app, k) in [("db", "2"), ("db", "3"), ("web", "4")] {
         let patch = json!({"metadata": {"labels": {"app": app}}, "data": {"k": k}});
         api.patch("a", &PatchParams::default(), &Patch::Merge(patch))

@@ -5,8 +5,11 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, PostParams, WatchEvent, WatchParams};
+use kube::api::{Api, WatchEvent, WatchParams};
 use reflector_testkit::{ApiServer, bench_objects};
+
+mod support;
+use support::{assert_status, create, serve_configmaps, start, watch_with};
 
 const GUARD: Duration = Duration::from_secs(10);
 
@@ -26,6 +29,20 @@ where
         .unwrap()
 }
 
+/// Watch parameters without bookmarks, so that only changes arrive.
+fn quiet() -> WatchParams {
+    WatchParams::default().disable_bookmarks()
+}
+
+/// Asserts the next event of `stream` is `want` (as [`describe`] writes it).
+async fn expect_next<S>(stream: &mut S, want: &str)
+where
+    S: Stream<Item = kube::Result<WatchEvent<ConfigMap>>> + Unpin,
+{
+    let event = next(stream).await.expect("an event, not the end");
+    assert_eq!(describe(&event), want);
+}
+
 fn describe(event: &WatchEvent<ConfigMap>) -> String {
     match event {
         WatchEvent::Added(o) => format!("ADDED {}", o.metadata.name.as_deref().unwrap_or_default()),
@@ -43,68 +60,45 @@ fn describe(event: &WatchEvent<ConfigMap>) -> String {
 
 #[tokio::test]
 async fn watch_from_rv_replays_events_after_it() {
-    let server = ApiServer::start().await.unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
-    api.create(&PostParams::default(), &cm("a")).await.unwrap();
+    let (server, api) = serve_configmaps().await;
+    create(&api, &cm("a")).await;
     let rv = server.current_resource_version();
-    api.create(&PostParams::default(), &cm("b")).await.unwrap();
-    api.create(&PostParams::default(), &cm("c")).await.unwrap();
-    let mut stream = api
-        .watch(&WatchParams::default().disable_bookmarks(), &rv.to_string())
-        .await
-        .unwrap()
-        .boxed();
-    assert_eq!(describe(&next(&mut stream).await.unwrap()), "ADDED b");
-    assert_eq!(describe(&next(&mut stream).await.unwrap()), "ADDED c");
-    api.create(&PostParams::default(), &cm("d")).await.unwrap();
-    assert_eq!(describe(&next(&mut stream).await.unwrap()), "ADDED d");
+    for name in ["b", "c"] {
+        create(&api, &cm(name)).await;
+    }
+    let mut stream = watch_with(&api, &quiet(), &rv.to_string()).await;
+    expect_next(&mut stream, "ADDED b").await;
+    expect_next(&mut stream, "ADDED c").await;
+    create(&api, &cm("d")).await;
+    expect_next(&mut stream, "ADDED d").await;
 }
 
 #[tokio::test]
 async fn watch_from_zero_sends_synthetic_added_then_live_events() {
-    let server = ApiServer::start().await.unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
-    api.create(&PostParams::default(), &cm("a")).await.unwrap();
-    api.create(&PostParams::default(), &cm("b")).await.unwrap();
-    let mut stream = api
-        .watch(&WatchParams::default().disable_bookmarks(), "0")
-        .await
-        .unwrap()
-        .boxed();
-    assert_eq!(describe(&next(&mut stream).await.unwrap()), "ADDED a");
-    assert_eq!(describe(&next(&mut stream).await.unwrap()), "ADDED b");
+    let (_server, api) = serve_configmaps().await;
+    create(&api, &cm("a")).await;
+    create(&api, &cm("b")).await;
+    let mut stream = watch_with(&api, &quiet(), "0").await;
+    expect_next(&mut stream, "ADDED a").await;
+    expect_next(&mut stream, "ADDED b").await;
     api.delete("a", &Default::default()).await.unwrap();
-    assert_eq!(describe(&next(&mut stream).await.unwrap()), "DELETED a");
+    expect_next(&mut stream, "DELETED a").await;
 }
 
 #[tokio::test]
 async fn watch_from_compacted_rv_gets_410_error_event() {
-    let server = ApiServer::start().await.unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
-    api.create(&PostParams::default(), &cm("a")).await.unwrap();
+    let (server, api) = serve_configmaps().await;
+    create(&api, &cm("a")).await;
     let old = server.current_resource_version();
-    api.create(&PostParams::default(), &cm("b")).await.unwrap();
+    create(&api, &cm("b")).await;
     server.compact();
-    let mut stream = api
-        .watch(
-            &WatchParams::default().disable_bookmarks(),
-            &(old - 1).to_string(),
-        )
-        .await
-        .unwrap()
-        .boxed();
+    let mut stream = watch_with(&api, &quiet(), &(old - 1).to_string()).await;
     let event = next(&mut stream).await.unwrap();
     let WatchEvent::Error(status) = event else {
         panic!("expected ERROR, got {}", describe(&event))
     };
-    assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
-    assert!(
-        status
-            .message
-            .starts_with(&format!("too old resource version: {}", old - 1)),
-        "{}",
-        status.message
-    );
+    let too_old = format!("too old resource version: {}", old - 1);
+    assert_status(&status, 410, "Expired", |m| m.starts_with(&too_old));
     assert!(
         next(&mut stream).await.is_none(),
         "stream ends after the ERROR event"
@@ -118,11 +112,7 @@ async fn watcher_falling_behind_bounded_history_gets_410() {
     let rv = server.current_resource_version();
     // Ten writes with a history of five: RV `rv` is gone from the log.
     server.insert_many(&bench_objects::config_maps(10)).unwrap();
-    let mut stream = api
-        .watch(&WatchParams::default().disable_bookmarks(), &rv.to_string())
-        .await
-        .unwrap()
-        .boxed();
+    let mut stream = watch_with(&api, &quiet(), &rv.to_string()).await;
     let event = next(&mut stream).await.unwrap();
     assert_eq!(describe(&event), "ERROR 410 Expired");
 }
@@ -131,25 +121,14 @@ async fn watcher_falling_behind_bounded_history_gets_410() {
 // time would auto-advance the hang guard past in-flight IO.
 #[tokio::test]
 async fn bookmarks_carry_current_resource_version() {
-    let server = ApiServer::builder()
-        .bookmark_interval(Duration::from_millis(50))
-        .start()
-        .await
-        .unwrap();
+    let server = start(ApiServer::builder().bookmark_interval(Duration::from_millis(50))).await;
     let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
-    api.create(&PostParams::default(), &cm("a")).await.unwrap();
+    create(&api, &cm("a")).await;
     let rv = server.current_resource_version();
-    let mut stream = api
-        .watch(&WatchParams::default(), &rv.to_string())
-        .await
-        .unwrap()
-        .boxed();
+    let mut stream = watch_with(&api, &WatchParams::default(), &rv.to_string()).await;
     // Writes elsewhere advance the global RV; the bookmark reports it.
     let other: Api<ConfigMap> = Api::namespaced(server.client(), "other");
-    other
-        .create(&PostParams::default(), &cm("x"))
-        .await
-        .unwrap();
+    create(&other, &cm("x")).await;
     let current = server.current_resource_version();
     loop {
         match next(&mut stream).await.unwrap() {
@@ -164,31 +143,21 @@ async fn bookmarks_carry_current_resource_version() {
 
 #[tokio::test]
 async fn timeout_seconds_ends_stream_cleanly() {
-    let server = ApiServer::start().await.unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    let (server, api) = serve_configmaps().await;
     let rv = server.current_resource_version().to_string();
-    let mut stream = api
-        .watch(&WatchParams::default().disable_bookmarks().timeout(1), &rv)
-        .await
-        .unwrap()
-        .boxed();
+    let mut stream = watch_with(&api, &quiet().timeout(1), &rv).await;
     assert!(next(&mut stream).await.is_none());
 }
 
 #[tokio::test]
 async fn send_initial_events_ends_with_annotated_bookmark() {
-    let server = ApiServer::start().await.unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
-    api.create(&PostParams::default(), &cm("a")).await.unwrap();
-    api.create(&PostParams::default(), &cm("b")).await.unwrap();
+    let (server, api) = serve_configmaps().await;
+    create(&api, &cm("a")).await;
+    create(&api, &cm("b")).await;
     let rv = server.current_resource_version();
-    let mut stream = api
-        .watch(&WatchParams::default().initial_events(), "")
-        .await
-        .unwrap()
-        .boxed();
-    assert_eq!(describe(&next(&mut stream).await.unwrap()), "ADDED a");
-    assert_eq!(describe(&next(&mut stream).await.unwrap()), "ADDED b");
+    let mut stream = watch_with(&api, &WatchParams::default().initial_events(), "").await;
+    expect_next(&mut stream, "ADDED a").await;
+    expect_next(&mut stream, "ADDED b").await;
     let WatchEvent::Bookmark(b) = next(&mut stream).await.unwrap() else {
         panic!("expected bookmark")
     };
@@ -200,8 +169,8 @@ async fn send_initial_events_ends_with_annotated_bookmark() {
             .map(String::as_str),
         Some("true")
     );
-    api.create(&PostParams::default(), &cm("c")).await.unwrap();
-    assert_eq!(describe(&next(&mut stream).await.unwrap()), "ADDED c");
+    create(&api, &cm("c")).await;
+    expect_next(&mut stream, "ADDED c").await;
 }
 
 #[tokio::test]
@@ -209,13 +178,9 @@ async fn dropping_the_server_ends_watches_and_stops_listening() {
     let server = ApiServer::start().await.unwrap();
     let addr = server.addr();
     let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
-    api.create(&PostParams::default(), &cm("a")).await.unwrap();
-    let mut stream = api
-        .watch(&WatchParams::default().disable_bookmarks(), "0")
-        .await
-        .unwrap()
-        .boxed();
-    assert_eq!(describe(&next(&mut stream).await.unwrap()), "ADDED a");
+    create(&api, &cm("a")).await;
+    let mut stream = watch_with(&api, &quiet(), "0").await;
+    expect_next(&mut stream, "ADDED a").await;
     drop(server);
     // The watch task is stopped by the server's cancellation token: the stream ends.
     loop {

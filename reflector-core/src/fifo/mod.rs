@@ -11,8 +11,8 @@
 //!   delta inferred from a relist carries a
 //!   [`MaybeTombstone::DeletedFinalStateUnknown`](crate::object::MaybeTombstone::DeletedFinalStateUnknown)
 //!   tombstone.
-//! - [`DeltaFifo`] (configured by its builder methods) and [`PoppedItem`]: the queue
-//!   and what `pop` hands out.
+//! - [`DeltaFifo`] (configured by its builder methods): the queue; `pop` hands out
+//!   one key's [`Deltas`] at a time.
 //!
 //! The semantics are client-go's `tools/cache/delta_fifo.go`: consecutive deletes
 //! collapse, `replace` tombstones what disappeared, `resync` only re-delivers
@@ -30,5 +30,6 @@ mod delta_fifo;
 mod tests;
 
 pub use delta::{Delta, DeltaType, Deltas};
+pub use delta_fifo::DeltaFifo;
+pub(crate) use delta_fifo::PoppedItem;
 pub(crate) use delta_fifo::TransformFunc;
-pub use delta_fifo::{DeltaFifo, PoppedItem};

@@ -117,11 +117,36 @@ impl ReflectorOptions {
         self
     }
 
-    /// Backoff between rounds and on 429/refused watches (default 800 ms → 30 s,
-    /// ×2, jitter 1.0, reset after 2 min: client-go's reflector).
+    /// Backoff between rounds and on 429/refused watches: the first delay's base is
+    /// `initial`, doubled after each step up to `max` (default 800 ms → 30 s, as
+    /// client-go's reflector), and starts over after 2 min without a step (fixed, as
+    /// client-go's reflector).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use reflector_core::reflector::ReflectorOptions;
+    /// let options = ReflectorOptions::default()
+    ///     .backoff(Duration::from_millis(100), Duration::from_secs(5));
+    /// # let _ = options;
+    /// ```
     #[must_use]
-    pub fn backoff(mut self, backoff: BackoffConfig) -> Self {
-        self.backoff = backoff;
+    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.backoff = self.backoff.initial(initial).max(max);
+        self
+    }
+
+    /// The backoff's jitter fraction: each delay is its base times
+    /// `1 + jitter × U[0,1)` (default 1.0, as client-go's reflector); 0 makes the
+    /// delays exact. Negative or non-finite values mean 0.
+    ///
+    /// ```
+    /// use reflector_core::reflector::ReflectorOptions;
+    /// let exact = ReflectorOptions::default().backoff_jitter(0.0);
+    /// # let _ = exact;
+    /// ```
+    #[must_use]
+    pub fn backoff_jitter(mut self, jitter: f64) -> Self {
+        self.backoff = self.backoff.jitter(jitter);
         self
     }
 

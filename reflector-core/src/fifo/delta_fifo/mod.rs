@@ -23,17 +23,17 @@ mod tests;
 pub(crate) use options::TransformFunc;
 use state::{Popped, SHRINK_ABOVE, State};
 
-/// One item handed out by [`DeltaFifo::pop`].
+/// One item the informer pops: a key with its deltas.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PoppedItem<K> {
+pub(crate) struct PoppedItem<K> {
     /// The object's key.
-    pub key: ObjectKey,
+    pub(crate) key: ObjectKey,
     /// Everything that happened to the object since it was queued, oldest first.
     /// Never empty.
-    pub deltas: Deltas<K>,
+    pub(crate) deltas: Deltas<K>,
     /// Whether the item belongs to the first `replace`'s list (popped before the
     /// FIFO has synced), as client-go's `isInInitialList`.
-    pub is_in_initial_list: bool,
+    pub(crate) is_in_initial_list: bool,
 }
 
 /// A producer-consumer queue of per-object changes, as client-go's `DeltaFIFO`.
@@ -73,9 +73,10 @@ pub struct PoppedItem<K> {
 /// fifo.add(cm.clone()).unwrap();
 /// fifo.update(cm).unwrap();
 ///
-/// let item = fifo.pop_item().await.unwrap();
-/// assert_eq!(item.key.as_str(), "a");
-/// let types: Vec<_> = item.deltas.iter().map(|d| d.delta_type).collect();
+/// let types = fifo
+///     .pop(|deltas, _| deltas.iter().map(|d| d.delta_type).collect::<Vec<_>>())
+///     .await
+///     .unwrap();
 /// assert_eq!(types, [DeltaType::Added, DeltaType::Updated]);
 /// # }
 /// ```
@@ -317,8 +318,12 @@ impl<K> DeltaFifo<K> {
         self.lock().items.get(key).cloned()
     }
 
-    /// Waits for a queued item, removes it and runs `process` on it, as client-go's
-    /// `Pop`: whatever `process` updates (the informer's indexer, the known objects)
+    /// Waits for a queued item, removes it and runs `process` on its [`Deltas`] (never
+    /// empty) and on whether it belongs to the first `replace`'s list (popped before
+    /// the FIFO has synced), as client-go's `Pop` and `PopProcessFunc(obj,
+    /// isInInitialList)`. The object's key is its newest delta's object's
+    /// ([`deletion_handling_key`](crate::object::deletion_handling_key) reads it
+    /// from a tombstone too). Whatever `process` updates (the informer's indexer, the known objects)
     /// changes atomically with the queue for `delete`, `replace`, `resync` and
     /// [`has_synced`](DeltaFifo::has_synced), which wait for a running `process`,
     /// so none of them sees the item missing from both the queue and the cache.
@@ -354,12 +359,27 @@ impl<K> DeltaFifo<K> {
     /// cm.metadata.name = Some("a".into());
     /// fifo.add(Arc::new(cm)).unwrap();
     /// fifo.close();
-    /// let n = fifo.pop(|item| item.deltas.len()).await.unwrap();
-    /// assert_eq!(n, 1);
-    /// assert_eq!(fifo.pop(|_| ()).await, Err(StoreError::Closed));
+    /// let n = fifo.pop(|deltas, initial| (deltas.len(), initial)).await.unwrap();
+    /// assert_eq!(n, (1, false));
+    /// assert_eq!(fifo.pop(|_, _| ()).await, Err(StoreError::Closed));
     /// # }
     /// ```
-    pub async fn pop<R>(&self, process: impl FnOnce(PoppedItem<K>) -> R) -> Result<R, StoreError> {
+    pub async fn pop<R>(
+        &self,
+        process: impl FnOnce(Deltas<K>, bool) -> R,
+    ) -> Result<R, StoreError> {
+        self.pop_one(|item| process(item.deltas, item.is_in_initial_list))
+            .await
+    }
+
+    /// As [`pop`](DeltaFifo::pop), handing `process` the whole item, key included.
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`pop`](DeltaFifo::pop).
+    pub(crate) async fn pop_one<R>(
+        &self,
+        process: impl FnOnce(PoppedItem<K>) -> R,
+    ) -> Result<R, StoreError> {
         self.pop_some(1, |first, _| process(first)).await
     }
 
@@ -374,30 +394,7 @@ impl<K> DeltaFifo<K> {
     ///
     /// # Cancel safety
     /// Cancel-safe, as [`pop`](DeltaFifo::pop).
-    ///
-    /// # Example
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::sync::Arc;
-    /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::fifo::DeltaFifo;
-    /// use reflector_core::store::Store;
-    ///
-    /// let fifo = DeltaFifo::<ConfigMap>::default();
-    /// for name in ["a", "b", "c"] {
-    ///     let mut cm = ConfigMap::default();
-    ///     cm.metadata.name = Some(name.into());
-    ///     fifo.add(Arc::new(cm)).unwrap();
-    /// }
-    /// let keys = fifo
-    ///     .pop_batch(2, |items| items.iter().map(|i| i.key.to_string()).collect::<Vec<_>>())
-    ///     .await
-    ///     .unwrap();
-    /// assert_eq!(keys, ["a", "b"]);
-    /// # }
-    /// ```
-    pub async fn pop_batch<R>(
+    pub(crate) async fn pop_batch<R>(
         &self,
         max: usize,
         process: impl FnOnce(Vec<PoppedItem<K>>) -> R,
@@ -504,14 +501,9 @@ impl<K> DeltaFifo<K> {
         self.announce_synced(flipped);
     }
 
-    /// As [`pop`](DeltaFifo::pop) with a callback that returns the item itself.
-    ///
-    /// # Errors
-    /// As [`pop`](DeltaFifo::pop).
-    ///
-    /// # Cancel safety
-    /// Cancel safe, as [`pop`](DeltaFifo::pop).
-    pub async fn pop_item(&self) -> Result<PoppedItem<K>, StoreError> {
-        self.pop(|item| item).await
+    /// As [`pop`](DeltaFifo::pop), returning the whole item (for tests).
+    #[cfg(test)]
+    pub(crate) async fn pop_item(&self) -> Result<PoppedItem<K>, StoreError> {
+        self.pop_one(|item| item).await
     }
 }

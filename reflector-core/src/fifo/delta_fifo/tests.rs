@@ -47,7 +47,7 @@ async fn drained_fifo_frees_the_room_of_a_large_list() {
     fifo.replace((0..10_000).map(cm).collect(), "1").unwrap();
     assert!(fifo.lock().queue.capacity() >= 10_000);
     for _ in 0..10_000 {
-        fifo.pop(|_| ()).await.unwrap();
+        fifo.pop(|_, _| ()).await.unwrap();
     }
     let (queue, items) = {
         let state = fifo.lock();
@@ -61,7 +61,7 @@ async fn drained_fifo_frees_the_room_of_a_large_list() {
     }
     let grown = fifo.lock().queue.capacity();
     for _ in 0..100 {
-        fifo.pop(|_| ()).await.unwrap();
+        fifo.pop(|_, _| ()).await.unwrap();
     }
     assert_eq!(
         fifo.lock().queue.capacity(),

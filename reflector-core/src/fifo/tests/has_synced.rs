@@ -94,7 +94,7 @@ async fn delta_fifo_wait_synced_wakes_after_last_initial_pop() {
 async fn delta_fifo_has_synced_waits_for_the_last_callback_to_return() {
     let f = fifo();
     f.replace(vec![mk("a", 1)], "1").unwrap();
-    let synced_inside = f.pop(|_| f.has_synced()).await.unwrap();
+    let synced_inside = f.pop(|_, _| f.has_synced()).await.unwrap();
     assert!(!synced_inside);
     assert!(f.has_synced());
 }

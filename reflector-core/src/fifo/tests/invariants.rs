@@ -70,7 +70,7 @@ fn op() -> impl proptest::strategy::Strategy<Value = Op> {
 
 fn pop_now(f: &DeltaFifo<ConfigMap>, cache: &Cache) {
     use futures::FutureExt;
-    f.pop(|item| cache.apply(&item))
+    f.pop_one(|item| cache.apply(&item))
         .now_or_never()
         .expect("an item is ready")
         .expect("fifo open");

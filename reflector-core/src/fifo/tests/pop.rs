@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::fifo::DeltaType;
-use crate::object::ObjectKey;
+use crate::object::{ObjectKey, deletion_handling_key};
 use crate::store::{Store, StoreError};
 
 use super::support::*;
@@ -18,7 +18,7 @@ async fn delta_fifo_pop_should_unblock_when_closed() {
     let pops: Vec<_> = (0..10)
         .map(|_| {
             let f = Arc::clone(&f);
-            tokio::spawn(async move { f.pop(|_| ()).await })
+            tokio::spawn(async move { f.pop(|_, _| ()).await })
         })
         .collect();
     tokio::task::yield_now().await;
@@ -96,7 +96,10 @@ async fn delta_fifo_pop_runs_process_under_the_lock_and_returns_its_value() {
     let f = fifo();
     f.add(mk("a", 1)).unwrap();
     let (key, n, initial) = f
-        .pop(|item| (item.key, item.deltas.len(), item.is_in_initial_list))
+        .pop(|deltas, initial| {
+            let key = deletion_handling_key(&deltas.newest().unwrap().object).unwrap();
+            (key, deltas.len(), initial)
+        })
         .await
         .unwrap();
     assert_eq!((key.as_str(), n, initial), ("a", 1, false));
@@ -109,7 +112,7 @@ async fn delta_fifo_add_does_not_wait_for_a_running_pop_callback() {
     let f = fifo();
     f.add(mk("a", 1)).unwrap();
     let popped = f
-        .pop(|item| {
+        .pop_one(|item| {
             f.add(mk("b", 2)).unwrap();
             f.update(mk("a", 3)).unwrap();
             item.key.to_string()
@@ -141,7 +144,7 @@ async fn delta_fifo_replace_waits_for_a_running_pop_callback() {
         }
     });
     let replaced_during_callback = f
-        .pop(|_| {
+        .pop(|_, _| {
             started_tx.send(()).unwrap();
             // Long enough for a `replace` that did not wait to finish.
             std::thread::sleep(Duration::from_millis(50));

@@ -34,5 +34,5 @@ async fn delta_fifo_update_resync_race() {
     let f = fifo_known(vec![mk("foo", 5)]);
     f.update(mk("foo", 6)).unwrap();
     f.resync().unwrap();
-    assert_drains(&f, vec![deltas(vec![d(Updated, &mk("foo", 6))])]).await;
+    assert_drains("resync", &f, vec![deltas(vec![d(Updated, &mk("foo", 6))])]).await;
 }

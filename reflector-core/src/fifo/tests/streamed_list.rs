@@ -73,6 +73,7 @@ async fn delta_fifo_abandoned_stream_is_reconciled_by_replace() {
     assert!(!f.stream_list_page(&[b2.clone(), c.clone()], true).unwrap());
     f.replace(vec![b2.clone(), c.clone()], "9").unwrap();
     assert_drains(
+        "streamed list",
         &f,
         vec![
             deltas(vec![d(Replaced, &a), tomb("a", &a)]),

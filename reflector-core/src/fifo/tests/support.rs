@@ -102,15 +102,29 @@ pub(super) async fn pop(f: &DeltaFifo<ConfigMap>) -> PoppedItem<ConfigMap> {
 }
 
 /// Applies a script of writes such as `"add foo 10, update bar 15, delete baz 20"`
-/// to `f`: each writes `mk(name, val)`.
+/// to `f`: each writes `mk(name, val)`. `replace@RV foo:5 bar:6` replaces the
+/// contents with `mk("foo", 5)` and `mk("bar", 6)` at resource version `RV`
+/// (`replace` alone: none).
 pub(super) fn apply(f: &DeltaFifo<ConfigMap>, script: &str) {
     for step in script.split(',') {
         let words: Vec<&str> = step.split_whitespace().collect();
-        let [op, name, val] = words[..] else {
+        let Some((op, args)) = words.split_first() else {
+            panic!("empty step in {script:?}");
+        };
+        if let Some(rv) = op.strip_prefix("replace") {
+            let list = args.iter().map(|arg| {
+                let (name, val) = arg.split_once(':').expect("name:val");
+                mk(name, val)
+            });
+            f.replace(list.collect(), rv.strip_prefix('@').unwrap_or_default())
+                .unwrap();
+            continue;
+        }
+        let [name, val] = args[..] else {
             panic!("bad step {step:?}");
         };
         let obj = mk(name, val);
-        match op {
+        match *op {
             "add" => f.add(obj),
             "update" => f.update(obj),
             "delete" => f.delete(obj),
@@ -151,10 +165,14 @@ pub(super) async fn assert_nothing_to_pop(f: &DeltaFifo<ConfigMap>) {
 }
 
 /// Pops every item in turn, asserting each one's deltas, then asserts the queue is
-/// empty.
-pub(super) async fn assert_drains(f: &DeltaFifo<ConfigMap>, expected: Vec<Deltas<ConfigMap>>) {
+/// empty; failures name `case`.
+pub(super) async fn assert_drains(
+    case: &str,
+    f: &DeltaFifo<ConfigMap>,
+    expected: Vec<Deltas<ConfigMap>>,
+) {
     for (i, e) in expected.into_iter().enumerate() {
-        assert_eq!(pop(f).await.deltas, e, "pop #{i}");
+        assert_eq!(pop(f).await.deltas, e, "{case}: pop #{i}");
     }
-    assert!(f.is_empty(), "left over: {:?}", f.list_keys());
+    assert!(f.is_empty(), "{case}: left over: {:?}", f.list_keys());
 }

@@ -42,7 +42,7 @@ fn recording_errors() -> (ReflectorOptions, Arc<Mutex<Vec<String>>>) {
     let errors = recorder();
     let seen = Arc::clone(&errors);
     let options = ReflectorOptions::default()
-        .backoff(no_jitter())
+        .backoff_jitter(0.0)
         .watch_error_handler(move |e| {
             let what = match e {
                 ReflectorError::List { source, .. } => match source {

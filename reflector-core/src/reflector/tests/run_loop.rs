@@ -63,7 +63,7 @@ async fn run_backs_off_exponentially_between_rounds() {
         },
         never_send,
     );
-    let (r, _) = recording(lw, ReflectorOptions::default().backoff(no_jitter()));
+    let (r, _) = recording(lw, ReflectorOptions::default().backoff_jitter(0.0));
     run_until(&r, || times.lock().unwrap().len() >= 9).await;
     let gaps: Vec<u128> = times
         .lock()

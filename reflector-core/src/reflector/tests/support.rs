@@ -19,7 +19,6 @@ use kube::core::response::{StatusCause, StatusDetails};
 use kube::core::watch::{Bookmark, BookmarkMeta};
 use tokio_util::sync::CancellationToken;
 
-use crate::backoff::BackoffConfig;
 use crate::listwatch::{ListWatchError, ListerWatcher, WatchStream};
 use crate::object::ObjectKey;
 use crate::reflector::{Reflector, ReflectorError, ReflectorOptions};
@@ -513,10 +512,6 @@ pub(crate) fn rv_of(p: &ListParams) -> String {
 
 pub(crate) fn recorder() -> Arc<Mutex<Vec<String>>> {
     Arc::new(Mutex::new(Vec::new()))
-}
-
-pub(crate) fn no_jitter() -> BackoffConfig {
-    BackoffConfig::default().jitter(0.0)
 }
 
 /// Waits (in paused time, up to 10 virtual minutes) until `cond` holds, yielding

@@ -10,7 +10,6 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::support::*;
-use crate::backoff::BackoffConfig;
 use crate::listwatch::ListWatchError;
 use crate::reflector::ReflectorOptions;
 
@@ -43,12 +42,11 @@ async fn backoff_on_too_many_requests() {
         1 => Ok(watch_of([error_event(too_many_requests())])),
         _ => Ok(closed_watch()),
     });
-    let backoff = BackoffConfig::default()
-        .jitter(0.0)
-        .initial(Duration::from_secs(1));
     let (r, _) = recording(
         scripted(empty_list("1"), watch),
-        ReflectorOptions::default().backoff(backoff),
+        ReflectorOptions::default()
+            .backoff_jitter(0.0)
+            .backoff(Duration::from_secs(1), Duration::from_secs(30)),
     );
     let start = Instant::now();
     r.list_and_watch(&CancellationToken::new()).await.unwrap();
@@ -137,7 +135,7 @@ async fn malformed_line_ends_the_watch_and_the_loop_recovers() {
         })
     });
     let lw = scripted(list, watch);
-    let (r, store) = recording(lw, ReflectorOptions::default().backoff(no_jitter()));
+    let (r, store) = recording(lw, ReflectorOptions::default().backoff_jitter(0.0));
     run_until(&r, || watches.load(Ordering::SeqCst) == 2).await;
     assert_eq!(
         *lists.lock().unwrap(),
@@ -161,7 +159,7 @@ async fn expired_watch_relists_from_last_resource_version() {
     });
     let (lists, list) = recorded_list(empty_list("7"));
     let lw = scripted(list, watch);
-    let (r, _) = recording(lw, ReflectorOptions::default().backoff(no_jitter()));
+    let (r, _) = recording(lw, ReflectorOptions::default().backoff_jitter(0.0));
     run_until(&r, || watches.load(Ordering::SeqCst) == 2).await;
     assert_eq!(*lists.lock().unwrap(), ["rv=0 limit=500", "rv=5"]);
     assert_eq!(r.stats().relists, 1);
@@ -180,7 +178,7 @@ async fn list_errors_reach_the_watch_error_handler() {
     let (r, _) = recording(
         lw,
         ReflectorOptions::default()
-            .backoff(no_jitter())
+            .backoff_jitter(0.0)
             .watch_error_handler(move |e| s.lock().unwrap().push(e.to_string())),
     );
     run_until(&r, || seen.lock().unwrap().len() >= 2).await;

@@ -12,7 +12,7 @@ use crate::store::{Indexer, Indexers, Store};
 fn watch_list_options() -> ReflectorOptions {
     ReflectorOptions::default()
         .use_watch_list(true)
-        .backoff(no_jitter())
+        .backoff_jitter(0.0)
 }
 
 /// A watch-list reflector over `lw` into a fresh recording store.

@@ -1,0 +1,184 @@
+//! What the testkit's HTTP suites share: the custom resources they register, the
+//! ConfigMaps they write, and reading back the API errors the server answers.
+//!
+//! Each suite is its own crate and uses part of this module.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::CustomResource;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::core::Status;
+use reflector_testkit::{ApiServer, ApiServerBuilder};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A small custom resource with a status subresource, registered with
+/// `ApiServer::register::<Widget>()` (`widgets.testkit.example.com`).
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(group = "testkit.example.com", version = "v1", kind = "Widget")]
+#[kube(namespaced, status = "WidgetStatus")]
+pub struct WidgetSpec {
+    /// Desired replicas.
+    pub replicas: u32,
+}
+
+/// Widget status.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema, Default)]
+pub struct WidgetStatus {
+    /// Ready replicas.
+    pub ready: u32,
+}
+
+/// The sample API server's Flunder, as a custom resource
+/// (`flunders.wardle.example.com`, short name `fl`, category `wardle`).
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(group = "wardle.example.com", version = "v1alpha1", kind = "Flunder")]
+#[kube(namespaced, shortname = "fl", category = "wardle")]
+pub struct FlunderSpec {
+    /// What it refers to.
+    pub reference: String,
+}
+
+/// ConfigMap `name` (no namespace: the `Api` gives it one) with `data`.
+pub fn config_map(name: &str, data: &[(&str, &str)]) -> ConfigMap {
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name.to_owned());
+    cm.data = Some(
+        data.iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect::<BTreeMap<_, _>>(),
+    );
+    cm
+}
+
+/// Starts `builder`'s server; panics if it cannot.
+pub async fn start(builder: ApiServerBuilder) -> ApiServer {
+    builder.start().await.expect("the server starts")
+}
+
+/// A fresh server and the ConfigMaps of its `default` namespace.
+pub async fn serve_configmaps() -> (ApiServer, Api<ConfigMap>) {
+    let server = ApiServer::start().await.expect("the server starts");
+    let configmaps = Api::namespaced(server.client(), "default");
+    (server, configmaps)
+}
+
+/// A fresh server serving [`Widget`]s, and those of its `default` namespace through
+/// a client without kube's retries.
+pub async fn serve_widgets() -> (ApiServer, Api<Widget>) {
+    let server = ApiServer::start().await.expect("the server starts");
+    server.register::<Widget>();
+    let widgets = Api::namespaced(server.client_without_retries(), "default");
+    (server, widgets)
+}
+
+/// The `Status` of an API error; panics on any other error.
+pub fn api_status(err: kube::Error) -> Status {
+    match err {
+        kube::Error::Api(status) => *status,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+/// The `Status` a request that must fail answered; panics if it succeeded.
+pub fn status_of<T: std::fmt::Debug>(result: kube::Result<T>) -> Status {
+    api_status(result.expect_err("the request must fail"))
+}
+
+/// Asserts `status` is `code` `reason` with a message `message` accepts
+/// (`|m| m == ".."`, `|m| m.contains("..")`).
+pub fn assert_status(status: &Status, code: u16, reason: &str, message: impl Fn(&str) -> bool) {
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (code, reason),
+        "{status:?}"
+    );
+    assert!(
+        message(&status.message),
+        "unexpected message {:?}",
+        status.message
+    );
+}
+
+/// Creates `obj` through `api`; panics if the server refuses.
+pub async fn create<K>(api: &Api<K>, obj: &K) -> K
+where
+    K: Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+{
+    api.create(&PostParams::default(), obj)
+        .await
+        .expect("created")
+}
+
+/// Whether `message` is the API server's answer to a continue token older than the
+/// compaction.
+pub fn continue_too_old(message: &str) -> bool {
+    message.starts_with("The provided continue parameter is too old")
+}
+
+/// Whether `api` lists no object.
+pub async fn lists_nothing<K>(api: &Api<K>) -> bool
+where
+    K: Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let list = api.list(&ListParams::default()).await.expect("listed");
+    list.items.is_empty()
+}
+
+/// The resourceVersion of `obj`, which the server always sets.
+pub fn rv_of(obj: &impl kube::Resource) -> u64 {
+    let rv = obj
+        .meta()
+        .resource_version
+        .as_deref()
+        .expect("a resourceVersion");
+    rv.parse().expect("an integer resourceVersion")
+}
+
+/// A JSON merge patch of object `name`, as `kubectl patch --type=merge`.
+pub async fn merge<K>(api: &Api<K>, name: &str, patch: Value) -> kube::Result<K>
+where
+    K: Clone + DeserializeOwned + std::fmt::Debug,
+{
+    api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+}
+
+/// A watch of `api` from `rv` with `params`, boxed.
+pub async fn watch_with<K>(
+    api: &Api<K>,
+    params: &WatchParams,
+    rv: &str,
+) -> BoxStream<'static, kube::Result<WatchEvent<K>>>
+where
+    K: Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    api.watch(params, rv).await.expect("watch starts").boxed()
+}
+
+/// A watch of `api` from `rv` with the default parameters, boxed.
+pub async fn watch_from<K>(
+    api: &Api<K>,
+    rv: &str,
+) -> BoxStream<'static, kube::Result<WatchEvent<K>>>
+where
+    K: Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    watch_with(api, &WatchParams::default(), rv).await
+}
+
+/// The `name` of each entry of the array `value[array]` (discovery documents).
+pub fn names_in<'a>(value: &'a Value, array: &str) -> Vec<&'a str> {
+    value[array]
+        .as_array()
+        .expect("an array")
+        .iter()
+        .filter_map(|entry| entry["name"].as_str())
+        .collect()
+}
