@@ -2,7 +2,8 @@
 //! tokio's paused clock: membership leases appear, expire and are released; the
 //! sharder spreads objects evenly over three shards, writing each object once; a
 //! fourth shard takes only the objects it now wins; a dead shard's objects move
-//! once its lease expires; injected 409s and 500s on the sharder's patches delay
+//! once its lease expires; a live shard's objects move only through the drain
+//! hand-over (annotation, acknowledgement, relabel); injected 409s and 500s on the sharder's patches delay
 //! assignment but never assign an object twice.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use reflector_core::informer::{Event, InformerFactory};
 use reflector_core::leader_election::LeaderElectionConfig;
 use reflector_core::sharding::{Ring, Sharder, ShardingError, shard_key, winner};
@@ -28,6 +29,7 @@ const RING: &str = "cms";
 const LEASE_NS: &str = "ops";
 const NS: &str = "work";
 const LABEL: &str = "shard.reflector.rs/cms";
+const DRAIN: &str = "shard.reflector.rs/cms-drain";
 const SECS: fn(u64) -> Duration = Duration::from_secs;
 
 async fn server_with(n: usize) -> ApiServer {
@@ -422,29 +424,103 @@ async fn sharder_spreads_objects_evenly_and_writes_each_once() {
     stop_all(replicas).await;
 }
 
-/// A fourth shard joins three: only the objects whose winner changed move (all to
-/// the new shard, at most 30% of them), and only they are patched.
+/// The drain annotation of `cm`.
+fn drain_of(cm: &ConfigMap) -> Option<String> {
+    cm.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(DRAIN))
+        .cloned()
+}
+
+/// A fourth shard joins three live ones: the objects whose winner changed are not
+/// relabelled but get the drain annotation naming `d` (and only they are patched);
+/// nothing moves until their old shard acknowledges; each acknowledged object (its
+/// label and annotation removed, as a shard does) is then labelled `d`, and only
+/// those move (at most 30% of them).
 #[tokio::test(start_paused = true)]
-async fn a_joining_shard_takes_only_the_objects_it_now_wins() {
+async fn a_joining_shard_drains_then_takes_only_the_objects_it_now_wins() {
     let (server, mut replicas, before, patched_before) = three_converged(600).await;
 
     let mut d = Replica::start(&server, "d");
     d.start_sharder(&server);
     replicas.push(d);
     let four = set(&["a", "b", "c", "d"]);
-    converge(&server, &four, SECS(30)).await;
     let want = winners(&server, &four).await;
-    let moved = assert_only_these_moved(&server, &before, &patched_before, &four, |name, _| {
-        before[name].0.as_ref() != Some(&want[name])
-    })
-    .await;
-    let n = moved.len();
-    assert!(n > 0 && n * 10 <= before.len() * 3, "moved {n}");
-    let after = assignments(&server).await;
-    assert!(
-        moved
+    let movers: BTreeSet<String> = before
+        .iter()
+        .filter(|(name, (label, _))| label.as_ref() != Some(&want[*name]))
+        .map(|(name, _)| name.clone())
+        .collect();
+    let n = movers.len();
+    assert!(n > 0 && n * 10 <= before.len() * 3, "moving {n}");
+    let asked = Instant::now();
+    loop {
+        let drains = objects(&server)
+            .await
             .iter()
-            .all(|name| after[name].0.as_deref() == Some("d"))
+            .filter(|cm| drain_of(cm).as_deref() == Some("d"))
+            .count();
+        if drains == n {
+            break;
+        }
+        assert!(asked.elapsed() < SECS(30), "{drains} of {n} asked to drain");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Nobody acknowledges: every object keeps its label, only the movers changed.
+    tokio::time::sleep(SECS(5)).await;
+    for cm in objects(&server).await {
+        let name = cm.metadata.name.clone().unwrap();
+        assert_eq!(
+            label_of(&cm),
+            before[&name].0,
+            "{name} moved before its drain ended"
+        );
+        assert_eq!(drain_of(&cm).is_some(), movers.contains(&name), "{name}");
+    }
+
+    // The old shards acknowledge: label and annotation go, in one patch.
+    let api: Api<ConfigMap> = Api::namespaced(server.client(), NS);
+    for name in &movers {
+        let cm = api.get(name).await.unwrap();
+        let ack = json!({"metadata": {
+            "resourceVersion": cm.metadata.resource_version,
+            "labels": {LABEL: null},
+            "annotations": {DRAIN: null},
+        }});
+        api.patch(name, &PatchParams::default(), &Patch::Merge(ack))
+            .await
+            .unwrap();
+    }
+    converge(&server, &four, SECS(30)).await;
+    // Each mover: drain, acknowledgement, relabel (3 patches, 2 of them the
+    // sharder's); every other object untouched.
+    let mut since = patched(&server);
+    for (name, count) in &patched_before {
+        *since.get_mut(name).unwrap() -= count;
+    }
+    for (name, (label, rv)) in assignments(&server).await {
+        if movers.contains(&name) {
+            assert_eq!(label.as_deref(), Some("d"), "{name}");
+            assert_eq!(since.get(&name).copied(), Some(3), "{name}");
+        } else {
+            assert_eq!(
+                (&label, &rv),
+                (&before[&name].0, &before[&name].1),
+                "{name} should stay"
+            );
+            assert_eq!(
+                since.get(&name).copied().unwrap_or(0),
+                0,
+                "{name} stayed but was patched"
+            );
+        }
+    }
+    assert!(
+        objects(&server)
+            .await
+            .iter()
+            .all(|cm| drain_of(cm).is_none())
     );
     stop_all(replicas).await;
 }

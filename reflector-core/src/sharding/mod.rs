@@ -87,13 +87,16 @@
 mod error;
 mod labels;
 mod members;
+mod metadata_patch;
 mod rendezvous;
 mod ring;
+mod shard_gate;
 mod shard_key;
 mod sharder;
 
 pub use error::ShardingError;
 pub use rendezvous::winner;
 pub use ring::Ring;
+pub(crate) use shard_gate::ShardGate;
 pub use shard_key::shard_key;
 pub use sharder::Sharder;
