@@ -38,18 +38,19 @@ const LABEL: &str = "shard.reflector.rs/cms";
 const DRAIN: &str = "shard.reflector.rs/cms-drain";
 const SECS: fn(u64) -> Duration = Duration::from_secs;
 /// How long one reconcile takes (paused time), so reconciles are in flight.
-const RECONCILE_TIME: Duration = Duration::from_millis(250);
+const RECONCILE_TIME: Duration = Duration::from_secs(1);
 /// Every key is reconciled again this long after its reconcile.
-const REQUEUE: Duration = Duration::from_secs(5);
-const CONCURRENCY: usize = 100;
+const REQUEUE: Duration = Duration::from_secs(3);
+const CONCURRENCY: usize = 400;
 
 /// Every reconcile of every replica: (key, shard, start, end); `end` is `None`
 /// while it runs.
 #[derive(Default)]
 struct Log {
     entries: Mutex<Vec<(String, String, Instant, Option<Instant>)>>,
-    /// Reconciles that got no object (none is deleted in these tests).
-    without_object: Mutex<Vec<String>>,
+    /// Reconciles that got no object (none is deleted in these tests), or one
+    /// carrying the drain annotation (a shard must not start those).
+    violations: Mutex<Vec<String>>,
 }
 
 impl Log {
@@ -74,7 +75,7 @@ impl Log {
     }
 
     /// Asserts that no key was reconciled by two shards at overlapping times, and
-    /// that every reconcile had its object.
+    /// that every reconcile had its object, never draining.
     fn assert_no_overlap(&self) {
         let entries = self.entries.lock().unwrap();
         let mut by_key: HashMap<&str, Vec<(Instant, Instant, &str)>> = HashMap::new();
@@ -100,7 +101,7 @@ impl Log {
                 *e = (*e).max(end);
             }
         }
-        assert_eq!(*self.without_object.lock().unwrap(), Vec::<String>::new());
+        assert_eq!(*self.violations.lock().unwrap(), Vec::<String>::new());
     }
 }
 
@@ -111,8 +112,27 @@ struct Ctx {
 
 async fn reconcile(req: Request<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, Infallible> {
     let key = req.key.key().as_str().to_owned();
-    if req.object.is_none() {
-        ctx.log.without_object.lock().unwrap().push(key.clone());
+    match &req.object {
+        None => ctx
+            .log
+            .violations
+            .lock()
+            .unwrap()
+            .push(format!("{key}: no object")),
+        Some(cm)
+            if cm
+                .metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(DRAIN)) =>
+        {
+            ctx.log
+                .violations
+                .lock()
+                .unwrap()
+                .push(format!("{key}: draining"));
+        }
+        Some(_) => {}
     }
     let at = {
         let mut entries = ctx.log.entries.lock().unwrap();

@@ -108,13 +108,14 @@ where
                 },
             };
             set_current(&slot, Some(key.clone()));
+            let cached = self.cache.get_by_key(&key);
             match &self.gate {
                 None => {
-                    self.process(&key).await;
+                    self.process(&key, cached).await;
                 }
-                Some(gate) => match gate.begin(&key, self.cache.get_by_key(&key).is_some()) {
+                Some(gate) => match gate.begin(&key, cached.as_deref().map(|o| o.meta())) {
                     Some(in_flight) => {
-                        if !self.process(&key).await {
+                        if !self.process(&key, cached).await {
                             in_flight.finished();
                         }
                     }
@@ -129,15 +130,15 @@ where
         }
     }
 
-    /// Reconciles one key and files it back in the queue; answers whether it was
-    /// queued again.
-    async fn process(&self, key: &ObjectKey) -> bool {
+    /// Reconciles one key with its object as `cached` when the worker took it, and
+    /// files it back in the queue; answers whether it was queued again.
+    async fn process(&self, key: &ObjectKey, cached: Option<Arc<K>>) -> bool {
         let recorder = self.recorder.as_ref();
         let active = ActiveGuard::enter(recorder);
         let queue = &self.queue;
         let started = Instant::now();
         let typed = ObjectRef::<K>::from_key(key.clone());
-        let request = Request::new(typed.clone(), self.cache.get_by_key(key));
+        let request = Request::new(typed.clone(), cached);
         let outcome =
             AssertUnwindSafe(async { (self.reconcile)(request, Arc::clone(&self.ctx)).await })
                 .catch_unwind()

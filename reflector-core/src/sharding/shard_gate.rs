@@ -149,13 +149,22 @@ impl ShardGate {
         !moved
     }
 
-    /// A worker took `key` (`cached`: whether the primary's cache holds it): the
-    /// reconcile may start while the returned guard lives, or must be skipped
-    /// (`None`): the key is draining, or has no object here and was not deleted
-    /// here.
-    pub(crate) fn begin(&self, key: &ObjectKey, cached: bool) -> Option<InFlight<'_>> {
+    /// A worker took `key`, whose cached object is `cached` (the one the reconcile
+    /// will get): the reconcile may start while the returned guard lives, or must
+    /// be skipped (`None`): the key is draining (known to the gate, or the cached
+    /// object already carries the annotation while its event is on its way), or
+    /// has no object here and was not deleted here.
+    pub(crate) fn begin(
+        &self,
+        key: &ObjectKey,
+        cached: Option<&ObjectMeta>,
+    ) -> Option<InFlight<'_>> {
         let mut state = self.lock();
-        if state.draining.contains(key) || (!cached && !state.gone.contains(key)) {
+        let skip = match cached {
+            Some(meta) => state.draining.contains(key) || self.is_draining(meta),
+            None => state.draining.contains(key) || !state.gone.contains(key),
+        };
+        if skip {
             return None;
         }
         state.in_flight.insert(key.clone());
