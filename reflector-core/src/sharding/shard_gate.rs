@@ -138,11 +138,16 @@ impl ShardGate {
     }
 
     /// `key` left the cache (last known state `meta`): whether to enqueue its
-    /// `None` reconcile. An object that was draining, or whose last state is not
-    /// ours any more, moved away; any other was deleted.
+    /// `None` reconcile. The watch cannot tell a deletion from a relabel (both are
+    /// `DELETED`, carrying the last state this shard saw), so: an object that was
+    /// draining, whose last state is not ours, or that left while this shard was
+    /// not a member (the sharder moves a lapsed shard's objects at once) moved
+    /// away; any other was deleted.
     pub(crate) fn admit_delete(&self, key: &ObjectKey, meta: &ObjectMeta) -> bool {
+        let member = self.ring.is_member();
         let mut state = self.lock();
-        let moved = state.draining.remove(key) || self.is_draining(meta) || !self.is_ours(meta);
+        let moved =
+            state.draining.remove(key) || self.is_draining(meta) || !self.is_ours(meta) || !member;
         if !moved {
             state.gone.insert(key.clone());
         }
