@@ -310,41 +310,24 @@ where
     /// With [`metrics`](Self::metrics), the shard counts its acknowledged drains in
     /// `reflector_sharding_drains_acknowledged_total{ring}`.
     ///
+    /// Wiring the sharders and the informers: see the [sharding module](crate::sharding).
+    ///
     /// ```no_run
     /// # use std::sync::Arc;
-    /// use k8s_openapi::api::coordination::v1::Lease;
-    /// use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-    /// use reflector_core::controller::{Action, Controller, Request};
-    /// use reflector_core::informer::{InformerFactory, InformerScope};
-    /// use reflector_core::leader_election::LeaderElectionConfig;
-    /// use reflector_core::sharding::{Ring, Sharder};
-    /// use tokio_util::sync::CancellationToken;
+    /// # use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    /// # use reflector_core::controller::{Action, Controller, Request};
+    /// # use reflector_core::informer::{InformerFactory, InformerScope};
+    /// # use reflector_core::sharding::Ring;
     /// # async fn reconcile(_: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
-    /// # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
-    /// let ring = Ring::new(
-    ///     kube::Api::<Lease>::namespaced(client.clone(), "operators"),
-    ///     "config-maps",
-    ///     "replica-0", // the pod name
-    ///     LeaderElectionConfig::default(),
-    /// )?;
-    /// let factory = InformerFactory::new(client);
-    /// // Every replica runs both sharders; the ring elects one to write.
-    /// let primaries = Sharder::<ConfigMap>::new(&ring, &factory)?;
-    /// let children = Sharder::<Secret>::owned(&ring, &factory)?;
+    /// # async fn f(ring: Ring, factory: InformerFactory) -> Result<(), reflector_core::controller::ControllerError> {
     /// let mine = InformerScope::default().labels(ring.selector());
-    /// let stop = CancellationToken::new();
-    /// let controller = Controller::new(factory.scoped::<ConfigMap>(&mine))
+    /// Controller::new(factory.scoped::<ConfigMap>(&mine))
     ///     .owns(factory.scoped::<Secret>(&mine))
     ///     .sharded(&ring)
-    ///     .start_informers(false)
-    ///     .graceful_shutdown_on(stop.clone().cancelled_owned());
-    /// factory.start();
-    /// tokio::try_join!(
-    ///     async { controller.run(reconcile, Arc::new(())).await.map_err(Box::<dyn std::error::Error>::from) },
-    ///     async { primaries.run(stop.clone()).await.map_err(Into::into) },
-    ///     async { children.run(stop.clone()).await.map_err(Into::into) },
-    /// )?;
-    /// # Ok(()) }
+    ///     .shutdown_on_signal()
+    ///     .run(reconcile, Arc::new(()))
+    ///     .await
+    /// # }
     /// ```
     #[must_use]
     pub fn sharded(mut self, ring: &Ring) -> Self {

@@ -23,7 +23,9 @@ use super::members;
 ///   deadline 10 s, retry period 2 s by default, as client-go's leaderelection). The
 ///   shard's name is the lease's `holderIdentity`. A graceful stop (cancelling the
 ///   token) releases the lease — empty holder — so the ring sees the shard leave at
-///   once; an abort leaves it to expire.
+///   once; an abort leaves it to expire. A sharded controller
+///   ([`Controller::sharded`](crate::controller::Controller::sharded)) runs the
+///   ring itself; call `run` only on a replica without one.
 /// - **Observation.** [`run`](Self::run) also watches the ring's leases (by the ring
 ///   label) and publishes the *available* shards: those whose lease names a holder
 ///   and has not expired, judged on this replica's clock from when it saw the lease
