@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use prometheus_client::registry::Registry;
 use reflector_core::controller::{Action, Controller, ControllerError, Request};
-use reflector_core::informer::{Event, InformerFactory, InformerScope, SharedIndexInformer};
+use reflector_core::informer::{InformerFactory, InformerScope, SharedIndexInformer};
 use reflector_core::leader_election::LeaderElectionConfig;
 use reflector_core::metrics::{Metrics, render_metrics};
 use reflector_core::sharding::{Ring, Sharder, shard_key, winner};
@@ -29,25 +29,29 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 mod paused;
+mod ring;
 use paused::until;
+use ring::{History, LEASE_NS, NS, RING, SECS, drain_of, label_of, objects, record_history, set};
 
-const RING: &str = "cms";
-const LEASE_NS: &str = "ops";
-const NS: &str = "work";
-const LABEL: &str = "shard.reflector.rs/cms";
-const DRAIN: &str = "shard.reflector.rs/cms-drain";
-const SECS: fn(u64) -> Duration = Duration::from_secs;
 /// How long one reconcile takes (paused time), so reconciles are in flight.
 const RECONCILE_TIME: Duration = Duration::from_secs(1);
 /// Every key is reconciled again this long after its reconcile.
 const REQUEUE: Duration = Duration::from_secs(3);
 const CONCURRENCY: usize = 400;
 
-/// Every reconcile of every replica: (key, shard, start, end); `end` is `None`
-/// while it runs.
+/// One reconcile: of `key`, by `shard`, from `start` until `end` (`None` while it
+/// runs).
+struct Run {
+    key: String,
+    shard: String,
+    start: Instant,
+    end: Option<Instant>,
+}
+
+/// Every reconcile of every replica.
 #[derive(Default)]
 struct Log {
-    entries: Mutex<Vec<(String, String, Instant, Option<Instant>)>>,
+    entries: Mutex<Vec<Run>>,
     /// Reconciles that got no object (none is deleted in these tests), or one
     /// carrying the drain annotation (a shard must not start those).
     violations: Mutex<Vec<String>>,
@@ -56,9 +60,9 @@ struct Log {
 impl Log {
     /// Ends the reconciles `shard` still runs at `at` (it was aborted).
     fn close(&self, shard: &str, at: Instant) {
-        for e in self.entries.lock().unwrap().iter_mut() {
-            if e.1 == shard && e.3.is_none() {
-                e.3 = Some(at);
+        for run in self.entries.lock().unwrap().iter_mut() {
+            if run.shard == shard && run.end.is_none() {
+                run.end = Some(at);
             }
         }
     }
@@ -66,9 +70,12 @@ impl Log {
     /// The shards that started a reconcile of `key` at or after `since`.
     fn reconcilers_since(&self, since: Instant) -> HashMap<String, BTreeSet<String>> {
         let mut by_key: HashMap<String, BTreeSet<String>> = HashMap::new();
-        for (key, shard, start, _) in self.entries.lock().unwrap().iter() {
-            if *start >= since {
-                by_key.entry(key.clone()).or_default().insert(shard.clone());
+        for run in self.entries.lock().unwrap().iter() {
+            if run.start >= since {
+                by_key
+                    .entry(run.key.clone())
+                    .or_default()
+                    .insert(run.shard.clone());
             }
         }
         by_key
@@ -80,11 +87,12 @@ impl Log {
         let entries = self.entries.lock().unwrap();
         let mut by_key: HashMap<&str, Vec<(Instant, Instant, &str)>> = HashMap::new();
         let now = Instant::now();
-        for (key, shard, start, end) in entries.iter() {
-            by_key
-                .entry(key)
-                .or_default()
-                .push((*start, end.unwrap_or(now), shard));
+        for run in entries.iter() {
+            by_key.entry(&run.key).or_default().push((
+                run.start,
+                run.end.unwrap_or(now),
+                &run.shard,
+            ));
         }
         for (key, mut runs) in by_key {
             runs.sort();
@@ -112,35 +120,30 @@ struct Ctx {
 
 async fn reconcile(req: Request<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, Infallible> {
     let key = req.key.key().as_str().to_owned();
-    match &req.object {
-        None => ctx
-            .log
+    let violation = match req.object.as_deref() {
+        None => Some("no object"),
+        Some(cm) if drain_of(cm).is_some() => Some("draining"),
+        Some(_) => None,
+    };
+    if let Some(what) = violation {
+        ctx.log
             .violations
             .lock()
             .unwrap()
-            .push(format!("{key}: no object")),
-        Some(cm)
-            if cm
-                .metadata
-                .annotations
-                .as_ref()
-                .is_some_and(|a| a.contains_key(DRAIN)) =>
-        {
-            ctx.log
-                .violations
-                .lock()
-                .unwrap()
-                .push(format!("{key}: draining"));
-        }
-        Some(_) => {}
+            .push(format!("{key}: {what}"));
     }
     let at = {
         let mut entries = ctx.log.entries.lock().unwrap();
-        entries.push((key, ctx.shard.clone(), Instant::now(), None));
+        entries.push(Run {
+            key,
+            shard: ctx.shard.clone(),
+            start: Instant::now(),
+            end: None,
+        });
         entries.len() - 1
     };
     tokio::time::sleep(RECONCILE_TIME).await;
-    ctx.log.entries.lock().unwrap()[at].3 = Some(Instant::now());
+    ctx.log.entries.lock().unwrap()[at].end = Some(Instant::now());
     Ok(Action::requeue_after(REQUEUE))
 }
 
@@ -295,23 +298,6 @@ impl Replica {
     }
 }
 
-fn set(names: &[&str]) -> BTreeSet<String> {
-    names.iter().map(|s| (*s).to_owned()).collect()
-}
-
-async fn objects(server: &ApiServer) -> Vec<ConfigMap> {
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), NS);
-    api.list(&ListParams::default()).await.unwrap().items
-}
-
-fn label_of(cm: &ConfigMap) -> Option<String> {
-    cm.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(LABEL))
-        .cloned()
-}
-
 /// Key → the shard rendezvous hashing picks among `members`.
 fn winners(cms: &[ConfigMap], members: &BTreeSet<String>) -> BTreeMap<String, String> {
     cms.iter()
@@ -337,10 +323,10 @@ async fn converged(server: &ApiServer, replicas: &[Replica], limit: Duration) {
             share.len() == want.values().filter(|w| **w == r.shard).count()
                 && share.iter().all(|k| want[k] == r.shard)
                 && r.children_follow()
-        }) && objects(server).await.iter().all(|cm| {
-            let drain = cm.metadata.annotations.as_ref().and_then(|a| a.get(DRAIN));
-            drain.is_none() && label_of(cm).is_some()
-        });
+        }) && objects(server)
+            .await
+            .iter()
+            .all(|cm| drain_of(cm).is_none() && label_of(cm).is_some());
         if done {
             return;
         }
@@ -439,17 +425,24 @@ async fn taken_over(
     since.elapsed()
 }
 
+/// Three converged replicas on `N_CHANGE` primaries: the two that stay (one of
+/// them the sharder) and the one to take away.
+async fn three_and_one_to_leave() -> (ApiServer, Arc<Log>, Vec<Replica>, Replica) {
+    let server = server_with(N_CHANGE).await;
+    let log = Arc::new(Log::default());
+    let mut replicas = start_ring(&server, &["a", "b", "c"], &log, &Metrics::new()).await;
+    let at = replicas.iter().position(|r| !r.is_sharder()).unwrap();
+    let leaver = replicas.remove(at);
+    (server, log, replicas, leaver)
+}
+
 /// A replica is aborted (its lease not released): its objects stay put while its
 /// lease is valid, then are reconciled by the others within the lease duration
 /// (15 s) plus one retry period (2 s) of the abort (its last renewal was no later),
 /// with no overlap.
 #[tokio::test(start_paused = true)]
 async fn an_aborted_replicas_objects_move_once_its_lease_expires() {
-    let server = server_with(N_CHANGE).await;
-    let log = Arc::new(Log::default());
-    let mut replicas = start_ring(&server, &["a", "b", "c"], &log, &Metrics::new()).await;
-    let at = replicas.iter().position(|r| !r.is_sharder()).unwrap();
-    let victim = replicas.remove(at);
+    let (server, log, replicas, victim) = three_and_one_to_leave().await;
     let (shard, keys) = (victim.shard.clone(), victim.share());
     let died = Instant::now();
     victim.abort(&log);
@@ -472,11 +465,7 @@ async fn an_aborted_replicas_objects_move_once_its_lease_expires() {
 /// no overlap.
 #[tokio::test(start_paused = true)]
 async fn a_stopped_replica_hands_over_without_waiting_for_expiry() {
-    let server = server_with(N_CHANGE).await;
-    let log = Arc::new(Log::default());
-    let mut replicas = start_ring(&server, &["a", "b", "c"], &log, &Metrics::new()).await;
-    let at = replicas.iter().position(|r| !r.is_sharder()).unwrap();
-    let leaver = replicas.remove(at);
+    let (server, log, replicas, leaver) = three_and_one_to_leave().await;
     let (shard, keys) = (leaver.shard.clone(), leaver.share());
     let stopped = Instant::now();
     leaver.stop().await;
@@ -487,47 +476,63 @@ async fn a_stopped_replica_hands_over_without_waiting_for_expiry() {
     stop_all(replicas).await;
 }
 
-/// Each object's (assignment label, drain annotation) states in order, with the
-/// instant a separate informer saw each.
-type History = Arc<Mutex<HashMap<String, Vec<(Instant, Option<String>, Option<String>)>>>>;
-
-fn record_history(server: &ApiServer) -> (InformerFactory, History) {
-    let factory = InformerFactory::new(server.client());
-    let informer = factory.namespaced::<ConfigMap>(NS);
-    let history = History::default();
-    let h = Arc::clone(&history);
-    informer
-        .add_event_fn(move |ev: Event<ConfigMap>| {
-            let obj = match ev {
-                Event::Added { obj, .. } | Event::Updated { new: obj, .. } => obj,
-                Event::Deleted(_) => return,
-            };
-            let drain = obj
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(DRAIN))
-                .cloned();
-            let state = (label_of(&obj), drain);
-            let mut h = h.lock().unwrap();
-            let seen = h
-                .entry(format!("{NS}/{}", obj.metadata.name.as_deref().unwrap()))
-                .or_default();
-            if seen.last().map(|(_, l, d)| (l, d)) != Some((&state.0, &state.1)) {
-                seen.push((Instant::now(), state.0, state.1));
-            }
-        })
-        .unwrap();
-    factory.start();
-    (factory, history)
-}
-
 /// The value of the sample `name{ring="cms"}` in `text` (0 if it has none yet).
 fn sample(text: &str, name: &str) -> u64 {
     let prefix = format!("{name}{{ring=\"{RING}\"}} ");
     text.lines()
         .find_map(|l| l.strip_prefix(&prefix))
         .map_or(0, |v| v.parse().unwrap())
+}
+
+/// Asserts that each of `movers` went from its label in `before` through the drain
+/// protocol (drain annotation naming `d`, then label and annotation removed, then
+/// labelled `d`) and every other object kept its label; answers how many movers'
+/// drains met a reconcile of their old shard in flight.
+fn assert_drained_through_the_protocol(
+    before: &BTreeMap<String, String>,
+    movers: &BTreeSet<&String>,
+    history: &History<(Option<String>, Option<String>)>,
+    log: &Log,
+) -> usize {
+    let history = history.lock().unwrap();
+    let entries = log.entries.lock().unwrap();
+    let mut in_flight_at_drain = 0;
+    for (key, old) in before {
+        let seen = &history[key.strip_prefix(&format!("{NS}/")).unwrap()];
+        let states: Vec<(Option<&str>, Option<&str>)> = seen
+            .iter()
+            .map(|(_, (l, d))| (l.as_deref(), d.as_deref()))
+            .collect();
+        let tail = &states[states
+            .iter()
+            .position(|s| *s == (Some(old.as_str()), None))
+            .unwrap()..];
+        if movers.contains(key) {
+            assert_eq!(
+                tail,
+                [
+                    (Some(old.as_str()), None),
+                    (Some(old.as_str()), Some("d")),
+                    (None, None),
+                    (Some("d"), None)
+                ],
+                "{key}"
+            );
+            let drained = seen.iter().find(|(_, (_, d))| d.is_some()).unwrap().0;
+            in_flight_at_drain += entries
+                .iter()
+                .filter(|r| {
+                    r.key == *key
+                        && r.shard == *old
+                        && r.start <= drained
+                        && r.end.is_none_or(|e| e > drained)
+                })
+                .count();
+        } else {
+            assert_eq!(tail, [(Some(old.as_str()), None)], "{key} should stay");
+        }
+    }
+    in_flight_at_drain
 }
 
 /// A fourth replica joins while every key is being reconciled: at most 30% of the
@@ -543,7 +548,7 @@ async fn a_joining_replica_takes_its_objects_through_drains() {
     let mut registry = Registry::default();
     let metrics = Metrics::registered(&mut registry);
     let mut replicas = start_ring(&server, &["a", "b", "c"], &log, &metrics).await;
-    let (_history_factory, history) = record_history(&server);
+    let (_history_factory, history) = record_history(&server, |cm| (label_of(cm), drain_of(cm)));
     let before: BTreeMap<String, String> = objects(&server)
         .await
         .iter()
@@ -576,41 +581,7 @@ async fn a_joining_replica_takes_its_objects_through_drains() {
         "{} moved",
         movers.len()
     );
-    let history = history.lock().unwrap();
-    let entries = log.entries.lock().unwrap();
-    let mut in_flight_at_drain = 0;
-    for (key, old) in &before {
-        let states: Vec<(Option<&str>, Option<&str>)> = history[key]
-            .iter()
-            .map(|(_, l, d)| (l.as_deref(), d.as_deref()))
-            .collect();
-        let tail = &states[states
-            .iter()
-            .position(|s| *s == (Some(old.as_str()), None))
-            .unwrap()..];
-        if movers.contains(key) {
-            assert_eq!(
-                tail,
-                [
-                    (Some(old.as_str()), None),
-                    (Some(old.as_str()), Some("d")),
-                    (None, None),
-                    (Some("d"), None)
-                ],
-                "{key}"
-            );
-            let drained = history[key].iter().find(|(_, _, d)| d.is_some()).unwrap().0;
-            in_flight_at_drain += entries
-                .iter()
-                .filter(|(k, s, start, end)| {
-                    k == key && s == old && *start <= drained && end.is_none_or(|e| e > drained)
-                })
-                .count();
-        } else {
-            assert_eq!(tail, [(Some(old.as_str()), None)], "{key} should stay");
-        }
-    }
-    drop((history, entries));
+    let in_flight_at_drain = assert_drained_through_the_protocol(&before, &movers, &history, &log);
     assert!(in_flight_at_drain > 0, "no drain met a reconcile in flight");
     log.assert_no_overlap();
 
@@ -633,6 +604,14 @@ async fn a_joining_replica_takes_its_objects_through_drains() {
     // The movers' drains, and their children relabelled at once.
     assert_eq!(sample(&text, "reflector_sharding_moves_total"), 2 * moved);
     stop_all(replicas).await;
+}
+
+/// A context for shard `a` whose log nobody reads.
+fn unlogged() -> Arc<Ctx> {
+    Arc::new(Ctx {
+        shard: "a".into(),
+        log: Arc::default(),
+    })
 }
 
 /// A sharded controller whose informers do not select the shard's label does not
@@ -662,13 +641,7 @@ async fn an_unsharded_informer_is_a_typed_error() {
     for (controller, informer) in cases {
         let err = controller
             .sharded(&ring)
-            .run(
-                reconcile,
-                Arc::new(Ctx {
-                    shard: "a".into(),
-                    log: Arc::default(),
-                }),
-            )
+            .run(reconcile, unlogged())
             .await
             .unwrap_err();
         match err {
@@ -682,13 +655,7 @@ async fn an_unsharded_informer_is_a_typed_error() {
     Controller::<ConfigMap>::for_kind(server.client())
         .sharded(&ring)
         .graceful_shutdown_on(stop.cancelled_owned())
-        .run(
-            reconcile,
-            Arc::new(Ctx {
-                shard: "a".into(),
-                log: Arc::default(),
-            }),
-        )
+        .run(reconcile, unlogged())
         .await
         .unwrap();
 }

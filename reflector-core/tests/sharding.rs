@@ -7,13 +7,13 @@
 //! assignment but never assign an object twice.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams, Patch, PatchParams};
-use reflector_core::informer::{Event, InformerFactory};
+use kube::api::{Api, Patch, PatchParams};
+use reflector_core::informer::InformerFactory;
 use reflector_core::leader_election::LeaderElectionConfig;
 use reflector_core::sharding::{Ring, Sharder, ShardingError, shard_key, winner};
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
@@ -23,14 +23,12 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 mod paused;
+mod ring;
 use paused::until;
-
-const RING: &str = "cms";
-const LEASE_NS: &str = "ops";
-const NS: &str = "work";
-const LABEL: &str = "shard.reflector.rs/cms";
-const DRAIN: &str = "shard.reflector.rs/cms-drain";
-const SECS: fn(u64) -> Duration = Duration::from_secs;
+use ring::{
+    DRAIN, History, LABEL, LEASE_NS, NS, RING, SECS, drain_of, label_of, objects, record_history,
+    set,
+};
 
 async fn server_with(n: usize) -> ApiServer {
     let server = ApiServer::start().await.expect("server");
@@ -118,25 +116,6 @@ impl Replica {
             task.await.unwrap();
         }
     }
-}
-
-fn set(names: &[&str]) -> BTreeSet<String> {
-    names.iter().map(|s| (*s).to_owned()).collect()
-}
-
-/// The ConfigMaps on the server.
-async fn objects(server: &ApiServer) -> Vec<ConfigMap> {
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), NS);
-    api.list(&ListParams::default()).await.unwrap().items
-}
-
-/// The assignment label of `cm`.
-fn label_of(cm: &ConfigMap) -> Option<String> {
-    cm.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(LABEL))
-        .cloned()
 }
 
 /// name → (assignment label, resourceVersion), as the server has them.
@@ -231,39 +210,12 @@ async fn assert_only_these_moved(
     moved
 }
 
-/// Every value the assignment label of each object took, in order, as a separate
-/// informer saw it (a change of label is one entry).
-type History = Arc<Mutex<BTreeMap<String, Vec<Option<String>>>>>;
-
-fn record_history(server: &ApiServer) -> (InformerFactory, History) {
-    let factory = InformerFactory::new(server.client());
-    let informer = factory.namespaced::<ConfigMap>(NS);
-    let history = History::default();
-    let h = Arc::clone(&history);
-    informer
-        .add_event_fn(move |ev: Event<ConfigMap>| {
-            let obj = match ev {
-                Event::Added { obj, .. } | Event::Updated { new: obj, .. } => obj,
-                Event::Deleted(_) => return,
-            };
-            let label = label_of(&obj);
-            let mut h = h.lock().unwrap();
-            let seen = h.entry(obj.metadata.name.clone().unwrap()).or_default();
-            if seen.last() != Some(&label) {
-                seen.push(label);
-            }
-        })
-        .unwrap();
-    factory.start();
-    (factory, history)
-}
-
 /// Asserts that each of the `n` objects was assigned exactly once: the history
 /// shows its label going from none straight to its winner among `members`, and
 /// the sharder patched it once.
 async fn each_assigned_once(
     server: &ApiServer,
-    history: &History,
+    history: &History<Option<String>>,
     members: &BTreeSet<String>,
     n: usize,
 ) {
@@ -274,7 +226,8 @@ async fn each_assigned_once(
     })
     .await;
     for (name, h) in history.lock().unwrap().iter() {
-        assert_eq!(h, &[None, Some(want[name].clone())], "{name}");
+        let labels: Vec<_> = h.iter().map(|(_, label)| label.clone()).collect();
+        assert_eq!(labels, [None, Some(want[name].clone())], "{name}");
     }
     let patched = patched(server);
     assert_eq!(patched.len(), n);
@@ -407,7 +360,7 @@ async fn invalid_ring_and_shard_names_are_refused() {
 #[tokio::test(start_paused = true)]
 async fn sharder_spreads_objects_evenly_and_writes_each_once() {
     let server = server_with(900).await;
-    let (_history_factory, history) = record_history(&server);
+    let (_history_factory, history) = record_history(&server, label_of);
     let replicas = start_ring(&server, &["a", "b", "c"]).await;
     let members = set(&["a", "b", "c"]);
     converge(&server, &members, SECS(60)).await;
@@ -422,15 +375,6 @@ async fn sharder_spreads_objects_evenly_and_writes_each_once() {
     }
     each_assigned_once(&server, &history, &members, 900).await;
     stop_all(replicas).await;
-}
-
-/// The drain annotation of `cm`.
-fn drain_of(cm: &ConfigMap) -> Option<String> {
-    cm.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(DRAIN))
-        .cloned()
 }
 
 /// A fourth shard joins three live ones: the objects whose winner changed are not
@@ -583,7 +527,7 @@ async fn the_sharders_death_hands_sharding_to_another_replica() {
 #[tokio::test(start_paused = true)]
 async fn patch_conflicts_and_errors_delay_but_never_double_assign() {
     let server = server_with(300).await;
-    let (_history_factory, history) = record_history(&server);
+    let (_history_factory, history) = record_history(&server, label_of);
     let patches = || Matcher::verb(Verb::Patch).resource("configmaps");
     let conflicts = server.inject(patches().skip(5).times(40), Fault::Conflict);
     let errors = server.inject(patches().skip(60).times(40), Fault::InternalError);

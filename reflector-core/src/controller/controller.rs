@@ -592,13 +592,9 @@ impl<K: Object, P> Controller<K, P> {
         }
         ring.claim().map_err(|e| match e {
             ShardingError::LeaderElection(e) => ControllerError::LeaderElection(e),
-            other => ControllerError::Sharding {
+            _ => ControllerError::Sharding {
                 informer: None,
-                reason: if matches!(other, ShardingError::ReservedShardName) {
-                    "the shard name is reserved"
-                } else {
-                    "the ring cannot run"
-                },
+                reason: "the ring cannot run",
             },
         })
     }
