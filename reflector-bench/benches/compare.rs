@@ -33,8 +33,10 @@
 //! `ours` (plain `SharedIndexInformer`), `ours-factory` (`InformerFactory` defaults),
 //! `ours-watch-list` (the factory with `ReflectorOptions::use_watch_list(true)`),
 //! `ours-keep-managed-fields` (the factory with `keep_managed_fields()`),
-//! `ours-strip-transform`, the metadata-only pair, `churn-*` (the same caches, then watch
-//! churn) and `relist-*`.
+//! `ours-strip-transform`, the metadata-only pair, `ours-factory-shard` (the factory's
+//! informer selecting shard `a` of a three-shard ring: one sharded replica's cache; it
+//! labels every stored object with its shard, for every scenario of that run),
+//! `churn-*` (the same caches, then watch churn) and `relist-*`.
 //!
 //! # How it measures
 //!

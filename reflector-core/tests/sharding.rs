@@ -3,8 +3,10 @@
 //! sharder spreads objects evenly over three shards, writing each object once; a
 //! fourth shard takes only the objects it now wins; a dead shard's objects move
 //! once its lease expires; a live shard's objects move only through the drain
-//! hand-over (annotation, acknowledgement, relabel); injected 409s and 500s on the sharder's patches delay
-//! assignment but never assign an object twice.
+//! hand-over (annotation, acknowledgement, relabel); injected 409s and 500s on the
+//! sharder's patches and dropped watches delay assignment but never assign an
+//! object twice; a sharder acting on a stale view is refused by the
+//! resourceVersion precondition.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -538,5 +540,97 @@ async fn patch_conflicts_and_errors_delay_but_never_double_assign() {
     assert_eq!(server.fault_hits(errors), 40);
 
     each_assigned_once(&server, &history, &members, 300).await;
+    stop_all(replicas).await;
+}
+
+/// Every open watch (the sharder's metadata watch among them) is dropped five times
+/// while the first 300 objects are being assigned and 150 more are created: the
+/// informers re-watch or relist, assignment completes, and every object's label was
+/// written exactly once (a relist's older view never leads to a second write).
+#[tokio::test(start_paused = true)]
+async fn dropped_sharder_watches_delay_but_never_double_assign() {
+    let server = server_with(300).await;
+    let (_history_factory, history) = record_history(&server, label_of);
+    let replicas = start_ring(&server, &["a", "b", "c"]).await;
+    let members = set(&["a", "b", "c"]);
+    let api: Api<ConfigMap> = Api::namespaced(server.client(), NS);
+    let mut dropped = 0;
+    for round in 0..5 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        dropped += server.faults().drop_watches();
+        for i in 0..30 {
+            let cm: ConfigMap = serde_json::from_value(json!({
+                "metadata": {"name": format!("new-{round}-{i}"), "namespace": NS}
+            }))
+            .unwrap();
+            api.create(&Default::default(), &cm).await.unwrap();
+        }
+    }
+    assert!(dropped >= 5, "only {dropped} watches were open to drop");
+    converge(&server, &members, SECS(120)).await;
+
+    each_assigned_once(&server, &history, &members, 450).await;
+    stop_all(replicas).await;
+}
+
+/// A sharder whose view is stale does not overwrite a newer assignment: its watch
+/// delivers nothing after the first list (so its cache keeps every object
+/// unassigned, at its first resourceVersion), someone else then labels an object
+/// for shard `b`, and a second member joins. The sharder recomputes every object
+/// from its stale cache and patches with the stale resourceVersions: the server
+/// refuses each such patch (409) and the other writer's label stays. Without the
+/// precondition the stale patch would win.
+#[tokio::test(start_paused = true)]
+async fn a_stale_sharder_cannot_overwrite_a_newer_assignment() {
+    let server = server_with(40).await;
+    server.inject(
+        Matcher::verb(Verb::Watch).resource("configmaps"),
+        Fault::LatencyBetweenEvents(SECS(3600)),
+    );
+    let mut replicas = start_ring(&server, &["a"]).await;
+    converge(&server, &set(&["a"]), SECS(30)).await;
+    let first_round = patched(&server);
+    assert_eq!(first_round.len(), 40);
+
+    // The object that `a` still wins once `b` joins, relabelled for `b` by another
+    // writer (the sharder's watch will not show it).
+    let both = set(&["a", "b"]);
+    let target = winners(&server, &both)
+        .await
+        .into_iter()
+        .find_map(|(name, w)| (w == "a").then_some(name))
+        .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(server.client(), NS);
+    let patch = kube::api::Patch::Merge(json!({"metadata": {"labels": {LABEL: "b"}}}));
+    api.patch(&target, &Default::default(), &patch)
+        .await
+        .unwrap();
+    let other_write = patched(&server);
+
+    replicas.push(Replica::start(&server, "b"));
+    until("the sharder sees b join", SECS(10), || {
+        replicas[0].ring.members() == both
+    })
+    .await;
+    tokio::time::sleep(SECS(10)).await;
+
+    let refused = server
+        .request_log()
+        .into_iter()
+        .filter(|e| {
+            e.verb == Verb::Patch && e.status == 409 && e.path.ends_with(&format!("/{target}"))
+        })
+        .count();
+    assert!(
+        refused > 0,
+        "the stale patch of {target} reached the server and was refused"
+    );
+    let label = label_of(&api.get(&target).await.unwrap());
+    assert_eq!(
+        label.as_deref(),
+        Some("b"),
+        "the newer label of {target} stays"
+    );
+    assert_eq!(patched(&server), other_write, "no stale patch succeeded");
     stop_all(replicas).await;
 }

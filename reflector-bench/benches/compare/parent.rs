@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use reflector::sharding::{shard_key, winner};
 use reflector_testkit::bench_objects::{config_map, config_maps, name};
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
 use serde_json::Value;
@@ -15,7 +16,7 @@ use serde_json::Value;
 use crate::Args;
 use crate::index::{self, QueryFigure};
 use crate::mem::MB;
-use crate::scenario::{self, ALL, INDEX, Phase, Scenario};
+use crate::scenario::{self, ALL, Cache, INDEX, Phase, SHARDS, Scenario};
 
 /// Writes the server's event log keeps: enough for the initial objects plus one churn.
 const HISTORY: usize = 200_000;
@@ -82,9 +83,17 @@ fn run_shape(
         )
         .map_err(|e| e.to_string())?;
     let started = Instant::now();
-    server
-        .insert_many(&config_maps(args.objects))
-        .map_err(|e| e.to_string())?;
+    let sharded = selected.iter().any(|s| s.cache == Cache::OursFactoryShard);
+    let mut objects = config_maps(args.objects);
+    if sharded {
+        label_for_shards(&mut objects);
+        eprintln!(
+            "compare: every object carries its shard label ({}), so every scenario of this run caches ~35 more bytes of JSON per object",
+            SHARDS.0
+        );
+    }
+    server.insert_many(&objects).map_err(|e| e.to_string())?;
+    drop(objects);
     eprintln!(
         "compare: {} objects stored in {:.1} s; load average {load_before}",
         args.objects,
@@ -122,6 +131,20 @@ fn run_shape(
     print_tables(args, paged, selected, &results, queries.as_deref());
     println!("\nLoad average before: {load_before}; after: {load_after}.");
     Ok(())
+}
+
+/// Labels each object with its rendezvous winner among [`SHARDS`], as the ring's
+/// sharder would.
+fn label_for_shards(objects: &mut [ConfigMap]) {
+    let (label, shards, _) = SHARDS;
+    for cm in objects {
+        let key = shard_key(&cm.metadata).expect("bench objects are named");
+        let shard = winner(key.as_str(), shards).expect("three shards");
+        cm.metadata
+            .labels
+            .get_or_insert_default()
+            .insert(label.to_owned(), shard.to_owned());
+    }
 }
 
 fn next_json(lines: &mut Lines<BufReader<ChildStdout>>) -> Result<Value, String> {
@@ -307,7 +330,6 @@ fn print_tables(
     results: &BTreeMap<&'static str, Vec<RunResult>>,
     queries: Option<&[QueryFigure]>,
 ) {
-    let n = args.objects as f64;
     let shape = if paged {
         "paged shape: the server answers resourceVersion=0 lists in pages of their limit; the floor lists in pages of 500"
     } else {
@@ -336,7 +358,9 @@ fn print_tables(
         let t = med(results, s.name, secs);
         let r = med(results, s.name, &rss);
         let h = med(results, s.name, heap);
-        let per_object = med(results, s.name, |r| heap_delta(r).map(|b| b / n));
+        let per_object = med(results, s.name, |r| {
+            Some(heap_delta(r)? / num(&r.synced, "len")?.max(1.0))
+        });
         let peak_rss = med(results, s.name, synced_mb("hwm"));
         let peak_heap = med(results, s.name, |r| {
             Some((num(&r.synced, "heap_peak")? - num(&r.synced, "heap0")?) / MB)
@@ -360,6 +384,28 @@ fn print_tables(
             ratio(peak_rss, r),
             fmt(peak_heap, 0),
         );
+    }
+
+    if results.contains_key("ours-factory-shard") {
+        let objects = |r: &RunResult| num(&r.synced, "len");
+        let (one, all) = ("ours-factory-shard", "ours-factory");
+        println!(
+            "\n| one replica's cache, shard {} of {:?} | objects cached | time to synced (s) | vs unsharded | RSS after sync (MB) | vs unsharded | heap (MB) | vs unsharded |",
+            SHARDS.2, SHARDS.1
+        );
+        println!("|---|---|---|---|---|---|---|---|");
+        for name in [all, one] {
+            println!(
+                "| {name} | {} | {} | {} | {} | {} | {} | {} |",
+                fmt(med(results, name, objects), 0),
+                fmt(med(results, name, secs), 2),
+                ratio(med(results, name, secs), med(results, all, secs)),
+                fmt(med(results, name, &rss), 0),
+                ratio(med(results, name, &rss), med(results, all, &rss)),
+                fmt(med(results, name, heap), 0),
+                ratio(med(results, name, heap), med(results, all, heap)),
+            );
+        }
     }
 
     let ours: Vec<_> = selected

@@ -30,7 +30,16 @@ pub enum Cache {
     KubeRuntimeMetadata,
     /// `InformerFactory::new(client).informer::<PartialObjectMeta<ConfigMap>>()`.
     OursMetadata,
+    /// The factory's informer scoped to shard `a` of a three-shard ring
+    /// (`InformerScope::labels(ring.selector())`): the cache one replica of a sharded
+    /// controller holds. Selecting it labels every stored object with its rendezvous
+    /// winner among `a`, `b`, `c`, as the sharder would ([`SHARDS`]).
+    OursFactoryShard,
 }
+
+/// The ring the sharded scenario's objects are labelled for: its assignment label,
+/// its shards, and the shard the child caches.
+pub const SHARDS: (&str, [&str; 3], &str) = ("shard.reflector.rs/cms", ["a", "b", "c"], "a");
 
 /// What happens after the initial sync.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +88,7 @@ pub const ALL: &[Scenario] = &[
         Phase::Sync,
     ),
     s("ours-metadata", Cache::OursMetadata, Phase::Sync),
+    s("ours-factory-shard", Cache::OursFactoryShard, Phase::Sync),
     s("churn-floor", Cache::FloorWatch, Phase::Churn),
     s("churn-kube-runtime", Cache::KubeRuntime, Phase::Churn),
     s("churn-ours", Cache::Ours, Phase::Churn),
