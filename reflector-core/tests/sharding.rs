@@ -2,18 +2,20 @@
 //! tokio's paused clock: membership leases appear, expire and are released; the
 //! sharder spreads objects evenly over three shards, writing each object once; a
 //! fourth shard takes only the objects it now wins; a dead shard's objects move
-//! once its lease expires; injected 409s and 500s on the sharder's patches and
-//! dropped watches delay assignment but never assign an object twice; a sharder
-//! acting on a stale view is refused by the resourceVersion precondition.
+//! once its lease expires; a live shard's objects move only through the drain
+//! hand-over (annotation, acknowledgement, relabel); injected 409s and 500s on the
+//! sharder's patches and dropped watches delay assignment but never assign an
+//! object twice; a sharder acting on a stale view is refused by the
+//! resourceVersion precondition.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams};
-use reflector_core::informer::{Event, InformerFactory};
+use kube::api::{Api, Patch, PatchParams};
+use reflector_core::informer::InformerFactory;
 use reflector_core::leader_election::LeaderElectionConfig;
 use reflector_core::sharding::{Ring, Sharder, ShardingError, shard_key, winner};
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
@@ -23,13 +25,12 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 mod paused;
+mod ring;
 use paused::until;
-
-const RING: &str = "cms";
-const LEASE_NS: &str = "ops";
-const NS: &str = "work";
-const LABEL: &str = "shard.reflector.rs/cms";
-const SECS: fn(u64) -> Duration = Duration::from_secs;
+use ring::{
+    DRAIN, History, LABEL, LEASE_NS, NS, RING, SECS, drain_of, label_of, objects, record_history,
+    set,
+};
 
 async fn server_with(n: usize) -> ApiServer {
     let server = ApiServer::start().await.expect("server");
@@ -117,25 +118,6 @@ impl Replica {
             task.await.unwrap();
         }
     }
-}
-
-fn set(names: &[&str]) -> BTreeSet<String> {
-    names.iter().map(|s| (*s).to_owned()).collect()
-}
-
-/// The ConfigMaps on the server.
-async fn objects(server: &ApiServer) -> Vec<ConfigMap> {
-    let api: Api<ConfigMap> = Api::namespaced(server.client(), NS);
-    api.list(&ListParams::default()).await.unwrap().items
-}
-
-/// The assignment label of `cm`.
-fn label_of(cm: &ConfigMap) -> Option<String> {
-    cm.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(LABEL))
-        .cloned()
 }
 
 /// name → (assignment label, resourceVersion), as the server has them.
@@ -230,39 +212,12 @@ async fn assert_only_these_moved(
     moved
 }
 
-/// Every value the assignment label of each object took, in order, as a separate
-/// informer saw it (a change of label is one entry).
-type History = Arc<Mutex<BTreeMap<String, Vec<Option<String>>>>>;
-
-fn record_history(server: &ApiServer) -> (InformerFactory, History) {
-    let factory = InformerFactory::new(server.client());
-    let informer = factory.namespaced::<ConfigMap>(NS);
-    let history = History::default();
-    let h = Arc::clone(&history);
-    informer
-        .add_event_fn(move |ev: Event<ConfigMap>| {
-            let obj = match ev {
-                Event::Added { obj, .. } | Event::Updated { new: obj, .. } => obj,
-                Event::Deleted(_) => return,
-            };
-            let label = label_of(&obj);
-            let mut h = h.lock().unwrap();
-            let seen = h.entry(obj.metadata.name.clone().unwrap()).or_default();
-            if seen.last() != Some(&label) {
-                seen.push(label);
-            }
-        })
-        .unwrap();
-    factory.start();
-    (factory, history)
-}
-
 /// Asserts that each of the `n` objects was assigned exactly once: the history
 /// shows its label going from none straight to its winner among `members`, and
 /// the sharder patched it once.
 async fn each_assigned_once(
     server: &ApiServer,
-    history: &History,
+    history: &History<Option<String>>,
     members: &BTreeSet<String>,
     n: usize,
 ) {
@@ -273,7 +228,8 @@ async fn each_assigned_once(
     })
     .await;
     for (name, h) in history.lock().unwrap().iter() {
-        assert_eq!(h, &[None, Some(want[name].clone())], "{name}");
+        let labels: Vec<_> = h.iter().map(|(_, label)| label.clone()).collect();
+        assert_eq!(labels, [None, Some(want[name].clone())], "{name}");
     }
     let patched = patched(server);
     assert_eq!(patched.len(), n);
@@ -406,7 +362,7 @@ async fn invalid_ring_and_shard_names_are_refused() {
 #[tokio::test(start_paused = true)]
 async fn sharder_spreads_objects_evenly_and_writes_each_once() {
     let server = server_with(900).await;
-    let (_history_factory, history) = record_history(&server);
+    let (_history_factory, history) = record_history(&server, label_of);
     let replicas = start_ring(&server, &["a", "b", "c"]).await;
     let members = set(&["a", "b", "c"]);
     converge(&server, &members, SECS(60)).await;
@@ -423,29 +379,94 @@ async fn sharder_spreads_objects_evenly_and_writes_each_once() {
     stop_all(replicas).await;
 }
 
-/// A fourth shard joins three: only the objects whose winner changed move (all to
-/// the new shard, at most 30% of them), and only they are patched.
+/// A fourth shard joins three live ones: the objects whose winner changed are not
+/// relabelled but get the drain annotation naming `d` (and only they are patched);
+/// nothing moves until their old shard acknowledges; each acknowledged object (its
+/// label and annotation removed, as a shard does) is then labelled `d`, and only
+/// those move (at most 30% of them).
 #[tokio::test(start_paused = true)]
-async fn a_joining_shard_takes_only_the_objects_it_now_wins() {
+async fn a_joining_shard_drains_then_takes_only_the_objects_it_now_wins() {
     let (server, mut replicas, before, patched_before) = three_converged(600).await;
 
     let mut d = Replica::start(&server, "d");
     d.start_sharder(&server);
     replicas.push(d);
     let four = set(&["a", "b", "c", "d"]);
-    converge(&server, &four, SECS(30)).await;
     let want = winners(&server, &four).await;
-    let moved = assert_only_these_moved(&server, &before, &patched_before, &four, |name, _| {
-        before[name].0.as_ref() != Some(&want[name])
-    })
-    .await;
-    let n = moved.len();
-    assert!(n > 0 && n * 10 <= before.len() * 3, "moved {n}");
-    let after = assignments(&server).await;
-    assert!(
-        moved
+    let movers: BTreeSet<String> = before
+        .iter()
+        .filter(|(name, (label, _))| label.as_ref() != Some(&want[*name]))
+        .map(|(name, _)| name.clone())
+        .collect();
+    let n = movers.len();
+    assert!(n > 0 && n * 10 <= before.len() * 3, "moving {n}");
+    let asked = Instant::now();
+    loop {
+        let drains = objects(&server)
+            .await
             .iter()
-            .all(|name| after[name].0.as_deref() == Some("d"))
+            .filter(|cm| drain_of(cm).as_deref() == Some("d"))
+            .count();
+        if drains == n {
+            break;
+        }
+        assert!(asked.elapsed() < SECS(30), "{drains} of {n} asked to drain");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Nobody acknowledges: every object keeps its label, only the movers changed.
+    tokio::time::sleep(SECS(5)).await;
+    for cm in objects(&server).await {
+        let name = cm.metadata.name.clone().unwrap();
+        assert_eq!(
+            label_of(&cm),
+            before[&name].0,
+            "{name} moved before its drain ended"
+        );
+        assert_eq!(drain_of(&cm).is_some(), movers.contains(&name), "{name}");
+    }
+
+    // The old shards acknowledge: label and annotation go, in one patch.
+    let api: Api<ConfigMap> = Api::namespaced(server.client(), NS);
+    for name in &movers {
+        let cm = api.get(name).await.unwrap();
+        let ack = json!({"metadata": {
+            "resourceVersion": cm.metadata.resource_version,
+            "labels": {LABEL: null},
+            "annotations": {DRAIN: null},
+        }});
+        api.patch(name, &PatchParams::default(), &Patch::Merge(ack))
+            .await
+            .unwrap();
+    }
+    converge(&server, &four, SECS(30)).await;
+    // Each mover: drain, acknowledgement, relabel (3 patches, 2 of them the
+    // sharder's); every other object untouched.
+    let mut since = patched(&server);
+    for (name, count) in &patched_before {
+        *since.get_mut(name).unwrap() -= count;
+    }
+    for (name, (label, rv)) in assignments(&server).await {
+        if movers.contains(&name) {
+            assert_eq!(label.as_deref(), Some("d"), "{name}");
+            assert_eq!(since.get(&name).copied(), Some(3), "{name}");
+        } else {
+            assert_eq!(
+                (&label, &rv),
+                (&before[&name].0, &before[&name].1),
+                "{name} should stay"
+            );
+            assert_eq!(
+                since.get(&name).copied().unwrap_or(0),
+                0,
+                "{name} stayed but was patched"
+            );
+        }
+    }
+    assert!(
+        objects(&server)
+            .await
+            .iter()
+            .all(|cm| drain_of(cm).is_none())
     );
     stop_all(replicas).await;
 }
@@ -508,7 +529,7 @@ async fn the_sharders_death_hands_sharding_to_another_replica() {
 #[tokio::test(start_paused = true)]
 async fn patch_conflicts_and_errors_delay_but_never_double_assign() {
     let server = server_with(300).await;
-    let (_history_factory, history) = record_history(&server);
+    let (_history_factory, history) = record_history(&server, label_of);
     let patches = || Matcher::verb(Verb::Patch).resource("configmaps");
     let conflicts = server.inject(patches().skip(5).times(40), Fault::Conflict);
     let errors = server.inject(patches().skip(60).times(40), Fault::InternalError);
@@ -529,7 +550,7 @@ async fn patch_conflicts_and_errors_delay_but_never_double_assign() {
 #[tokio::test(start_paused = true)]
 async fn dropped_sharder_watches_delay_but_never_double_assign() {
     let server = server_with(300).await;
-    let (_history_factory, history) = record_history(&server);
+    let (_history_factory, history) = record_history(&server, label_of);
     let replicas = start_ring(&server, &["a", "b", "c"]).await;
     let members = set(&["a", "b", "c"]);
     let api: Api<ConfigMap> = Api::namespaced(server.client(), NS);

@@ -227,8 +227,9 @@
 //! (requires `resourceVersionMatch=NotOlderThan`, else 422): the current state as `ADDED`,
 //! then, with `allowWatchBookmarks=true`, a `BOOKMARK` annotated
 //! `k8s.io/initial-events-end: "true"` (without it, no bookmark, as the real server).
-//! Selectors apply to events: an object that stops matching arrives as `DELETED`, one
-//! that starts matching as `ADDED`.
+//! Selectors apply to events: an object that stops matching arrives as `DELETED`
+//! carrying its previous (last matching) state at the write's resourceVersion, as the
+//! API server's watch cache sends it; one that starts matching as `ADDED`.
 //!
 //! # CustomResourceDefinitions
 //!

@@ -153,8 +153,14 @@ pub(crate) struct EventLines {
 }
 
 impl EventLines {
-    /// The line for `object` as `event_type` in `repr`, encoded on first use.
-    fn get(&self, repr: Repr, event_type: &'static str, object: &StoredObject) -> Bytes {
+    /// The line for the object `object` makes as `event_type` in `repr`, encoded
+    /// (and the object made) on first use.
+    fn get(
+        &self,
+        repr: Repr,
+        event_type: &'static str,
+        object: impl FnOnce() -> Arc<StoredObject>,
+    ) -> Bytes {
         let kind = match event_type {
             "ADDED" => 0,
             "MODIFIED" => 1,
@@ -165,9 +171,29 @@ impl EventLines {
             Repr::Metadata => 3 + kind,
         };
         self.slots[slot]
-            .get_or_init(|| event_line(event_type, &repr.render(object)))
+            .get_or_init(|| event_line(event_type, &repr.render(&object())))
             .clone()
     }
+}
+
+/// The object a watcher is sent for one write.
+enum Seen<'e> {
+    /// The object as the write left it.
+    Written(&'e Arc<StoredObject>),
+    /// The object before the write, which took it out of the watcher's selection.
+    LeftSelection(&'e Arc<StoredObject>),
+}
+
+/// `object` with its `resourceVersion` set to `rv`.
+fn at_resource_version(object: &StoredObject, rv: u64) -> StoredObject {
+    let mut value = object.value();
+    if let Some(meta) = value
+        .get_mut("metadata")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        meta.insert("resourceVersion".to_owned(), json!(rv.to_string()));
+    }
+    StoredObject::from_value(object.key.clone(), rv, &value)
 }
 
 fn event_line(event_type: &str, object: &[u8]) -> Bytes {
@@ -286,7 +312,16 @@ impl Watch {
                     .filter(|event| event.resource == self.rid)
                     .filter_map(|event| {
                         let (event_type, object) = self.translate(event)?;
-                        Some(event.lines.get(self.repr, event_type, object))
+                        Some(match object {
+                            Seen::Written(object) => {
+                                event.lines.get(self.repr, event_type, || object.clone())
+                            }
+                            Seen::LeftSelection(prev) => {
+                                event.lines.get(self.repr, event_type, || {
+                                    Arc::new(at_resource_version(prev, event.rv))
+                                })
+                            }
+                        })
                     })
                     .collect();
                 self.send_events(lines).await?;
@@ -334,16 +369,22 @@ impl Watch {
     }
 
     /// What this watcher sees of a write: selectors turn modifications into ADDED/DELETED
-    /// when an object starts/stops matching.
-    fn translate<'e>(&self, event: &'e LogEvent) -> Option<(&'static str, &'e StoredObject)> {
+    /// when an object starts/stops matching. As the API server's watch cache
+    /// (`cacheWatcher.convertToWatchEvent`), an object that stops matching arrives as
+    /// `DELETED` carrying its *previous* state (the last one the watcher could see)
+    /// at the write's resourceVersion.
+    fn translate<'e>(&self, event: &'e LogEvent) -> Option<(&'static str, Seen<'e>)> {
         let now = self.in_scope(&event.object);
-        let before = event.prev.as_deref().is_some_and(|p| self.in_scope(p));
-        match (event.event_type, before, now) {
-            (EventType::Added, _, true) => Some(("ADDED", &event.object)),
-            (EventType::Modified, true, true) => Some(("MODIFIED", &event.object)),
-            (EventType::Modified, false, true) => Some(("ADDED", &event.object)),
-            (EventType::Modified, true, false) => Some(("DELETED", &event.object)),
-            (EventType::Deleted, true, _) => Some(("DELETED", &event.object)),
+        let prev = event.prev.as_ref().filter(|p| self.in_scope(p));
+        let written = Seen::Written(&event.object);
+        match (event.event_type, prev, now) {
+            (EventType::Added, _, true) => Some(("ADDED", written)),
+            (EventType::Modified, Some(_), true) => Some(("MODIFIED", written)),
+            (EventType::Modified, None, true) => Some(("ADDED", written)),
+            (EventType::Modified, Some(prev), false) => {
+                Some(("DELETED", Seen::LeftSelection(prev)))
+            }
+            (EventType::Deleted, Some(_), _) => Some(("DELETED", written)),
             _ => None,
         }
     }

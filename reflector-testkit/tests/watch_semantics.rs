@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, WatchEvent, WatchParams};
+use kube::api::{Api, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use reflector_testkit::{ApiServer, bench_objects};
+use serde_json::json;
 
 mod support;
 use support::{assert_status, create, serve_configmaps, start, watch_with};
@@ -201,4 +202,59 @@ async fn dropping_the_server_ends_watches_and_stops_listening() {
     })
     .await
     .expect("listener still accepting after drop");
+}
+
+/// As the API server's watch cache: an object that stops matching a watch's label
+/// selector arrives as DELETED carrying its previous state (the last one that matched)
+/// stamped with the resourceVersion of the write that took it out; one that starts
+/// matching arrives as ADDED with its new state.
+#[tokio::test]
+async fn leaving_a_selection_is_a_delete_of_the_previous_state_at_the_writes_version() {
+    let server = ApiServer::start().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    let mut a = cm("a");
+    a.metadata.labels = Some([("shard".to_owned(), "x".to_owned())].into());
+    a.data = Some([("k".to_owned(), "1".to_owned())].into());
+    api.create(&PostParams::default(), &a).await.unwrap();
+    let rv = server.current_resource_version();
+    let mut stream = api
+        .watch(
+            &WatchParams::default().disable_bookmarks().labels("shard=x"),
+            &rv.to_string(),
+        )
+        .await
+        .unwrap()
+        .boxed();
+    let out = json!({"metadata": {"labels": {"shard": "y"}}, "data": {"k": "2"}});
+    let moved = api
+        .patch("a", &PatchParams::default(), &Patch::Merge(out))
+        .await
+        .unwrap();
+    let Some(WatchEvent::Deleted(gone)) = next(&mut stream).await else {
+        panic!("expected DELETED");
+    };
+    assert_eq!(
+        gone.metadata.resource_version,
+        moved.metadata.resource_version
+    );
+    assert_eq!(
+        gone.metadata.labels.unwrap()["shard"],
+        "x",
+        "the previous state"
+    );
+    assert_eq!(gone.data.unwrap()["k"], "1");
+
+    let back = json!({"metadata": {"labels": {"shard": "x"}}, "data": {"k": "3"}});
+    let back = api
+        .patch("a", &PatchParams::default(), &Patch::Merge(back))
+        .await
+        .unwrap();
+    let Some(WatchEvent::Added(added)) = next(&mut stream).await else {
+        panic!("expected ADDED");
+    };
+    assert_eq!(
+        added.metadata.resource_version,
+        back.metadata.resource_version
+    );
+    assert_eq!(added.data.unwrap()["k"], "3", "the new state");
 }

@@ -6,16 +6,19 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use kube::{Api, Client};
 use serde::de::DeserializeOwned;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::informer::{InformerFactory, InformerScope, SharedIndexInformer};
-use crate::leader_election::{LeaderElection, LeaderState, not_leading};
+use crate::leader_election::{LeaderElection, LeaderState, RunGuard, not_leading};
 use crate::lister::Lister;
 use crate::metrics::Metrics;
-use crate::object::{Object, ObjectKey, ObjectRef};
+use crate::object::{Object, ObjectKey, ObjectRef, short_type_name};
+use crate::sharding::{Ring, ShardGate, ShardingError};
+use crate::store::Indexer;
 use crate::workqueue::{QueueConfig, RateLimiter, WorkQueue, default_controller_rate_limiter};
 
 use super::action::Action;
@@ -129,7 +132,23 @@ pub struct Controller<K: Object, P = Action> {
     /// Resolves to start the graceful shutdown (`graceful_shutdown_on`).
     shutdown: Option<Pin<Box<dyn Future<Output = ()> + Send + 'static>>>,
     election: Option<LeaderElection>,
+    /// Set by `sharded`.
+    shard: Option<Shard<K>>,
+    /// Rebuilds the primary informer with a label selector added to its scope
+    /// (`for_kind`, `for_api`: the controller made the informer, so `sharded` can
+    /// remake it); `None` for a given informer.
+    rescope: Option<Rescope<K>>,
     error_policy: P,
+}
+
+/// Remakes the primary informer, selecting by the given label selector too.
+type Rescope<K> = Arc<dyn Fn(&str) -> SharedIndexInformer<K> + Send + Sync>;
+
+/// A sharded controller's ring, and its drain acknowledgement loop (made where `K`'s
+/// dynamic type is known to have a default).
+struct Shard<K: Object> {
+    ring: Ring,
+    acknowledge: fn(Arc<ShardGate>, Indexer<K>, CancellationToken) -> BoxFuture<'static, ()>,
 }
 
 impl<K: Object, P> std::fmt::Debug for Controller<K, P> {
@@ -147,6 +166,7 @@ impl<K: Object, P> std::fmt::Debug for Controller<K, P> {
             .field("shutdown_on_signal", &self.shutdown_on_signal)
             .field("graceful_shutdown_on", &self.shutdown.is_some())
             .field("election", &self.election)
+            .field("ring", &self.shard.as_ref().map(|s| &s.ring))
             .finish_non_exhaustive()
     }
 }
@@ -177,6 +197,8 @@ where
             shutdown_on_signal: false,
             shutdown: None,
             election: None,
+            shard: None,
+            rescope: None,
             error_policy: Action::requeue_rate_limited(),
             name,
         }
@@ -191,7 +213,7 @@ where
         K: DeserializeOwned + Debug,
         K::DynamicType: Clone + Send + Sync + 'static,
     {
-        Self::new(InformerFactory::new(client).informer::<K>())
+        Self::scoped(InformerFactory::new(client), InformerScope::default())
     }
 
     /// A controller of the objects `api` reaches (one namespace for
@@ -207,7 +229,25 @@ where
         if let Some(ns) = api.namespace() {
             scope = scope.namespace(ns);
         }
-        Self::new(InformerFactory::new(api.into_client()).scoped::<K>(&scope))
+        Self::scoped(InformerFactory::new(api.into_client()), scope)
+    }
+
+    /// A controller of `factory`'s informer of `scope`, which
+    /// [`sharded`](Controller::sharded) can remake with the shard's selector.
+    fn scoped(factory: InformerFactory, scope: InformerScope) -> Self
+    where
+        K: DeserializeOwned + Debug,
+        K::DynamicType: Clone + Send + Sync + 'static,
+    {
+        let mut controller = Self::new(factory.scoped::<K>(&scope));
+        controller.rescope = Some(Arc::new(move |labels: &str| {
+            let labels = match &scope.labels {
+                Some(own) => format!("{own},{labels}"),
+                None => labels.to_owned(),
+            };
+            factory.scoped::<K>(&scope.clone().labels(labels))
+        }));
+        controller
     }
 }
 
@@ -234,7 +274,73 @@ where
         children: SharedIndexInformer<C>,
         mapping: OwnerMapping<K>,
     ) -> Self {
-        self.watches(children, move |c: &C| mapping.owners(c))
+        self.source(children, move |c: &C| mapping.owners(c), true)
+    }
+
+    /// Shards this controller over `ring`: it reconciles only the objects the ring's
+    /// [`Sharder`](crate::sharding::Sharder) assigned to this replica's shard, and
+    /// hands them over without overlap when they move.
+    ///
+    /// - **Its share only.** The primary informer and every owned one
+    ///   ([`owns`](Self::owns)) must select [`Ring::selector`]. A controller made by
+    ///   [`for_kind`](Controller::for_kind) or [`for_api`](Controller::for_api) adds
+    ///   it to its own primary informer; given informers must come from an
+    ///   [`InformerFactory`] scope with
+    ///   [`InformerScope::labels`](crate::informer::InformerScope::labels)`(ring.selector())`,
+    ///   or `run` fails with [`ControllerError::Sharding`] (never a silently
+    ///   unsharded controller). [`watches`](Self::watches) sources are not checked.
+    /// - **Membership.** `run` runs the ring ([`Ring::run`]: its membership lease and
+    ///   the observation of the others), so do not run it yourself. Reconciles run
+    ///   only while this shard holds its lease, in terms as with
+    ///   [`leader_elected`](Self::leader_elected) (which cannot be combined with
+    ///   this); on a graceful shutdown the workers are drained first and the lease
+    ///   is released after them, so the objects move only once no reconcile runs.
+    /// - **Drains.** When an object carries the drain annotation
+    ///   (`shard.reflector.rs/<ring>-drain`), its key is no longer reconciled here;
+    ///   once a reconcile of it in flight has ended, the shard removes its label and
+    ///   the annotation in one patch (`resourceVersion` precondition; a 409 is
+    ///   retried from the fresh cached object, a 404 ends it) and the sharder
+    ///   assigns it to its new shard. The object then leaves this shard's cache
+    ///   without a `None` reconcile: only a deletion gets one.
+    /// - **Children** follow their controller owner's shard: run a
+    ///   [`Sharder::owned`](crate::sharding::Sharder::owned) per owned kind beside the
+    ///   primary's [`Sharder`](crate::sharding::Sharder) (both on this ring). A key
+    ///   mapped from a child whose owner is not in this shard's cache is skipped.
+    ///
+    /// With [`metrics`](Self::metrics), the shard counts its acknowledged drains in
+    /// `reflector_sharding_drains_acknowledged_total{ring}`.
+    ///
+    /// Wiring the sharders and the informers: see the [sharding module](crate::sharding).
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    /// # use reflector_core::controller::{Action, Controller, Request};
+    /// # use reflector_core::informer::{InformerFactory, InformerScope};
+    /// # use reflector_core::sharding::Ring;
+    /// # async fn reconcile(_: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
+    /// # async fn f(ring: Ring, factory: InformerFactory) -> Result<(), reflector_core::controller::ControllerError> {
+    /// let mine = InformerScope::default().labels(ring.selector());
+    /// Controller::new(factory.scoped::<ConfigMap>(&mine))
+    ///     .owns(factory.scoped::<Secret>(&mine))
+    ///     .sharded(&ring)
+    ///     .shutdown_on_signal()
+    ///     .run(reconcile, Arc::new(()))
+    ///     .await
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn sharded(mut self, ring: &Ring) -> Self {
+        if let Some(rescope) = &self.rescope {
+            self.primary = rescope(&ring.selector());
+        }
+        self.shard = Some(Shard {
+            ring: ring.clone(),
+            acknowledge: |gate, cache, cancel| {
+                Box::pin(async move { gate.acknowledge(&cache, &cancel).await })
+            },
+        });
+        self
     }
 }
 
@@ -246,9 +352,23 @@ impl<K: Object, P> Controller<K, P> {
     /// enqueue a key of another kind.
     #[must_use]
     pub fn watches<O, I>(
+        self,
+        informer: SharedIndexInformer<O>,
+        mapper: impl Fn(&O) -> I + Send + Sync + 'static,
+    ) -> Self
+    where
+        O: Object,
+        I: IntoIterator<Item = ObjectRef<K>>,
+    {
+        self.source(informer, mapper, false)
+    }
+
+    /// Adds a mapped source; `owned` for `owns`.
+    fn source<O, I>(
         mut self,
         informer: SharedIndexInformer<O>,
         mapper: impl Fn(&O) -> I + Send + Sync + 'static,
+        owned: bool,
     ) -> Self
     where
         O: Object,
@@ -258,6 +378,7 @@ impl<K: Object, P> Controller<K, P> {
         self.sources.push(Box::new(InformerSource::new(
             informer,
             KeyMapping::Mapped(Arc::new(mapper)),
+            owned,
         )));
         self
     }
@@ -305,6 +426,8 @@ impl<K: Object, P> Controller<K, P> {
             shutdown_on_signal: self.shutdown_on_signal,
             shutdown: self.shutdown,
             election: self.election,
+            shard: self.shard,
+            rescope: self.rescope,
             error_policy: policy,
         }
     }
@@ -436,6 +559,46 @@ impl<K: Object, P> Controller<K, P> {
         self
     }
 
+    /// Checks that a controller sharded over `ring` watches only its share and is
+    /// not leader-elected too, and claims the ring's run.
+    fn check_sharded(&self, ring: &Ring) -> Result<RunGuard, ControllerError> {
+        let unsharded = |informer: String, reason| ControllerError::Sharding {
+            informer: Some(informer),
+            reason,
+        };
+        if self.election.is_some() {
+            return Err(ControllerError::Sharding {
+                informer: None,
+                reason: "a sharded controller cannot be leader-elected too: its shard's membership lease decides when it reconciles",
+            });
+        }
+        let wanted = ring.selector();
+        let selects = |selector: Option<String>| {
+            selector.is_some_and(|s| s.split(',').any(|r| r.trim() == wanted))
+        };
+        if !selects(self.primary.label_selector().map(str::to_owned)) {
+            return Err(unsharded(
+                format!("{}/{}", self.name, short_type_name::<K>()),
+                "the primary informer does not select the shard's label: make it with InformerScope::labels(ring.selector())",
+            ));
+        }
+        for s in self.sources.iter().filter(|s| s.is_owned()) {
+            if !selects(s.label_selector()) {
+                return Err(unsharded(
+                    format!("{}/{}", self.name, s.kind()),
+                    "an owned informer does not select the shard's label: make it with InformerScope::labels(ring.selector())",
+                ));
+            }
+        }
+        ring.claim().map_err(|e| match e {
+            ShardingError::LeaderElection(e) => ControllerError::LeaderElection(e),
+            _ => ControllerError::Sharding {
+                informer: None,
+                reason: "the ring cannot run",
+            },
+        })
+    }
+
     /// A lister over the primary informer's cache.
     #[must_use]
     pub fn lister(&self) -> Lister<K> {
@@ -502,6 +665,11 @@ impl<K: Object, P> Controller<K, P> {
         Ctx: Send + Sync + 'static,
     {
         let shutdown = self.shutdown.take();
+        let shard = self.shard.take();
+        let ring_claimed = match &shard {
+            Some(shard) => Some(self.check_sharded(&shard.ring)?),
+            None => None,
+        };
         let claimed = match &self.election {
             Some(e) => Some(e.claim().map_err(ControllerError::LeaderElection)?),
             None => None,
@@ -527,10 +695,18 @@ impl<K: Object, P> Controller<K, P> {
                 shutdown_on_signal: _,
                 shutdown: _,
                 election,
+                shard: _,
+                rescope: _,
                 error_policy,
             } = self;
+            let gate = shard
+                .as_ref()
+                .map(|s| Arc::new(ShardGate::new(&s.ring, metrics.as_ref())));
             let cache = primary.indexer().clone();
-            sources.insert(0, Box::new(InformerSource::new(primary, KeyMapping::Own)));
+            sources.insert(
+                0,
+                Box::new(InformerSource::new(primary, KeyMapping::Own, false)),
+            );
             let labels: Vec<String> = sources
                 .iter()
                 .map(|s| format!("{name}/{}", s.kind()))
@@ -552,9 +728,10 @@ impl<K: Object, P> Controller<K, P> {
 
             // Handlers first, so no event between sync and workers is lost.
             let mut registrations: Vec<(String, ActiveRegistration)> = Vec::new();
-            for (s, label) in sources.iter().zip(&labels) {
+            for (i, (s, label)) in sources.iter().zip(&labels).enumerate() {
+                // The primary (first) passes its own keys through the shard's gate.
                 let r = s
-                    .register(&queue)
+                    .register(&queue, gate.as_ref().filter(|_| i == 0))
                     .map_err(|source| ControllerError::Informer {
                         informer: label.clone(),
                         source,
@@ -583,6 +760,25 @@ impl<K: Object, P> Controller<K, P> {
             if let Some(guard) = claimed {
                 election_task.spawn(LeaderElection::run_claimed(guard, election_stop.clone()));
             }
+            // A sharded controller's ring runs the same way: its lease is released
+            // (on a graceful stop) only after the workers and the acknowledgements.
+            if let (Some(guard), Some(gate)) = (ring_claimed, &gate) {
+                let (ring, stop) = (gate.ring().clone(), election_stop.clone());
+                election_task.spawn(async move { ring.run_claimed(guard, stop).await });
+            }
+            let ack_stop = CancellationToken::new();
+            let mut ack_task = JoinSet::new();
+            if let (Some(shard), Some(gate)) = (&shard, &gate) {
+                ack_task.spawn((shard.acknowledge)(
+                    Arc::clone(gate),
+                    cache.clone(),
+                    ack_stop.clone(),
+                ));
+            }
+            // Terms follow the election, or a sharded controller's membership.
+            let membership = election
+                .as_ref()
+                .or_else(|| gate.as_ref().map(|g| g.ring().membership()));
 
             let result = async {
                 tracing::info!(controller = %name, "waiting for caches to sync");
@@ -598,8 +794,9 @@ impl<K: Object, P> Controller<K, P> {
                     error_policy,
                     ctx,
                     recorder,
+                    gate: gate.clone(),
                 });
-                let mut leadership = election.as_ref().map(LeaderElection::subscribe);
+                let mut leadership = membership.map(LeaderElection::subscribe);
                 let mut tick = tokio::time::interval(UNFINISHED_WORK_PERIOD);
                 // One term per leadership (one only without an election).
                 loop {
@@ -642,7 +839,7 @@ impl<K: Object, P> Controller<K, P> {
                         return shut_down_workers(&name, workers, &slots, graceful_shutdown_timeout).await;
                     }
                     term.cancel();
-                    let until = election.as_ref().and_then(LeaderElection::takeover_bound);
+                    let until = membership.and_then(LeaderElection::takeover_bound);
                     tracing::warn!(controller = %name, "lost leadership: no new reconciles; waiting for those in flight");
                     let (_, keys) = stop_workers(&name, &mut workers, &slots, until).await;
                     for key in keys {
@@ -653,6 +850,12 @@ impl<K: Object, P> Controller<K, P> {
             }
             .await;
 
+            ack_stop.cancel();
+            while let Some(joined) = ack_task.join_next().await {
+                if let Err(e) = joined {
+                    tracing::error!(controller = %name, error = %e, "the drain acknowledgement task failed");
+                }
+            }
             election_stop.cancel();
             while let Some(joined) = election_task.join_next().await {
                 if let Err(e) = joined {

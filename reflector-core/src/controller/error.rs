@@ -49,4 +49,14 @@ pub enum ControllerError {
     /// other run lasts.
     #[error("cannot run the leader election")]
     LeaderElection(#[source] LeaderElectionError),
+    /// A controller given to `sharded` would not watch only its shard's share (an
+    /// informer that does not select the shard's label), or is leader-elected too;
+    /// the controller did not start. Not retryable: fix the wiring.
+    #[error("cannot run sharded{}: {reason}", informer.as_ref().map(|i| format!(" ({i})")).unwrap_or_default())]
+    Sharding {
+        /// The informer at fault (`<controller>/<Kind>`), if one is.
+        informer: Option<String>,
+        /// What is wrong.
+        reason: &'static str,
+    },
 }

@@ -13,6 +13,7 @@ use crate::metrics::ReflectorCollector;
 use crate::object::{
     MaybeTombstone, Object, ObjectKey, deletion_handling_key, meta_namespace_key, short_type_name,
 };
+use crate::sharding::ShardGate;
 use crate::workqueue::WorkQueue;
 
 use super::error::ControllerError;
@@ -41,13 +42,23 @@ impl<O> Clone for KeyMapping<O> {
 struct EnqueueHandler<O> {
     queue: WorkQueue<ObjectKey>,
     mapping: KeyMapping<O>,
+    /// A sharded controller's gate: its primary's own keys pass through it.
+    gate: Option<Arc<ShardGate>>,
 }
 
 impl<O: Object> EnqueueHandler<O> {
     fn enqueue(&self, obj: &O) {
         match &self.mapping {
             KeyMapping::Own => match meta_namespace_key(obj) {
-                Ok(key) => self.queue.add(key),
+                Ok(key) => {
+                    if self
+                        .gate
+                        .as_ref()
+                        .is_none_or(|g| g.admit_upsert(&key, obj.meta()))
+                    {
+                        self.queue.add(key);
+                    }
+                }
                 Err(e) => tracing::warn!(error = %e, "object without a key not enqueued"),
             },
             KeyMapping::Mapped(map) => {
@@ -76,7 +87,16 @@ impl<O: Object> EventHandler<O> for EnqueueHandler<O> {
     fn on_delete(&self, obj: &MaybeTombstone<O>) {
         match &self.mapping {
             KeyMapping::Own => match deletion_handling_key(obj) {
-                Ok(key) => self.queue.add(key),
+                Ok(key) => {
+                    let meta = obj.object().meta();
+                    if self
+                        .gate
+                        .as_ref()
+                        .is_none_or(|g| g.admit_delete(&key, meta))
+                    {
+                        self.queue.add(key);
+                    }
+                }
                 Err(e) => tracing::warn!(error = %e, "deleted object without a key not enqueued"),
             },
             KeyMapping::Mapped(_) => self.enqueue(obj.object()),
@@ -113,8 +133,19 @@ pub(crate) trait WatchSource: Send + Sync {
     /// The watched type's short name (`ConfigMap`); `<controller>/<Kind>` names the
     /// informer in logs and metrics.
     fn kind(&self) -> &'static str;
-    /// Registers the enqueueing handler.
-    fn register(&self, queue: &WorkQueue<ObjectKey>) -> Result<ActiveRegistration, InformerError>;
+    /// Registers the enqueueing handler; a sharded controller's primary passes its
+    /// own keys through `gate`.
+    fn register(
+        &self,
+        queue: &WorkQueue<ObjectKey>,
+        gate: Option<&Arc<ShardGate>>,
+    ) -> Result<ActiveRegistration, InformerError>;
+    /// Whether this source holds the controller's owned children (`owns`), which a
+    /// sharded controller must select by the shard's label.
+    fn is_owned(&self) -> bool;
+    /// The informer's label selector, when known (see
+    /// [`SharedIndexInformer::label_selector`]).
+    fn label_selector(&self) -> Option<String>;
     /// Claims the informer's run and returns it, or `None` if someone already
     /// started it (the claim is taken before this returns, so two starters never
     /// both believe they own the run).
@@ -125,11 +156,22 @@ pub(crate) trait WatchSource: Send + Sync {
 pub(crate) struct InformerSource<O: Object> {
     informer: SharedIndexInformer<O>,
     mapping: KeyMapping<O>,
+    owned: bool,
 }
 
 impl<O: Object> InformerSource<O> {
-    pub(crate) fn new(informer: SharedIndexInformer<O>, mapping: KeyMapping<O>) -> Self {
-        InformerSource { informer, mapping }
+    /// A source of `informer`'s events, mapped to keys by `mapping`; `owned` for
+    /// the children of `owns`.
+    pub(crate) fn new(
+        informer: SharedIndexInformer<O>,
+        mapping: KeyMapping<O>,
+        owned: bool,
+    ) -> Self {
+        InformerSource {
+            informer,
+            mapping,
+            owned,
+        }
     }
 }
 
@@ -138,16 +180,29 @@ impl<O: Object> WatchSource for InformerSource<O> {
         short_type_name::<O>()
     }
 
-    fn register(&self, queue: &WorkQueue<ObjectKey>) -> Result<ActiveRegistration, InformerError> {
+    fn register(
+        &self,
+        queue: &WorkQueue<ObjectKey>,
+        gate: Option<&Arc<ShardGate>>,
+    ) -> Result<ActiveRegistration, InformerError> {
         let registration = self.informer.add_event_handler(EnqueueHandler {
             queue: queue.clone(),
             mapping: self.mapping.clone(),
+            gate: gate.cloned(),
         })?;
         let informer = self.informer.clone();
         Ok(ActiveRegistration {
             registration,
             remove: Box::new(move |r| informer.remove_event_handler(r)),
         })
+    }
+
+    fn is_owned(&self) -> bool {
+        self.owned
+    }
+
+    fn label_selector(&self) -> Option<String> {
+        self.informer.label_selector().map(str::to_owned)
     }
 
     fn start(&self, cancel: CancellationToken) -> Option<BoxFuture<'static, ()>> {

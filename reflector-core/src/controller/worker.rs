@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::{ControllerRecorder, ReconcileResult};
 use crate::object::{Object, ObjectKey, ObjectRef};
+use crate::sharding::ShardGate;
 use crate::store::Indexer;
 use crate::workqueue::WorkQueue;
 
@@ -32,6 +33,8 @@ pub(crate) struct WorkerShared<K: Object, R, P, Ctx> {
     pub(crate) error_policy: P,
     pub(crate) ctx: Arc<Ctx>,
     pub(crate) recorder: Option<ControllerRecorder>,
+    /// A sharded controller's gate: asked before each reconcile.
+    pub(crate) gate: Option<Arc<ShardGate>>,
 }
 
 /// The key a worker is reconciling, for the shutdown log; guarded by its own
@@ -105,38 +108,56 @@ where
                 },
             };
             set_current(&slot, Some(key.clone()));
-            self.process(&key).await;
+            let cached = self.cache.get_by_key(&key);
+            match &self.gate {
+                None => {
+                    self.process(&key, cached).await;
+                }
+                Some(gate) => match gate.begin(&key, cached.as_deref().map(|o| o.meta())) {
+                    Some(in_flight) => {
+                        if !self.process(&key, cached).await {
+                            in_flight.finished();
+                        }
+                    }
+                    None => {
+                        // Draining, or not this shard's object: not reconciled here.
+                        self.queue.forget(&key);
+                        self.queue.done(&key);
+                    }
+                },
+            }
             set_current(&slot, None);
         }
     }
 
-    /// Reconciles one key and files it back in the queue.
-    async fn process(&self, key: &ObjectKey) {
+    /// Reconciles one key with its object as `cached` when the worker took it, and
+    /// files it back in the queue; answers whether it was queued again.
+    async fn process(&self, key: &ObjectKey, cached: Option<Arc<K>>) -> bool {
         let recorder = self.recorder.as_ref();
         let active = ActiveGuard::enter(recorder);
         let queue = &self.queue;
         let started = Instant::now();
         let typed = ObjectRef::<K>::from_key(key.clone());
-        let request = Request::new(typed.clone(), self.cache.get_by_key(key));
+        let request = Request::new(typed.clone(), cached);
         let outcome =
             AssertUnwindSafe(async { (self.reconcile)(request, Arc::clone(&self.ctx)).await })
                 .catch_unwind()
                 .await;
         let elapsed = started.elapsed();
-        let result = match outcome {
+        let (result, requeued) = match outcome {
             Ok(Ok(action)) => match action.kind() {
                 ActionKind::Done => {
                     queue.forget(key);
-                    ReconcileResult::Success
+                    (ReconcileResult::Success, false)
                 }
                 ActionKind::RequeueAfter(delay) => {
                     queue.forget(key);
                     queue.add_after(key.clone(), delay);
-                    ReconcileResult::RequeueAfter
+                    (ReconcileResult::RequeueAfter, true)
                 }
                 ActionKind::RequeueRateLimited => {
                     queue.add_rate_limited(key.clone());
-                    ReconcileResult::Requeue
+                    (ReconcileResult::Requeue, true)
                 }
             },
             Ok(Err(err)) => {
@@ -150,16 +171,23 @@ where
                         "error policy panicked; requeueing with backoff");
                     Action::requeue_rate_limited()
                 });
-                match action.kind() {
+                let requeued = match action.kind() {
                     ActionKind::Done => {
                         if let Some(r) = recorder {
                             r.terminal_error();
                         }
+                        false
                     }
-                    ActionKind::RequeueAfter(delay) => queue.add_after(key.clone(), delay),
-                    ActionKind::RequeueRateLimited => queue.add_rate_limited(key.clone()),
-                }
-                ReconcileResult::Error
+                    ActionKind::RequeueAfter(delay) => {
+                        queue.add_after(key.clone(), delay);
+                        true
+                    }
+                    ActionKind::RequeueRateLimited => {
+                        queue.add_rate_limited(key.clone());
+                        true
+                    }
+                };
+                (ReconcileResult::Error, requeued)
             }
             Err(payload) => {
                 tracing::error!(controller = %self.name, %key,
@@ -169,7 +197,7 @@ where
                     r.panicked();
                 }
                 queue.add_rate_limited(key.clone());
-                ReconcileResult::Error
+                (ReconcileResult::Error, true)
             }
         };
         if let Some(r) = recorder {
@@ -177,6 +205,7 @@ where
         }
         queue.done(key);
         drop(active);
+        requeued
     }
 }
 

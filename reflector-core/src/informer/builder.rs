@@ -47,6 +47,9 @@ pub struct InformerBuilder<K: Object> {
     pub(super) indexers: Indexers<K>,
     pub(super) transform: Option<TransformFunc<K>>,
     pub(super) reflector_options: ReflectorOptions,
+    /// The label selector the lister-watcher applies, when known (set by the
+    /// factory, which built it); a sharded controller checks it.
+    pub(super) label_selector: Option<String>,
 }
 
 impl<K: Object> std::fmt::Debug for InformerBuilder<K> {
@@ -67,6 +70,7 @@ impl<K: Object> InformerBuilder<K> {
             indexers: Indexers::new(),
             transform: None,
             reflector_options: ReflectorOptions::default(),
+            label_selector: None,
         }
     }
 
@@ -101,6 +105,13 @@ impl<K: Object> InformerBuilder<K> {
     /// informer sets the reflector's name, resync period and `should_resync` itself.
     pub fn reflector_options(mut self, options: ReflectorOptions) -> Self {
         self.reflector_options = options;
+        self
+    }
+
+    /// Records the label selector the lister-watcher was built with, so the
+    /// informer can answer [`SharedIndexInformer::label_selector`].
+    pub(super) fn known_label_selector(mut self, selector: Option<String>) -> Self {
+        self.label_selector = selector;
         self
     }
 

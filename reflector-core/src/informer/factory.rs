@@ -276,6 +276,7 @@ impl InformerFactory {
         let informer = SharedIndexInformer::builder(lw)
             .resync(self.default_resync)
             .reflector_options(self.reflector_options.clone())
+            .known_label_selector(scope.labels.clone())
             .build();
         st.informers.insert(key, Arc::new(informer.clone()));
         informer

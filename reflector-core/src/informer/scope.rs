@@ -15,7 +15,7 @@
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct InformerScope {
     pub(super) namespace: Option<String>,
-    pub(super) labels: Option<String>,
+    pub(crate) labels: Option<String>,
     pub(super) fields: Option<String>,
 }
 

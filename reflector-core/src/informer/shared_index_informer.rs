@@ -73,6 +73,8 @@ struct Inner<K: Object> {
     applied_rv: AtomicU64,
     /// Handler calls that panicked, over every listener.
     handler_panics: Arc<AtomicU64>,
+    /// The label selector of `lister_watcher`, when the factory built it.
+    label_selector: Option<String>,
     /// Lifecycle; never held across an await.
     state: Mutex<InformerState<K>>,
     /// Held while a popped item is applied to the cache and distributed, and while a
@@ -170,6 +172,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 rv_waiters: AtomicUsize::new(0),
                 applied_rv: AtomicU64::new(0),
                 handler_panics: Arc::new(AtomicU64::new(0)),
+                label_selector: b.label_selector,
                 state: Mutex::new(InformerState {
                     started: false,
                     stopped: false,
@@ -192,6 +195,13 @@ impl<K: Object> SharedIndexInformer<K> {
     /// A handle that does not keep the informer alive.
     pub(crate) fn downgrade(&self) -> WeakInformer<K> {
         WeakInformer(Arc::downgrade(&self.inner))
+    }
+
+    /// The label selector this informer lists and watches with, when known: set
+    /// for informers made by an [`InformerFactory`](super::InformerFactory), `None`
+    /// for one built from a lister-watcher by hand.
+    pub(crate) fn label_selector(&self) -> Option<&str> {
+        self.inner.label_selector.as_deref()
     }
 
     /// The cache.

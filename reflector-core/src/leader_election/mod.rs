@@ -40,6 +40,7 @@ pub use config::{
     DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LeaderElectionConfig,
 };
 pub use election::LeaderElection;
+pub(crate) use election::RunGuard;
 pub use error::LeaderElectionError;
 pub(crate) use observed_lease::ObservedLease;
 pub use state::LeaderState;

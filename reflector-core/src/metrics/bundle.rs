@@ -6,6 +6,7 @@ use crate::events::metrics::EventMetrics;
 use crate::workqueue::PrometheusMetricsProvider;
 
 use super::leader_election_metrics::LeaderElectionMetrics;
+use super::sharding_metrics::ShardingMetrics;
 use super::{ReconcileMetrics, ReflectorCollector};
 use crate::informer::SharedIndexInformer;
 use crate::object::Object;
@@ -60,6 +61,17 @@ use crate::object::Object;
 /// |---|---|
 /// | `reflector_events_dropped_total{controller,reason}` | counter; `reason` ∈ `spam_filter`, `buffer_full`, `rejected`, `retries_exhausted` |
 ///
+/// Sharding, reported to by a [`Sharder`](crate::sharding::Sharder) and a sharded
+/// controller given the bundle, each labelled `ring` = the ring's name:
+///
+/// | metric | type |
+/// |---|---|
+/// | `reflector_sharding_assignments_total` | counter (assignment labels written by the sharder) |
+/// | `reflector_sharding_moves_total` | counter (drains started, plus relabels off an unavailable shard) |
+/// | `reflector_sharding_drains_started_total` | counter (drain annotations written) |
+/// | `reflector_sharding_drains_acknowledged_total` | counter (drains this shard acknowledged) |
+/// | `reflector_sharding_ring_members` | gauge (available shards as this replica sees them) |
+///
 /// Register it once per [`Registry`] and hand clones (cheap: shared handles) to every
 /// controller with [`Controller::metrics`](crate::controller::Controller::metrics);
 /// registering families twice in one registry would make the exposition invalid.
@@ -84,6 +96,7 @@ pub struct Metrics {
     reflectors: ReflectorCollector,
     leader_election: LeaderElectionMetrics,
     events: EventMetrics,
+    sharding: ShardingMetrics,
 }
 
 impl Metrics {
@@ -108,6 +121,7 @@ impl Metrics {
         self.reflectors.register(registry);
         self.leader_election.register(registry);
         self.events.register(registry);
+        self.sharding.register(registry);
     }
 
     /// Exports the counters of `informer`'s reflector under `name` (all zero until it
@@ -129,6 +143,11 @@ impl Metrics {
     /// | `reflector_errors_total{name,reason}` | errors; `reason` ∈ `expired`, `too_large_resource_version`, `too_many_requests`, `internal_error`, `connection_refused`, `decode`, `very_short_watch`, `other` |
     pub fn informer<K: Object>(&self, name: &str, informer: &SharedIndexInformer<K>) {
         self.reflectors.add(name, informer);
+    }
+
+    /// The `reflector_sharding_*` families.
+    pub(crate) fn sharding(&self) -> &ShardingMetrics {
+        &self.sharding
     }
 
     /// The `controller_runtime_*` families.

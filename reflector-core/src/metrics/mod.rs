@@ -20,6 +20,10 @@
 //! (client-go's gauge: 1 while leading) and counts lost races and failed requests
 //! on its lease; [`Health::leader_election`] puts its state in `/readyz`.
 //!
+//! A [`Sharder`](crate::sharding::Sharder) and a sharded controller given the
+//! bundle report their ring's `reflector_sharding_*` families (assignments, moves,
+//! drains started and acknowledged, ring members), labelled `ring`.
+//!
 //! [`render_metrics`] encodes a registry in the text exposition format; with the
 //! `metrics-server` feature, `MetricsServer` serves it on `GET /metrics`, with
 //! `/healthz` and `/readyz` answered from a [`Health`].
@@ -50,6 +54,7 @@ mod reflector_collector;
 mod render;
 #[cfg(feature = "metrics-server")]
 mod server;
+mod sharding_metrics;
 
 pub use bundle::Metrics;
 /// The metrics endpoint's error, with the endpoint (feature `metrics-server`).

@@ -18,6 +18,12 @@ pub(crate) fn assignment_label(ring: &str) -> String {
     format!("{ASSIGNMENT_LABEL_PREFIX}{ring}")
 }
 
+/// `shard.reflector.rs/<ring>-drain`: the annotation by which the sharder asks an
+/// object's live shard to hand it over, valued with the shard it will move to.
+pub(crate) fn drain_annotation(ring: &str) -> String {
+    format!("{ASSIGNMENT_LABEL_PREFIX}{ring}-drain")
+}
+
 /// `<ring>-<shard>`: the membership Lease of one shard.
 pub(crate) fn member_lease(ring: &str, shard: &str) -> String {
     format!("{ring}-{shard}")
@@ -87,6 +93,10 @@ mod tests {
     #[test]
     fn lease_and_label_names() {
         assert_eq!(assignment_label("widgets"), "shard.reflector.rs/widgets");
+        assert_eq!(
+            drain_annotation("widgets"),
+            "shard.reflector.rs/widgets-drain"
+        );
         assert_eq!(member_lease("widgets", "a"), "widgets-a");
         assert_eq!(sharder_lease("widgets"), "widgets-sharder");
     }

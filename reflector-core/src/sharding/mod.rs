@@ -31,69 +31,105 @@
 //! The `resourceVersion` precondition on every write means a sharder acting on a
 //! stale view (a deposed leader, an old cache) is refused instead of overwriting.
 //!
-//! # Not yet: drain hand-over and the shard side
+//! **Hand-over without overlap.** The sharder never relabels an object whose
+//! current shard is still available:
 //!
-//! Today a move is a relabel: an object whose old shard is still available can be
-//! reconciled by the old shard (until its informer sees the label change) and the
-//! new one at the same time. The intended protocol, which the types here are shaped
-//! for:
+//! 1. it writes the annotation `shard.reflector.rs/<ring>-drain=<new shard>` (merge
+//!    patch with the `resourceVersion` precondition);
+//! 2. the old shard's sharded [`Controller`](crate::controller::Controller) sees it,
+//!    stops starting reconciles of the key, lets one in flight finish, and
+//!    acknowledges by removing its assignment label and the annotation in one patch
+//!    (with the precondition; a 409 is retried from the fresh cached object);
+//! 3. the sharder sees an unassigned object and labels it with its winner, computed
+//!    then; the new shard's informer receives it only now.
 //!
-//! 1. The sharder, instead of relabelling an object whose current shard is live
-//!    (the `live_move` case in [`Sharder`]), sets the annotation
-//!    `shard.reflector.rs/<ring>-drain=<new shard>` (with the `resourceVersion`
-//!    precondition).
-//! 2. The old shard's controller (`Controller::sharded(ring)`) sees the annotation,
-//!    lets any in-flight reconcile of the key finish, stops taking the key, and
-//!    acknowledges by removing its assignment label and the annotation in one patch.
-//! 3. The sharder sees the unassigned object and labels it with the new shard.
-//!    Objects of an unavailable shard (expired or released lease) skip steps 1–2:
-//!    their shard has stopped, so they move at once. A drain not acknowledged
-//!    within a lease duration is treated as the old shard being dead only once its
-//!    lease has expired.
+//! An object whose shard is unavailable (lease expired or released) moves at once,
+//! drain annotation or not: that shard stopped reconciling when it lost its lease
+//! (its renew deadline comes before the lease's expiry). A drain never acknowledged
+//! is resolved only by the old shard's lease expiring. Children (made by
+//! [`Sharder::owned`]) move by relabelling: the controller reconciles them only
+//! through their owner, whose drain covers them.
 //!
-//! The shard side — `Controller::sharded(ring)` adding [`Ring::selector`] to the
-//! primary's and owned kinds' informers, stopping while not a member
-//! ([`Ring::is_member`]), acknowledging drains — and metrics (assignments, moves,
-//! drains, ring size) are still to come.
+//! **The shard side** is [`Controller::sharded`](crate::controller::Controller::sharded):
+//! it runs the ring, checks that the primary's and every owned kind's informer
+//! select [`Ring::selector`] (a typed error otherwise), reconciles only while
+//! [`Ring::is_member`], acknowledges drains, and on a graceful shutdown drains its
+//! workers before the lease is released. The watch cannot tell a deleted object
+//! from one relabelled away (both arrive as `DELETED`), so the shard reconciles a
+//! `DELETED` as a deletion (`object: None`) only if it was not draining, still
+//! carried this shard's label and arrived while this shard was a member.
+//!
+//! **Metrics** (given a [`Metrics`](crate::metrics::Metrics) with
+//! [`Sharder::metrics`] and [`Controller::metrics`](crate::controller::Controller::metrics)):
+//! `reflector_sharding_assignments_total`, `reflector_sharding_moves_total`,
+//! `reflector_sharding_drains_started_total`,
+//! `reflector_sharding_drains_acknowledged_total` and
+//! `reflector_sharding_ring_members`, each labelled `ring`.
+//!
+//! **Wiring** one replica (see `examples/sharded_controller.rs`): a [`Ring`] named
+//! after the pod; a [`Sharder`] of the primary kind and a [`Sharder::owned`] per
+//! owned kind, on one [`InformerFactory`](crate::informer::InformerFactory); the
+//! controller's informers from that factory, scoped with
+//! `InformerScope::default().labels(ring.selector())`; the controller
+//! `.sharded(&ring)`; every replica runs the same code.
 //!
 //! # Example
 //! ```no_run
+//! use std::sync::Arc;
 //! use k8s_openapi::api::coordination::v1::Lease;
-//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 //! use kube::Api;
+//! use reflector_core::controller::{Action, Controller, Request};
 //! use reflector_core::informer::{InformerFactory, InformerScope};
 //! use reflector_core::leader_election::LeaderElectionConfig;
 //! use reflector_core::sharding::{Ring, Sharder};
 //! use tokio_util::sync::CancellationToken;
 //!
+//! async fn reconcile(req: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> {
+//!     println!("reconciling {}", req.key);
+//!     Ok(Action::done())
+//! }
+//!
 //! # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
 //! let ring = Ring::new(
 //!     Api::<Lease>::namespaced(client.clone(), "operators"),
 //!     "config-maps",
-//!     "replica-0",
+//!     "replica-0", // this pod's name
 //!     LeaderElectionConfig::default(),
 //! )?;
 //! let factory = InformerFactory::new(client);
-//! let sharder = Sharder::<ConfigMap>::new(&ring, &factory)?;
-//! // This replica's share, for its controller:
-//! let mine = factory.scoped::<ConfigMap>(&InformerScope::default().labels(ring.selector()));
-//! factory.start();
+//! let primaries = Sharder::<ConfigMap>::new(&ring, &factory)?;
+//! let children = Sharder::<Secret>::owned(&ring, &factory)?;
+//! let mine = InformerScope::default().labels(ring.selector());
 //! let stop = CancellationToken::new();
-//! tokio::try_join!(ring.run(stop.clone()), sharder.run(stop.clone()))?;
-//! # let _ = mine;
+//! let controller = Controller::new(factory.scoped::<ConfigMap>(&mine))
+//!     .owns(factory.scoped::<Secret>(&mine))
+//!     .sharded(&ring)
+//!     .start_informers(false)
+//!     .graceful_shutdown_on(stop.clone().cancelled_owned());
+//! factory.start();
+//! let (run, _, _) = tokio::join!(
+//!     controller.run(reconcile, Arc::new(())),
+//!     primaries.run(stop.clone()),
+//!     children.run(stop.clone()),
+//! );
+//! run?;
 //! # Ok(()) }
 //! ```
 
 mod error;
 mod labels;
 mod members;
+mod metadata_patch;
 mod rendezvous;
 mod ring;
+mod shard_gate;
 mod shard_key;
 mod sharder;
 
 pub use error::ShardingError;
 pub use rendezvous::winner;
 pub use ring::Ring;
+pub(crate) use shard_gate::ShardGate;
 pub use shard_key::shard_key;
 pub use sharder::Sharder;

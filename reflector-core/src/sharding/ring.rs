@@ -8,7 +8,7 @@ use kube::Api;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::leader_election::{LeaderElection, LeaderElectionConfig};
+use crate::leader_election::{LeaderElection, LeaderElectionConfig, RunGuard};
 
 use super::ShardingError;
 use super::labels::{self, RING_LABEL, SHARDER};
@@ -23,7 +23,9 @@ use super::members;
 ///   deadline 10 s, retry period 2 s by default, as client-go's leaderelection). The
 ///   shard's name is the lease's `holderIdentity`. A graceful stop (cancelling the
 ///   token) releases the lease — empty holder — so the ring sees the shard leave at
-///   once; an abort leaves it to expire.
+///   once; an abort leaves it to expire. A sharded controller
+///   ([`Controller::sharded`](crate::controller::Controller::sharded)) runs the
+///   ring itself; call `run` only on a replica without one.
 /// - **Observation.** [`run`](Self::run) also watches the ring's leases (by the ring
 ///   label) and publishes the *available* shards: those whose lease names a holder
 ///   and has not expired, judged on this replica's clock from when it saw the lease
@@ -191,7 +193,22 @@ impl Ring {
     /// returns. Dropping the future stops at once without a release: the other
     /// replicas see the shard leave when its lease expires.
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), ShardingError> {
-        let guard = self.shared.membership.claim()?;
+        let guard = self.claim()?;
+        self.run_claimed(guard, cancel).await;
+        Ok(())
+    }
+
+    /// Claims the ring's run (the membership lease's election), so a caller that
+    /// runs the ring later (a sharded controller) fails before it starts anything.
+    pub(crate) fn claim(&self) -> Result<RunGuard, ShardingError> {
+        Ok(self.shared.membership.claim()?)
+    }
+
+    /// [`run`](Self::run) with the run claimed by [`claim`](Self::claim).
+    ///
+    /// # Cancel safety
+    /// As [`run`](Self::run).
+    pub(crate) async fn run_claimed(&self, guard: RunGuard, cancel: CancellationToken) {
         tokio::join!(
             LeaderElection::run_claimed(guard, cancel.clone()),
             members::observe(
@@ -201,7 +218,11 @@ impl Ring {
                 &cancel,
             ),
         );
-        Ok(())
+    }
+
+    /// This shard's membership lease, held as an election only this shard runs.
+    pub(crate) fn membership(&self) -> &LeaderElection {
+        &self.shared.membership
     }
 
     /// The `Api<Lease>` of the ring's leases.

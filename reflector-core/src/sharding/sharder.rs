@@ -2,7 +2,6 @@
 
 use std::fmt::Debug;
 
-use kube::api::{Patch, PatchParams};
 use kube::core::PartialObjectMeta;
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -10,10 +9,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::informer::{Event, InformerFactory, SharedIndexInformer};
 use crate::leader_election::LeaderElection;
+use crate::metrics::Metrics;
 use crate::object::{Object, ObjectKey, meta_namespace_key};
 use crate::workqueue::WorkQueue;
 
 use super::labels;
+use super::metadata_patch::{Outcome, patch_metadata};
 use super::{Ring, ShardingError, shard_key, winner};
 
 /// The field manager of the sharder's patches.
@@ -37,9 +38,15 @@ const FIELD_MANAGER: &str = "reflector-sharder";
 ///   from the fresh one, so two sharders (or a deposed one) never write competing
 ///   assignments. 409s, 5xx and transport errors are retried with per-object
 ///   exponential backoff (5 ms to 1000 s, as the controller's work queue).
-/// - **Not yet: drains.** An object whose winner changed while its old shard is
-///   still available is relabelled at once; see the [module docs](super) for the
-///   drain hand-over that will go in between.
+/// - **Drains.** An object whose winner changed while its shard is still available
+///   is not relabelled: the sharder writes the annotation
+///   `shard.reflector.rs/<ring>-drain=<new shard>`, the shard's sharded
+///   [`Controller`](crate::controller::Controller) lets a reconcile of it in flight
+///   finish and acknowledges by removing the label and the annotation, and the
+///   sharder then labels the unassigned object with its winner (computed then). An
+///   object whose shard is unavailable (lease expired or released) moves at once,
+///   drain or not; a drain never acknowledged is resolved by the old shard's lease
+///   expiring. A sharder made with [`owned`](Self::owned) (children) never drains.
 ///
 /// Start the factory ([`InformerFactory::start`]) after building the sharder, and run
 /// the [`Ring`] beside it: with no available members, nothing is assigned.
@@ -73,7 +80,10 @@ pub struct Sharder<K: Object> {
     informer: SharedIndexInformer<PartialObjectMeta<K>>,
     election: LeaderElection,
     client: kube::Client,
-    dyntype: K::DynamicType,
+    /// Whether a move off a live shard goes through a drain (primaries) or is a
+    /// relabel (owned children, which nobody reconciles by their own key).
+    drains: bool,
+    metrics: Option<Metrics>,
 }
 
 impl<K: Object> Debug for Sharder<K> {
@@ -85,12 +95,17 @@ impl<K: Object> Debug for Sharder<K> {
     }
 }
 
-/// How one object's assignment ended.
-enum Outcome {
-    /// Nothing (more) to do for this object now.
-    Settled,
-    /// The patch failed; try again later.
-    Retry,
+/// What [`Sharder::assign`] writes on one object.
+#[derive(Debug, Clone, Copy)]
+enum Write {
+    /// Labels an unassigned object with its winner.
+    Assign,
+    /// Relabels an object off an unavailable shard (at once: that shard stopped).
+    Move,
+    /// Asks the object's live shard to hand it over (the drain annotation).
+    Drain,
+    /// Removes a drain annotation whose object's winner is its shard again.
+    CancelDrain,
 }
 
 impl<K> Sharder<K>
@@ -116,8 +131,55 @@ where
             informer: factory.informer::<PartialObjectMeta<K>>(),
             election,
             client: ring.leases().clone().into_client(),
-            dyntype: K::DynamicType::default(),
+            drains: true,
+            metrics: None,
         })
+    }
+
+    /// A sharder of an owned kind `K` (the children of a sharded controller's
+    /// primaries), as [`new`](Self::new) but moving an object off a live shard by
+    /// relabelling it at once, without a drain: children follow their controller
+    /// owner's [`shard_key`], and the sharded controller reconciles them only through
+    /// their owner, whose own drain keeps the hand-over free of overlap.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    ///
+    /// # Example
+    /// ```no_run
+    /// # use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    /// # use reflector_core::informer::InformerFactory;
+    /// # use reflector_core::sharding::{Ring, Sharder};
+    /// # fn f(ring: Ring, factory: InformerFactory) -> Result<(), reflector_core::sharding::ShardingError> {
+    /// let primaries = Sharder::<ConfigMap>::new(&ring, &factory)?;
+    /// let children = Sharder::<Secret>::owned(&ring, &factory)?;
+    /// # let _ = (primaries, children);
+    /// # Ok(()) }
+    /// ```
+    pub fn owned(ring: &Ring, factory: &InformerFactory) -> Result<Self, ShardingError> {
+        let mut sharder = Self::new(ring, factory)?;
+        sharder.drains = false;
+        Ok(sharder)
+    }
+
+    /// Reports the ring's `reflector_sharding_*` families (assignments, moves,
+    /// drains started, ring members) to `metrics`. Default: no metrics.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # use reflector_core::informer::InformerFactory;
+    /// # use reflector_core::metrics::Metrics;
+    /// # use reflector_core::sharding::{Ring, Sharder};
+    /// # fn f(ring: Ring, factory: InformerFactory, metrics: Metrics) -> Result<(), reflector_core::sharding::ShardingError> {
+    /// let sharder = Sharder::<ConfigMap>::new(&ring, &factory)?.metrics(&metrics);
+    /// # let _ = sharder;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn metrics(mut self, metrics: &Metrics) -> Self {
+        self.metrics = Some(metrics.clone());
+        self
     }
 
     /// The sharder election (`<ring>-sharder`): whether this replica shards now.
@@ -153,7 +215,24 @@ where
                 self.lead(&cancel).await;
             }
         };
-        tokio::join!(LeaderElection::run_claimed(guard, cancel.clone()), work);
+        let ring_size = async {
+            let Some(metrics) = &self.metrics else { return };
+            let mut members = self.ring.subscribe();
+            loop {
+                let size = members.borrow_and_update().len();
+                metrics.sharding().set_members(self.ring.name(), size);
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => return,
+                    changed = members.changed() => if changed.is_err() { return },
+                }
+            }
+        };
+        tokio::join!(
+            LeaderElection::run_claimed(guard, cancel.clone()),
+            work,
+            ring_size
+        );
         Ok(())
     }
 
@@ -219,7 +298,7 @@ where
                 key = queue.get() => {
                     let Some(key) = key else { break };
                     match self.assign(&key).await {
-                        Outcome::Settled => queue.forget(&key),
+                        Outcome::Written | Outcome::Settled => queue.forget(&key),
                         Outcome::Retry => queue.add_rate_limited(key.clone()),
                     }
                     queue.done(&key);
@@ -232,11 +311,12 @@ where
     }
 
     /// Brings one object's assignment label in line with its winner among the
-    /// available members.
+    /// available members: assigns an unassigned object, moves one off an
+    /// unavailable shard at once, and asks a live shard to drain it (see
+    /// [`Sharder`]).
     ///
     /// # Cancel safety
-    /// Dropping it may leave the patch applied unknown to the caller; the informer's
-    /// next event of the object shows it.
+    /// As [`patch_metadata`].
     async fn assign(&self, key: &ObjectKey) -> Outcome {
         let members = self.ring.members();
         let Some(obj) = self.informer.lister().get(key.namespace(), key.name()) else {
@@ -251,54 +331,65 @@ where
             return Outcome::Settled;
         };
         let label = self.ring.assignment_label();
+        let drain = labels::drain_annotation(self.ring.name());
         let current = obj.metadata.labels.as_ref().and_then(|l| l.get(&label));
-        if current == Some(desired) {
-            return Outcome::Settled;
-        }
-        // Where the drain hand-over goes: a `current` that is still in `members` is a
-        // live shard that may be reconciling this object.
-        let live_move = current.is_some_and(|c| members.contains(c));
-        let patch = Patch::Merge(json!({
-            "metadata": {"resourceVersion": rv, "labels": {&label: desired}}
-        }));
-        let result = self.patch(key, &patch).await;
-        let ring = self.ring.name();
-        match result {
-            Ok(()) => {
-                tracing::debug!(%ring, %key, from = ?current, to = %desired, live_move, "assigned");
-                Outcome::Settled
+        let draining = obj
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(&drain));
+        let (write, metadata) = match current {
+            Some(c) if c == desired => match draining {
+                // The winner came back to the shard being drained: call it off.
+                Some(_) => (Write::CancelDrain, json!({"annotations": {&drain: null}})),
+                None => return Outcome::Settled,
+            },
+            Some(c) if self.drains && members.contains(c) => {
+                if draining == Some(desired) {
+                    // Asked already; the shard acknowledges when it is idle.
+                    return Outcome::Settled;
+                }
+                (Write::Drain, json!({"annotations": {&drain: desired}}))
             }
-            Err(kube::Error::Api(status)) if status.code == 404 => Outcome::Settled,
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                tracing::debug!(%ring, %key, "assignment conflicted; retrying from a fresh view");
-                Outcome::Retry
-            }
-            Err(error) => {
-                tracing::warn!(%ring, %key, %error, "cannot write the assignment; retrying");
-                Outcome::Retry
-            }
-        }
-    }
-
-    /// Sends `patch` for the object `key`, asking for its metadata only.
-    ///
-    /// # Cancel safety
-    /// As [`assign`](Self::assign).
-    async fn patch(
-        &self,
-        key: &ObjectKey,
-        patch: &Patch<serde_json::Value>,
-    ) -> Result<(), kube::Error> {
-        let params = PatchParams {
-            field_manager: Some(FIELD_MANAGER.to_owned()),
-            ..PatchParams::default()
+            Some(_) => (
+                Write::Move,
+                json!({"labels": {&label: desired}, "annotations": {&drain: null}}),
+            ),
+            None if draining.is_some() => (
+                Write::Assign,
+                json!({"labels": {&label: desired}, "annotations": {&drain: null}}),
+            ),
+            None => (Write::Assign, json!({"labels": {&label: desired}})),
         };
-        let request = kube::core::Request::new(K::url_path(&self.dyntype, key.namespace()))
-            .patch_metadata(key.name(), &params, patch)
-            .map_err(kube::Error::BuildRequest)?;
-        self.client
-            .request::<PartialObjectMeta<K>>(request)
-            .await
-            .map(drop)
+        let mut patch = json!({"metadata": metadata});
+        patch["metadata"]["resourceVersion"] = json!(rv);
+        let ring = self.ring.name();
+        let outcome = patch_metadata::<K>(
+            &self.client,
+            key,
+            patch,
+            FIELD_MANAGER,
+            (ring, "assignment"),
+        )
+        .await;
+        if let Outcome::Written = outcome {
+            tracing::debug!(%ring, %key, from = ?current, to = %desired, ?write, "written");
+            if let Some(m) = &self.metrics {
+                let m = m.sharding();
+                match write {
+                    Write::Assign => m.assigned(ring),
+                    Write::Move => {
+                        m.assigned(ring);
+                        m.moved(ring);
+                    }
+                    Write::Drain => {
+                        m.drain_started(ring);
+                        m.moved(ring);
+                    }
+                    Write::CancelDrain => {}
+                }
+            }
+        }
+        outcome
     }
 }
