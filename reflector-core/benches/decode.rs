@@ -9,7 +9,15 @@
 //! - `filter_empty`: through an empty filter (plain serde_json path, for reference);
 //! - `serde_json_then_strip`: the floor, then `managedFields` dropped from each item.
 //!
-//! `CARGO_TARGET_DIR=/work/target cargo bench -p reflector-core --bench decode -- --sample-size 10`
+//! And `decode_items_100k`: the 100k real-shape items of the compare bench (the
+//! testkit's `bench_objects`, as the testkit serializes them), each decoded into a
+//! `ConfigMap` through the factory's filter (`managedFields` skipped) one item at a time,
+//! as the streamed list decodes them, with each serde-compatible decoder that can take
+//! the filter's adapter (it wraps any `serde::Deserializer`): `serde_json` (today),
+//! `sonic_rs` and `simd_json` (which parses in place: each item is copied first, as a
+//! streamed list would have to). All three are checked to decode the same objects.
+//!
+//! `cargo bench -p reflector-core --bench decode -- --sample-size 10`
 
 use std::hint::black_box;
 
@@ -18,6 +26,7 @@ use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_main};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ObjectList, WatchEvent};
 use serde::de::DeserializeOwned;
+use serde::de::DeserializeSeed;
 use serde_field_filter::FieldFilter;
 use serde_field_filter::from_slice as from_slice_filtered;
 
@@ -117,12 +126,72 @@ fn watch(c: &mut Criterion) {
     g.finish();
 }
 
+/// Decodes one item through a filter.
+type ItemDecode = fn(&[u8], &FieldFilter) -> ConfigMap;
+
+/// Decodes one item with serde_json through `filter` (what the streamed list does).
+fn item_serde_json(bytes: &[u8], filter: &FieldFilter) -> ConfigMap {
+    from_slice_filtered(bytes, filter).unwrap()
+}
+
+/// Decodes one item with sonic-rs through `filter`.
+fn item_sonic_rs(bytes: &[u8], filter: &FieldFilter) -> ConfigMap {
+    let mut de = sonic_rs::Deserializer::from_slice(bytes);
+    let cm = filter.seed::<ConfigMap>().deserialize(&mut de).unwrap();
+    de.end().unwrap();
+    cm
+}
+
+/// Decodes one item with simd-json through `filter`, from a copy (it parses in place).
+fn item_simd_json(bytes: &[u8], filter: &FieldFilter) -> ConfigMap {
+    let mut copy = bytes.to_vec();
+    let mut de = simd_json::Deserializer::from_slice(&mut copy).unwrap();
+    filter.seed::<ConfigMap>().deserialize(&mut de).unwrap()
+}
+
+/// The 100k real-shape items, one decoder against another.
+fn items(c: &mut Criterion) {
+    const ITEMS: usize = 100_000;
+    let items: Vec<Vec<u8>> = reflector_testkit::bench_objects::config_maps(ITEMS)
+        .iter()
+        .map(|cm| serde_json::to_vec(cm).unwrap())
+        .collect();
+    let bytes: usize = items.iter().map(Vec::len).sum();
+    let filter = FieldFilter::managed_fields();
+    for item in &items {
+        let want = item_serde_json(item, &filter);
+        assert!(want.metadata.managed_fields.is_none());
+        assert_eq!(item_sonic_rs(item, &filter), want);
+        assert_eq!(item_simd_json(item, &filter), want);
+    }
+    eprintln!("decode_items_100k: {ITEMS} items, {bytes} bytes");
+    let decoders: [(&str, ItemDecode); 3] = [
+        ("serde_json", item_serde_json),
+        ("sonic_rs", item_sonic_rs),
+        ("simd_json", item_simd_json),
+    ];
+    let mut g = c.benchmark_group("decode_items_100k");
+    g.throughput(Throughput::Elements(ITEMS as u64));
+    g.sample_size(10);
+    for (name, decode) in decoders {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                for item in &items {
+                    black_box(decode(black_box(item), &filter));
+                }
+            });
+        });
+    }
+    g.finish();
+}
+
 /// Every decode benchmark, configured from the command line (as `criterion_group!`
 /// would, but documented).
 fn benches() {
     let mut c = Criterion::default().configure_from_args();
     list(&mut c);
     watch(&mut c);
+    items(&mut c);
 }
 
 criterion_main!(benches);
