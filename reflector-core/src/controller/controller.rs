@@ -1,44 +1,31 @@
-//! [`Controller`]: the builder and the `run` loop.
+//! [`Controller`]: the builder (its `run` loop is in `run.rs`, sharding in `sharded.rs`).
 
-use std::fmt::{Debug, Display};
+use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use kube::{Api, Client};
 use serde::de::DeserializeOwned;
-use tokio::task::JoinSet;
-use tokio_util::sync::CancellationToken;
 
 use crate::informer::{InformerFactory, InformerScope, SharedIndexInformer};
-use crate::leader_election::{LeaderElection, LeaderState, RunGuard, not_leading};
+use crate::leader_election::LeaderElection;
 use crate::lister::Lister;
 use crate::metrics::Metrics;
-use crate::object::{Object, ObjectKey, ObjectRef, short_type_name};
-use crate::sharding::{Ring, ShardGate, ShardingError};
-use crate::store::Indexer;
-use crate::workqueue::{QueueConfig, RateLimiter, WorkQueue, default_controller_rate_limiter};
+use crate::object::{Object, ObjectKey, ObjectRef};
+use crate::workqueue::{RateLimiter, default_controller_rate_limiter};
 
 use super::action::Action;
-use super::error::ControllerError;
-use super::error_policy::ErrorPolicy;
 use super::owner_mapping::OwnerMapping;
-use super::request::Request;
-use super::signal::Signals;
-use super::source::{ActiveRegistration, InformerSource, KeyMapping, WatchSource, wait_for_sync};
-use super::worker::{CurrentKey, WorkerShared, shut_down_workers, stop_workers};
+use super::sharded::Shard;
+use super::source::{InformerSource, KeyMapping, WatchSource};
 
 /// 30 s, as controller-runtime's manager `GracefulShutdownTimeout`.
 pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// 2 min, as controller-runtime's controller `CacheSyncTimeout`.
 pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// How often the queue's unfinished-work gauges are refreshed (500 ms, as client-go's
-/// `updateUnfinishedWorkLoop`).
-const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
 
 /// Reconciles the objects of one primary informer, with the keys its own events,
 /// its owned children's and any watched informer's events map to, as
@@ -47,14 +34,14 @@ const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
 ///
 /// Semantics:
 ///
-/// - **Keys, with the cached object.** `reconcile` gets a [`Request`]: the typed
+/// - **Keys, with the cached object.** `reconcile` gets a [`Request`](super::Request): the typed
 ///   key ([`ObjectRef<K>`]) and the object as cached when a worker took the key, or
 ///   `None` once it was deleted, so cleanup runs through the same path.
 /// - **After sync only.** No reconcile runs before every informer the controller
 ///   watches has synced and its handler has seen the initial list (events meanwhile
 ///   are queued). The wait is woken by the informers, never polled.
 /// - **One key, one worker.** `concurrency` workers share a
-///   [`WorkQueue`], which never hands a key being reconciled to a second
+///   [`WorkQueue`](crate::workqueue::WorkQueue), which never hands a key being reconciled to a second
 ///   worker, and re-queues it once if it changed meanwhile.
 /// - **Requeues** follow the returned [`Action`]; errors go to the error policy
 ///   ([`Action::requeue_rate_limited`] unless [`error_policy`](Self::error_policy)
@@ -119,37 +106,30 @@ const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
 /// # }
 /// ```
 pub struct Controller<K: Object, P = Action> {
-    name: String,
-    primary: SharedIndexInformer<K>,
-    sources: Vec<Box<dyn WatchSource>>,
-    concurrency: usize,
-    rate_limiter: Arc<dyn RateLimiter<ObjectKey>>,
-    metrics: Option<Metrics>,
-    graceful_shutdown_timeout: Duration,
-    cache_sync_timeout: Duration,
-    start_informers: bool,
-    shutdown_on_signal: bool,
+    pub(super) name: String,
+    pub(super) primary: SharedIndexInformer<K>,
+    pub(super) sources: Vec<Box<dyn WatchSource>>,
+    pub(super) concurrency: usize,
+    pub(super) rate_limiter: Arc<dyn RateLimiter<ObjectKey>>,
+    pub(super) metrics: Option<Metrics>,
+    pub(super) graceful_shutdown_timeout: Duration,
+    pub(super) cache_sync_timeout: Duration,
+    pub(super) start_informers: bool,
+    pub(super) shutdown_on_signal: bool,
     /// Resolves to start the graceful shutdown (`graceful_shutdown_on`).
-    shutdown: Option<Pin<Box<dyn Future<Output = ()> + Send + 'static>>>,
-    election: Option<LeaderElection>,
+    pub(super) shutdown: Option<Pin<Box<dyn Future<Output = ()> + Send + 'static>>>,
+    pub(super) election: Option<LeaderElection>,
     /// Set by `sharded`.
-    shard: Option<Shard<K>>,
+    pub(super) shard: Option<Shard<K>>,
     /// Rebuilds the primary informer with a label selector added to its scope
     /// (`for_kind`, `for_api`: the controller made the informer, so `sharded` can
     /// remake it); `None` for a given informer.
-    rescope: Option<Rescope<K>>,
-    error_policy: P,
+    pub(super) rescope: Option<Rescope<K>>,
+    pub(super) error_policy: P,
 }
 
 /// Remakes the primary informer, selecting by the given label selector too.
-type Rescope<K> = Arc<dyn Fn(&str) -> SharedIndexInformer<K> + Send + Sync>;
-
-/// A sharded controller's ring, and its drain acknowledgement loop (made where `K`'s
-/// dynamic type is known to have a default).
-struct Shard<K: Object> {
-    ring: Ring,
-    acknowledge: fn(Arc<ShardGate>, Indexer<K>, CancellationToken) -> BoxFuture<'static, ()>,
-}
+pub(super) type Rescope<K> = Arc<dyn Fn(&str) -> SharedIndexInformer<K> + Send + Sync>;
 
 impl<K: Object, P> std::fmt::Debug for Controller<K, P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -276,72 +256,6 @@ where
     ) -> Self {
         self.source(children, move |c: &C| mapping.owners(c), true)
     }
-
-    /// Shards this controller over `ring`: it reconciles only the objects the ring's
-    /// [`Sharder`](crate::sharding::Sharder) assigned to this replica's shard, and
-    /// hands them over without overlap when they move.
-    ///
-    /// - **Its share only.** The primary informer and every owned one
-    ///   ([`owns`](Self::owns)) must select [`Ring::selector`]. A controller made by
-    ///   [`for_kind`](Controller::for_kind) or [`for_api`](Controller::for_api) adds
-    ///   it to its own primary informer; given informers must come from an
-    ///   [`InformerFactory`] scope with
-    ///   [`InformerScope::labels`](crate::informer::InformerScope::labels)`(ring.selector())`,
-    ///   or `run` fails with [`ControllerError::Sharding`] (never a silently
-    ///   unsharded controller). [`watches`](Self::watches) sources are not checked.
-    /// - **Membership.** `run` runs the ring ([`Ring::run`]: its membership lease and
-    ///   the observation of the others), so do not run it yourself. Reconciles run
-    ///   only while this shard holds its lease, in terms as with
-    ///   [`leader_elected`](Self::leader_elected) (which cannot be combined with
-    ///   this); on a graceful shutdown the workers are drained first and the lease
-    ///   is released after them, so the objects move only once no reconcile runs.
-    /// - **Drains.** When an object carries the drain annotation
-    ///   (`shard.reflector.rs/<ring>-drain`), its key is no longer reconciled here;
-    ///   once a reconcile of it in flight has ended, the shard removes its label and
-    ///   the annotation in one patch (`resourceVersion` precondition; a 409 is
-    ///   retried from the fresh cached object, a 404 ends it) and the sharder
-    ///   assigns it to its new shard. The object then leaves this shard's cache
-    ///   without a `None` reconcile: only a deletion gets one.
-    /// - **Children** follow their controller owner's shard: run a
-    ///   [`Sharder::owned`](crate::sharding::Sharder::owned) per owned kind beside the
-    ///   primary's [`Sharder`](crate::sharding::Sharder) (both on this ring). A key
-    ///   mapped from a child whose owner is not in this shard's cache is skipped.
-    ///
-    /// With [`metrics`](Self::metrics), the shard counts its acknowledged drains in
-    /// `reflector_sharding_drains_acknowledged_total{ring}`.
-    ///
-    /// Wiring the sharders and the informers: see the [sharding module](crate::sharding).
-    ///
-    /// ```no_run
-    /// # use std::sync::Arc;
-    /// # use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-    /// # use reflector_core::controller::{Action, Controller, Request};
-    /// # use reflector_core::informer::{InformerFactory, InformerScope};
-    /// # use reflector_core::sharding::Ring;
-    /// # async fn reconcile(_: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
-    /// # async fn f(ring: Ring, factory: InformerFactory) -> Result<(), reflector_core::controller::ControllerError> {
-    /// let mine = InformerScope::default().labels(ring.selector());
-    /// Controller::new(factory.scoped::<ConfigMap>(&mine))
-    ///     .owns(factory.scoped::<Secret>(&mine))
-    ///     .sharded(&ring)
-    ///     .shutdown_on_signal()
-    ///     .run(reconcile, Arc::new(()))
-    ///     .await
-    /// # }
-    /// ```
-    #[must_use]
-    pub fn sharded(mut self, ring: &Ring) -> Self {
-        if let Some(rescope) = &self.rescope {
-            self.primary = rescope(&ring.selector());
-        }
-        self.shard = Some(Shard {
-            ring: ring.clone(),
-            acknowledge: |gate, cache, cancel| {
-                Box::pin(async move { gate.acknowledge(&cache, &cancel).await })
-            },
-        });
-        self
-    }
 }
 
 impl<K: Object, P> Controller<K, P> {
@@ -408,7 +322,7 @@ impl<K: Object, P> Controller<K, P> {
         self
     }
 
-    /// What to do with a key whose reconcile failed: any [`ErrorPolicy`], e.g. a
+    /// What to do with a key whose reconcile failed: any [`ErrorPolicy`](super::ErrorPolicy), e.g. a
     /// `fn(&ObjectRef<K>, &Error, Arc<Ctx>) -> Action`, or a fixed [`Action`].
     /// Default: [`Action::requeue_rate_limited`].
     #[must_use]
@@ -474,7 +388,7 @@ impl<K: Object, P> Controller<K, P> {
     }
 
     /// Shuts down gracefully when `trigger` resolves (e.g. `token.cancelled_owned()`
-    /// of a [`CancellationToken`], a oneshot receiver, a leadership loss), as
+    /// of a [`CancellationToken`](tokio_util::sync::CancellationToken), a oneshot receiver, a leadership loss), as
     /// kube-runtime's `graceful_shutdown_on`; with
     /// [`shutdown_on_signal`](Self::shutdown_on_signal) too, whichever comes first.
     /// Default: none (`run` ends on a signal, an error, or when dropped).
@@ -559,341 +473,9 @@ impl<K: Object, P> Controller<K, P> {
         self
     }
 
-    /// Checks that a controller sharded over `ring` watches only its share and is
-    /// not leader-elected too, and claims the ring's run.
-    fn check_sharded(&self, ring: &Ring) -> Result<RunGuard, ControllerError> {
-        let unsharded = |informer: String, reason| ControllerError::Sharding {
-            informer: Some(informer),
-            reason,
-        };
-        if self.election.is_some() {
-            return Err(ControllerError::Sharding {
-                informer: None,
-                reason: "a sharded controller cannot be leader-elected too: its shard's membership lease decides when it reconciles",
-            });
-        }
-        let wanted = ring.selector();
-        let selects = |selector: Option<String>| {
-            selector.is_some_and(|s| s.split(',').any(|r| r.trim() == wanted))
-        };
-        if !selects(self.primary.label_selector().map(str::to_owned)) {
-            return Err(unsharded(
-                format!("{}/{}", self.name, short_type_name::<K>()),
-                "the primary informer does not select the shard's label: make it with InformerScope::labels(ring.selector())",
-            ));
-        }
-        for s in self.sources.iter().filter(|s| s.is_owned()) {
-            if !selects(s.label_selector()) {
-                return Err(unsharded(
-                    format!("{}/{}", self.name, s.kind()),
-                    "an owned informer does not select the shard's label: make it with InformerScope::labels(ring.selector())",
-                ));
-            }
-        }
-        ring.claim().map_err(|e| match e {
-            ShardingError::LeaderElection(e) => ControllerError::LeaderElection(e),
-            _ => ControllerError::Sharding {
-                informer: None,
-                reason: "the ring cannot run",
-            },
-        })
-    }
-
     /// A lister over the primary informer's cache.
     #[must_use]
     pub fn lister(&self) -> Lister<K> {
         self.primary.lister()
-    }
-
-    /// Runs the controller until a shutdown signal (with
-    /// [`shutdown_on_signal`](Self::shutdown_on_signal)), the
-    /// [`graceful_shutdown_on`](Self::graceful_shutdown_on) trigger, or until the
-    /// future is dropped.
-    ///
-    /// - `reconcile(request, ctx)` makes the world match `request.object` (`None`:
-    ///   deleted) and answers an [`Action`]. It may run concurrently for different
-    ///   keys, never for the same key. Its error is anything `Display` —
-    ///   `kube::Error`, your own `thiserror` enum, `anyhow::Error`,
-    ///   `Box<dyn Error + Send + Sync>` — logged, counted and handed to the error
-    ///   policy. A panicking `reconcile` counts as an error and backs off.
-    ///
-    /// Steps: registers a handler on every informer; starts those not started
-    /// (unless told otherwise); waits for every handler to sync; starts
-    /// `concurrency` workers; on shutdown, shuts the queue down, waits for in-flight
-    /// reconciles up to the graceful-shutdown timeout, removes its handlers, stops
-    /// the informers it started and returns.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::controller::{Action, Controller, Request};
-    ///
-    /// // anyhow::Error (not a std Error) is a reconcile error like any other.
-    /// async fn reconcile(req: Request<ConfigMap>, _: Arc<()>) -> anyhow::Result<Action> {
-    ///     let cm = req.object.ok_or_else(|| anyhow::anyhow!("{} is gone", req.key))?;
-    ///     anyhow::ensure!(cm.data.is_some(), "{} has no data", req.key);
-    ///     Ok(Action::done())
-    /// }
-    /// # async fn f(client: kube::Client) -> Result<(), reflector_core::controller::ControllerError> {
-    /// Controller::<ConfigMap>::for_kind(client).run(reconcile, Arc::new(())).await
-    /// # }
-    /// ```
-    ///
-    /// # Errors
-    /// - [`ControllerError::Informer`] if an informer has stopped;
-    /// - [`ControllerError::CacheSyncTimeout`] if the informers did not sync in time;
-    /// - [`ControllerError::GracefulShutdownTimeout`] if reconciles had to be aborted;
-    /// - [`ControllerError::Signal`] if the signal handlers cannot be installed;
-    /// - [`ControllerError::LeaderElection`] if the election is already running.
-    ///
-    /// A shutdown before the informers synced is a clean stop (`Ok`).
-    ///
-    /// # Cancel safety
-    /// A signal or the [`graceful_shutdown_on`](Self::graceful_shutdown_on) trigger
-    /// is the clean stop. Dropping the future instead aborts the workers and the
-    /// informers it started at once and removes its handlers.
-    pub async fn run<R, Fut, E, Ctx>(
-        mut self,
-        reconcile: R,
-        ctx: Arc<Ctx>,
-    ) -> Result<(), ControllerError>
-    where
-        R: Fn(Request<K>, Arc<Ctx>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Action, E>> + Send + 'static,
-        E: Display + 'static,
-        P: ErrorPolicy<K, E, Ctx>,
-        Ctx: Send + Sync + 'static,
-    {
-        let shutdown = self.shutdown.take();
-        let shard = self.shard.take();
-        let ring_claimed = match &shard {
-            Some(shard) => Some(self.check_sharded(&shard.ring)?),
-            None => None,
-        };
-        let claimed = match &self.election {
-            Some(e) => Some(e.claim().map_err(ControllerError::LeaderElection)?),
-            None => None,
-        };
-        let mut signals = if self.shutdown_on_signal {
-            Some(Signals::install().map_err(|e| ControllerError::Signal(Arc::new(e)))?)
-        } else {
-            None
-        };
-        // `cancel` starts the graceful shutdown of the loop below.
-        let cancel = CancellationToken::new();
-        let run = async {
-            let Controller {
-                name,
-                primary,
-                mut sources,
-                concurrency,
-                rate_limiter,
-                metrics,
-                graceful_shutdown_timeout,
-                cache_sync_timeout,
-                start_informers,
-                shutdown_on_signal: _,
-                shutdown: _,
-                election,
-                shard: _,
-                rescope: _,
-                error_policy,
-            } = self;
-            let gate = shard
-                .as_ref()
-                .map(|s| Arc::new(ShardGate::new(&s.ring, metrics.as_ref())));
-            let cache = primary.indexer().clone();
-            sources.insert(
-                0,
-                Box::new(InformerSource::new(primary, KeyMapping::Own, false)),
-            );
-            let labels: Vec<String> = sources
-                .iter()
-                .map(|s| format!("{name}/{}", s.kind()))
-                .collect();
-
-            let mut queue_config = QueueConfig::default().name(name.clone());
-            if let Some(m) = &metrics {
-                queue_config = queue_config.metrics(m);
-            }
-            let queue = WorkQueue::with_config(rate_limiter, queue_config);
-            let recorder = metrics
-                .as_ref()
-                .map(|m| m.reconcile().init_controller(&name, concurrency));
-            if let Some(m) = &metrics {
-                for (s, label) in sources.iter().zip(&labels) {
-                    s.export_stats(m.reflectors(), label);
-                }
-            }
-
-            // Handlers first, so no event between sync and workers is lost.
-            let mut registrations: Vec<(String, ActiveRegistration)> = Vec::new();
-            for (i, (s, label)) in sources.iter().zip(&labels).enumerate() {
-                // The primary (first) passes its own keys through the shard's gate.
-                let r = s
-                    .register(&queue, gate.as_ref().filter(|_| i == 0))
-                    .map_err(|source| ControllerError::Informer {
-                        informer: label.clone(),
-                        source,
-                    })?;
-                registrations.push((label.clone(), r));
-            }
-
-            // Informers this run started: stopped by `informer_cancel` (a child of
-            // `cancel`, also cancelled when this future is dropped).
-            let informer_cancel = cancel.child_token();
-            let _stop_informers = informer_cancel.clone().drop_guard();
-            let mut informer_tasks = JoinSet::new();
-            if start_informers {
-                for (s, label) in sources.iter().zip(&labels) {
-                    if let Some(run) = s.start(informer_cancel.clone()) {
-                        tracing::debug!(controller = %name, informer = %label, "starting informer");
-                        informer_tasks.spawn(run);
-                    }
-                }
-            }
-
-            // The election runs from the start (informers sync while following) and
-            // stops only after the workers (so a release never precedes their end).
-            let election_stop = CancellationToken::new();
-            let mut election_task = JoinSet::new();
-            if let Some(guard) = claimed {
-                election_task.spawn(LeaderElection::run_claimed(guard, election_stop.clone()));
-            }
-            // A sharded controller's ring runs the same way: its lease is released
-            // (on a graceful stop) only after the workers and the acknowledgements.
-            if let (Some(guard), Some(gate)) = (ring_claimed, &gate) {
-                let (ring, stop) = (gate.ring().clone(), election_stop.clone());
-                election_task.spawn(async move { ring.run_claimed(guard, stop).await });
-            }
-            let ack_stop = CancellationToken::new();
-            let mut ack_task = JoinSet::new();
-            if let (Some(shard), Some(gate)) = (&shard, &gate) {
-                ack_task.spawn((shard.acknowledge)(
-                    Arc::clone(gate),
-                    cache.clone(),
-                    ack_stop.clone(),
-                ));
-            }
-            // Terms follow the election, or a sharded controller's membership.
-            let membership = election
-                .as_ref()
-                .or_else(|| gate.as_ref().map(|g| g.ring().membership()));
-
-            let result = async {
-                tracing::info!(controller = %name, "waiting for caches to sync");
-                if !wait_for_sync(&registrations, &cancel, cache_sync_timeout).await? {
-                    return Ok(());
-                }
-                tracing::info!(controller = %name, workers = concurrency, "starting workers");
-                let shared = Arc::new(WorkerShared {
-                    name: name.clone(),
-                    queue: queue.clone(),
-                    cache,
-                    reconcile,
-                    error_policy,
-                    ctx,
-                    recorder,
-                    gate: gate.clone(),
-                });
-                let mut leadership = membership.map(LeaderElection::subscribe);
-                let mut tick = tokio::time::interval(UNFINISHED_WORK_PERIOD);
-                // One term per leadership (one only without an election).
-                loop {
-                    if let Some(rx) = leadership.as_mut() {
-                        tracing::info!(controller = %name, "waiting to lead");
-                        tokio::select! {
-                            biased;
-                            () = cancel.cancelled() => return Ok(()),
-                            _ = rx.wait_for(LeaderState::is_leading) => {}
-                        }
-                        tracing::info!(controller = %name, "leading: reconciling every cached object");
-                        for key in shared.cache.list_keys() {
-                            queue.add(key);
-                        }
-                    }
-                    let term = cancel.child_token();
-                    let mut workers = JoinSet::new();
-                    let mut slots: Vec<CurrentKey> = Vec::with_capacity(concurrency);
-                    for _ in 0..concurrency {
-                        let slot: CurrentKey = Arc::new(Mutex::new(None));
-                        slots.push(Arc::clone(&slot));
-                        workers.spawn(Arc::clone(&shared).worker(slot, term.clone()));
-                    }
-                    let lost = loop {
-                        tokio::select! {
-                            () = cancel.cancelled() => break false,
-                            () = not_leading(leadership.as_mut()) => break true,
-                            _ = tick.tick(), if metrics.is_some() => queue.update_unfinished_work(),
-                            Some(joined) = workers.join_next() => {
-                                // Workers only end on cancel or shutdown; log anything else.
-                                if let Err(e) = joined {
-                                    tracing::error!(controller = %name, error = %e, "a worker ended unexpectedly");
-                                }
-                            }
-                        }
-                    };
-                    if !lost {
-                        tracing::info!(controller = %name, "shutdown signal received, waiting for workers to finish");
-                        queue.shut_down();
-                        return shut_down_workers(&name, workers, &slots, graceful_shutdown_timeout).await;
-                    }
-                    term.cancel();
-                    let until = membership.and_then(LeaderElection::takeover_bound);
-                    tracing::warn!(controller = %name, "lost leadership: no new reconciles; waiting for those in flight");
-                    let (_, keys) = stop_workers(&name, &mut workers, &slots, until).await;
-                    for key in keys {
-                        queue.done(&key);
-                        queue.add(key);
-                    }
-                }
-            }
-            .await;
-
-            ack_stop.cancel();
-            while let Some(joined) = ack_task.join_next().await {
-                if let Err(e) = joined {
-                    tracing::error!(controller = %name, error = %e, "the drain acknowledgement task failed");
-                }
-            }
-            election_stop.cancel();
-            while let Some(joined) = election_task.join_next().await {
-                if let Err(e) = joined {
-                    tracing::error!(controller = %name, error = %e, "the leader election task failed");
-                }
-            }
-
-            drop(registrations);
-            informer_cancel.cancel();
-            while let Some(joined) = informer_tasks.join_next().await {
-                if let Err(e) = joined {
-                    tracing::error!(controller = %name, error = %e, "an informer task failed");
-                }
-            }
-            tracing::info!(controller = %name, "controller stopped");
-            result
-        };
-        let mut run = std::pin::pin!(run);
-        let stop = async {
-            let trigger = async {
-                match shutdown {
-                    Some(trigger) => trigger.await,
-                    None => std::future::pending().await,
-                }
-            };
-            match signals.as_mut() {
-                Some(signals) => tokio::select! {
-                    () = trigger => {}
-                    () = signals.recv() => {}
-                },
-                None => trigger.await,
-            }
-        };
-        tokio::select! {
-            biased;
-            result = &mut run => return result,
-            () = stop => cancel.cancel(),
-        }
-        run.await
     }
 }

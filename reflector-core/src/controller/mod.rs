@@ -40,6 +40,8 @@ mod error_policy;
 mod finalizer;
 mod owner_mapping;
 mod request;
+mod run;
+mod sharded;
 mod signal;
 mod source;
 mod worker;
