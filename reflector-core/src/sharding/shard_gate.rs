@@ -272,3 +272,101 @@ impl ShardGate {
         .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use kube::Api;
+
+    use super::*;
+    use crate::leader_election::LeaderElectionConfig;
+    use crate::listwatch::mock_api::MockApi;
+
+    /// A gate for shard `a` of ring `cms` whose ring never runs (so it is not a
+    /// member); no request is made (kube's client needs a runtime to be built).
+    fn gate() -> ShardGate {
+        let api = MockApi::new("", "");
+        let ring = Ring::new(
+            Api::namespaced(api.client(), "ops"),
+            "cms",
+            "a",
+            LeaderElectionConfig::default(),
+        )
+        .unwrap();
+        ShardGate::new(&ring, None)
+    }
+
+    /// Metadata labelled for `shard`, with the drain annotation if `drain` is set.
+    fn meta(shard: &str, drain: Option<&str>) -> ObjectMeta {
+        ObjectMeta {
+            name: Some("x".into()),
+            labels: Some(BTreeMap::from([(
+                "shard.reflector.rs/cms".to_owned(),
+                shard.to_owned(),
+            )])),
+            annotations: drain.map(|to| {
+                BTreeMap::from([("shard.reflector.rs/cms-drain".to_owned(), to.to_owned())])
+            }),
+            ..ObjectMeta::default()
+        }
+    }
+
+    fn key() -> ObjectKey {
+        ObjectKey::new(Some("ns"), "x")
+    }
+
+    /// An object of this shard is admitted and may be reconciled; once its drain
+    /// annotation arrives it is not admitted, no reconcile of it starts (even one
+    /// taken from the queue before), and it waits for acknowledgement; a drain
+    /// called off (the annotation gone) admits it again.
+    #[tokio::test]
+    async fn a_drain_stops_new_reconciles_until_it_is_called_off() {
+        let gate = gate();
+        let (ours, draining) = (meta("a", None), meta("a", Some("b")));
+        assert!(gate.admit_upsert(&key(), &ours));
+        assert!(gate.begin(&key(), Some(&ours)).is_some());
+
+        assert!(!gate.admit_upsert(&key(), &draining));
+        assert_eq!(gate.acks.len(), 1, "queued for acknowledgement");
+        assert!(gate.begin(&key(), Some(&ours)).is_none(), "known draining");
+
+        assert!(gate.admit_upsert(&key(), &ours), "called off");
+        assert!(gate.begin(&key(), Some(&ours)).is_some());
+    }
+
+    /// A worker whose cached object already carries the annotation (its event is
+    /// still on the way to the handler) does not reconcile it.
+    #[tokio::test]
+    async fn a_cached_drain_annotation_is_enough_to_skip() {
+        let gate = gate();
+        assert!(gate.begin(&key(), Some(&meta("a", Some("b")))).is_none());
+    }
+
+    /// A reconcile in flight is recorded until its guard is dropped, which wakes
+    /// an acknowledgement waiting for it.
+    #[tokio::test]
+    async fn a_reconcile_in_flight_holds_the_key_until_it_ends() {
+        let gate = gate();
+        let guard = gate.begin(&key(), Some(&meta("a", None))).unwrap();
+        assert!(gate.lock().in_flight.contains(&key()));
+        let idle = gate.idle.notified();
+        drop(guard);
+        idle.await;
+        assert!(!gate.lock().in_flight.contains(&key()));
+    }
+
+    /// Leaving the cache: a draining object, one last seen labelled for another
+    /// shard, and any object while this shard is not a member moved away — no
+    /// `None` reconcile, and a worker that still takes the key skips it.
+    #[tokio::test]
+    async fn objects_that_moved_away_get_no_deletion_reconcile() {
+        let gate = gate();
+        assert!(!gate.ring().is_member());
+        for last in [meta("a", Some("b")), meta("b", None), meta("a", None)] {
+            assert!(!gate.admit_delete(&key(), &last), "{last:?}");
+            assert!(gate.begin(&key(), None).is_none());
+        }
+        assert!(gate.lock().gone.is_empty());
+    }
+}
