@@ -99,13 +99,8 @@ where
     /// does that after shutting the queue down).
     pub(crate) async fn worker(self: Arc<Self>, slot: CurrentKey, cancel: CancellationToken) {
         loop {
-            let key = tokio::select! {
-                biased;
-                () = cancel.cancelled() => return,
-                key = self.queue.get() => match key {
-                    Some(key) => key,
-                    None => return,
-                },
+            let Some(key) = self.queue.get_unless_cancelled(&cancel).await else {
+                return;
             };
             set_current(&slot, Some(key.clone()));
             let cached = self.cache.get_by_key(&key);

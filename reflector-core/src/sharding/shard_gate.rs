@@ -195,13 +195,8 @@ impl ShardGate {
     {
         let client = self.ring.leases().clone().into_client();
         loop {
-            let key = tokio::select! {
-                biased;
-                () = cancel.cancelled() => break,
-                key = self.acks.get() => match key {
-                    Some(key) => key,
-                    None => break,
-                },
+            let Some(key) = self.acks.get_unless_cancelled(cancel).await else {
+                break;
             };
             let outcome = tokio::select! {
                 biased;

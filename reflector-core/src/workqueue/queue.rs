@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::QueueConfig;
 use super::metrics::QueueMetrics;
@@ -445,6 +446,19 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
                 }
                 None => notified.await,
             }
+        }
+    }
+
+    /// As [`get`](Self::get), or `None` as soon as `cancel` fires (checked first):
+    /// how a worker loop takes its next item.
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`get`](Self::get).
+    pub(crate) async fn get_unless_cancelled(&self, cancel: &CancellationToken) -> Option<T> {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => None,
+            item = self.get() => item,
         }
     }
 
