@@ -25,6 +25,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde::de::IgnoredAny;
 
+use super::list_decoder::ItemDecoder;
 use super::list_prefetch::Page;
 use super::list_scanner::ListScanner;
 use serde_field_filter::FieldFilter;
@@ -78,11 +79,12 @@ enum Source<'a, K> {
     /// A body being read and scanned.
     Body {
         body: BoxStream<'static, Result<Bytes, ListWatchError>>,
-        /// `None` once the body has ended.
+        /// `None` once the body has ended, broken off or failed to scan.
         scanner: Option<ListScanner>,
-        decode: ItemDecodeFn<K>,
-        /// The object paths skipped while decoding.
-        filter: Option<Arc<FieldFilter>>,
+        /// Decodes the items found, on every core.
+        decoder: ItemDecoder<K>,
+        /// Why the body ended early: returned once the items found before it are out.
+        failed: Option<ListWatchError>,
         /// Told the list's metadata once, as soon as `items` opens (the API server
         /// writes `metadata` first), so the next page can be asked for early.
         on_head: Option<OnHead<'a>>,
@@ -111,8 +113,8 @@ impl<'a, K> ListStream<'a, K> {
             source: Source::Body {
                 body,
                 scanner: Some(ListScanner::default()),
-                decode,
-                filter,
+                decoder: ItemDecoder::new(decode, filter),
+                failed: None,
                 on_head,
             },
             metadata: None,
@@ -127,76 +129,117 @@ impl<'a, K> ListStream<'a, K> {
             metadata: Some(metadata),
         }
     }
+}
 
-    /// The next batch of items, in list order: those the latest chunk of the body
-    /// completed. `Ok(None)` once the list has ended (then [`ListStream::metadata`]
-    /// holds its metadata).
+impl<K: Send + 'static> ListStream<'_, K> {
+    /// The next batch of items, in list order. Items are decoded on the blocking pool
+    /// ([`ItemDecoder`]) while the body is read on: a batch is the items of the chunks
+    /// read while the cores were busy. `Ok(None)` once the list has ended (then
+    /// [`ListStream::metadata`] holds its metadata).
     ///
     /// # Errors
-    /// [`ListWatchError::Transport`] when the body breaks off (its items so far were
-    /// handed out; the list as a whole failed); [`ListWatchError::DecodeItem`] naming
-    /// the first item that does not decode; [`ListWatchError::Decode`] for a body that
-    /// is not a list (or ends early). After an error the stream is over.
+    /// [`ListWatchError::Transport`] when the body breaks off (after the items before
+    /// it; the list as a whole failed); [`ListWatchError::DecodeItem`] naming the
+    /// first item that does not decode (no item after it comes out);
+    /// [`ListWatchError::Decode`] for a body that is not a list (or ends early), after
+    /// the items before the fault. After an error the stream is over.
     ///
     /// # Cancel safety
-    /// Cancel-safe: a chunk is scanned and its items returned in the same poll that
-    /// reads it, so dropping the future loses no item.
+    /// Cancel-safe: a chunk is scanned in the poll that reads it and its items join
+    /// the decoder, which the stream keeps; a decoded batch leaves the decoder only
+    /// when it is returned.
     pub(crate) async fn next_batch(&mut self) -> Result<Option<Vec<K>>, ListWatchError> {
-        let (body, scanner_slot, decode, filter, on_head) = match &mut self.source {
+        let ListStream { source, metadata } = self;
+        let (body, scanner_slot, decoder, failed, on_head) = match source {
             Source::Page(items) => return Ok(items.take()),
             Source::Body {
                 body,
                 scanner,
-                decode,
-                filter,
+                decoder,
+                failed,
                 on_head,
-            } => (body, scanner, *decode, filter, on_head),
+            } => (body, scanner, decoder, failed, on_head),
         };
         loop {
+            if decoder.front_is_done() || decoder.is_full() {
+                return Self::deliver(decoder.next_done().await, scanner_slot, failed);
+            }
             let Some(scanner) = scanner_slot.as_mut() else {
-                return Ok(None);
+                // The body is over: the items found in it go out, then its fault.
+                decoder.dispatch(true);
+                if let Some(done) = decoder.next_done().await {
+                    return Self::deliver(Some(done), scanner_slot, failed);
+                }
+                return failed.take().map_or(Ok(None), Err);
             };
-            let chunk = match body.next().await {
+            let chunk = tokio::select! {
+                biased;
+                Some(done) = decoder.next_done() => {
+                    return Self::deliver(Some(done), scanner_slot, failed);
+                }
+                chunk = body.next() => chunk,
+            };
+            let chunk = match chunk {
                 Some(Ok(chunk)) => chunk,
                 Some(Err(e)) => {
+                    *failed = Some(e);
                     *scanner_slot = None;
-                    return Err(e);
+                    continue;
                 }
                 None => {
-                    let Some(scanner) = scanner_slot.take() else {
-                        return Ok(None);
-                    };
-                    let metadata = decode_head(&scanner.finish()?)?;
-                    if let Some(tell) = on_head.take() {
-                        tell(&metadata);
+                    let head = scanner_slot.take().map(ListScanner::finish);
+                    match head.map(|head| decode_head(&head?)) {
+                        Some(Ok(meta)) => {
+                            if let Some(tell) = on_head.take() {
+                                tell(&meta);
+                            }
+                            *metadata = Some(meta);
+                        }
+                        Some(Err(e)) => *failed = Some(e),
+                        None => {}
                     }
-                    self.metadata = Some(metadata);
-                    return Ok(None);
+                    continue;
                 }
             };
-            let mut batch = Vec::new();
             let fed = scanner.feed(&chunk, &mut |index, bytes| {
-                let obj = decode(bytes, filter.as_deref())
-                    .map_err(|source| ListWatchError::DecodeItem { index, source })?;
-                batch.push(obj);
+                decoder.push(index, bytes);
                 Ok(())
             });
             if let Err(e) = fed {
+                *failed = Some(e);
                 *scanner_slot = None;
-                return Err(e);
+                continue;
             }
             if scanner.items_open()
                 && let Some(tell) = on_head.take()
-                && let Ok(metadata) = decode_head(&scanner.head_so_far())
+                && let Ok(meta) = decode_head(&scanner.head_so_far())
             {
-                tell(&metadata);
+                tell(&meta);
             }
-            if !batch.is_empty() {
-                return Ok(Some(batch));
-            }
+            decoder.dispatch(false);
         }
     }
 
+    /// A decoded batch as [`ListStream::next_batch`] returns it: after an error
+    /// nothing more is read (the decoder has dropped what was in flight).
+    fn deliver(
+        done: Option<Result<Vec<K>, ListWatchError>>,
+        scanner: &mut Option<ListScanner>,
+        failed: &mut Option<ListWatchError>,
+    ) -> Result<Option<Vec<K>>, ListWatchError> {
+        match done {
+            Some(Ok(items)) => Ok(Some(items)),
+            Some(Err(e)) => {
+                *scanner = None;
+                *failed = None;
+                Err(e)
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+impl<K> ListStream<'_, K> {
     /// The list's metadata (`resourceVersion`, `continue`), once
     /// [`ListStream::next_batch`] has returned `Ok(None)`; default before.
     pub(crate) fn metadata(&mut self) -> ListMeta {
@@ -267,6 +310,10 @@ mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::Api;
 
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use futures::FutureExt;
+
     use super::*;
     use crate::listwatch::FakeSource;
     use crate::listwatch::mock_api::MockApi;
@@ -304,7 +351,7 @@ mod tests {
     /// At every chunk size, from one byte (every item larger than a chunk, every escape
     /// and multi-byte character cut somewhere) to the whole body: the streamed items
     /// are the ones `list` decodes from the whole body, with the field filter applied,
-    /// in batches as chunks complete them.
+    /// in non-empty batches.
     #[tokio::test]
     async fn streamed_items_equal_the_whole_body_decode_at_every_chunk_size() {
         let items: Vec<String> = (0..5).map(|i| cm_json(&format!("c{i}"), "3")).collect();
@@ -321,9 +368,7 @@ mod tests {
                 let streamed: Vec<ConfigMap> = batches.iter().flatten().cloned().collect();
                 assert_eq!(streamed, whole.items, "chunks of {size}");
                 assert_eq!(meta.resource_version.as_deref(), Some("10"));
-                if size < 100 {
-                    assert_eq!(batches.len(), 5, "one batch per completed item");
-                }
+                assert!(batches.iter().all(|batch| !batch.is_empty()));
             }
             assert_eq!(
                 whole.items[0].metadata.managed_fields.is_none(),
@@ -446,5 +491,150 @@ mod tests {
         let fake = FakeSource::<ConfigMap>::new();
         assert!(streaming_lister(&fake).is_none());
         assert!(streaming_lister(&BoxListerWatcher::new(fake)).is_none());
+    }
+
+    /// A list of `n` small ConfigMaps `c0`, `c1`, …, in one body.
+    fn numbered_list(n: usize) -> String {
+        let items: Vec<String> = (0..n)
+            .map(|i| {
+                format!(r#"{{"metadata":{{"name":"c{i}","namespace":"ns"}},"data":{{"k":"v"}}}}"#)
+            })
+            .collect();
+        list_json("", &items)
+    }
+
+    /// `body` in chunks of `size` bytes, as a response body stream.
+    fn body_in_chunks(
+        body: &str,
+        size: usize,
+    ) -> BoxStream<'static, Result<Bytes, ListWatchError>> {
+        let chunks: Vec<Result<Bytes, ListWatchError>> = body
+            .as_bytes()
+            .chunks(size)
+            .map(|chunk| Ok(Bytes::copy_from_slice(chunk)))
+            .collect();
+        futures::stream::iter(chunks).boxed()
+    }
+
+    /// The index in an item's name (`c17` is 17).
+    fn number(cm: &ConfigMap) -> usize {
+        cm.metadata.name.as_deref().unwrap()[1..].parse().unwrap()
+    }
+
+    /// Decodes as the lister-watcher does, slowly for item `c0`, so that the batches
+    /// after the first finish before it.
+    fn slow_start_decode(
+        bytes: &[u8],
+        filter: Option<&FieldFilter>,
+    ) -> serde_json::Result<ConfigMap> {
+        let cm: ConfigMap = decode_filtered(bytes, filter)?;
+        if cm.metadata.name.as_deref() == Some("c0") {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Ok(cm)
+    }
+
+    /// Blocks the calling (OS) thread until `done` holds, for at most 10 s of real time.
+    fn wait_until(what: &str, done: impl Fn() -> bool) {
+        for _ in 0..10_000 {
+            if done() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        panic!("timed out waiting until {what}");
+    }
+
+    /// Items decoded on several cores come out in list order, in several batches,
+    /// although the first batches take longest to decode.
+    #[tokio::test]
+    async fn list_order_is_kept_across_worker_batches() {
+        let body = numbered_list(2000);
+        for size in [200, 4096] {
+            let mut stream =
+                ListStream::from_body(body_in_chunks(&body, size), slow_start_decode, None, None);
+            let (batches, meta) = drain(&mut stream).await.unwrap();
+            assert!(batches.len() > 1, "{} batches", batches.len());
+            let numbers: Vec<usize> = batches.iter().flatten().map(number).collect();
+            assert_eq!(numbers, (0..2000).collect::<Vec<_>>(), "chunks of {size}");
+            assert_eq!(meta.resource_version.as_deref(), Some("10"));
+        }
+    }
+
+    /// A malformed item in a batch decoded beside others fails the list naming its
+    /// index; the items that come out before the error are a prefix of the list
+    /// before it, and nothing after it comes out, although later batches decode first.
+    #[tokio::test]
+    async fn an_item_error_in_a_parallel_batch_names_it_and_stops_the_list() {
+        let body = numbered_list(2000).replace(r#""name":"c1500""#, r#""name":1500"#);
+        for size in [300, 8192] {
+            let mut stream =
+                ListStream::from_body(body_in_chunks(&body, size), slow_start_decode, None, None);
+            let mut delivered = Vec::new();
+            let err = loop {
+                match stream.next_batch().await {
+                    Ok(Some(batch)) => delivered.extend(batch.iter().map(number)),
+                    Ok(None) => panic!("the list ended without its error"),
+                    Err(e) => break e,
+                }
+            };
+            assert!(
+                matches!(err, ListWatchError::DecodeItem { index: 1500, .. }),
+                "{err:?}"
+            );
+            assert_eq!(delivered, (0..delivered.len()).collect::<Vec<_>>());
+            assert!(delivered.len() <= 1500, "{}", delivered.len());
+            assert!(stream.next_batch().await.unwrap().is_none(), "over");
+        }
+    }
+
+    static GATE_OPEN: AtomicBool = AtomicBool::new(false);
+    static GATED_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+    /// Decodes as the lister-watcher does once `GATE_OPEN` is set, counting its calls.
+    fn gated_decode(bytes: &[u8], filter: Option<&FieldFilter>) -> serde_json::Result<ConfigMap> {
+        GATED_CALLS.fetch_add(1, Ordering::SeqCst);
+        while !GATE_OPEN.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        decode_filtered(bytes, filter)
+    }
+
+    /// Dropping the stream while a batch decodes stops the worker after the item it is
+    /// on: it decodes nothing more and lets go of what it shares with the stream.
+    #[tokio::test]
+    async fn dropping_the_stream_stops_the_worker() {
+        /// Opens the gate however the test ends, so no worker spins on.
+        struct OpenOnDrop;
+        impl Drop for OpenOnDrop {
+            fn drop(&mut self) {
+                GATE_OPEN.store(true, Ordering::SeqCst);
+            }
+        }
+        let open_on_drop = OpenOnDrop;
+        let filter = Arc::new(FieldFilter::managed_fields());
+        let body = numbered_list(200);
+        let mut stream = ListStream::from_body(
+            body_in_chunks(&body, body.len()),
+            gated_decode,
+            Some(filter.clone()),
+            None,
+        );
+        assert!(
+            stream.next_batch().now_or_never().is_none(),
+            "the batch is held at the gate"
+        );
+        wait_until("the worker is on item 0", || {
+            GATED_CALLS.load(Ordering::SeqCst) == 1
+        });
+        drop(stream);
+        assert_eq!(Arc::strong_count(&filter), 2, "the worker holds the filter");
+        drop(open_on_drop);
+        wait_until("the worker has ended", || Arc::strong_count(&filter) == 1);
+        assert_eq!(
+            GATED_CALLS.load(Ordering::SeqCst),
+            1,
+            "no item after the drop"
+        );
     }
 }

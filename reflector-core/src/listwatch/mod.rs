@@ -22,6 +22,7 @@ mod api_lister_watcher;
 mod boxed;
 #[cfg(any(test, feature = "testing"))]
 mod fake_source;
+mod list_decoder;
 mod list_prefetch;
 mod list_request;
 mod list_scanner;
