@@ -161,6 +161,8 @@ impl<K: Send + 'static> ListStream<'_, K> {
             } => (body, scanner, decoder, failed, on_head),
         };
         loop {
+            // A core freed by the batch returned last takes the items gathered meanwhile.
+            decoder.dispatch(false);
             if decoder.front_is_done() || decoder.is_full() {
                 return Self::deliver(decoder.next_done().await, scanner_slot, failed);
             }
