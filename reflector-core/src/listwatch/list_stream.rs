@@ -523,26 +523,40 @@ mod tests {
         cm.metadata.name.as_deref().unwrap()[1..].parse().unwrap()
     }
 
-    /// Decodes as the lister-watcher does, slowly for item `c0`, so that the batches
-    /// after the first finish before it.
+    /// Items other than `c0` decoded so far (by any test of this module).
+    static DECODED_AFTER_START: AtomicUsize = AtomicUsize::new(0);
+
+    /// Decodes as the lister-watcher does, but item `c0` is done only once some other
+    /// item has been decoded after it began (on another worker: `c0`'s own batch waits
+    /// behind it), so a later batch finishes first. Waits at most 10 s of real time,
+    /// then goes on.
     fn slow_start_decode(
         bytes: &[u8],
         filter: Option<&FieldFilter>,
     ) -> serde_json::Result<ConfigMap> {
         let cm: ConfigMap = decode_filtered(bytes, filter)?;
         if cm.metadata.name.as_deref() == Some("c0") {
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            let before = DECODED_AFTER_START.load(Ordering::SeqCst);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while DECODED_AFTER_START.load(Ordering::SeqCst) == before
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::yield_now();
+            }
+        } else {
+            DECODED_AFTER_START.fetch_add(1, Ordering::SeqCst);
         }
         Ok(cm)
     }
 
     /// Blocks the calling (OS) thread until `done` holds, for at most 10 s of real time.
     fn wait_until(what: &str, done: impl Fn() -> bool) {
-        for _ in 0..10_000 {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
             if done() {
                 return;
             }
-            std::thread::sleep(std::time::Duration::from_millis(1));
+            std::thread::yield_now();
         }
         panic!("timed out waiting until {what}");
     }
