@@ -232,18 +232,7 @@ where
     K::DynamicType: Send + Sync + 'static,
 {
     async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, ListWatchError> {
-        let lp = self.with_selectors(params);
-        let req = self.list_request(&lp)?;
-        if let Some(result) = self.take_ahead(&lp, &req).await {
-            return result.map(ObjectList::from);
-        }
-        let bytes = fetch(&self.client, req).await?;
-        if lp.limit.is_some()
-            && let Some(token) = peek_continue(&bytes)
-        {
-            self.request_ahead(&lp, token);
-        }
-        (self.decode_page)(&bytes, self.list_filter.as_deref()).map(ObjectList::from)
+        self.list_stream(params).await?.into_list().await
     }
 
     async fn watch(
@@ -584,18 +573,51 @@ mod tests {
         assert!(err.is_too_many_requests(), "{err:?}");
     }
 
+    /// A malformed item fails the list naming it; a body that is not a list fails it
+    /// as a list.
     #[tokio::test]
     async fn malformed_list_body_is_a_decode_error() {
-        let api = MockApi::new(r#"{"items":[{"metadata":{"managedFields":[1,]}}]}"#, "");
+        let api = MockApi::new(
+            r#"{"items":[{"metadata":{"name":"a"}},{"metadata":{"managedFields":[1,]}}]}"#,
+            "",
+        );
         let err = lw(&api)
             .field_filter(FieldFilter::managed_fields())
             .list(&ListParams::default())
             .await
             .unwrap_err();
         assert!(
+            matches!(err, ListWatchError::DecodeItem { index: 1, .. }),
+            "{err:?}"
+        );
+        let api = MockApi::new(r#"{"items":{"a":1}}"#, "");
+        let err = lw(&api).list(&ListParams::default()).await.unwrap_err();
+        assert!(
             matches!(err, ListWatchError::Decode { what: "list", .. }),
             "{err:?}"
         );
+    }
+
+    /// `list` answers what the whole body decodes to (kind, metadata, filtered items)
+    /// when the body arrives in small chunks: it is decoded as it is read.
+    #[tokio::test]
+    async fn list_reads_a_chunked_body_into_the_whole_list() {
+        let body = r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"7","continue":"next"},"items":[{"metadata":{"name":"a","managedFields":[{"manager":"m"}]},"data":{"k":"é\n"}},{"metadata":{"name":"b"}}]}"#;
+        let api = MockApi::new(body, "");
+        let filter = FieldFilter::managed_fields();
+        let whole: ObjectList<ConfigMap> =
+            decode_filtered(body.as_bytes(), Some(&filter.for_list_items())).unwrap();
+        api.queue_list_body(MockApi::chunked(body, 3));
+        let list = lw(&api)
+            .field_filter(filter)
+            .list(&ListParams::default())
+            .await
+            .unwrap();
+        assert_eq!(list.types.kind, "ConfigMapList");
+        assert_eq!(list.types.api_version, "v1");
+        assert_eq!(list.metadata, whole.metadata);
+        assert_eq!(list.items, whole.items);
+        assert!(list.items[0].metadata.managed_fields.is_none());
     }
 
     #[tokio::test]

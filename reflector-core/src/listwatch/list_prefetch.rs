@@ -28,9 +28,9 @@ pub(crate) struct Page<K> {
 }
 
 impl<K> Page<K> {
-    /// The page's metadata and items.
-    pub(crate) fn into_parts(self) -> (ListMeta, Vec<K>) {
-        (self.metadata, self.items)
+    /// The page's `apiVersion` and `kind`, metadata and items.
+    pub(crate) fn into_parts(self) -> (TypeMeta, ListMeta, Vec<K>) {
+        (self.types, self.metadata, self.items)
     }
 }
 

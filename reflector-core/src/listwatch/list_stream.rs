@@ -20,7 +20,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
-use kube::api::ListParams;
+use kube::api::{ListParams, ObjectList, TypeMeta};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde::de::IgnoredAny;
@@ -56,6 +56,10 @@ pub(crate) type OnHead<'a> = Box<dyn FnOnce(&ListMeta) + Send + 'a>;
 /// The members of a list other than `items`, as the scanner re-assembles them.
 #[derive(Deserialize)]
 struct Head {
+    #[serde(rename = "apiVersion", default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
     #[serde(default)]
     metadata: ListMeta,
     /// `items` lands here only when it was not an array (`null` is an empty list; any
@@ -64,14 +68,19 @@ struct Head {
     items: Option<Vec<IgnoredAny>>,
 }
 
-/// Decodes a head the scanner assembled.
-fn decode_head(bytes: &[u8]) -> Result<ListMeta, ListWatchError> {
+/// Decodes a head the scanner assembled: the list's `apiVersion` and `kind`, and its
+/// metadata.
+fn decode_head(bytes: &[u8]) -> Result<(TypeMeta, ListMeta), ListWatchError> {
     let head: Head = serde_json::from_slice(bytes).map_err(|source| ListWatchError::Decode {
         what: "list",
         source,
     })?;
     let _ = head.items;
-    Ok(head.metadata)
+    let types = TypeMeta {
+        api_version: head.api_version,
+        kind: head.kind,
+    };
+    Ok((types, head.metadata))
 }
 
 /// Where a list response's items come from.
@@ -81,8 +90,9 @@ enum Source<'a, K> {
         body: BoxStream<'static, Result<Bytes, ListWatchError>>,
         /// `None` once the body has ended, broken off or failed to scan.
         scanner: Option<ListScanner>,
-        /// Decodes the items found, on every core.
-        decoder: ItemDecoder<K>,
+        /// Decodes the items found, on every core (boxed: the biggest part of a
+        /// stream, which `Page` does not need).
+        decoder: Box<ItemDecoder<K>>,
         /// Why the body ended early: returned once the items found before it are out.
         failed: Option<ListWatchError>,
         /// Told the list's metadata once, as soon as `items` opens (the API server
@@ -98,6 +108,8 @@ pub(crate) struct ListStream<'a, K> {
     source: Source<'a, K>,
     /// The list's metadata, once known (at the end of the body).
     metadata: Option<ListMeta>,
+    /// The list's `apiVersion` and `kind`, once known (with its metadata).
+    types: TypeMeta,
 }
 
 impl<'a, K> ListStream<'a, K> {
@@ -113,20 +125,22 @@ impl<'a, K> ListStream<'a, K> {
             source: Source::Body {
                 body,
                 scanner: Some(ListScanner::default()),
-                decoder: ItemDecoder::new(decode, filter),
+                decoder: Box::new(ItemDecoder::new(decode, filter)),
                 failed: None,
                 on_head,
             },
             metadata: None,
+            types: TypeMeta::default(),
         }
     }
 
     /// A page already decoded.
     pub(crate) fn from_page(page: Page<K>) -> Self {
-        let (metadata, items) = page.into_parts();
+        let (types, metadata, items) = page.into_parts();
         ListStream {
             source: Source::Page(Some(items)),
             metadata: Some(metadata),
+            types,
         }
     }
 }
@@ -149,7 +163,11 @@ impl<K: Send + 'static> ListStream<'_, K> {
     /// the decoder, which the stream keeps; a decoded batch leaves the decoder only
     /// when it is returned.
     pub(crate) async fn next_batch(&mut self) -> Result<Option<Vec<K>>, ListWatchError> {
-        let ListStream { source, metadata } = self;
+        let ListStream {
+            source,
+            metadata,
+            types,
+        } = self;
         let (body, scanner_slot, decoder, failed, on_head) = match source {
             Source::Page(items) => return Ok(items.take()),
             Source::Body {
@@ -191,11 +209,12 @@ impl<K: Send + 'static> ListStream<'_, K> {
                 None => {
                     let head = scanner_slot.take().map(ListScanner::finish);
                     match head.map(|head| decode_head(&head?)) {
-                        Some(Ok(meta)) => {
+                        Some(Ok((list_types, meta))) => {
                             if let Some(tell) = on_head.take() {
                                 tell(&meta);
                             }
                             *metadata = Some(meta);
+                            *types = list_types;
                         }
                         Some(Err(e)) => *failed = Some(e),
                         None => {}
@@ -214,7 +233,7 @@ impl<K: Send + 'static> ListStream<'_, K> {
             }
             if scanner.items_open()
                 && let Some(tell) = on_head.take()
-                && let Ok(meta) = decode_head(&scanner.head_so_far())
+                && let Ok((_, meta)) = decode_head(&scanner.head_so_far())
             {
                 tell(&meta);
             }
@@ -246,6 +265,29 @@ impl<K> ListStream<'_, K> {
     /// [`ListStream::next_batch`] has returned `Ok(None)`; default before.
     pub(crate) fn metadata(&mut self) -> ListMeta {
         self.metadata.take().unwrap_or_default()
+    }
+}
+
+impl<K: Clone + Send + 'static> ListStream<'_, K> {
+    /// The whole list, read to its end: what [`ListerWatcher::list`] answers, without
+    /// ever holding the body (its items are decoded as it arrives, as
+    /// [`ListStream::next_batch`] hands them out).
+    ///
+    /// # Errors
+    /// As [`ListStream::next_batch`]; the items before the error are dropped.
+    ///
+    /// # Cancel safety
+    /// Not cancel-safe: the items read so far are lost with the future.
+    pub(crate) async fn into_list(mut self) -> Result<ObjectList<K>, ListWatchError> {
+        let mut items = Vec::new();
+        while let Some(batch) = self.next_batch().await? {
+            items.extend(batch);
+        }
+        Ok(ObjectList {
+            metadata: self.metadata(),
+            types: std::mem::take(&mut self.types),
+            items,
+        })
     }
 }
 
@@ -361,7 +403,8 @@ mod tests {
         let api = MockApi::new(&body, "");
         for filter in [FieldFilter::new(), FieldFilter::managed_fields()] {
             let lw = lw(&api).field_filter(filter.clone());
-            let whole = lw.list(&ListParams::default()).await.unwrap();
+            let whole: ObjectList<ConfigMap> =
+                decode_filtered(body.as_bytes(), Some(&filter.for_list_items())).unwrap();
             assert_eq!(whole.items.len(), 5);
             for size in [1, 2, 3, 7, 64, 1000, body.len()] {
                 api.queue_list_body(MockApi::chunked(&body, size));
