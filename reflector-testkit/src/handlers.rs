@@ -211,5 +211,5 @@ pub(crate) fn delete_collection(
         "resourceVersion".to_owned(),
         Value::String(listed_at.to_string()),
     );
-    Ok(json_response(200, list_body(repr, &info, metadata, &items)))
+    Ok(json_response(200, list_body(repr, &info, metadata, items)))
 }

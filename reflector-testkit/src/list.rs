@@ -1,10 +1,12 @@
 //! LIST: resourceVersion semantics, `limit`/`continue` pagination from consistent
 //! snapshots, selectors. Also routes `watch=true` to the watch module.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 
+use axum::body::Body;
 use axum::response::Response;
-use bytes::{BufMut, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::json;
 
 use crate::continue_token;
@@ -145,18 +147,26 @@ fn list(
     }
     Ok(json_response(
         200,
-        list_body(repr, &info, metadata, &page.items),
+        list_body(repr, &info, metadata, page.items),
     ))
 }
 
+/// Bytes of list body written per chunk of the response.
+const LIST_CHUNK: usize = 64 * 1024;
+
 /// A list body: the list's `kind`/`apiVersion` and `metadata`, then the items as the real
 /// server writes them ([`Repr::write_item`]), without re-encoding any object.
+///
+/// The body is streamed in chunks of about [`LIST_CHUNK`] bytes, written as the
+/// connection takes them, as the API server streams large list responses (its
+/// streaming list encoder, Kubernetes 1.33): a list of 100k objects is never held as
+/// one ~140 MB buffer, and its first items reach the client while the rest is written.
 pub(crate) fn list_body(
     repr: Repr,
     info: &ResourceInfo,
     metadata: serde_json::Map<String, serde_json::Value>,
-    items: &[Arc<StoredObject>],
-) -> bytes::Bytes {
+    items: Vec<Arc<StoredObject>>,
+) -> Body {
     let (list_kind, list_api_version) = repr.list_type(&info.kind, &info.api_version());
     let head = json!({
         "kind": list_kind,
@@ -164,16 +174,46 @@ pub(crate) fn list_body(
         "metadata": metadata,
     });
     let head = serde_json::to_vec(&head).unwrap_or_default();
-    let size = head.len() + 16 + items.iter().map(|o| o.json.len() + 1).sum::<usize>();
-    let mut body = BytesMut::with_capacity(size);
-    body.put_slice(&head[..head.len() - 1]);
-    body.put_slice(b",\"items\":[");
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            body.put_u8(b',');
+    let mut opening = BytesMut::with_capacity(head.len() + 16);
+    opening.put_slice(&head[..head.len() - 1]);
+    opening.put_slice(b",\"items\":[");
+    let chunks = ListChunks {
+        repr,
+        unstructured: info.unstructured,
+        items: items.into_iter(),
+        next: Some(opening),
+        first_item: true,
+    };
+    Body::from_stream(futures::stream::iter(chunks.map(Ok::<_, Infallible>)))
+}
+
+/// The chunks of a list body after its head: items, then the closing `]}`.
+struct ListChunks {
+    repr: Repr,
+    unstructured: bool,
+    items: std::vec::IntoIter<Arc<StoredObject>>,
+    /// The chunk being filled; `None` once the body is over.
+    next: Option<BytesMut>,
+    /// Whether no item has been written yet (no `,` before it).
+    first_item: bool,
+}
+
+impl Iterator for ListChunks {
+    type Item = Bytes;
+
+    fn next(&mut self) -> Option<Bytes> {
+        let mut chunk = self.next.take()?;
+        for item in self.items.by_ref() {
+            if !std::mem::take(&mut self.first_item) {
+                chunk.put_u8(b',');
+            }
+            self.repr.write_item(&item, self.unstructured, &mut chunk);
+            if chunk.len() >= LIST_CHUNK {
+                self.next = Some(BytesMut::with_capacity(LIST_CHUNK + LIST_CHUNK / 4));
+                return Some(chunk.freeze());
+            }
         }
-        repr.write_item(item, info.unstructured, &mut body);
+        chunk.put_slice(b"]}");
+        Some(chunk.freeze())
     }
-    body.put_slice(b"]}");
-    body.freeze()
 }

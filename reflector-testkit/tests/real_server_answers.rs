@@ -192,6 +192,49 @@ async fn resource_version_0_lists_ignore_limit_unless_paginate_rv0() {
     }
 }
 
+/// A big list is written as the server goes, not built whole first: chunked transfer
+/// encoding (no `Content-Length`), as the API server's streaming list encoder answers,
+/// and the chunks read back as the one list of every object in order.
+#[tokio::test]
+async fn large_lists_are_streamed_in_chunks() {
+    let server = ApiServer::start().await.unwrap();
+    let objects = reflector_testkit::bench_objects::config_maps(300);
+    server.insert_many(&objects).unwrap();
+    let uri = format!(
+        "/api/v1/namespaces/{}/configmaps?resourceVersion=0",
+        reflector_testkit::bench_objects::NAMESPACE
+    );
+    let request = http::Request::get(uri)
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let response = server.client_without_retries().send(request).await.unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert!(
+        response.headers().get("content-length").is_none(),
+        "{:?}",
+        response.headers()
+    );
+    assert_eq!(
+        response.headers().get("content-type").unwrap(),
+        "application/json"
+    );
+    let bytes = response.into_body().collect_bytes().await.unwrap();
+    assert!(bytes.len() > 300_000, "{} bytes", bytes.len());
+    let list: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(list["kind"], "ConfigMapList");
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["metadata"]["name"].as_str().unwrap())
+        .collect();
+    let expected: Vec<&str> = objects
+        .iter()
+        .map(|cm| cm.metadata.name.as_deref().unwrap())
+        .collect();
+    assert_eq!(names, expected);
+}
+
 #[tokio::test(start_paused = true)]
 async fn watch_at_a_future_resource_version_waits_for_it() {
     let server = seeded().await;
