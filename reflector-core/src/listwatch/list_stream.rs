@@ -3,15 +3,17 @@
 //! The API server answers an informer's first list (`resourceVersion=0`, served from its
 //! watch cache) in one page of every object, whatever the `limit`: ~140 MB of JSON for
 //! 100k ConfigMaps. A [`ListStream`] never holds that body: a [`ListScanner`] finds each
-//! element of `items` in the chunks as they come, each element is decoded straight into
-//! `K` (skipping the field filter's paths), and the items a chunk completed come out
-//! together as one batch, while the server is still writing the rest. The reflector
-//! hands each batch on as it hands on a page (see [`crate::reflector`]): into an empty
-//! informer's FIFO at once, or gathered for one atomic `replace` on a relist.
+//! element of `items` in the chunks as they come, and an [`ItemDecoder`] decodes the
+//! elements straight into `K` (skipping the field filter's paths) on the blocking pool,
+//! a batch per free core, while the body is still being read. The decoded batches come
+//! out in list order, at most ~256 KiB of items (plus one read chunk's) each. The
+//! reflector hands each batch on as it hands on a page (see [`crate::reflector`]): into
+//! an empty informer's FIFO at once, or gathered for one atomic `replace` on a relist.
 //!
 //! This is a crate-private path that [`ApiListerWatcher`] provides and the reflector
 //! prefers ([`streaming_lister`]); [`ListerWatcher::list`] stays the one way users'
-//! lister-watchers answer.
+//! lister-watchers answer (and [`ApiListerWatcher`]'s own `list` reads its body through
+//! a `ListStream` too).
 
 use std::any::Any;
 use std::sync::Arc;
