@@ -559,8 +559,8 @@ where
                     if relist {
                         bump(&self.stats.relists);
                     }
-                    self.store
-                        .replace(temporary.drain(), &resource_version)
+                    temporary
+                        .finish(&resource_version)
                         .map_err(|source| ReflectorError::Sync {
                             resource: self.name.clone(),
                             source,

@@ -4,34 +4,79 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::object::{Object, ObjectKey, meta_namespace_key};
-use crate::store::{Store, StoreError, StoreSink};
+use crate::store::{Store, StoreError, StoreSink, WatchAction};
 
 /// A plain map from key to object: it collects the initial events of a watch-list
 /// so the real store sees them as one `replace`, as client-go's temporary store.
 /// An object the real store already caches unchanged is kept as the cached copy, so
 /// the decoded duplicate is freed as soon as it arrives.
+///
+/// Into an empty informer (nothing queued, nothing cached, never populated), the
+/// initial events are not collected: they go on to the real store as the pages of a
+/// streamed first list ([`StoreSink::stream_list_page`]), so the informer works on
+/// them while the rest arrive, and the reflector ends the list with
+/// [`StoreSink::finish_list_stream`] at the initial-events-end bookmark
+/// ([`TemporaryStore::finish`]). As for a streamed first list, this changes only *when*
+/// objects arrive: such a list has nothing to delete and nothing to compare against.
 pub(crate) struct TemporaryStore<K: Object> {
     /// Guarded by its own mutex; never held across an await.
-    items: Mutex<HashMap<ObjectKey, Arc<K>>>,
-    /// The reflector's store, asked for cached copies of unchanged objects.
+    state: Mutex<Collected<K>>,
+    /// The reflector's store, asked for cached copies of unchanged objects and
+    /// handed the initial events directly when it takes them as a streamed list.
     cache: Arc<dyn StoreSink<K>>,
+}
+
+/// What a [`TemporaryStore`] has collected, and whether it streams instead.
+struct Collected<K> {
+    items: HashMap<ObjectKey, Arc<K>>,
+    /// Whether the real store takes the initial events as a streamed list: `None`
+    /// until the first run of events asks it.
+    streaming: Option<bool>,
 }
 
 impl<K: Object> TemporaryStore<K> {
     pub(crate) fn new(cache: Arc<dyn StoreSink<K>>) -> Self {
         TemporaryStore {
-            items: Mutex::new(HashMap::new()),
+            state: Mutex::new(Collected {
+                items: HashMap::new(),
+                streaming: None,
+            }),
             cache,
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Arc<K>>> {
-        self.items.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> std::sync::MutexGuard<'_, Collected<K>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Takes every collected object out.
-    pub(crate) fn drain(&self) -> Vec<Arc<K>> {
-        self.lock().drain().map(|(_, v)| v).collect()
+    /// Hands the initial state to the real store at the initial-events-end bookmark:
+    /// ends the streamed list if the events went on as one, else `replace`s the store
+    /// with every collected object, as client-go does.
+    ///
+    /// # Errors
+    /// As [`Store::replace`].
+    pub(crate) fn finish(&self, resource_version: &str) -> Result<(), StoreError> {
+        let (items, streamed) = {
+            let mut state = self.lock();
+            let items: Vec<Arc<K>> = state.items.drain().map(|(_, v)| v).collect();
+            (items, state.streaming == Some(true))
+        };
+        if streamed {
+            self.cache.finish_list_stream(items, resource_version)
+        } else {
+            self.cache.replace(items, resource_version)
+        }
+    }
+
+    /// Whether the initial events go on to the real store as a streamed list: asked
+    /// once, with the first run (an empty first page only opens the list).
+    fn streams(&self) -> bool {
+        if let Some(streaming) = self.lock().streaming {
+            return streaming;
+        }
+        let streaming = self.cache.stream_list_page(&[], true).unwrap_or(false);
+        self.lock().streaming = Some(streaming);
+        streaming
     }
 }
 
@@ -39,7 +84,7 @@ impl<K: Object> Store<K> for TemporaryStore<K> {
     fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
         let key = meta_namespace_key(obj.as_ref())?;
         let obj = self.cache.cached_unchanged(&obj).unwrap_or(obj);
-        self.lock().insert(key, obj);
+        self.lock().items.insert(key, obj);
         Ok(())
     }
 
@@ -49,25 +94,25 @@ impl<K: Object> Store<K> for TemporaryStore<K> {
 
     fn delete(&self, obj: Arc<K>) -> Result<(), StoreError> {
         let key = meta_namespace_key(obj.as_ref())?;
-        self.lock().remove(&key);
+        self.lock().items.remove(&key);
         Ok(())
     }
 
     fn list(&self) -> Vec<Arc<K>> {
-        self.lock().values().cloned().collect()
+        self.lock().items.values().cloned().collect()
     }
 
     fn list_keys(&self) -> Vec<ObjectKey> {
-        self.lock().keys().cloned().collect()
+        self.lock().items.keys().cloned().collect()
     }
 
     fn get(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
         let key = meta_namespace_key(obj)?;
-        Ok(self.lock().get(&key).cloned())
+        Ok(self.lock().items.get(&key).cloned())
     }
 
     fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.lock().get(key).cloned()
+        self.lock().items.get(key).cloned()
     }
 
     fn replace(&self, items: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
@@ -75,7 +120,7 @@ impl<K: Object> Store<K> for TemporaryStore<K> {
         for obj in items {
             map.insert(meta_namespace_key(obj.as_ref())?, obj);
         }
-        *self.lock() = map;
+        self.lock().items = map;
         Ok(())
     }
 
@@ -84,4 +129,66 @@ impl<K: Object> Store<K> for TemporaryStore<K> {
     }
 }
 
-impl<K: Object> StoreSink<K> for TemporaryStore<K> {}
+impl<K: Object> StoreSink<K> for TemporaryStore<K> {
+    /// Collects the run, or, when the real store takes the initial events as a
+    /// streamed list, hands its adds and updates on as list pages (an update of an
+    /// object already handed on follows it as one more listed state) and its deletes
+    /// as deletes, in order.
+    fn apply_watch_run(
+        &self,
+        run: &mut Vec<(WatchAction, Arc<K>)>,
+        failed: &mut dyn FnMut(WatchAction, StoreError),
+    ) {
+        if !self.streams() {
+            for (action, obj) in run.drain(..) {
+                let result = match action {
+                    WatchAction::Add | WatchAction::Update => self.add(obj),
+                    WatchAction::Delete => self.delete(obj),
+                };
+                if let Err(e) = result {
+                    failed(action, e);
+                }
+            }
+            return;
+        }
+        let mut page: Vec<(WatchAction, Arc<K>)> = Vec::with_capacity(run.len());
+        // A page the store does not take (a key it cannot compute) is collected
+        // instead, for `finish` to hand over (and report) with the end of the list.
+        let hand_on = |page: &mut Vec<(WatchAction, Arc<K>)>,
+                       failed: &mut dyn FnMut(WatchAction, StoreError)| {
+            if page.is_empty() {
+                return;
+            }
+            let objects: Vec<Arc<K>> = page.iter().map(|(_, obj)| Arc::clone(obj)).collect();
+            match self.cache.stream_list_page(&objects, false) {
+                Ok(true) => page.clear(),
+                Ok(false) => {
+                    for (action, obj) in page.drain(..) {
+                        if let Err(e) = self.add(obj) {
+                            failed(action, e);
+                        }
+                    }
+                }
+                Err(e) => {
+                    for (action, _) in page.drain(..) {
+                        failed(action, e.clone());
+                    }
+                }
+            }
+        };
+        for (action, obj) in run.drain(..) {
+            if action == WatchAction::Delete {
+                hand_on(&mut page, failed);
+                let result = self
+                    .delete(Arc::clone(&obj))
+                    .and_then(|()| self.cache.delete(obj));
+                if let Err(e) = result {
+                    failed(action, e);
+                }
+            } else {
+                page.push((action, obj));
+            }
+        }
+        hand_on(&mut page, failed);
+    }
+}
