@@ -1,19 +1,23 @@
-//! A streamed list's items, decoded off the reading task on every core.
+//! Items of a streamed body, decoded off the reading task on every core.
 //!
-//! The [`ListScanner`](super::list_scanner::ListScanner) finds each item's bytes as the
-//! body arrives; decoding them into objects is the expensive part (serde over ~1.4 KiB
-//! per ConfigMap). An [`ItemDecoder`] gathers the item bytes of the chunks read into a
-//! batch and hands each batch to tokio's blocking pool, one task per batch and at most
-//! one batch per core in flight, so items decode on every core while the reading task
-//! goes on reading. Batches come back in the order they were handed out, so the list's
-//! order is kept whichever batch finishes first.
+//! The [`ListScanner`](super::list_scanner::ListScanner) finds each list item's bytes
+//! as the body arrives, and the watch decoder finds each event's line; decoding them
+//! into objects is the expensive part (serde over ~1.4 KiB per ConfigMap). An
+//! [`ItemDecoder`] gathers the item bytes read into a batch and hands each batch to
+//! tokio's blocking pool, one task per batch and at most one batch per core in flight,
+//! so items decode on every core while the reading task goes on reading. Batches come
+//! back in the order they were handed out, so the body's order is kept whichever batch
+//! finishes first. What decoding one item means is a [`DecodeItem`]: a list's item
+//! ([`ListItems`]), or a watch line
+//! ([`WatchDecoder`](super::watch_decoder::WatchDecoder)).
 //!
 //! Memory stays bounded: while every core is busy, the bytes of newly read items wait
 //! in one batch of at most [`MAX_PENDING_BYTES`] (plus the items of the chunk that
-//! filled it), and the reading task stops reading until the oldest batch is done. The
-//! decoder is owned by its [`ListStream`](super::list_stream::ListStream): dropping it
-//! tells every batch still in flight to stop before its next item, and their results
-//! are discarded.
+//! filled it), and the reading task stops reading until the oldest batch is done. A
+//! batch's byte buffers come back with its items and are reused for a later batch. The
+//! decoder is owned by its stream ([`ListStream`](super::list_stream::ListStream), the
+//! watch decoder's line stream): dropping it tells every batch still in flight to stop
+//! before its next item, and their results are discarded.
 
 use std::collections::VecDeque;
 use std::num::NonZeroUsize;
@@ -43,10 +47,43 @@ fn max_in_flight() -> usize {
     })
 }
 
+/// Decodes one item of a batch, on a blocking-pool thread: what an [`ItemDecoder`]
+/// does with each item's bytes, producing a `T`.
+pub(crate) trait DecodeItem<T>: Send + Sync + 'static {
+    /// Decodes item `index` (its position in the body) from its bytes. An error fails
+    /// the item's whole batch, and the decoder after it ([`ItemDecoder::next_done`]).
+    fn decode(&self, index: usize, bytes: &[u8]) -> Result<T, ListWatchError>;
+
+    /// Whether nothing after `item` is to be decoded: the batch stops after it (its
+    /// reader ends the stream there). None by default.
+    fn is_last(_item: &T) -> bool {
+        false
+    }
+
+    /// What the items are, for the error when the runtime shuts down mid-batch.
+    const WHAT: &'static str = "list";
+}
+
+/// A list's items: each decoded into `K` by a plain function, skipping the filter's
+/// paths; an item that does not decode is [`ListWatchError::DecodeItem`], naming its
+/// index.
+pub(crate) struct ListItems<K> {
+    decode: ItemDecodeFn<K>,
+    /// The object paths skipped while decoding.
+    filter: Option<Arc<FieldFilter>>,
+}
+
+impl<K: Send + 'static> DecodeItem<K> for ListItems<K> {
+    fn decode(&self, index: usize, bytes: &[u8]) -> Result<K, ListWatchError> {
+        (self.decode)(bytes, self.filter.as_deref())
+            .map_err(|source| ListWatchError::DecodeItem { index, source })
+    }
+}
+
 /// Items handed out together, as bytes.
 #[derive(Debug, Default)]
 struct Batch {
-    /// The list index of the first item.
+    /// The body index of the first item.
     first: usize,
     /// The items' bytes, one after another.
     bytes: Vec<u8>,
@@ -55,69 +92,96 @@ struct Batch {
 }
 
 impl Batch {
-    /// Decodes every item, in order. Stops at the first item that does not decode
-    /// (naming its list index), or with what it has once `stop` is set (the decoder
-    /// was dropped; nobody reads the result).
-    fn decode<K>(
+    /// Decodes every item, in order. Stops at the first item that does not decode, after
+    /// an item that is the last ([`DecodeItem::is_last`]), or with what it has once
+    /// `stop` is set (the decoder was dropped or has failed; nobody reads the result).
+    fn decode<T, D: DecodeItem<T>>(
         &self,
-        decode: ItemDecodeFn<K>,
-        filter: Option<&FieldFilter>,
+        decoder: &D,
         stop: &AtomicBool,
-    ) -> Result<Vec<K>, ListWatchError> {
+    ) -> Result<Vec<T>, ListWatchError> {
         let mut items = Vec::with_capacity(self.ends.len());
         let mut start = 0;
         for (offset, &end) in self.ends.iter().enumerate() {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
-            let item = decode(&self.bytes[start..end], filter).map_err(|source| {
-                ListWatchError::DecodeItem {
-                    index: self.first + offset,
-                    source,
-                }
-            })?;
+            let item = decoder.decode(self.first + offset, &self.bytes[start..end])?;
+            let last = D::is_last(&item);
             items.push(item);
+            if last {
+                break;
+            }
             start = end;
         }
         Ok(items)
     }
+
+    /// Empties the batch, keeping its buffers' capacity for the next one.
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
 }
 
-/// Decodes a streamed list's items on the blocking pool, batch by batch, handing the
-/// decoded batches back in list order.
-pub(crate) struct ItemDecoder<K> {
-    decode: ItemDecodeFn<K>,
-    /// The object paths skipped while decoding.
-    filter: Option<Arc<FieldFilter>>,
+/// What a batch's task hands back: its items (or why they failed), and the batch, emptied,
+/// for reuse.
+type Decoded<T> = (Result<Vec<T>, ListWatchError>, Batch);
+
+/// Decodes items on the blocking pool, batch by batch, handing the decoded batches back
+/// in body order. `D` decodes one item into a `T`; by default a list's items.
+pub(crate) struct ItemDecoder<T, D = ListItems<T>> {
+    /// Shared with the batches in flight.
+    decoder: Arc<D>,
     /// The items read but not yet handed to the pool.
     pending: Batch,
     /// The batches handed to the pool, oldest first.
-    in_flight: VecDeque<JoinHandle<Result<Vec<K>, ListWatchError>>>,
+    in_flight: VecDeque<JoinHandle<Decoded<T>>>,
+    /// Emptied batches from earlier tasks, whose buffers the next batches reuse (at most
+    /// one per core: more are never in use at once).
+    spare: Vec<Batch>,
     /// Set when the decoder is dropped or has failed: the batches in flight stop
     /// before their next item.
     stop: Arc<AtomicBool>,
 }
 
 impl<K> ItemDecoder<K> {
-    /// A decoder of items with `decode`, skipping `filter`'s paths.
+    /// A decoder of a list's items with `decode`, skipping `filter`'s paths.
     pub(crate) fn new(decode: ItemDecodeFn<K>, filter: Option<Arc<FieldFilter>>) -> Self {
+        ItemDecoder::with(Arc::new(ListItems { decode, filter }))
+    }
+}
+
+impl<T, D> ItemDecoder<T, D> {
+    /// A decoder of items with `decoder`.
+    pub(crate) fn with(decoder: Arc<D>) -> Self {
         ItemDecoder {
-            decode,
-            filter,
+            decoder,
             pending: Batch::default(),
             in_flight: VecDeque::new(),
+            spare: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
         }
     }
 
     /// Adds item `index` (its bytes) to the batch being gathered. Items must come in
-    /// list order.
+    /// body order.
     pub(crate) fn push(&mut self, index: usize, bytes: &[u8]) {
         if self.pending.ends.is_empty() {
             self.pending.first = index;
         }
         self.pending.bytes.extend_from_slice(bytes);
         self.pending.ends.push(self.pending.bytes.len());
+    }
+
+    /// The bytes of the items gathered and not yet handed to the pool.
+    pub(crate) fn pending_bytes(&self) -> usize {
+        self.pending.bytes.len()
+    }
+
+    /// Whether no item is gathered or in flight.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.in_flight.is_empty() && self.pending.ends.is_empty()
     }
 
     /// Whether the reading task must wait for the oldest batch before it reads on:
@@ -133,7 +197,7 @@ impl<K> ItemDecoder<K> {
     }
 
     /// Drops every batch gathered or in flight (those decoding stop before their next
-    /// item): the list has failed.
+    /// item): the body has failed, or its reader stops.
     pub(crate) fn abort(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         self.in_flight.clear();
@@ -141,18 +205,21 @@ impl<K> ItemDecoder<K> {
     }
 }
 
-impl<K: Send + 'static> ItemDecoder<K> {
+impl<T: Send + 'static, D: DecodeItem<T>> ItemDecoder<T, D> {
     /// Hands the gathered batch to the blocking pool if a core is free for it, or
     /// whatever the cores do when `force` is set (the body has ended).
     pub(crate) fn dispatch(&mut self, force: bool) {
         if self.pending.ends.is_empty() || (!force && self.in_flight.len() >= max_in_flight()) {
             return;
         }
-        let batch = std::mem::take(&mut self.pending);
-        let (decode, filter, stop) = (self.decode, self.filter.clone(), self.stop.clone());
+        let next = self.spare.pop().unwrap_or_default();
+        let mut batch = std::mem::replace(&mut self.pending, next);
+        let (decoder, stop) = (self.decoder.clone(), self.stop.clone());
         self.in_flight
             .push_back(tokio::task::spawn_blocking(move || {
-                batch.decode(decode, filter.as_deref(), &stop)
+                let result = batch.decode(&*decoder, &stop);
+                batch.clear();
+                (result, batch)
             }));
     }
 
@@ -161,16 +228,21 @@ impl<K: Send + 'static> ItemDecoder<K> {
     ///
     /// # Cancel safety
     /// Cancel-safe: the batch stays in flight until it is returned.
-    pub(crate) async fn next_done(&mut self) -> Option<Result<Vec<K>, ListWatchError>> {
+    pub(crate) async fn next_done(&mut self) -> Option<Result<Vec<T>, ListWatchError>> {
         let front = self.in_flight.front_mut()?;
         let joined = front.await;
         self.in_flight.pop_front();
         let result = match joined {
-            Ok(result) => result,
+            Ok((result, batch)) => {
+                if self.spare.len() < max_in_flight() {
+                    self.spare.push(batch);
+                }
+                result
+            }
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             // The blocking pool shuts down with the runtime.
             Err(_) => Err(ListWatchError::Decode {
-                what: "list",
+                what: D::WHAT,
                 source: serde_json::Error::custom("the runtime shut down while decoding"),
             }),
         };
@@ -181,7 +253,7 @@ impl<K: Send + 'static> ItemDecoder<K> {
     }
 }
 
-impl<K> Drop for ItemDecoder<K> {
+impl<T, D> Drop for ItemDecoder<T, D> {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
     }
