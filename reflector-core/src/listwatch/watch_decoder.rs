@@ -213,8 +213,9 @@ impl<K: DeserializeOwned + Send + 'static> WatchDecoder<K> {
 const POOL_MIN_BYTES: usize = 16 * 1024;
 
 /// How much is read without waiting, when the body has it, before lines go to the
-/// decoder (64 KiB: a batch of ~45 ConfigMaps, ~100 µs of decoding). Servers write one
-/// event per chunk; reading on while chunks are there is what shows a backlog.
+/// decoder (64 KiB: a batch of ~45 ConfigMaps, ~100 µs of decoding). A server may write
+/// each event as a chunk of its own; chunks already there to read are what shows a
+/// backlog.
 const READ_AHEAD_BYTES: usize = 64 * 1024;
 
 /// Frames `body` into lines and decodes each with `decoder`, inline or on the blocking
@@ -248,7 +249,7 @@ where
 /// A watch body being framed into lines and decoded.
 struct LineState<S, K, D> {
     body: std::pin::Pin<Box<S>>,
-    /// The bytes read and not yet framed: never a complete line when the body is read.
+    /// The bytes read and not yet framed into lines.
     buf: BytesMut,
     /// How many leading bytes of `buf` are known to hold no newline, so a line that
     /// spans many chunks is scanned once, not once per chunk.
@@ -281,6 +282,10 @@ where
     ///
     /// Lines keep their order: one decodes here only when no line before it is
     /// waiting for or on the pool.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a chunk read is in `buf` before any await, and a decoded batch
+    /// leaves the pool only into `ready`.
     async fn next_item(&mut self) -> Option<Result<WatchEvent<K>, ListWatchError>> {
         loop {
             if self.done {
@@ -712,9 +717,8 @@ mod tests {
     /// noting which lines were decoded off the polling (test) thread and in what order.
     struct Scripted {
         inner: WatchDecoder<ConfigMap>,
-        /// Line 0 is done only once this line has been decoded (on another thread: line
-        /// 0's batch waits behind it), so later batches finish first.
-        hold_first_until: Option<usize>,
+        /// While set, line 0 is not done: its batch waits, so later batches finish first.
+        first_held: AtomicBool,
         /// While closed, every decode waits at the gate.
         gate_open: AtomicBool,
         /// Decodes begun.
@@ -730,7 +734,7 @@ mod tests {
         fn new() -> Self {
             Scripted {
                 inner: decoder(),
-                hold_first_until: None,
+                first_held: AtomicBool::new(false),
                 gate_open: AtomicBool::new(true),
                 calls: AtomicUsize::new(0),
                 done: Mutex::new(Vec::new()),
@@ -739,9 +743,10 @@ mod tests {
             }
         }
 
-        fn holding_first_until(mut self, line: usize) -> Self {
-            self.hold_first_until = Some(line);
-            self
+        fn holding_the_first_line() -> Self {
+            let scripted = Scripted::new();
+            scripted.first_held.store(true, Ordering::SeqCst);
+            scripted
         }
 
         fn position(&self, line: usize) -> Option<usize> {
@@ -758,13 +763,8 @@ mod tests {
             self.calls.fetch_add(1, Ordering::SeqCst);
             wait_until(|| self.gate_open.load(Ordering::SeqCst));
             let item = self.inner.decode(index, line);
-            if index == 0
-                && let Some(until) = self.hold_first_until
-            {
-                assert!(
-                    wait_until(|| self.position(until).is_some()),
-                    "line {until} was not decoded while line 0 waited"
-                );
+            if index == 0 {
+                wait_until(|| !self.first_held.load(Ordering::SeqCst));
             }
             if std::thread::current().id() != self.home {
                 self.pooled.fetch_add(1, Ordering::SeqCst);
@@ -786,20 +786,55 @@ mod tests {
         decode_lines(body, Arc::clone(decoder)).collect().await
     }
 
-    /// A backlog of lines decodes on the pool in several batches; the first batch is
-    /// done only after the last line's batch, and the events still come out in line
-    /// order.
+    /// Streams `lines` (one line each, a backlog) through `decoder`, line 0 held: lines
+    /// 0–599 go to the pool as one batch, 600–1199 as a second, which is done first;
+    /// nothing comes out while the first is not. Then line 0 is let go and the rest
+    /// sent: every item the stream yields, in order.
+    async fn second_batch_done_first(
+        lines: &[String],
+        decoder: &Arc<Scripted>,
+    ) -> Vec<Result<WatchEvent<ConfigMap>, ListWatchError>> {
+        let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Bytes, ListWatchError>>();
+        let mut stream = decode_lines(rx, Arc::clone(decoder));
+        let handed_out = Arc::strong_count(decoder);
+        for part in [&lines[..600], &lines[600..1200]] {
+            tx.unbounded_send(Ok(Bytes::from(part.concat()))).unwrap();
+            assert!(stream.next().now_or_never().is_none(), "line 0 is held");
+        }
+        // Each batch in flight holds the decoder: the second has ended when one does.
+        assert_eq!(Arc::strong_count(decoder), handed_out + 2, "two batches");
+        assert!(wait_until(|| Arc::strong_count(decoder) == handed_out + 1));
+        for _ in 0..1000 {
+            assert!(
+                stream.next().now_or_never().is_none(),
+                "nothing comes out before line 0"
+            );
+            std::thread::yield_now();
+        }
+        assert!(decoder.position(0).is_none(), "the first batch is not done");
+        decoder.first_held.store(false, Ordering::SeqCst);
+        tx.unbounded_send(Ok(Bytes::from(lines[1200..].concat())))
+            .unwrap();
+        drop(tx);
+        stream.collect().await
+    }
+
+    /// `n` lines as [`lines`] makes them, one string each.
+    fn line_list(n: usize, odd: impl Fn(usize) -> Option<String>) -> Vec<String> {
+        (0..n)
+            .map(|i| lines(1, |_| Some(odd(i).unwrap_or_else(|| added(i)))))
+            .collect()
+    }
+
+    /// A backlog of lines decodes on the pool in batches; a later batch is done before
+    /// the first, and the events still come out in line order.
     #[tokio::test]
     async fn order_is_kept_across_batches_that_finish_out_of_order() {
-        let body = lines(2000, |_| None);
-        let decoder = Arc::new(Scripted::new().holding_first_until(1999));
-        let got = collect_with(in_chunks(&body, 4096), &decoder).await;
+        let decoder = Arc::new(Scripted::holding_the_first_line());
+        let got = second_batch_done_first(&line_list(2000, |_| None), &decoder).await;
         let numbers: Vec<usize> = got.iter().map(number).collect();
         assert_eq!(numbers, (0..2000).collect::<Vec<_>>());
-        assert!(
-            decoder.position(1999) < decoder.position(0),
-            "the last batch finished first"
-        );
+        assert!(decoder.position(1199) < decoder.position(0), "reordered");
         assert_eq!(
             decoder.pooled.load(Ordering::SeqCst),
             2000,
@@ -807,30 +842,29 @@ mod tests {
         );
     }
 
-    /// A malformed line in a batch decoded beside others is yielded once, after every
-    /// event before it, and nothing after it comes out, although later batches are
-    /// decoded first.
+    /// A malformed line in a batch decoded beside others (and done first) is yielded
+    /// once, after every event before it, and nothing after it comes out.
     #[tokio::test]
     async fn a_malformed_line_in_a_parallel_batch_is_the_last_item() {
-        let body = lines(2000, |i| (i == 1500).then(|| "{not json".to_owned()));
-        let decoder = Arc::new(Scripted::new().holding_first_until(1500));
-        let got = collect_with(in_chunks(&body, 4096), &decoder).await;
-        assert_eq!(got.len(), 1501);
-        let numbers: Vec<usize> = got[..1500].iter().map(number).collect();
-        assert_eq!(numbers, (0..1500).collect::<Vec<_>>());
+        let decoder = Arc::new(Scripted::holding_the_first_line());
+        let lines = line_list(2000, |i| (i == 900).then(|| "{not json".to_owned()));
+        let got = second_batch_done_first(&lines, &decoder).await;
+        assert_eq!(got.len(), 901);
+        let numbers: Vec<usize> = got[..900].iter().map(number).collect();
+        assert_eq!(numbers, (0..900).collect::<Vec<_>>());
         assert!(
-            matches!(&got[1500], Err(ListWatchError::Decode { .. })),
+            matches!(&got[900], Err(ListWatchError::Decode { .. })),
             "{:?}",
-            got[1500]
+            got[900]
         );
-        assert!(decoder.position(1500) < decoder.position(0), "reordered");
+        assert!(decoder.position(900) < decoder.position(0), "reordered");
         assert!(
-            decoder.position(1501).is_none(),
+            decoder.position(901).is_none(),
             "its batch stops after the malformed line"
         );
     }
 
-    /// Lines of another kind inside a parallel batch are yielded in place, as errors
+    /// Lines of another kind inside parallel batches are yielded in place, as errors
     /// the reflector skips, and the stream goes on.
     #[tokio::test]
     async fn unexpected_kinds_in_a_parallel_batch_are_yielded_in_place() {
@@ -839,12 +873,13 @@ mod tests {
                 r#"{{"type":"ADDED","object":{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"p{i}"}}}}}}"#
             )
         };
-        let body = lines(2000, |i| (i == 700 || i == 1300).then(|| pod(i)));
-        let decoder = Arc::new(Scripted::new().holding_first_until(1999));
-        let got = collect_with(in_chunks(&body, 4096), &decoder).await;
+        let odd = |i: usize| [300, 900, 1500].contains(&i);
+        let decoder = Arc::new(Scripted::holding_the_first_line());
+        let lines = line_list(2000, |i| odd(i).then(|| pod(i)));
+        let got = second_batch_done_first(&lines, &decoder).await;
         assert_eq!(got.len(), 2000);
         for (i, item) in got.iter().enumerate() {
-            if i == 700 || i == 1300 {
+            if odd(i) {
                 assert!(
                     matches!(item, Err(e) if e.is_unexpected_kind()),
                     "{i}: {item:?}"
@@ -853,7 +888,7 @@ mod tests {
                 assert_eq!(number(item), i);
             }
         }
-        assert!(decoder.position(1999) < decoder.position(0), "reordered");
+        assert!(decoder.position(1199) < decoder.position(0), "reordered");
     }
 
     /// A body that ends inside a line, after a backlog decoded on the pool, ends quietly
