@@ -425,8 +425,10 @@ where
         }
         let lines = self.buf.split_to(end);
         self.scanned = self.buf.len();
-        for line in lines[..].split(|&b| b == b'\n') {
-            let trimmed = line.trim_ascii();
+        let mut start = 0;
+        for newline in memchr::memchr_iter(b'\n', &lines) {
+            let trimmed = lines[start..newline].trim_ascii();
+            start = newline + 1;
             if !trimmed.is_empty() {
                 self.pool.push(self.lines, trimmed);
                 self.lines += 1;
