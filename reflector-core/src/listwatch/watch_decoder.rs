@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use bytes::{Buf, Bytes, BytesMut};
 use futures::{FutureExt, Stream, StreamExt};
+use memchr::memmem::Finder;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
@@ -29,9 +30,10 @@ use super::{ListWatchError, WatchEvent, WatchStream};
 pub struct WatchDecoder<K> {
     api_version: String,
     kind: String,
-    /// `"apiVersion":"<api_version>"` and `"kind":"<kind>"` as the API server writes
-    /// them: finding both in a line confirms its kind without parsing it again.
-    kind_needles: Arc<[Vec<u8>; 2]>,
+    /// Finders of `"apiVersion":"<api_version>"` and `"kind":"<kind>"` as the API server
+    /// writes them: finding both in a line confirms its kind without parsing it again.
+    /// Built once, not per line.
+    kind_needles: Arc<[Finder<'static>; 2]>,
     /// The filter for a whole event (`object.` + the object paths); `None`: plain
     /// serde_json.
     filter: Option<Arc<FieldFilter>>,
@@ -73,14 +75,15 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
     pub fn new(api_version: impl Into<String>, kind: impl Into<String>) -> Self {
         let (api_version, kind) = (api_version.into(), kind.into());
         let needle = |key: &str, value: &str| {
-            serde_json::to_vec(&serde_json::json!({ key: value }))
+            let bytes = serde_json::to_vec(&serde_json::json!({ key: value }))
                 .map(|mut v| {
                     // `{"key":"value"}` → `"key":"value"`
                     v.pop();
                     v.remove(0);
                     v
                 })
-                .unwrap_or_default()
+                .unwrap_or_default();
+            Finder::new(&bytes).into_owned()
         };
         WatchDecoder {
             kind_needles: Arc::new([needle("apiVersion", &api_version), needle("kind", &kind)]),
@@ -124,9 +127,7 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
     /// they do not both match.
     fn kind_mismatch(&self, line: &[u8]) -> Option<ListWatchError> {
         let [api_version, kind] = &*self.kind_needles;
-        if memchr::memmem::find(line, kind).is_some()
-            && memchr::memmem::find(line, api_version).is_some()
-        {
+        if kind.find(line).is_some() && api_version.find(line).is_some() {
             return None;
         }
         let env = serde_json::from_slice::<Envelope>(line).ok()?;
