@@ -22,7 +22,7 @@
 use std::collections::VecDeque;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::de::Error as _;
 use serde_field_filter::FieldFilter;
@@ -124,9 +124,17 @@ impl Batch {
     }
 }
 
-/// What a batch's task hands back: its items (or why they failed), and the batch, emptied,
-/// for reuse.
-type Decoded<T> = (Result<Vec<T>, ListWatchError>, Batch);
+/// What a decoder shares with its batches in flight.
+#[derive(Debug, Default)]
+struct Shared {
+    /// Set when the decoder is dropped or has failed: the batches in flight stop
+    /// before their next item.
+    stop: AtomicBool,
+    /// Emptied batches whose buffers the next batches reuse (at most one per core:
+    /// more are never in use at once). A batch's task puts its batch back here when it
+    /// is done. Guarded by its own mutex, held only to push or pop.
+    spare: Mutex<Vec<Batch>>,
+}
 
 /// Decodes items on the blocking pool, batch by batch, handing the decoded batches back
 /// in body order. `D` decodes one item into a `T`; by default a list's items.
@@ -136,13 +144,9 @@ pub(crate) struct ItemDecoder<T, D = ListItems<T>> {
     /// The items read but not yet handed to the pool.
     pending: Batch,
     /// The batches handed to the pool, oldest first.
-    in_flight: VecDeque<JoinHandle<Decoded<T>>>,
-    /// Emptied batches from earlier tasks, whose buffers the next batches reuse (at most
-    /// one per core: more are never in use at once).
-    spare: Vec<Batch>,
-    /// Set when the decoder is dropped or has failed: the batches in flight stop
-    /// before their next item.
-    stop: Arc<AtomicBool>,
+    in_flight: VecDeque<JoinHandle<Result<Vec<T>, ListWatchError>>>,
+    /// The stop flag and the spare batches, shared with the batches in flight.
+    shared: Arc<Shared>,
 }
 
 impl<K> ItemDecoder<K> {
@@ -159,8 +163,7 @@ impl<T, D> ItemDecoder<T, D> {
             decoder,
             pending: Batch::default(),
             in_flight: VecDeque::new(),
-            spare: Vec::new(),
-            stop: Arc::new(AtomicBool::new(false)),
+            shared: Arc::default(),
         }
     }
 
@@ -199,7 +202,7 @@ impl<T, D> ItemDecoder<T, D> {
     /// Drops every batch gathered or in flight (those decoding stop before their next
     /// item): the body has failed, or its reader stops.
     pub(crate) fn abort(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.shared.stop.store(true, Ordering::Relaxed);
         self.in_flight.clear();
         self.pending = Batch::default();
     }
@@ -212,14 +215,18 @@ impl<T: Send + 'static, D: DecodeItem<T>> ItemDecoder<T, D> {
         if self.pending.ends.is_empty() || (!force && self.in_flight.len() >= max_in_flight()) {
             return;
         }
-        let next = self.spare.pop().unwrap_or_default();
+        let next = lock(&self.shared.spare).pop().unwrap_or_default();
         let mut batch = std::mem::replace(&mut self.pending, next);
-        let (decoder, stop) = (self.decoder.clone(), self.stop.clone());
+        let (decoder, shared) = (self.decoder.clone(), self.shared.clone());
         self.in_flight
             .push_back(tokio::task::spawn_blocking(move || {
-                let result = batch.decode(&*decoder, &stop);
+                let result = batch.decode(&*decoder, &shared.stop);
                 batch.clear();
-                (result, batch)
+                let mut spare = lock(&shared.spare);
+                if spare.len() < max_in_flight() {
+                    spare.push(batch);
+                }
+                result
             }));
     }
 
@@ -233,12 +240,7 @@ impl<T: Send + 'static, D: DecodeItem<T>> ItemDecoder<T, D> {
         let joined = front.await;
         self.in_flight.pop_front();
         let result = match joined {
-            Ok((result, batch)) => {
-                if self.spare.len() < max_in_flight() {
-                    self.spare.push(batch);
-                }
-                result
-            }
+            Ok(result) => result,
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             // The blocking pool shuts down with the runtime.
             Err(_) => Err(ListWatchError::Decode {
@@ -253,8 +255,15 @@ impl<T: Send + 'static, D: DecodeItem<T>> ItemDecoder<T, D> {
     }
 }
 
+/// Locks the spare batches (a poisoned lock still holds usable, emptied batches).
+fn lock(spare: &Mutex<Vec<Batch>>) -> std::sync::MutexGuard<'_, Vec<Batch>> {
+    spare
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 impl<T, D> Drop for ItemDecoder<T, D> {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.shared.stop.store(true, Ordering::Relaxed);
     }
 }
