@@ -136,15 +136,23 @@ struct Shared {
     spare: Mutex<Vec<Batch>>,
 }
 
+/// The items of an [`ItemDecoder`] not yet handed back.
+#[derive(Debug)]
+struct Queue<T> {
+    /// The items read but not yet handed to the pool.
+    pending: Batch,
+    /// The batches handed to the pool, oldest first.
+    in_flight: VecDeque<JoinHandle<Result<Vec<T>, ListWatchError>>>,
+}
+
 /// Decodes items on the blocking pool, batch by batch, handing the decoded batches back
 /// in body order. `D` decodes one item into a `T`; by default a list's items.
 pub(crate) struct ItemDecoder<T, D = ListItems<T>> {
     /// Shared with the batches in flight.
     decoder: Arc<D>,
-    /// The items read but not yet handed to the pool.
-    pending: Batch,
-    /// The batches handed to the pool, oldest first.
-    in_flight: VecDeque<JoinHandle<Result<Vec<T>, ListWatchError>>>,
+    /// The items gathered and the batches in flight (boxed: a list stream holds the
+    /// decoder in one variant of its source).
+    queue: Box<Queue<T>>,
     /// The stop flag and the spare batches, shared with the batches in flight.
     shared: Arc<Shared>,
 }
@@ -161,8 +169,10 @@ impl<T, D> ItemDecoder<T, D> {
     pub(crate) fn with(decoder: Arc<D>) -> Self {
         ItemDecoder {
             decoder,
-            pending: Batch::default(),
-            in_flight: VecDeque::new(),
+            queue: Box::new(Queue {
+                pending: Batch::default(),
+                in_flight: VecDeque::new(),
+            }),
             shared: Arc::default(),
         }
     }
@@ -170,41 +180,45 @@ impl<T, D> ItemDecoder<T, D> {
     /// Adds item `index` (its bytes) to the batch being gathered. Items must come in
     /// body order.
     pub(crate) fn push(&mut self, index: usize, bytes: &[u8]) {
-        if self.pending.ends.is_empty() {
-            self.pending.first = index;
+        if self.queue.pending.ends.is_empty() {
+            self.queue.pending.first = index;
         }
-        self.pending.bytes.extend_from_slice(bytes);
-        self.pending.ends.push(self.pending.bytes.len());
+        self.queue.pending.bytes.extend_from_slice(bytes);
+        self.queue.pending.ends.push(self.queue.pending.bytes.len());
     }
 
     /// The bytes of the items gathered and not yet handed to the pool.
     pub(crate) fn pending_bytes(&self) -> usize {
-        self.pending.bytes.len()
+        self.queue.pending.bytes.len()
     }
 
     /// Whether no item is gathered or in flight.
     pub(crate) fn is_idle(&self) -> bool {
-        self.in_flight.is_empty() && self.pending.ends.is_empty()
+        self.queue.in_flight.is_empty() && self.queue.pending.ends.is_empty()
     }
 
     /// Whether the reading task must wait for the oldest batch before it reads on:
     /// every core is decoding and the gathered batch is full.
     pub(crate) fn is_full(&self) -> bool {
-        self.in_flight.len() >= max_in_flight() && self.pending.bytes.len() >= MAX_PENDING_BYTES
+        self.queue.in_flight.len() >= max_in_flight()
+            && self.queue.pending.bytes.len() >= MAX_PENDING_BYTES
     }
 
     /// Whether the oldest batch in flight is decoded (so [`ItemDecoder::next_done`]
     /// will not wait).
     pub(crate) fn front_is_done(&self) -> bool {
-        self.in_flight.front().is_some_and(JoinHandle::is_finished)
+        self.queue
+            .in_flight
+            .front()
+            .is_some_and(JoinHandle::is_finished)
     }
 
     /// Drops every batch gathered or in flight (those decoding stop before their next
     /// item): the body has failed, or its reader stops.
     pub(crate) fn abort(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
-        self.in_flight.clear();
-        self.pending = Batch::default();
+        self.queue.in_flight.clear();
+        self.queue.pending = Batch::default();
     }
 }
 
@@ -212,13 +226,16 @@ impl<T: Send + 'static, D: DecodeItem<T>> ItemDecoder<T, D> {
     /// Hands the gathered batch to the blocking pool if a core is free for it, or
     /// whatever the cores do when `force` is set (the body has ended).
     pub(crate) fn dispatch(&mut self, force: bool) {
-        if self.pending.ends.is_empty() || (!force && self.in_flight.len() >= max_in_flight()) {
+        if self.queue.pending.ends.is_empty()
+            || (!force && self.queue.in_flight.len() >= max_in_flight())
+        {
             return;
         }
         let next = lock(&self.shared.spare).pop().unwrap_or_default();
-        let mut batch = std::mem::replace(&mut self.pending, next);
+        let mut batch = std::mem::replace(&mut self.queue.pending, next);
         let (decoder, shared) = (self.decoder.clone(), self.shared.clone());
-        self.in_flight
+        self.queue
+            .in_flight
             .push_back(tokio::task::spawn_blocking(move || {
                 let result = batch.decode(&*decoder, &shared.stop);
                 batch.clear();
@@ -236,9 +253,9 @@ impl<T: Send + 'static, D: DecodeItem<T>> ItemDecoder<T, D> {
     /// # Cancel safety
     /// Cancel-safe: the batch stays in flight until it is returned.
     pub(crate) async fn next_done(&mut self) -> Option<Result<Vec<T>, ListWatchError>> {
-        let front = self.in_flight.front_mut()?;
+        let front = self.queue.in_flight.front_mut()?;
         let joined = front.await;
-        self.in_flight.pop_front();
+        self.queue.in_flight.pop_front();
         let result = match joined {
             Ok(result) => result,
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
