@@ -7,6 +7,10 @@
 //! The compare bench measures the same sync with the testkit serving the body on the
 //! same cores.
 //!
+//! `watch_list`: the same informer with `use_watch_list(true)`, its first watch answered
+//! with the same 100k objects as ADDED lines and the initial-events-end bookmark
+//! (~140 MB of watch lines, in 64 KiB chunks), as a real API server's watch-list.
+//!
 //! `cargo bench -p reflector-core --bench list_sync -- --sample-size 10` (timed until
 //! synced; the objects are dropped outside the timing)
 
@@ -22,6 +26,7 @@ use http_body_util::StreamBody;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use reflector_core::informer::InformerFactory;
+use reflector_core::reflector::ReflectorOptions;
 
 /// Objects in the list.
 const OBJECTS: usize = 100_000;
@@ -30,22 +35,33 @@ const CHUNK: usize = 64 * 1024;
 
 type Body = StreamBody<BoxStream<'static, Result<Frame<Bytes>, Infallible>>>;
 
-/// A client whose list requests get `list` in chunks and whose watches stay open
-/// with no event.
-fn client(list: Bytes) -> Client {
+/// `body` in chunks of [`CHUNK`] bytes, then `rest`.
+fn chunked(
+    body: &Bytes,
+    rest: BoxStream<'static, Result<Frame<Bytes>, Infallible>>,
+) -> BoxStream<'static, Result<Frame<Bytes>, Infallible>> {
+    let chunks: Vec<_> = (0..body.len())
+        .step_by(CHUNK)
+        .map(|at| Ok(Frame::data(body.slice(at..body.len().min(at + CHUNK)))))
+        .collect();
+    futures::stream::iter(chunks).chain(rest).boxed()
+}
+
+/// A client whose list requests get `list` in chunks, whose watch-list requests
+/// (`sendInitialEvents=true`) get `initial_events` in chunks and then stay open, and
+/// whose other watches stay open with no event.
+fn client(list: Bytes, initial_events: Bytes) -> Client {
     let svc = tower::service_fn(move |req: http::Request<kube::client::Body>| {
-        let list = list.clone();
+        let (list, initial_events) = (list.clone(), initial_events.clone());
         async move {
-            let frames: BoxStream<'static, Result<Frame<Bytes>, Infallible>> =
-                if req.uri().query().is_some_and(|q| q.contains("watch=true")) {
-                    futures::stream::pending().boxed()
-                } else {
-                    let chunks: Vec<_> = (0..list.len())
-                        .step_by(CHUNK)
-                        .map(|at| Ok(Frame::data(list.slice(at..list.len().min(at + CHUNK)))))
-                        .collect();
-                    futures::stream::iter(chunks).boxed()
-                };
+            let query = req.uri().query().unwrap_or_default();
+            let frames = if query.contains("sendInitialEvents=true") {
+                chunked(&initial_events, futures::stream::pending().boxed())
+            } else if query.contains("watch=true") {
+                futures::stream::pending().boxed()
+            } else {
+                chunked(&list, futures::stream::empty().boxed())
+            };
             Ok::<_, Infallible>(http::Response::new(Body::new(frames)))
         }
     });
@@ -61,6 +77,15 @@ fn list_sync(c: &mut Criterion) {
         r#"{{"kind":"ConfigMapList","apiVersion":"v1","metadata":{{"resourceVersion":"200"}},"items":[{}]}}"#,
         items.join(",")
     ));
+    let mut events = String::with_capacity(body.len() + OBJECTS * 30);
+    for item in &items {
+        events.push_str(r#"{"type":"ADDED","object":"#);
+        events.push_str(item);
+        events.push_str("}\n");
+    }
+    events.push_str(r#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"200","annotations":{"k8s.io/initial-events-end":"true"}}}}"#);
+    events.push('\n');
+    let events = Bytes::from(events);
     drop(items);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -72,28 +97,33 @@ fn list_sync(c: &mut Criterion) {
     g.sample_size(10);
     // Timed from the start until synced; the 100k objects are dropped outside the
     // timing (freeing them costs about as much as the sync itself).
-    g.bench_function("factory", |b| {
-        b.iter_custom(|iters| {
-            let mut timed = Duration::ZERO;
-            for _ in 0..iters {
-                let start = std::time::Instant::now();
-                let (factory, informer) = rt.block_on(async {
-                    let factory = InformerFactory::new(client(body.clone()));
-                    let informer = factory.informer::<ConfigMap>();
-                    factory.start();
-                    tokio::time::timeout(Duration::from_secs(60), informer.wait_synced())
-                        .await
-                        .unwrap()
-                        .unwrap();
-                    (factory, informer)
-                });
-                timed += start.elapsed();
-                assert_eq!(informer.indexer().len(), OBJECTS);
-                rt.block_on(async move { drop((factory, informer)) });
-            }
-            timed
+    for (name, watch_list) in [("factory", false), ("watch_list", true)] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut timed = Duration::ZERO;
+                for _ in 0..iters {
+                    let start = std::time::Instant::now();
+                    let (factory, informer) = rt.block_on(async {
+                        let client = client(body.clone(), events.clone());
+                        let factory = InformerFactory::new(client).reflector_options(
+                            ReflectorOptions::default().use_watch_list(watch_list),
+                        );
+                        let informer = factory.informer::<ConfigMap>();
+                        factory.start();
+                        tokio::time::timeout(Duration::from_secs(60), informer.wait_synced())
+                            .await
+                            .unwrap()
+                            .unwrap();
+                        (factory, informer)
+                    });
+                    timed += start.elapsed();
+                    assert_eq!(informer.indexer().len(), OBJECTS);
+                    rt.block_on(async move { drop((factory, informer)) });
+                }
+                timed
+            });
         });
-    });
+    }
     g.finish();
 }
 

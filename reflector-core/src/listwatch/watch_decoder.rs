@@ -14,12 +14,14 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use bytes::{Buf, Bytes, BytesMut};
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
+use memchr::memmem::Finder;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use serde_field_filter::FieldFilter;
 
+use super::list_decoder::{DecodeItem, ItemDecoder};
 use super::list_stream::decode_filtered;
 use super::{ListWatchError, WatchEvent, WatchStream};
 
@@ -28,9 +30,10 @@ use super::{ListWatchError, WatchEvent, WatchStream};
 pub struct WatchDecoder<K> {
     api_version: String,
     kind: String,
-    /// `"apiVersion":"<api_version>"` and `"kind":"<kind>"` as the API server writes
-    /// them: finding both in a line confirms its kind without parsing it again.
-    kind_needles: Arc<[Vec<u8>; 2]>,
+    /// Finders of `"apiVersion":"<api_version>"` and `"kind":"<kind>"` as the API server
+    /// writes them: finding both in a line confirms its kind without parsing it again.
+    /// Built once, not per line.
+    kind_needles: Arc<[Finder<'static>; 2]>,
     /// The filter for a whole event (`object.` + the object paths); `None`: plain
     /// serde_json.
     filter: Option<Arc<FieldFilter>>,
@@ -72,14 +75,15 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
     pub fn new(api_version: impl Into<String>, kind: impl Into<String>) -> Self {
         let (api_version, kind) = (api_version.into(), kind.into());
         let needle = |key: &str, value: &str| {
-            serde_json::to_vec(&serde_json::json!({ key: value }))
+            let bytes = serde_json::to_vec(&serde_json::json!({ key: value }))
                 .map(|mut v| {
                     // `{"key":"value"}` → `"key":"value"`
                     v.pop();
                     v.remove(0);
                     v
                 })
-                .unwrap_or_default()
+                .unwrap_or_default();
+            Finder::new(&bytes).into_owned()
         };
         WatchDecoder {
             kind_needles: Arc::new([needle("apiVersion", &api_version), needle("kind", &kind)]),
@@ -123,9 +127,7 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
     /// they do not both match.
     fn kind_mismatch(&self, line: &[u8]) -> Option<ListWatchError> {
         let [api_version, kind] = &*self.kind_needles;
-        if memchr::memmem::find(line, kind).is_some()
-            && memchr::memmem::find(line, api_version).is_some()
-        {
+        if kind.find(line).is_some() && api_version.find(line).is_some() {
             return None;
         }
         let env = serde_json::from_slice::<Envelope>(line).ok()?;
@@ -164,115 +166,311 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
     }
 }
 
+/// One watch line as the blocking pool decodes it: the event, or why the line is not
+/// one (an unexpected kind goes on; anything else is the last line).
+impl<K: DeserializeOwned + Send + 'static> DecodeItem<Result<WatchEvent<K>, ListWatchError>>
+    for WatchDecoder<K>
+{
+    fn decode(
+        &self,
+        _index: usize,
+        line: &[u8],
+    ) -> Result<Result<WatchEvent<K>, ListWatchError>, ListWatchError> {
+        Ok(self.decode_line(line))
+    }
+
+    fn is_last(item: &Result<WatchEvent<K>, ListWatchError>) -> bool {
+        ends_the_watch(item)
+    }
+
+    const WHAT: &'static str = "watch event";
+}
+
+/// Whether `item` is the last of a watch: an error other than an unexpected kind.
+fn ends_the_watch<K>(item: &Result<WatchEvent<K>, ListWatchError>) -> bool {
+    matches!(item, Err(e) if !e.is_unexpected_kind())
+}
+
 impl<K: DeserializeOwned + Send + 'static> WatchDecoder<K> {
     /// Frames `body` into lines and decodes each: the stream a
     /// [`ListerWatcher::watch`](super::ListerWatcher::watch) returns. A transport
     /// error or a malformed line is yielded once and ends the stream.
+    ///
+    /// A line or two decode on the task that polls the stream, as they arrive; a
+    /// backlog (the initial events of a watch-list, a burst) is decoded on every core
+    /// by an [`ItemDecoder`], in order.
     pub fn decode_body<S, E>(self, body: S) -> WatchStream<K>
     where
         S: Stream<Item = Result<Bytes, E>> + Send + 'static,
         E: Into<ListWatchError>,
     {
-        let state = LineState {
-            body: Box::pin(body),
-            buf: BytesMut::new(),
-            scanned: 0,
-            done: false,
-            decoder: self,
-        };
-        futures::stream::unfold(state, |mut st| async move {
-            let item = st.next_item().await?;
-            Some((item, st))
-        })
-        .boxed()
+        decode_lines(body, Arc::new(self))
     }
 }
 
-struct LineState<S, K> {
+/// The complete lines buffered that make a backlog worth the blocking pool: fewer
+/// decode on the polling task, one by one, with no hand-off (16 KiB: ~11 ConfigMaps of
+/// ~1.4 KiB, some 30 µs of decoding, several times a hand-off to the pool and back).
+const POOL_MIN_BYTES: usize = 16 * 1024;
+
+/// How much is read without waiting, when the body has it, before lines go to the
+/// decoder (64 KiB: a batch of ~45 ConfigMaps, ~100 µs of decoding). A server may write
+/// each event as a chunk of its own; chunks already there to read are what shows a
+/// backlog.
+const READ_AHEAD_BYTES: usize = 64 * 1024;
+
+/// Frames `body` into lines and decodes each with `decoder`, inline or on the blocking
+/// pool: [`WatchDecoder::decode_body`], with the decoder a parameter for tests.
+fn decode_lines<S, E, K, D>(body: S, decoder: Arc<D>) -> WatchStream<K>
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: Into<ListWatchError>,
+    K: Send + 'static,
+    D: DecodeItem<Result<WatchEvent<K>, ListWatchError>>,
+{
+    let state = LineState {
+        body: Box::pin(body),
+        buf: BytesMut::new(),
+        scanned: 0,
+        body_ended: false,
+        failed: None,
+        done: false,
+        pool: ItemDecoder::with(Arc::clone(&decoder)),
+        decoder,
+        ready: Vec::new().into_iter(),
+        lines: 0,
+    };
+    futures::stream::unfold(state, |mut st| async move {
+        let item = st.next_item().await?;
+        Some((item, st))
+    })
+    .boxed()
+}
+
+/// A watch body being framed into lines and decoded.
+struct LineState<S, K, D> {
     body: std::pin::Pin<Box<S>>,
+    /// The bytes read and not yet framed into lines.
     buf: BytesMut,
     /// How many leading bytes of `buf` are known to hold no newline, so a line that
     /// spans many chunks is scanned once, not once per chunk.
     scanned: usize,
+    /// The body has ended or failed: nothing more is read.
+    body_ended: bool,
+    /// Why the body failed: yielded once every event before it is out.
+    failed: Option<ListWatchError>,
+    /// The stream is over: `None` forever.
     done: bool,
-    decoder: WatchDecoder<K>,
+    /// Decodes lines here, one by one.
+    decoder: Arc<D>,
+    /// Decodes a backlog's lines on the blocking pool, in order; shares `decoder`.
+    pool: ItemDecoder<Result<WatchEvent<K>, ListWatchError>, D>,
+    /// The rest of the oldest batch the pool decoded, yielded before anything else.
+    ready: std::vec::IntoIter<Result<WatchEvent<K>, ListWatchError>>,
+    /// The non-empty lines framed so far (the next one's index).
+    lines: usize,
 }
 
-impl<S, E, K> LineState<S, K>
+impl<S, E, K, D> LineState<S, K, D>
 where
     S: Stream<Item = Result<Bytes, E>>,
     E: Into<ListWatchError>,
-    K: DeserializeOwned,
+    K: Send + 'static,
+    D: DecodeItem<Result<WatchEvent<K>, ListWatchError>>,
 {
     /// The next event, error, or `None` at the end. After an error that ends the
     /// watch, returns `None` forever.
+    ///
+    /// Lines keep their order: one decodes here only when no line before it is
+    /// waiting for or on the pool.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a chunk read is in `buf` before any await, and a decoded batch
+    /// leaves the pool only into `ready`.
     async fn next_item(&mut self) -> Option<Result<WatchEvent<K>, ListWatchError>> {
         loop {
             if self.done {
                 return None;
             }
-            if let Some(pos) =
-                memchr::memchr(b'\n', &self.buf[self.scanned..]).map(|p| p + self.scanned)
+            if let Some(item) = self.ready.next() {
+                // A core freed by the batch being yielded takes the lines read meanwhile.
+                self.pool.dispatch(false);
+                return Some(self.yielded(item));
+            }
+            self.read_ready_chunks();
+            if self.pool.is_idle() && self.complete_len() < POOL_MIN_BYTES {
+                // No backlog (an ordinary watch): decode the next line now, here.
+                if let Some(line) = self.split_line() {
+                    let trimmed = line.trim_ascii();
+                    if trimmed.is_empty() {
+                        continue;
+                    }
+                    let item = self.decode_here(trimmed);
+                    return Some(self.yielded(item));
+                }
+            } else {
+                self.hand_lines_to_pool();
+                self.pool.dispatch(self.body_ended);
+            }
+            if self.pool.front_is_done()
+                || self.pool.is_full()
+                || (self.body_ended && !self.pool.is_idle())
             {
-                self.scanned = 0;
-                let line = self.buf.split_to(pos + 1);
-                let trimmed = trim_ascii(&line[..pos]);
-                if trimmed.is_empty() {
+                self.pool.dispatch(self.body_ended);
+                if let Some(done) = self.pool.next_done().await {
+                    self.take_batch(done);
                     continue;
                 }
-                let res = self.decoder.decode_line(trimmed);
-                if matches!(&res, Err(e) if !e.is_unexpected_kind()) {
-                    self.done = true;
-                }
-                return Some(res);
             }
-            match self.body.next().await {
-                Some(Ok(chunk)) => {
-                    self.scanned = self.buf.len();
-                    if self.buf.is_empty() {
-                        self.buf = BytesMut::from(chunk.chunk());
-                    } else {
-                        self.buf.extend_from_slice(&chunk);
-                    }
+            if self.body_ended {
+                return self.end_of_body();
+            }
+            let chunk = tokio::select! {
+                biased;
+                Some(done) = self.pool.next_done() => {
+                    self.take_batch(done);
+                    continue;
                 }
-                Some(Err(e)) => {
-                    self.done = true;
-                    let e: ListWatchError = e.into();
-                    if e.is_probable_eof() {
-                        tracing::debug!(error = %e, "watch connection ended; ending the watch");
-                        return None;
-                    }
-                    return Some(Err(e));
-                }
-                None => {
-                    self.done = true;
-                    let rest = std::mem::take(&mut self.buf);
-                    let trimmed = trim_ascii(&rest);
-                    if trimmed.is_empty() {
-                        return None;
-                    }
-                    // A complete last line without its newline still counts; a line cut
-                    // short (unexpected EOF) ends the watch quietly, as client-go does.
-                    return match self.decoder.decode_line(trimmed) {
-                        Ok(ev) => Some(Ok(ev)),
-                        Err(ListWatchError::Decode { source, .. }) if source.is_eof() => {
-                            tracing::debug!("watch body ended inside an event; ending the watch");
-                            None
-                        }
-                        Err(e) => Some(Err(e)),
-                    };
+                chunk = self.body.next() => chunk,
+            };
+            self.take_chunk(chunk);
+        }
+    }
+
+    /// Decodes one line on this task.
+    fn decode_here(&mut self, line: &[u8]) -> Result<WatchEvent<K>, ListWatchError> {
+        let index = self.lines;
+        self.lines += 1;
+        self.decoder.decode(index, line).and_then(|item| item)
+    }
+
+    /// `item`, once it is yielded: an error other than an unexpected kind ends the
+    /// watch, and whatever the pool still decodes is dropped.
+    fn yielded(
+        &mut self,
+        item: Result<WatchEvent<K>, ListWatchError>,
+    ) -> Result<WatchEvent<K>, ListWatchError> {
+        if ends_the_watch(&item) {
+            self.done = true;
+            self.pool.abort();
+            self.ready = Vec::new().into_iter();
+        }
+        item
+    }
+
+    /// A batch the pool has decoded: its events are yielded next. (A batch of lines
+    /// fails only when the runtime shuts down; that error ends the watch.)
+    fn take_batch(
+        &mut self,
+        done: Result<Vec<Result<WatchEvent<K>, ListWatchError>>, ListWatchError>,
+    ) {
+        self.ready = match done {
+            Ok(items) => items,
+            Err(e) => vec![Err(e)],
+        }
+        .into_iter();
+    }
+
+    /// Adds what the body yielded to the buffer, or notes that it ended.
+    fn take_chunk(&mut self, chunk: Option<Result<Bytes, E>>) {
+        match chunk {
+            Some(Ok(chunk)) => {
+                if self.buf.is_empty() {
+                    self.buf = BytesMut::from(chunk.chunk());
+                } else {
+                    self.buf.extend_from_slice(&chunk);
                 }
             }
+            Some(Err(e)) => {
+                self.body_ended = true;
+                self.failed = Some(e.into());
+            }
+            None => self.body_ended = true,
+        }
+    }
+
+    /// Reads the chunks the body already has (no waiting), up to
+    /// [`READ_AHEAD_BYTES`] buffered: a backlog shows as more than one.
+    fn read_ready_chunks(&mut self) {
+        while !self.body_ended && self.buf.len() + self.pool.pending_bytes() < READ_AHEAD_BYTES {
+            match self.body.next().now_or_never() {
+                Some(chunk) => self.take_chunk(chunk),
+                None => break,
+            }
+        }
+    }
+
+    /// The length of the complete lines at the start of `buf` (up to its last newline).
+    fn complete_len(&mut self) -> usize {
+        match memchr::memrchr(b'\n', &self.buf[self.scanned..]) {
+            Some(pos) => self.scanned + pos + 1,
+            None => {
+                self.scanned = self.buf.len();
+                0
+            }
+        }
+    }
+
+    /// The first complete line of `buf` (with its newline), if there is one.
+    fn split_line(&mut self) -> Option<BytesMut> {
+        let pos = memchr::memchr(b'\n', &self.buf[self.scanned..])? + self.scanned;
+        self.scanned = 0;
+        Some(self.buf.split_to(pos + 1))
+    }
+
+    /// Hands every complete line of `buf` to the pool's gathered batch.
+    fn hand_lines_to_pool(&mut self) {
+        let end = self.complete_len();
+        if end == 0 {
+            return;
+        }
+        let lines = self.buf.split_to(end);
+        self.scanned = self.buf.len();
+        let mut start = 0;
+        for newline in memchr::memchr_iter(b'\n', &lines) {
+            let trimmed = lines[start..newline].trim_ascii();
+            start = newline + 1;
+            if !trimmed.is_empty() {
+                self.pool.push(self.lines, trimmed);
+                self.lines += 1;
+            }
+        }
+    }
+
+    /// The end of the stream, once every complete line is out: the body's error, or
+    /// its last line if it had no newline. A line cut short (unexpected EOF) ends the
+    /// watch quietly, as client-go's stream watcher does.
+    fn end_of_body(&mut self) -> Option<Result<WatchEvent<K>, ListWatchError>> {
+        self.done = true;
+        if let Some(e) = self.failed.take() {
+            if e.is_probable_eof() {
+                tracing::debug!(error = %e, "watch connection ended; ending the watch");
+                return None;
+            }
+            return Some(Err(e));
+        }
+        let rest = std::mem::take(&mut self.buf);
+        let trimmed = rest.trim_ascii();
+        if trimmed.is_empty() {
+            return None;
+        }
+        // A complete last line without its newline still counts.
+        match self.decode_here(trimmed) {
+            Ok(ev) => Some(Ok(ev)),
+            Err(ListWatchError::Decode { source, .. }) if source.is_eof() => {
+                tracing::debug!("watch body ended inside an event; ending the watch");
+                None
+            }
+            Err(e) => Some(Err(e)),
         }
     }
 }
 
-fn trim_ascii(b: &[u8]) -> &[u8] {
-    b.trim_ascii()
-}
-
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
 
@@ -468,5 +666,321 @@ mod tests {
         let got: Vec<_> = decoder().decode_body(body).collect().await;
         assert_eq!(got.len(), 1);
         assert!(got[0].is_err());
+    }
+
+    /// A watch line: ADDED ConfigMap `c<i>`.
+    fn added(i: usize) -> String {
+        format!(
+            r#"{{"type":"ADDED","object":{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"c{i}","resourceVersion":"{i}"}}}}}}"#
+        )
+    }
+
+    /// `n` lines ADDED `c0`, `c1`, …, with line `i` replaced by `odd(i)` where it says.
+    fn lines(n: usize, odd: impl Fn(usize) -> Option<String>) -> String {
+        (0..n)
+            .map(|i| odd(i).unwrap_or_else(|| added(i)) + "\n")
+            .collect()
+    }
+
+    /// `body` in chunks of `size` bytes, all there at once (a backlog).
+    fn in_chunks(
+        body: &str,
+        size: usize,
+    ) -> impl Stream<Item = Result<Bytes, ListWatchError>> + use<> {
+        let chunks: Vec<_> = body
+            .as_bytes()
+            .chunks(size)
+            .map(|chunk| Ok(Bytes::copy_from_slice(chunk)))
+            .collect();
+        futures::stream::iter(chunks)
+    }
+
+    /// The index in an event's object's name (`c17` is 17).
+    fn number(item: &Result<WatchEvent<ConfigMap>, ListWatchError>) -> usize {
+        let Ok(WatchEvent::Added(cm)) = item else {
+            panic!("expected ADDED, got {item:?}")
+        };
+        cm.metadata.name.as_deref().unwrap()[1..].parse().unwrap()
+    }
+
+    /// Blocks the calling (OS) thread until `done` holds, for at most 10 s of real time;
+    /// whether it did.
+    fn wait_until(done: impl Fn() -> bool) -> bool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            if done() {
+                return true;
+            }
+            std::thread::yield_now();
+        }
+        false
+    }
+
+    /// Decodes as the watch decoder does, with handshakes between the decoding threads,
+    /// noting which lines were decoded off the polling (test) thread and in what order.
+    struct Scripted {
+        inner: WatchDecoder<ConfigMap>,
+        /// While set, line 0 is not done: its batch waits, so later batches finish first.
+        first_held: AtomicBool,
+        /// While closed, every decode waits at the gate.
+        gate_open: AtomicBool,
+        /// Decodes begun.
+        calls: AtomicUsize,
+        /// The lines decoded, in the order they were done.
+        done: Mutex<Vec<usize>>,
+        /// The thread polling the stream, and how many lines decoded elsewhere.
+        home: std::thread::ThreadId,
+        pooled: AtomicUsize,
+    }
+
+    impl Scripted {
+        fn new() -> Self {
+            Scripted {
+                inner: decoder(),
+                first_held: AtomicBool::new(false),
+                gate_open: AtomicBool::new(true),
+                calls: AtomicUsize::new(0),
+                done: Mutex::new(Vec::new()),
+                home: std::thread::current().id(),
+                pooled: AtomicUsize::new(0),
+            }
+        }
+
+        fn holding_the_first_line() -> Self {
+            let scripted = Scripted::new();
+            scripted.first_held.store(true, Ordering::SeqCst);
+            scripted
+        }
+
+        fn position(&self, line: usize) -> Option<usize> {
+            self.done.lock().unwrap().iter().position(|&l| l == line)
+        }
+    }
+
+    impl DecodeItem<Result<WatchEvent<ConfigMap>, ListWatchError>> for Scripted {
+        fn decode(
+            &self,
+            index: usize,
+            line: &[u8],
+        ) -> Result<Result<WatchEvent<ConfigMap>, ListWatchError>, ListWatchError> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            wait_until(|| self.gate_open.load(Ordering::SeqCst));
+            let item = self.inner.decode(index, line);
+            if index == 0 {
+                wait_until(|| !self.first_held.load(Ordering::SeqCst));
+            }
+            if std::thread::current().id() != self.home {
+                self.pooled.fetch_add(1, Ordering::SeqCst);
+            }
+            self.done.lock().unwrap().push(index);
+            item
+        }
+
+        fn is_last(item: &Result<WatchEvent<ConfigMap>, ListWatchError>) -> bool {
+            ends_the_watch(item)
+        }
+    }
+
+    /// Every item `decoder` yields from `body`.
+    async fn collect_with(
+        body: impl Stream<Item = Result<Bytes, ListWatchError>> + Send + 'static,
+        decoder: &Arc<Scripted>,
+    ) -> Vec<Result<WatchEvent<ConfigMap>, ListWatchError>> {
+        decode_lines(body, Arc::clone(decoder)).collect().await
+    }
+
+    /// Streams `lines` (one line each, a backlog) through `decoder`, line 0 held: lines
+    /// 0–599 go to the pool as one batch, 600–1199 as a second, which is done first;
+    /// nothing comes out while the first is not. Then line 0 is let go and the rest
+    /// sent: every item the stream yields, in order.
+    async fn second_batch_done_first(
+        lines: &[String],
+        decoder: &Arc<Scripted>,
+    ) -> Vec<Result<WatchEvent<ConfigMap>, ListWatchError>> {
+        let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Bytes, ListWatchError>>();
+        let mut stream = decode_lines(rx, Arc::clone(decoder));
+        let handed_out = Arc::strong_count(decoder);
+        for part in [&lines[..600], &lines[600..1200]] {
+            tx.unbounded_send(Ok(Bytes::from(part.concat()))).unwrap();
+            assert!(stream.next().now_or_never().is_none(), "line 0 is held");
+        }
+        // Each batch in flight holds the decoder: the second has ended when one does.
+        assert_eq!(Arc::strong_count(decoder), handed_out + 2, "two batches");
+        assert!(wait_until(|| Arc::strong_count(decoder) == handed_out + 1));
+        for _ in 0..1000 {
+            assert!(
+                stream.next().now_or_never().is_none(),
+                "nothing comes out before line 0"
+            );
+            std::thread::yield_now();
+        }
+        assert!(decoder.position(0).is_none(), "the first batch is not done");
+        decoder.first_held.store(false, Ordering::SeqCst);
+        tx.unbounded_send(Ok(Bytes::from(lines[1200..].concat())))
+            .unwrap();
+        drop(tx);
+        stream.collect().await
+    }
+
+    /// `n` lines as [`lines`] makes them, one string each.
+    fn line_list(n: usize, odd: impl Fn(usize) -> Option<String>) -> Vec<String> {
+        (0..n)
+            .map(|i| lines(1, |_| Some(odd(i).unwrap_or_else(|| added(i)))))
+            .collect()
+    }
+
+    /// A backlog of lines decodes on the pool in batches; a later batch is done before
+    /// the first, and the events still come out in line order.
+    #[tokio::test]
+    async fn order_is_kept_across_batches_that_finish_out_of_order() {
+        let decoder = Arc::new(Scripted::holding_the_first_line());
+        let got = second_batch_done_first(&line_list(2000, |_| None), &decoder).await;
+        let numbers: Vec<usize> = got.iter().map(number).collect();
+        assert_eq!(numbers, (0..2000).collect::<Vec<_>>());
+        assert!(decoder.position(1199) < decoder.position(0), "reordered");
+        assert_eq!(
+            decoder.pooled.load(Ordering::SeqCst),
+            2000,
+            "all on the pool"
+        );
+    }
+
+    /// A malformed line in a batch decoded beside others (and done first) is yielded
+    /// once, after every event before it, and nothing after it comes out.
+    #[tokio::test]
+    async fn a_malformed_line_in_a_parallel_batch_is_the_last_item() {
+        let decoder = Arc::new(Scripted::holding_the_first_line());
+        let lines = line_list(2000, |i| (i == 900).then(|| "{not json".to_owned()));
+        let got = second_batch_done_first(&lines, &decoder).await;
+        assert_eq!(got.len(), 901);
+        let numbers: Vec<usize> = got[..900].iter().map(number).collect();
+        assert_eq!(numbers, (0..900).collect::<Vec<_>>());
+        assert!(
+            matches!(&got[900], Err(ListWatchError::Decode { .. })),
+            "{:?}",
+            got[900]
+        );
+        assert!(decoder.position(900) < decoder.position(0), "reordered");
+        assert!(
+            decoder.position(901).is_none(),
+            "its batch stops after the malformed line"
+        );
+    }
+
+    /// Lines of another kind inside parallel batches are yielded in place, as errors
+    /// the reflector skips, and the stream goes on.
+    #[tokio::test]
+    async fn unexpected_kinds_in_a_parallel_batch_are_yielded_in_place() {
+        let pod = |i: usize| {
+            format!(
+                r#"{{"type":"ADDED","object":{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"p{i}"}}}}}}"#
+            )
+        };
+        let odd = |i: usize| [300, 900, 1500].contains(&i);
+        let decoder = Arc::new(Scripted::holding_the_first_line());
+        let lines = line_list(2000, |i| odd(i).then(|| pod(i)));
+        let got = second_batch_done_first(&lines, &decoder).await;
+        assert_eq!(got.len(), 2000);
+        for (i, item) in got.iter().enumerate() {
+            if odd(i) {
+                assert!(
+                    matches!(item, Err(e) if e.is_unexpected_kind()),
+                    "{i}: {item:?}"
+                );
+            } else {
+                assert_eq!(number(item), i);
+            }
+        }
+        assert!(decoder.position(1199) < decoder.position(0), "reordered");
+    }
+
+    /// A body that ends inside a line, after a backlog decoded on the pool, ends quietly
+    /// after the complete events; one broken off by the transport yields its error after
+    /// them.
+    #[tokio::test]
+    async fn a_body_cut_mid_line_after_a_backlog_ends_after_the_complete_events() {
+        let whole = lines(2000, |_| None);
+        let body = format!("{whole}{}", &added(2000)[..60]);
+        let decoder = Arc::new(Scripted::new());
+        let got = collect_with(in_chunks(&body, 4096), &decoder).await;
+        let numbers: Vec<usize> = got.iter().map(number).collect();
+        assert_eq!(numbers, (0..2000).collect::<Vec<_>>());
+        assert!(
+            decoder.pooled.load(Ordering::SeqCst) > 0,
+            "a backlog goes to the pool"
+        );
+
+        let broken =
+            in_chunks(&body, 4096).chain(futures::stream::iter([Err(ListWatchError::Decode {
+                what: "test",
+                source: serde_json::from_str::<u8>("x").unwrap_err(),
+            })]));
+        let got = collect_with(broken, &Arc::new(Scripted::new())).await;
+        assert_eq!(got.len(), 2001);
+        let numbers: Vec<usize> = got[..2000].iter().map(number).collect();
+        assert_eq!(numbers, (0..2000).collect::<Vec<_>>());
+        assert!(
+            matches!(&got[2000], Err(ListWatchError::Decode { what: "test", .. })),
+            "{:?}",
+            got[2000]
+        );
+    }
+
+    /// An event arriving alone is decoded at once on the polling task: it waits for no
+    /// batch to fill and no hand-off to the pool.
+    #[tokio::test]
+    async fn a_lone_event_decodes_at_once_on_the_polling_task() {
+        let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Bytes, ListWatchError>>();
+        let decoder = Arc::new(Scripted::new());
+        let mut stream = decode_lines(rx, Arc::clone(&decoder));
+        tx.unbounded_send(Ok(Bytes::from(added(0) + "\n"))).unwrap();
+        let first = stream.next().now_or_never().expect("no waiting").unwrap();
+        assert_eq!(number(&first), 0);
+        tx.unbounded_send(Ok(Bytes::from(lines(3, |i| Some(added(i + 1))))))
+            .unwrap();
+        for i in 1..4 {
+            let item = stream.next().now_or_never().expect("no waiting").unwrap();
+            assert_eq!(number(&item), i);
+        }
+        assert!(stream.next().now_or_never().is_none(), "waits for the body");
+        assert_eq!(decoder.pooled.load(Ordering::SeqCst), 0);
+    }
+
+    /// Dropping the stream while a batch decodes stops the pool's thread after the line
+    /// it is on: it decodes nothing more and lets go of the decoder.
+    #[tokio::test]
+    async fn dropping_the_stream_stops_the_pool_work() {
+        let decoder = Arc::new(Scripted::new());
+        decoder.gate_open.store(false, Ordering::SeqCst);
+        /// Opens the gate however the test ends, so no thread spins on.
+        struct OpenOnDrop(Arc<Scripted>);
+        impl Drop for OpenOnDrop {
+            fn drop(&mut self) {
+                self.0.gate_open.store(true, Ordering::SeqCst);
+            }
+        }
+        let open_on_drop = OpenOnDrop(Arc::clone(&decoder));
+        let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Bytes, ListWatchError>>();
+        tx.unbounded_send(Ok(Bytes::from(lines(400, |_| None))))
+            .unwrap();
+        let mut stream = decode_lines(rx, Arc::clone(&decoder));
+        assert!(
+            stream.next().now_or_never().is_none(),
+            "the batch is held at the gate"
+        );
+        assert!(wait_until(|| decoder.calls.load(Ordering::SeqCst) == 1));
+        drop(stream);
+        assert_eq!(Arc::strong_count(&decoder), 3, "the pool's thread holds it");
+        drop(open_on_drop);
+        assert!(
+            wait_until(|| Arc::strong_count(&decoder) == 1),
+            "the pool's thread has ended"
+        );
+        assert_eq!(
+            decoder.calls.load(Ordering::SeqCst),
+            1,
+            "no line after the drop"
+        );
+        assert_eq!(decoder.pooled.load(Ordering::SeqCst), 1);
     }
 }
