@@ -92,9 +92,8 @@ enum Source<'a, K> {
         body: BoxStream<'static, Result<Bytes, ListWatchError>>,
         /// `None` once the body has ended, broken off or failed to scan.
         scanner: Option<ListScanner>,
-        /// Decodes the items found, on every core (boxed: the biggest part of a
-        /// stream, which `Page` does not need).
-        decoder: Box<ItemDecoder<K>>,
+        /// Decodes the items found, on every core.
+        decoder: ItemDecoder<K>,
         /// Why the body ended early: returned once the items found before it are out.
         failed: Option<ListWatchError>,
         /// Told the list's metadata once, as soon as `items` opens (the API server
@@ -127,7 +126,7 @@ impl<'a, K> ListStream<'a, K> {
             source: Source::Body {
                 body,
                 scanner: Some(ListScanner::default()),
-                decoder: Box::new(ItemDecoder::new(decode, filter)),
+                decoder: ItemDecoder::new(decode, filter),
                 failed: None,
                 on_head,
             },
