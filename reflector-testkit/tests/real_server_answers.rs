@@ -198,7 +198,7 @@ async fn resource_version_0_lists_ignore_limit_unless_paginate_rv0() {
 #[tokio::test]
 async fn large_lists_are_streamed_in_chunks() {
     let server = ApiServer::start().await.unwrap();
-    let objects = reflector_testkit::bench_objects::config_maps(300);
+    let objects = reflector_testkit::bench_objects::config_maps(1_000);
     server.insert_many(&objects).unwrap();
     let uri = format!(
         "/api/v1/namespaces/{}/configmaps?resourceVersion=0",
@@ -219,7 +219,11 @@ async fn large_lists_are_streamed_in_chunks() {
         "application/json"
     );
     let bytes = response.into_body().collect_bytes().await.unwrap();
-    assert!(bytes.len() > 300_000, "{} bytes", bytes.len());
+    assert!(
+        bytes.len() > 1_200_000,
+        "{} bytes: several chunks",
+        bytes.len()
+    );
     let list: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(list["kind"], "ConfigMapList");
     let names: Vec<&str> = list["items"]
