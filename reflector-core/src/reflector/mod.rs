@@ -27,7 +27,8 @@
 //! - events of another kind are dropped and counted; a malformed line ends the
 //!   watch;
 //! - optionally the initial state is streamed by a watch-list request and kept in
-//!   a temporary store until the `k8s.io/initial-events-end` bookmark;
+//!   a temporary store until the `k8s.io/initial-events-end` bookmark (into an empty
+//!   FIFO it is handed on as it arrives, as the pages of a streamed first list);
 //! - a resync timer calls `store.resync()` while watching;
 //! - between rounds it backs off exponentially (800 ms → 30 s, jitter 1.0, reset
 //!   after 2 min).
@@ -499,7 +500,8 @@ where
     }
 
     /// Streams the initial state with a watch-list request. `Ok(None)` when
-    /// cancelled; `Ok(Some(stream))` with the store replaced and the stream open.
+    /// cancelled; `Ok(Some(stream))` with the store replaced (or the streamed list
+    /// ended: `TemporaryStore::finish`) and the stream open.
     async fn watch_list(
         &self,
         cancel: &CancellationToken,
