@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::object::{Object, ObjectKey, meta_namespace_key};
-use crate::store::{Store, StoreError, StoreSink, WatchAction};
+use crate::store::{Store, StoreError, StoreSink, WatchAction, apply_each};
 
 /// A plain map from key to object: it collects the initial events of a watch-list
 /// so the real store sees them as one `replace`, as client-go's temporary store.
@@ -71,12 +71,10 @@ impl<K: Object> TemporaryStore<K> {
     /// Whether the initial events go on to the real store as a streamed list: asked
     /// once, with the first run (an empty first page only opens the list).
     fn streams(&self) -> bool {
-        if let Some(streaming) = self.lock().streaming {
-            return streaming;
-        }
-        let streaming = self.cache.stream_list_page(&[], true).unwrap_or(false);
-        self.lock().streaming = Some(streaming);
-        streaming
+        *self
+            .lock()
+            .streaming
+            .get_or_insert_with(|| self.cache.stream_list_page(&[], true).unwrap_or(false))
     }
 }
 
@@ -140,45 +138,41 @@ impl<K: Object> StoreSink<K> for TemporaryStore<K> {
         failed: &mut dyn FnMut(WatchAction, StoreError),
     ) {
         if !self.streams() {
-            for (action, obj) in run.drain(..) {
-                let result = match action {
-                    WatchAction::Add | WatchAction::Update => self.add(obj),
-                    WatchAction::Delete => self.delete(obj),
-                };
-                if let Err(e) = result {
-                    failed(action, e);
-                }
-            }
+            apply_each(self, run, failed);
             return;
         }
-        let mut page: Vec<(WatchAction, Arc<K>)> = Vec::with_capacity(run.len());
+        // A page: the run's adds and updates up to its next delete.
+        let mut objects: Vec<Arc<K>> = Vec::with_capacity(run.len());
+        let mut actions: Vec<WatchAction> = Vec::with_capacity(run.len());
         // A page the store does not take (a key it cannot compute) is collected
         // instead, for `finish` to hand over (and report) with the end of the list.
-        let hand_on = |page: &mut Vec<(WatchAction, Arc<K>)>,
+        let hand_on = |objects: &mut Vec<Arc<K>>,
+                       actions: &mut Vec<WatchAction>,
                        failed: &mut dyn FnMut(WatchAction, StoreError)| {
-            if page.is_empty() {
+            if objects.is_empty() {
                 return;
             }
-            let objects: Vec<Arc<K>> = page.iter().map(|(_, obj)| Arc::clone(obj)).collect();
-            match self.cache.stream_list_page(&objects, false) {
-                Ok(true) => page.clear(),
+            match self.cache.stream_list_page(objects, false) {
+                Ok(true) => {}
                 Ok(false) => {
-                    for (action, obj) in page.drain(..) {
+                    for (action, obj) in actions.iter().zip(objects.drain(..)) {
                         if let Err(e) = self.add(obj) {
-                            failed(action, e);
+                            failed(*action, e);
                         }
                     }
                 }
                 Err(e) => {
-                    for (action, _) in page.drain(..) {
-                        failed(action, e.clone());
+                    for action in actions.iter() {
+                        failed(*action, e.clone());
                     }
                 }
             }
+            objects.clear();
+            actions.clear();
         };
         for (action, obj) in run.drain(..) {
             if action == WatchAction::Delete {
-                hand_on(&mut page, failed);
+                hand_on(&mut objects, &mut actions, failed);
                 let result = self
                     .delete(Arc::clone(&obj))
                     .and_then(|()| self.cache.delete(obj));
@@ -186,9 +180,10 @@ impl<K: Object> StoreSink<K> for TemporaryStore<K> {
                     failed(action, e);
                 }
             } else {
-                page.push((action, obj));
+                objects.push(obj);
+                actions.push(action);
             }
         }
-        hand_on(&mut page, failed);
+        hand_on(&mut objects, &mut actions, failed);
     }
 }

@@ -18,7 +18,7 @@ mod sink;
 mod thread_safe_store;
 
 pub use indexer::{Indexer, Indexers, NAMESPACE_INDEX, namespace_index_func};
-pub(crate) use sink::{StoreSink, WatchAction, sink_for};
+pub(crate) use sink::{StoreSink, WatchAction, apply_each, sink_for};
 pub(crate) use thread_safe_store::BatchWriter;
 
 use std::any::Any;

@@ -40,6 +40,26 @@ impl std::fmt::Display for WatchAction {
     }
 }
 
+/// Applies a run of watch events one store call each, in order, leaving `run` empty and
+/// telling `failed` of every refusal: what [`StoreSink::apply_watch_run`] does by
+/// default.
+pub(crate) fn apply_each<K: Object, S: Store<K> + ?Sized>(
+    store: &S,
+    run: &mut Vec<(WatchAction, Arc<K>)>,
+    failed: &mut dyn FnMut(WatchAction, StoreError),
+) {
+    for (action, obj) in run.drain(..) {
+        let result = match action {
+            WatchAction::Add => store.add(obj),
+            WatchAction::Update => store.update(obj),
+            WatchAction::Delete => store.delete(obj),
+        };
+        if let Err(e) = result {
+            failed(action, e);
+        }
+    }
+}
+
 /// A [`Store`] as the reflector writes through it: the store verbs plus the
 /// batching and streaming hooks only the [`DeltaFifo`] implements (and
 /// `cached_unchanged`, which the [`Indexer`] answers too). Every hook defaults to
@@ -57,16 +77,7 @@ pub(crate) trait StoreSink<K: Object>: Store<K> {
         run: &mut Vec<(WatchAction, Arc<K>)>,
         failed: &mut dyn FnMut(WatchAction, StoreError),
     ) {
-        for (action, obj) in run.drain(..) {
-            let result = match action {
-                WatchAction::Add => self.add(obj),
-                WatchAction::Update => self.update(obj),
-                WatchAction::Delete => self.delete(obj),
-            };
-            if let Err(e) = result {
-                failed(action, e);
-            }
-        }
+        apply_each(self, run, failed);
     }
 
     /// Told the resource version of every watch event the reflector handles, bookmarks
