@@ -37,6 +37,21 @@ pub(super) async fn pop_within_a_second(fifo: &DeltaFifo<Pod>) -> PoppedItem<Pod
         .expect("fifo open")
 }
 
+/// Pops one item per `(name, resourceVersion)` of `expected`, in order, and asserts each
+/// is a listed object of the initial list: that key, one `Replaced` delta at that
+/// resourceVersion.
+pub(super) async fn pop_initial_listed(fifo: &DeltaFifo<Pod>, expected: &[(&str, &str)]) {
+    for (name, rv) in expected {
+        let item = pop_within_a_second(fifo).await;
+        assert_eq!(item.key.as_str(), *name);
+        assert!(item.is_in_initial_list);
+        assert_eq!(
+            delta_summary(&item),
+            [(DeltaType::Replaced, (*rv).to_owned())]
+        );
+    }
+}
+
 /// The deltas of `item` as (type, resourceVersion of the object or tombstone).
 pub(super) fn delta_summary(item: &PoppedItem<Pod>) -> Vec<(DeltaType, String)> {
     item.deltas

@@ -10,7 +10,9 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 
-use super::fifo_streaming::{delta_summary, pop_within_a_second, reflector_into_informer_fifo};
+use super::fifo_streaming::{
+    delta_summary, pop_initial_listed, pop_within_a_second, reflector_into_informer_fifo,
+};
 use super::support::*;
 use crate::fifo::DeltaFifo;
 use crate::fifo::DeltaType::{self, Replaced};
@@ -90,12 +92,7 @@ async fn one_list_body_streams_into_an_empty_fifo_as_it_arrives() {
         .unwrap();
     let (fifo, r) = reflector_into_informer_fifo(lw(&api), ReflectorOptions::default());
     let (cancel, task) = spawn_list_and_watch(&r);
-    for (name, rv) in [("a", "1"), ("b", "2")] {
-        let item = pop_within_a_second(&fifo).await;
-        assert_eq!(item.key.as_str(), name);
-        assert!(item.is_in_initial_list);
-        assert_eq!(delta_summary(&item), [(Replaced, rv.to_owned())]);
-    }
+    pop_initial_listed(&fifo, &[("a", "1"), ("b", "2")]).await;
     assert!(!fifo.has_synced(), "the body is still arriving");
     assert_eq!(r.last_sync_resource_version(), "");
     tx.unbounded_send(Ok(Bytes::copy_from_slice(&text.as_bytes()[cut..])))

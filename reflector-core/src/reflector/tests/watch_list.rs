@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::fifo_streaming::{delta_summary, pop_within_a_second, reflector_into_informer_fifo};
+use super::fifo_streaming::{
+    delta_summary, pop_initial_listed, pop_within_a_second, reflector_into_informer_fifo,
+};
 use super::support::*;
 use crate::fifo::DeltaType::{Deleted, Replaced};
 use crate::reflector::{Reflector, ReflectorOptions};
@@ -212,12 +214,7 @@ async fn watch_list_initial_events_stream_into_an_empty_fifo_before_the_bookmark
     let (fifo, r) = reflector_into_informer_fifo(lw, watch_list_options());
     let (cancel, task) = spawn_list_and_watch(&r);
     send(&tx, [added("a", "1"), added("b", "2")]);
-    for (name, rv) in [("a", "1"), ("b", "2")] {
-        let item = pop_within_a_second(&fifo).await;
-        assert_eq!(item.key.as_str(), name);
-        assert!(item.is_in_initial_list);
-        assert_eq!(delta_summary(&item), [(Replaced, rv.to_owned())]);
-    }
+    pop_initial_listed(&fifo, &[("a", "1"), ("b", "2")]).await;
     assert!(!fifo.has_synced(), "the bookmark has not come");
     assert_eq!(r.last_sync_resource_version(), "");
     send(
