@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 
 use serde_field_filter::FieldFilter;
 
+use super::compact::{compact_meta, decode_object};
 use super::list_prefetch::{Page, PrefetchSlot, peek_continue};
 use super::list_stream::{ItemDecodeFn, ListStream, OnHead, decode_filtered};
 use super::{ListWatchError, ListerWatcher, WatchDecoder, WatchStream};
@@ -156,7 +157,8 @@ where
             WatchDecoder::new("meta.k8s.io/v1", "PartialObjectMetadata")
         } else {
             WatchDecoder::new(K::api_version(dyntype), K::kind(dyntype))
-        };
+        }
+        .compacting(compact_meta::<K>);
         ApiListerWatcher {
             url: api.resource_url().to_owned(),
             client: api.into_client(),
@@ -166,7 +168,7 @@ where
             list_filter: None,
             item_filter: None,
             decode_page: decode_list::<K>,
-            decode_item: decode_filtered::<K>,
+            decode_item: decode_object::<K>,
             decoder,
             metadata_only,
             prefetch: PrefetchSlot::default(),
@@ -401,13 +403,17 @@ where
     }
 }
 
-/// Decodes a list body, skipping `filter`'s paths while decoding.
-fn decode_list<K: Clone + DeserializeOwned>(
+/// Decodes a list body, skipping `filter`'s paths while decoding; each item is
+/// compacted as a streamed list's are.
+fn decode_list<K: Resource + Clone + DeserializeOwned>(
     bytes: &[u8],
     filter: Option<&FieldFilter>,
 ) -> Result<Page<K>, ListWatchError> {
     decode_filtered::<ObjectList<K>>(bytes, filter)
-        .map(Page::from)
+        .map(|mut list| {
+            list.items.iter_mut().for_each(compact_meta);
+            Page::from(list)
+        })
         .map_err(|source| ListWatchError::Decode {
             what: "list",
             source,
@@ -642,6 +648,51 @@ mod tests {
             "{}",
             reqs[0]
         );
+    }
+
+    /// Listed items (streamed or decoded whole) and watched objects come out with
+    /// their metadata lists shrunk to their length (`compact`): here, one
+    /// managedFields entry where serde leaves room for four.
+    #[tokio::test]
+    async fn listed_and_watched_objects_keep_no_spare_room_in_managed_fields() {
+        let capacities = |cms: &[&ConfigMap]| -> Vec<Option<(usize, usize)>> {
+            cms.iter()
+                .map(|c| {
+                    c.metadata
+                        .managed_fields
+                        .as_ref()
+                        .map(|m| (m.len(), m.capacity()))
+                })
+                .collect()
+        };
+        let api = MockApi::new(&list_json(), &watch_json());
+        let list = lw(&api).list(&ListParams::default()).await.unwrap();
+        assert_eq!(
+            capacities(&list.items.iter().collect::<Vec<_>>()),
+            [Some((1, 1)), Some((1, 1))]
+        );
+        let page = decode_list::<ConfigMap>(list_json().as_bytes(), None).unwrap();
+        let (_, _, items) = page.into_parts();
+        assert_eq!(
+            capacities(&items.iter().collect::<Vec<_>>()),
+            [Some((1, 1)), Some((1, 1))]
+        );
+        let events: Vec<_> = lw(&api)
+            .watch(&WatchParams::default(), "10")
+            .await
+            .unwrap()
+            .take(2)
+            .map(Result::unwrap)
+            .collect()
+            .await;
+        let objects: Vec<&ConfigMap> = events
+            .iter()
+            .map(|ev| match ev {
+                WatchEvent::Added(c) | WatchEvent::Modified(c) => c,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(capacities(&objects), [Some((1, 1)), Some((1, 1))]);
     }
 
     #[tokio::test]

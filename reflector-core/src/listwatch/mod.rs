@@ -20,6 +20,7 @@
 
 mod api_lister_watcher;
 mod boxed;
+mod compact;
 #[cfg(any(test, feature = "testing"))]
 mod fake_source;
 mod list_decoder;

@@ -37,6 +37,9 @@ pub struct WatchDecoder<K> {
     /// The filter for a whole event (`object.` + the object paths); `None`: plain
     /// serde_json.
     filter: Option<Arc<FieldFilter>>,
+    /// Trims each added or modified object before it is handed on (see
+    /// [`compact`](super::compact)); does nothing unless set.
+    compact: fn(&mut K),
     _k: PhantomData<fn() -> K>,
 }
 
@@ -47,6 +50,7 @@ impl<K> Clone for WatchDecoder<K> {
             kind: self.kind.clone(),
             kind_needles: Arc::clone(&self.kind_needles),
             filter: self.filter.clone(),
+            compact: self.compact,
             _k: PhantomData,
         }
     }
@@ -90,8 +94,16 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
             api_version,
             kind,
             filter: None,
+            compact: |_| {},
             _k: PhantomData,
         }
+    }
+
+    /// Runs `compact` on the object of every ADDED or MODIFIED event decoded.
+    #[must_use]
+    pub(crate) fn compacting(mut self, compact: fn(&mut K)) -> Self {
+        self.compact = compact;
+        self
     }
 
     /// Skips `filter`'s paths of each event's object while decoding (paths are
@@ -114,9 +126,14 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
             Ok(WatchEvent::Error(status)) => Ok(WatchEvent::Error(status)),
             // Types whose deserializer does not check `apiVersion`/`kind` (kube-derive's
             // custom resources) decode an object of any kind: confirm it.
-            Ok(ev) => match self.kind_mismatch(line) {
+            Ok(mut ev) => match self.kind_mismatch(line) {
                 Some(mismatch) => Err(mismatch),
-                None => Ok(ev),
+                None => {
+                    if let WatchEvent::Added(obj) | WatchEvent::Modified(obj) = &mut ev {
+                        (self.compact)(obj);
+                    }
+                    Ok(ev)
+                }
             },
             Err(source) => Err(self.classify_failure(line, source)),
         }
