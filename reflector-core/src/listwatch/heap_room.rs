@@ -8,8 +8,8 @@
 //! the process's memory-map lock for writing, so the other decoding thread's page faults
 //! wait for it.
 //!
-//! Before a batch is decoded, [`make_room`] allocates blocks of [`BLOCK`] bytes, about as
-//! many bytes as the batch's objects will take, and frees them at once. The heap then
+//! Before a batch is decoded, [`make_room`] allocates blocks of [`BLOCK`] bytes, as many
+//! bytes as the batch's objects may take, and frees them at once. The heap then
 //! grows once per block (15 pages), and the objects are allocated in the room the blocks
 //! leave at its top without growing it again. glibc may hand the untouched pages of that
 //! room back with `madvise` when the blocks are freed; it keeps their protection, so
@@ -28,10 +28,12 @@
 /// own, so a block freed alone does not trim the heap.
 const BLOCK: usize = 60 * 1024;
 
-/// Bytes of decoded objects per byte of their JSON, about: a ConfigMap of ~1.4 KiB of
-/// JSON takes ~3 KiB once decoded (without managedFields; with them, ~5.9 KiB). More
-/// room than the objects need is used by the next batch.
-const OBJECT_BYTES_PER_JSON_BYTE: usize = 2;
+/// Bytes of decoded objects per byte of their JSON, at most about: a ConfigMap of
+/// ~1.4 KiB of JSON takes ~5.9 KiB once decoded with its managedFields (~3 KiB without
+/// them). Room the objects do not need is used by the next batch. (Twice the JSON
+/// instead synced `keep_managed_fields()` ~4% slower and the default no faster:
+/// BENCHMARKS.md, session 12.)
+const OBJECT_BYTES_PER_JSON_BYTE: usize = 4;
 
 /// The most room made for one batch: 16 MiB (a batch is ~256 KiB of JSON plus one read
 /// chunk; only a single huge object makes a bigger one).
@@ -62,11 +64,11 @@ fn blocks_for(json_bytes: usize) -> usize {
 mod tests {
     use super::*;
 
-    /// A batch of the decoder's usual size (256 KiB) makes room in 9 blocks, an empty
+    /// A batch of the decoder's usual size (256 KiB) makes room in 18 blocks, an empty
     /// one in none, and a huge one (one object of 100 MB) in no more than 16 MiB's.
     #[test]
-    fn room_is_made_in_blocks_for_twice_the_json() {
-        assert_eq!(blocks_for(256 * 1024), 9);
+    fn room_is_made_in_blocks_for_four_times_the_json() {
+        assert_eq!(blocks_for(256 * 1024), 18);
         assert_eq!(blocks_for(0), 0);
         assert_eq!(blocks_for(1), 1);
         assert_eq!(blocks_for(100_000_000), 274);
