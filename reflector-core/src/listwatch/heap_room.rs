@@ -15,7 +15,7 @@
 //! room back with `madvise` when the blocks are freed; it keeps their protection, so
 //! growing into them again needs no `mprotect`.
 //!
-//! The sync of 100k ConfigMaps makes ~20,000 calls instead, and takes ~15% less CPU
+//! The sync of 100k ConfigMaps makes ~15,000 calls instead, and takes ~15% less CPU
 //! (BENCHMARKS.md, session 12). Room is made only where glibc is the C library
 //! (`target_env = "gnu"`). A program that sets another global allocator there
 //! (mimalloc, jemalloc) pays a few allocations and frees of 60 KiB per batch: within
