@@ -16,11 +16,13 @@
 //! growing into them again needs no `mprotect`.
 //!
 //! The sync of 100k ConfigMaps makes ~15,000 calls instead, and takes ~15% less CPU
-//! (BENCHMARKS.md, session 12). Room is made only where glibc is the C library
-//! (`target_env = "gnu"`). A program that sets another global allocator there
-//! (mimalloc, jemalloc) pays a few allocations and frees of 60 KiB per batch: within
-//! the noise of the compare bench under mimalloc, at most ~5% of a sync that mimalloc
-//! makes ~30% faster to begin with.
+//! (BENCHMARKS.md, session 12).
+//!
+//! Room is made only on Linux with glibc (`target_os = "linux"`, `target_env = "gnu"`;
+//! on Windows that env is MinGW's). A program there that sets another global allocator
+//! (mimalloc, jemalloc) pays a few allocations and frees of 60 KiB per batch for no
+//! gain. Under mimalloc, the compare bench's medians were 0.39–0.47 s with the blocks and
+//! 0.36–0.46 s without them (four interleaved rounds).
 
 /// The size of one block: 60 KiB. It is below glibc's mmap threshold (128 KiB by
 /// default), so a block comes from the thread's own heap and not from a mapping of its
@@ -42,7 +44,7 @@ const MAX_ROOM: usize = 16 * 1024 * 1024;
 /// Makes room in this thread's heap for the objects of `json_bytes` of JSON about to be
 /// decoded here.
 pub(crate) fn make_room(json_bytes: usize) {
-    if !cfg!(target_env = "gnu") {
+    if !cfg!(all(target_os = "linux", target_env = "gnu")) {
         return;
     }
     let blocks: Vec<Vec<u8>> = (0..blocks_for(json_bytes))
