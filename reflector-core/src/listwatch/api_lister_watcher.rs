@@ -25,12 +25,14 @@ type PageDecodeFn<K> = fn(&[u8], Option<&FieldFilter>) -> Result<Page<K>, ListWa
 /// Lists and watches `K` through a [`kube::Api`], namespaced or cluster-wide, with
 /// optional label and field selectors applied to both lists and watches.
 ///
-/// Watch responses are decoded line by line: each line once, straight into `K`.
-/// [`ListerWatcher::list`] reads a list body whole and decodes it once into
-/// [`ObjectList<K>`]; the [`Reflector`](crate::reflector::Reflector) instead reads the
-/// body as it arrives and decodes each item as soon as its bytes are in, never holding
-/// the whole body (a real API server answers an informer's first list in one page of
-/// every object). When a page names a next one (`metadata.continue`, which the server
+/// Watch responses are decoded line by line: each line once, straight into `K`. A list
+/// body is read as it arrives and each item decoded as soon as its bytes are in, never
+/// holding the whole body (a real API server answers an informer's first list in one
+/// page of every object): [`ListerWatcher::list`] gathers the items into an
+/// [`ObjectList<K>`], and the [`Reflector`](crate::reflector::Reflector) hands them on
+/// in batches. Every object comes out with the lists in its metadata (`managedFields`,
+/// `ownerReferences`, `finalizers`) shrunk to their length: serde leaves room for four
+/// elements, which a cache would keep for as long as it holds the object. When a page names a next one (`metadata.continue`, which the server
 /// writes before `items`), the request for it is sent at once, in a task that decodes
 /// that page too: two pages are decoded at once, on both cores, while the server
 /// serves the next. The pager's next call takes that page (same URL); anything else
