@@ -355,13 +355,12 @@ mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::Api;
 
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
     use futures::FutureExt;
 
     use super::*;
     use crate::listwatch::FakeSource;
     use crate::listwatch::mock_api::MockApi;
+    use crate::listwatch::scripted_decode::{Announced, wait_until};
 
     /// A ConfigMap whose data has escapes, multi-byte characters and brackets in
     /// strings, and a managedFields entry.
@@ -568,41 +567,23 @@ mod tests {
     }
 
     /// Items other than `c0` decoded so far (by any test of this module).
-    static DECODED_AFTER_START: AtomicUsize = AtomicUsize::new(0);
+    static DECODED_AFTER_START: Announced<usize> = Announced::new(0);
 
     /// Decodes as the lister-watcher does, but item `c0` is done only once some other
     /// item has been decoded after it began (on another worker: `c0`'s own batch waits
-    /// behind it), so a later batch finishes first. Waits at most 10 s of real time,
-    /// then goes on.
+    /// behind it), so a later batch finishes first.
     fn slow_start_decode(
         bytes: &[u8],
         filter: Option<&FieldFilter>,
     ) -> serde_json::Result<ConfigMap> {
         let cm: ConfigMap = decode_filtered(bytes, filter)?;
         if cm.metadata.name.as_deref() == Some("c0") {
-            let before = DECODED_AFTER_START.load(Ordering::SeqCst);
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-            while DECODED_AFTER_START.load(Ordering::SeqCst) == before
-                && std::time::Instant::now() < deadline
-            {
-                std::thread::yield_now();
-            }
+            let before = DECODED_AFTER_START.read(|&n| n);
+            DECODED_AFTER_START.wait_then(|&n| n != before, |_| ());
         } else {
-            DECODED_AFTER_START.fetch_add(1, Ordering::SeqCst);
+            DECODED_AFTER_START.update(|n| *n += 1);
         }
         Ok(cm)
-    }
-
-    /// Blocks the calling (OS) thread until `done` holds, for at most 10 s of real time.
-    fn wait_until(what: &str, done: impl Fn() -> bool) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::time::Instant::now() < deadline {
-            if done() {
-                return;
-            }
-            std::thread::yield_now();
-        }
-        panic!("timed out waiting until {what}");
     }
 
     /// Items decoded on several cores come out in list order, in several batches,
@@ -648,15 +629,13 @@ mod tests {
         }
     }
 
-    static GATE_OPEN: AtomicBool = AtomicBool::new(false);
-    static GATED_CALLS: AtomicUsize = AtomicUsize::new(0);
+    /// Calls of [`gated_decode`], and whether its gate is open.
+    static GATE: Announced<(usize, bool)> = Announced::new((0, false));
 
-    /// Decodes as the lister-watcher does once `GATE_OPEN` is set, counting its calls.
+    /// Decodes as the lister-watcher does once the gate is open, counting its calls.
     fn gated_decode(bytes: &[u8], filter: Option<&FieldFilter>) -> serde_json::Result<ConfigMap> {
-        GATED_CALLS.fetch_add(1, Ordering::SeqCst);
-        while !GATE_OPEN.load(Ordering::SeqCst) {
-            std::thread::yield_now();
-        }
+        GATE.update(|(calls, _)| *calls += 1);
+        GATE.wait_then(|&(_, open)| open, |_| ());
         decode_filtered(bytes, filter)
     }
 
@@ -664,11 +643,11 @@ mod tests {
     /// on: it decodes nothing more and lets go of what it shares with the stream.
     #[tokio::test]
     async fn dropping_the_stream_stops_the_worker() {
-        /// Opens the gate however the test ends, so no worker spins on.
+        /// Opens the gate however the test ends, so no worker waits on.
         struct OpenOnDrop;
         impl Drop for OpenOnDrop {
             fn drop(&mut self) {
-                GATE_OPEN.store(true, Ordering::SeqCst);
+                GATE.update(|(_, open)| *open = true);
             }
         }
         let open_on_drop = OpenOnDrop;
@@ -684,17 +663,11 @@ mod tests {
             stream.next_batch().now_or_never().is_none(),
             "the batch is held at the gate"
         );
-        wait_until("the worker is on item 0", || {
-            GATED_CALLS.load(Ordering::SeqCst) == 1
-        });
+        GATE.wait_for("the worker is on item 0", |&(calls, _)| calls == 1);
         drop(stream);
         assert_eq!(Arc::strong_count(&filter), 2, "the worker holds the filter");
         drop(open_on_drop);
         wait_until("the worker has ended", || Arc::strong_count(&filter) == 1);
-        assert_eq!(
-            GATED_CALLS.load(Ordering::SeqCst),
-            1,
-            "no item after the drop"
-        );
+        assert_eq!(GATE.read(|&(calls, _)| calls), 1, "no item after the drop");
     }
 }

@@ -31,6 +31,8 @@ mod list_scanner;
 mod list_stream;
 #[cfg(test)]
 pub(crate) mod mock_api;
+#[cfg(test)]
+mod scripted_decode;
 mod watch_decoder;
 
 use std::future::Future;

@@ -485,10 +485,8 @@ where
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
     use super::*;
+    use crate::listwatch::scripted_decode::{self, LetGo, wait_until};
     use k8s_openapi::api::core::v1::ConfigMap;
 
     /// (Was the rustdoc example while `WatchDecoder` was public.)
@@ -720,82 +718,13 @@ mod tests {
         cm.metadata.name.as_deref().unwrap()[1..].parse().unwrap()
     }
 
-    /// Blocks the calling (OS) thread until `done` holds, for at most 10 s of real time;
-    /// whether it did.
-    fn wait_until(done: impl Fn() -> bool) -> bool {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::time::Instant::now() < deadline {
-            if done() {
-                return true;
-            }
-            std::thread::yield_now();
-        }
-        false
-    }
+    /// The watch decoder, scripted: `held` lines wait until let go.
+    type Scripted = scripted_decode::Scripted<WatchDecoder<ConfigMap>>;
 
-    /// Decodes as the watch decoder does, with handshakes between the decoding threads,
-    /// noting which lines were decoded off the polling (test) thread and in what order.
-    struct Scripted {
-        inner: WatchDecoder<ConfigMap>,
-        /// While set, line 0 is not done: its batch waits, so later batches finish first.
-        first_held: AtomicBool,
-        /// While closed, every decode waits at the gate.
-        gate_open: AtomicBool,
-        /// Decodes begun.
-        calls: AtomicUsize,
-        /// The lines decoded, in the order they were done.
-        done: Mutex<Vec<usize>>,
-        /// The thread polling the stream, and how many lines decoded elsewhere.
-        home: std::thread::ThreadId,
-        pooled: AtomicUsize,
-    }
-
-    impl Scripted {
-        fn new() -> Self {
-            Scripted {
-                inner: decoder(),
-                first_held: AtomicBool::new(false),
-                gate_open: AtomicBool::new(true),
-                calls: AtomicUsize::new(0),
-                done: Mutex::new(Vec::new()),
-                home: std::thread::current().id(),
-                pooled: AtomicUsize::new(0),
-            }
-        }
-
-        fn holding_the_first_line() -> Self {
-            let scripted = Scripted::new();
-            scripted.first_held.store(true, Ordering::SeqCst);
-            scripted
-        }
-
-        fn position(&self, line: usize) -> Option<usize> {
-            self.done.lock().unwrap().iter().position(|&l| l == line)
-        }
-    }
-
-    impl DecodeItem<Result<WatchEvent<ConfigMap>, ListWatchError>> for Scripted {
-        fn decode(
-            &self,
-            index: usize,
-            line: &[u8],
-        ) -> Result<Result<WatchEvent<ConfigMap>, ListWatchError>, ListWatchError> {
-            self.calls.fetch_add(1, Ordering::SeqCst);
-            wait_until(|| self.gate_open.load(Ordering::SeqCst));
-            let item = self.inner.decode(index, line);
-            if index == 0 {
-                wait_until(|| !self.first_held.load(Ordering::SeqCst));
-            }
-            if std::thread::current().id() != self.home {
-                self.pooled.fetch_add(1, Ordering::SeqCst);
-            }
-            self.done.lock().unwrap().push(index);
-            item
-        }
-
-        fn is_last(item: &Result<WatchEvent<ConfigMap>, ListWatchError>) -> bool {
-            ends_the_watch(item)
-        }
+    fn scripted(
+        held: impl IntoIterator<Item = usize>,
+    ) -> (Arc<Scripted>, LetGo<WatchDecoder<ConfigMap>>) {
+        scripted_decode::Scripted::new(decoder(), held)
     }
 
     /// Every item `decoder` yields from `body`.
@@ -806,12 +735,15 @@ mod tests {
         decode_lines(body, Arc::clone(decoder)).collect().await
     }
 
-    /// Streams `lines` (one line each, a backlog) through `decoder`, line 0 held: lines
-    /// 0–599 go to the pool as one batch, 600–1199 as a second, which is done first;
-    /// nothing comes out while the first is not. Then line 0 is let go and the rest
-    /// sent: every item the stream yields, in order.
+    /// Streams `lines` (one line each, a backlog) through `decoder`, which holds lines
+    /// 0 and 600: lines 0–599 go to the pool as one batch, 600–1199 as a second. Line
+    /// 600 is let go first, so the second batch is done while the first is not, and
+    /// nothing comes out meanwhile (the second batch's last decode is line
+    /// `second_ends_at`). Then line 0 is let go and the rest sent: every item the stream
+    /// yields, in order.
     async fn second_batch_done_first(
         lines: &[String],
+        second_ends_at: usize,
         decoder: &Arc<Scripted>,
     ) -> Vec<Result<WatchEvent<ConfigMap>, ListWatchError>> {
         let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Bytes, ListWatchError>>();
@@ -821,18 +753,26 @@ mod tests {
             tx.unbounded_send(Ok(Bytes::from(part.concat()))).unwrap();
             assert!(stream.next().now_or_never().is_none(), "line 0 is held");
         }
-        // Each batch in flight holds the decoder: the second has ended when one does.
+        // Each batch in flight holds the decoder; both are held at their first line.
         assert_eq!(Arc::strong_count(decoder), handed_out + 2, "two batches");
-        assert!(wait_until(|| Arc::strong_count(decoder) == handed_out + 1));
+        decoder.let_go(600);
+        decoder.wait_for("the second batch is decoded", |s| {
+            s.position(second_ends_at).is_some()
+        });
+        wait_until("the second batch's task has ended", || {
+            Arc::strong_count(decoder) == handed_out + 1
+        });
         for _ in 0..1000 {
             assert!(
                 stream.next().now_or_never().is_none(),
                 "nothing comes out before line 0"
             );
-            std::thread::yield_now();
         }
-        assert!(decoder.position(0).is_none(), "the first batch is not done");
-        decoder.first_held.store(false, Ordering::SeqCst);
+        assert!(
+            decoder.read(|s| s.position(0)).is_none(),
+            "the first batch is not done"
+        );
+        decoder.let_go(0);
         tx.unbounded_send(Ok(Bytes::from(lines[1200..].concat())))
             .unwrap();
         drop(tx);
@@ -850,25 +790,23 @@ mod tests {
     /// the first, and the events still come out in line order.
     #[tokio::test]
     async fn order_is_kept_across_batches_that_finish_out_of_order() {
-        let decoder = Arc::new(Scripted::holding_the_first_line());
-        let got = second_batch_done_first(&line_list(2000, |_| None), &decoder).await;
+        let (decoder, _let_go) = scripted([0, 600]);
+        let got = second_batch_done_first(&line_list(2000, |_| None), 1199, &decoder).await;
         let numbers: Vec<usize> = got.iter().map(number).collect();
         assert_eq!(numbers, (0..2000).collect::<Vec<_>>());
-        assert!(decoder.position(1199) < decoder.position(0), "reordered");
-        assert_eq!(
-            decoder.pooled.load(Ordering::SeqCst),
-            2000,
-            "all on the pool"
-        );
+        decoder.read(|s| {
+            assert!(s.position(1199) < s.position(0), "reordered");
+            assert_eq!(s.pooled, 2000, "all on the pool");
+        });
     }
 
     /// A malformed line in a batch decoded beside others (and done first) is yielded
     /// once, after every event before it, and nothing after it comes out.
     #[tokio::test]
     async fn a_malformed_line_in_a_parallel_batch_is_the_last_item() {
-        let decoder = Arc::new(Scripted::holding_the_first_line());
+        let (decoder, _let_go) = scripted([0, 600]);
         let lines = line_list(2000, |i| (i == 900).then(|| "{not json".to_owned()));
-        let got = second_batch_done_first(&lines, &decoder).await;
+        let got = second_batch_done_first(&lines, 900, &decoder).await;
         assert_eq!(got.len(), 901);
         let numbers: Vec<usize> = got[..900].iter().map(number).collect();
         assert_eq!(numbers, (0..900).collect::<Vec<_>>());
@@ -877,11 +815,13 @@ mod tests {
             "{:?}",
             got[900]
         );
-        assert!(decoder.position(900) < decoder.position(0), "reordered");
-        assert!(
-            decoder.position(901).is_none(),
-            "its batch stops after the malformed line"
-        );
+        decoder.read(|s| {
+            assert!(s.position(900) < s.position(0), "reordered");
+            assert!(
+                s.position(901).is_none(),
+                "its batch stops after the malformed line"
+            );
+        });
     }
 
     /// Lines of another kind inside parallel batches are yielded in place, as errors
@@ -894,9 +834,9 @@ mod tests {
             )
         };
         let odd = |i: usize| [300, 900, 1500].contains(&i);
-        let decoder = Arc::new(Scripted::holding_the_first_line());
+        let (decoder, _let_go) = scripted([0, 600]);
         let lines = line_list(2000, |i| odd(i).then(|| pod(i)));
-        let got = second_batch_done_first(&lines, &decoder).await;
+        let got = second_batch_done_first(&lines, 1199, &decoder).await;
         assert_eq!(got.len(), 2000);
         for (i, item) in got.iter().enumerate() {
             if odd(i) {
@@ -908,7 +848,10 @@ mod tests {
                 assert_eq!(number(item), i);
             }
         }
-        assert!(decoder.position(1199) < decoder.position(0), "reordered");
+        assert!(
+            decoder.read(|s| s.position(1199) < s.position(0)),
+            "reordered"
+        );
     }
 
     /// A body that ends inside a line, after a backlog decoded on the pool, ends quietly
@@ -918,21 +861,18 @@ mod tests {
     async fn a_body_cut_mid_line_after_a_backlog_ends_after_the_complete_events() {
         let whole = lines(2000, |_| None);
         let body = format!("{whole}{}", &added(2000)[..60]);
-        let decoder = Arc::new(Scripted::new());
+        let (decoder, _let_go) = scripted([]);
         let got = collect_with(in_chunks(&body, 4096), &decoder).await;
         let numbers: Vec<usize> = got.iter().map(number).collect();
         assert_eq!(numbers, (0..2000).collect::<Vec<_>>());
-        assert!(
-            decoder.pooled.load(Ordering::SeqCst) > 0,
-            "a backlog goes to the pool"
-        );
+        assert!(decoder.read(|s| s.pooled) > 0, "a backlog goes to the pool");
 
         let broken =
             in_chunks(&body, 4096).chain(futures::stream::iter([Err(ListWatchError::Decode {
                 what: "test",
                 source: serde_json::from_str::<u8>("x").unwrap_err(),
             })]));
-        let got = collect_with(broken, &Arc::new(Scripted::new())).await;
+        let got = collect_with(broken, &scripted([]).0).await;
         assert_eq!(got.len(), 2001);
         let numbers: Vec<usize> = got[..2000].iter().map(number).collect();
         assert_eq!(numbers, (0..2000).collect::<Vec<_>>());
@@ -948,7 +888,7 @@ mod tests {
     #[tokio::test]
     async fn a_lone_event_decodes_at_once_on_the_polling_task() {
         let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Bytes, ListWatchError>>();
-        let decoder = Arc::new(Scripted::new());
+        let (decoder, _let_go) = scripted([]);
         let mut stream = decode_lines(rx, Arc::clone(&decoder));
         tx.unbounded_send(Ok(Bytes::from(added(0) + "\n"))).unwrap();
         let first = stream.next().now_or_never().expect("no waiting").unwrap();
@@ -960,44 +900,34 @@ mod tests {
             assert_eq!(number(&item), i);
         }
         assert!(stream.next().now_or_never().is_none(), "waits for the body");
-        assert_eq!(decoder.pooled.load(Ordering::SeqCst), 0);
+        assert_eq!(decoder.read(|s| s.pooled), 0);
     }
 
     /// Dropping the stream while a batch decodes stops the pool's thread after the line
     /// it is on: it decodes nothing more and lets go of the decoder.
     #[tokio::test]
     async fn dropping_the_stream_stops_the_pool_work() {
-        let decoder = Arc::new(Scripted::new());
-        decoder.gate_open.store(false, Ordering::SeqCst);
-        /// Opens the gate however the test ends, so no thread spins on.
-        struct OpenOnDrop(Arc<Scripted>);
-        impl Drop for OpenOnDrop {
-            fn drop(&mut self) {
-                self.0.gate_open.store(true, Ordering::SeqCst);
-            }
-        }
-        let open_on_drop = OpenOnDrop(Arc::clone(&decoder));
+        let (decoder, _let_go) = scripted([0]);
         let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Bytes, ListWatchError>>();
         tx.unbounded_send(Ok(Bytes::from(lines(400, |_| None))))
             .unwrap();
         let mut stream = decode_lines(rx, Arc::clone(&decoder));
         assert!(
             stream.next().now_or_never().is_none(),
-            "the batch is held at the gate"
+            "the batch is held at line 0"
         );
-        assert!(wait_until(|| decoder.calls.load(Ordering::SeqCst) == 1));
+        decoder.wait_for("the pool's thread is on line 0", |s| s.begun == 1);
         drop(stream);
+        // The test's, the guard's and the pool thread's.
         assert_eq!(Arc::strong_count(&decoder), 3, "the pool's thread holds it");
-        drop(open_on_drop);
-        assert!(
-            wait_until(|| Arc::strong_count(&decoder) == 1),
-            "the pool's thread has ended"
-        );
-        assert_eq!(
-            decoder.calls.load(Ordering::SeqCst),
-            1,
-            "no line after the drop"
-        );
-        assert_eq!(decoder.pooled.load(Ordering::SeqCst), 1);
+        decoder.let_go(0);
+        decoder.wait_for("line 0 is decoded", |s| s.done == [0]);
+        wait_until("the pool's thread has ended", || {
+            Arc::strong_count(&decoder) == 2
+        });
+        decoder.read(|s| {
+            assert_eq!(s.begun, 1, "no line after the drop");
+            assert_eq!(s.pooled, 1);
+        });
     }
 }
