@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use reflector::informer::{Event, SharedIndexInformer};
+use reflector::informer::{Change, SharedIndexInformer};
 use reflector::listwatch::ApiListerWatcher;
 use reflector::store::Indexers;
 use tokio_util::sync::CancellationToken;
@@ -77,8 +77,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .indexers(Indexers::new().with(BY_NODE, node_of))
             .build();
     // Two handlers, one watch: a logger and a counter.
-    informer.add_event_fn(|ev: Event<Pod>| match ev {
-        Event::Added {
+    informer.add_event_fn(|ev: Change<Pod>| match ev {
+        Change::Added {
             obj,
             is_in_initial_list,
         } => {
@@ -93,7 +93,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 node_of(&obj)
             );
         }
-        Event::Updated { old, new } => {
+        Change::Updated { old, new } => {
             if node_of(&old) != node_of(&new) {
                 println!(
                     "~ {} moved {:?} -> {:?}",
@@ -103,12 +103,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 );
             }
         }
-        Event::Deleted(d) => println!("- {}", d.object().metadata.name.as_deref().unwrap_or("?")),
+        Change::Deleted(d) => println!("- {}", d.object().metadata.name.as_deref().unwrap_or("?")),
     })?;
     let events = Arc::new(AtomicUsize::new(0));
     let counter = events.clone();
-    informer.add_event_fn(move |ev: Event<Pod>| {
-        if let Event::Added { .. } = ev {
+    informer.add_event_fn(move |ev: Change<Pod>| {
+        if let Change::Added { .. } = ev {
             counter.fetch_add(1, Ordering::Relaxed);
         }
     })?;
@@ -123,7 +123,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if cluster {
         println!("watching pods; Ctrl+C to stop");
         tokio::signal::ctrl_c().await?;
-        let nodes: Vec<String> = informer.indexer().list_index_func_values(BY_NODE);
+        let nodes: Vec<String> = informer.indexer().index_values(BY_NODE);
         let nodes: Vec<&str> = nodes.iter().map(String::as_str).collect();
         print_nodes(&informer, &nodes);
     } else {

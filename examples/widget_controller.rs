@@ -35,7 +35,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{CustomResource, CustomResourceExt, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 use reflector::Reflect;
-use reflector::controller::{Finalizer, FinalizerError, FinalizerEvent};
+use reflector::controller::{Finalizer, FinalizerError, FinalizerStep};
 use reflector::events::{Event, Recorder, RecorderConfig};
 use reflector::metrics::{Metrics, render_metrics};
 use reflector::prelude::*;
@@ -164,8 +164,8 @@ async fn reconcile(req: Request<Widget>, ctx: Arc<Ctx>) -> Result<Action, Finali
     ctx.finalizer
         .reconcile(&widgets, req, |event| async {
             match event {
-                FinalizerEvent::Apply(widget) => apply(&key, &widget, &ctx).await,
-                FinalizerEvent::Cleanup(widget) => cleanup(&key, &widget, &ctx).await,
+                FinalizerStep::Apply(widget) => apply(&key, &widget, &ctx).await,
+                FinalizerStep::Cleanup(widget) => cleanup(&key, &widget, &ctx).await,
             }
         })
         .await
@@ -451,7 +451,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         println!("  errors (requeued) {}", ctx.errors.load(Ordering::Relaxed));
         for index in Widget::INDEX_NAMES {
-            let values = widgets.indexer().list_index_func_values(index);
+            let values = widgets.indexer().index_values(index);
             let mut parts: Vec<String> = values
                 .iter()
                 .map(|v| {

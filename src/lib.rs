@@ -5,7 +5,7 @@
 //! [`k8s_openapi`].
 //!
 //! This facade re-exports [`reflector_core`]; see its modules, which follow the data
-//! path: [`listwatch`] → [`reflector`] → [`store`].
+//! path: [`listwatch`] → [`Reflector`] → [`store`].
 //!
 //! # `#[derive(Reflect)]`: typed plumbing for a kind
 //!
@@ -39,13 +39,13 @@
 //!   answers nothing rather than failing.
 //!
 //! The query trait has the struct's visibility. Events reach a closure through
-//! `informer.add_event_fn(|ev: Event<Widget>| ..)`, as for any kind.
+//! `informer.add_event_fn(|ev: Change<Widget>| ..)`, as for any kind.
 //!
 //! ```
 //! use std::sync::Arc;
 //! use kube::CustomResource;
 //! use reflector::Reflect;
-//! use reflector::informer::Event;
+//! use reflector::informer::Change;
 //! use reflector::store::{Indexer, Store};
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
@@ -74,10 +74,10 @@
 //!
 //! # async fn run(client: kube::Client) {
 //! let informer = Widget::informer(client);
-//! let reg = informer.add_event_fn(|ev: Event<Widget>| match ev {
-//!     Event::Added { obj, .. } => println!("new widget of {}", obj.spec.owner),
-//!     Event::Updated { new, .. } => println!("widget of {} changed", new.spec.owner),
-//!     Event::Deleted(d) => println!("widget of {} gone", d.object().spec.owner),
+//! let reg = informer.add_event_fn(|ev: Change<Widget>| match ev {
+//!     Change::Added { obj, .. } => println!("new widget of {}", obj.spec.owner),
+//!     Change::Updated { new, .. } => println!("widget of {} changed", new.spec.owner),
+//!     Change::Deleted(d) => println!("widget of {} gone", d.object().spec.owner),
 //! });
 //! let alices = informer.lister().by_owner("alice");
 //! # let _ = (reg, alices);
@@ -118,7 +118,7 @@ pub use serde_field_filter;
 /// ```
 pub mod prelude {
     pub use reflector_core::controller::{Action, Controller, Request};
-    pub use reflector_core::informer::{Event, InformerFactory, SharedIndexInformer};
+    pub use reflector_core::informer::{Change, InformerFactory, SharedIndexInformer};
     pub use reflector_core::leader_election::{LeaderElection, LeaderElectionConfig};
     pub use reflector_core::lister::Lister;
     pub use reflector_core::object::ObjectRef;

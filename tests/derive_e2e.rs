@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use reflector::Reflect;
-use reflector::informer::{Event, InformerFactory};
+use reflector::informer::{Change, InformerFactory};
 use reflector_testkit::ApiServer;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -132,11 +132,11 @@ async fn typed_queries_follow_200_widgets_through_sync_updates_and_deletes() {
     let informer = Widget::informer(client.clone());
     let (tx, mut rx) = mpsc::unbounded_channel();
     let reg = informer
-        .add_event_fn(move |ev: Event<Widget>| {
+        .add_event_fn(move |ev: Change<Widget>| {
             let kind = match ev {
-                Event::Added { .. } => "added",
-                Event::Updated { .. } => "updated",
-                Event::Deleted(_) => "deleted",
+                Change::Added { .. } => "added",
+                Change::Updated { .. } => "updated",
+                Change::Deleted(_) => "deleted",
             };
             let _ = tx.send(kind);
         })

@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::CustomResource;
 use kube::core::NamespaceResourceScope;
 use reflector::Reflect;
-use reflector::informer::{Event, InformerFactory, SharedIndexInformer};
+use reflector::informer::{Change, InformerFactory, SharedIndexInformer};
 use reflector::listwatch::FakeSource;
 use reflector::store::{Indexer, Indexers, Store};
 use schemars::JsonSchema;
@@ -231,18 +231,18 @@ async fn add_event_fn_delivers_typed_events_and_queries_follow_the_informer() {
     let reg = informer
         .add_event_fn({
             let seen = Arc::clone(&seen);
-            move |ev: Event<Gadget>| {
+            move |ev: Change<Gadget>| {
                 let s = match ev {
-                    Event::Added {
+                    Change::Added {
                         obj,
                         is_in_initial_list,
                     } => {
                         format!("added {} {is_in_initial_list}", obj.color)
                     }
-                    Event::Updated { old, new } => {
+                    Change::Updated { old, new } => {
                         format!("updated {} -> {}", old.color, new.color)
                     }
-                    Event::Deleted(d) => format!("deleted {}", d.object().color),
+                    Change::Deleted(d) => format!("deleted {}", d.object().color),
                 };
                 seen.lock().unwrap().push(s);
             }

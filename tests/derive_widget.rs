@@ -182,7 +182,7 @@ fn by_parent_has_no_value_when_none() {
     assert_eq!(names(lister.by_parent("p")), ["a"]);
     assert!(lister.by_parent("").is_empty());
     assert!(lister.by_parent("None").is_empty());
-    assert_eq!(indexer.list_index_func_values("by_parent"), ["p"]);
+    assert_eq!(indexer.index_values("by_parent"), ["p"]);
 }
 
 #[test]
@@ -193,7 +193,7 @@ fn by_zones_reads_an_optional_set() {
         w("c", "x"),
     ]);
     assert_eq!(names(lister.by_zones("z2")), ["a"]);
-    let mut values = indexer.list_index_func_values("by_zones");
+    let mut values = indexer.index_values("by_zones");
     values.sort();
     assert_eq!(values, ["z1", "z2"]);
 }

@@ -17,9 +17,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use reflector::informer::{Event, SharedIndexInformer};
+use reflector::ReflectorOptions;
+use reflector::informer::{Change, SharedIndexInformer};
 use reflector::listwatch::ApiListerWatcher;
-use reflector::reflector::ReflectorOptions;
 use reflector_testkit::{ApiServer, BadLine, Fault, Matcher, Verb};
 
 mod support {
@@ -141,20 +141,20 @@ async fn converge(seed: u64) -> Result<(), String> {
         )
     };
     informer
-        .add_event_fn(move |ev: Event<ConfigMap>| {
+        .add_event_fn(move |ev: Change<ConfigMap>| {
             let mut s = handler_seen.lock().unwrap();
             match ev {
-                Event::Added { obj, .. } => {
+                Change::Added { obj, .. } => {
                     s.added
                         .insert(obj.metadata.name.clone().unwrap_or_default());
                     let (k, rv) = name_rv(&obj);
                     s.view.insert(k, rv);
                 }
-                Event::Updated { new, .. } => {
+                Change::Updated { new, .. } => {
                     let (k, rv) = name_rv(&new);
                     s.view.insert(k, rv);
                 }
-                Event::Deleted(o) => {
+                Change::Deleted(o) => {
                     if o.is_tombstone() {
                         s.tombstones += 1;
                     }

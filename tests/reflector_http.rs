@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
+use reflector::ReflectorOptions;
 use reflector::informer::SharedIndexInformer;
 use reflector::listwatch::ApiListerWatcher;
-use reflector::reflector::ReflectorOptions;
 use reflector_testkit::{ApiServer, Fault, Matcher, RequestLogEntry, Verb, bench_objects};
 
 mod support {
@@ -181,7 +181,7 @@ async fn expired_resource_version_relists_from_empty() {
     // Let the watch outlive client-go's "very short watch" rule (1 s with no event),
     // or dropping it would count as a failure and relist before re-watching.
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    let rv = i.last_sync_resource_version();
+    let rv = i.reflector_resource_version().unwrap_or_default();
     server.clear_request_log();
 
     let watch = server.inject(Matcher::verb(Verb::Watch), Fault::WatchGone);

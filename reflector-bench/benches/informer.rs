@@ -404,7 +404,7 @@ fn reads(c: &mut Criterion) {
             threads.push(std::thread::spawn(move || {
                 let mut i = r;
                 while !stop.load(Ordering::Relaxed) {
-                    std::hint::black_box(ix.get_by_key(&keys[i % keys.len()]));
+                    std::hint::black_box(ix.get(&keys[i % keys.len()]));
                     i += 13;
                 }
             }));
@@ -414,7 +414,7 @@ fn reads(c: &mut Criterion) {
             let mut i = 0;
             b.iter(|| {
                 i += 1;
-                std::hint::black_box(indexer.get_by_key(&keys[i % keys.len()]))
+                std::hint::black_box(indexer.get(&keys[i % keys.len()]))
             });
         });
         group.bench_function(BenchmarkId::new("by_index_1k", readers), |b| {

@@ -101,7 +101,7 @@ fn replace_with_deletions(c: &mut Criterion) {
     group.bench_function("replace_100k_with_10pct_known_missing", |b| {
         b.iter_batched(
             || {
-                let fifo = DeltaFifo::<ConfigMap>::new().known_objects(known.clone());
+                let fifo = DeltaFifo::<ConfigMap>::new().cache(known.clone());
                 (fifo, list.clone())
             },
             |(fifo, list)| {

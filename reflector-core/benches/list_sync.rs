@@ -25,8 +25,8 @@ use http_body::Frame;
 use http_body_util::StreamBody;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
+use reflector_core::ReflectorOptions;
 use reflector_core::informer::InformerFactory;
-use reflector_core::reflector::ReflectorOptions;
 
 /// Objects in the list.
 const OBJECTS: usize = 100_000;

@@ -56,7 +56,7 @@ fn run(rt: &Runtime, keys: &[ObjectKey], workers: usize) -> (Duration, usize) {
             }
             tokio::task::yield_now().await;
         }
-        queue.shut_down();
+        queue.shutdown();
         let mut processed = 0;
         while let Some(res) = set.join_next().await {
             processed += res.unwrap_or(0);

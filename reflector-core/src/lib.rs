@@ -4,7 +4,8 @@
 //!
 //! - [`object`]: keys (`ns/name`), key functions and the deletion tombstone;
 //! - [`listwatch`]: listing and watching through `kube::Api` (or any source);
-//! - [`reflector`]: the list-then-watch loop that keeps a store in step;
+//! - [`Reflector`]: the list-then-watch loop that keeps a store in step (its
+//!   types are at the crate root);
 //! - [`fifo`]: the `DeltaFifo` between the reflector and the informer;
 //! - [`store`]: the `Store` contract, the thread-safe store and the `Indexer`;
 //! - [`informer`]: the shared informer, its handlers and the informer factory;
@@ -32,7 +33,9 @@ pub mod listwatch;
 pub mod metrics;
 pub mod object;
 pub mod reflect;
-pub mod reflector;
+mod reflector;
 pub mod sharding;
 pub mod store;
 pub mod workqueue;
+
+pub use reflector::{Reflector, ReflectorError, ReflectorOptions, ReflectorStats};

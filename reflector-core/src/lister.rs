@@ -56,13 +56,7 @@ impl<K: Object> Lister<K> {
     /// The object `namespace/name` (or `name` when cluster-scoped).
     #[must_use]
     pub fn get(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
-        self.indexer.get_by_key(&ObjectKey::new(namespace, name))
-    }
-
-    /// The object under `key`.
-    #[must_use]
-    pub fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.indexer.get_by_key(key)
+        self.indexer.get(&ObjectKey::new(namespace, name))
     }
 
     /// The objects whose index `index` has value `value`.

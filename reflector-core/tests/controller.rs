@@ -413,7 +413,7 @@ async fn gated_reconcile(req: Request<ConfigMap>, ctx: Arc<GateCtx>) -> Result<A
     assert_eq!(
         req.object.map(|o| o.metadata.resource_version.clone()),
         ctx.lister
-            .get_by_key(&key)
+            .get(key.namespace(), key.name())
             .map(|o| o.metadata.resource_version.clone()),
         "the request's object is not the cached one"
     );
@@ -445,7 +445,7 @@ async fn key_added_100_times_while_processing_is_reconciled_at_most_twice() {
         last = source.modify(c).metadata.resource_version.unwrap();
     }
     eventually("cache saw every change", || {
-        informer.last_sync_resource_version() == last
+        informer.reflector_resource_version().as_deref() == Some(last.as_str())
     })
     .await;
     settle(Duration::from_secs(1)).await;
@@ -1038,8 +1038,8 @@ async fn first_reconcile_runs_at_sync_without_polling() {
     {
         let synced_at = Arc::clone(&synced_at);
         informer
-            .add_event_fn(move |ev: reflector_core::informer::Event<ConfigMap>| {
-                if let reflector_core::informer::Event::Added {
+            .add_event_fn(move |ev: reflector_core::informer::Change<ConfigMap>| {
+                if let reflector_core::informer::Change::Added {
                     is_in_initial_list: true,
                     ..
                 } = ev

@@ -75,7 +75,7 @@ fn apply(indexer: &Indexer<ConfigMap>, deltas: Deltas<ConfigMap>, seen: &mut Obs
             }
             _ => {
                 let obj = Arc::clone(d.object.object());
-                if indexer.get_by_key(&key).is_some() {
+                if indexer.get(&key).is_some() {
                     indexer.update(obj).unwrap();
                 } else {
                     indexer.add(obj).unwrap();
@@ -100,8 +100,8 @@ proptest! {
     fn fifo_into_indexer_matches_model_and_loses_no_delete(ops in proptest::collection::vec(op(), 0..80)) {
         let indexer = Indexer::<ConfigMap>::new(Indexers::new());
         let fifo = DeltaFifo::new()
-                .known_objects(indexer.clone())
-                .emit_delta_type_replaced(true)
+                .cache(indexer.clone())
+                .emit_replaced(true)
 ;
         // The server: key → resource version.
         let mut server: BTreeMap<u8, u64> = BTreeMap::new();
@@ -173,7 +173,7 @@ proptest! {
 #[test]
 fn missed_delete_arrives_as_tombstone() {
     let indexer = Indexer::<ConfigMap>::new(Indexers::new());
-    let fifo = DeltaFifo::new().known_objects(indexer.clone());
+    let fifo = DeltaFifo::new().cache(indexer.clone());
     let mut seen = Observed::default();
     fifo.add(cm(1, 1)).unwrap();
     apply(&indexer, pop_now(&fifo).unwrap(), &mut seen);

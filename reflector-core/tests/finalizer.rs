@@ -11,7 +11,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use reflector_core::controller::{
-    Action, Controller, ControllerError, Finalizer, FinalizerError, FinalizerEvent, Request,
+    Action, Controller, ControllerError, Finalizer, FinalizerError, FinalizerStep, Request,
 };
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
 use tokio_util::sync::CancellationToken;
@@ -52,14 +52,14 @@ async fn reconcile(
     ctx.finalizer
         .reconcile(&api, req, |event| async {
             match event {
-                FinalizerEvent::Apply(cm) => {
+                FinalizerStep::Apply(cm) => {
                     assert!(
                         cm.metadata.finalizers.iter().flatten().any(|f| f == NAME),
                         "applied before the finalizer was added"
                     );
                     ctx.applies.fetch_add(1, Ordering::SeqCst);
                 }
-                FinalizerEvent::Cleanup(_) => {
+                FinalizerStep::Cleanup(_) => {
                     let left = ctx.failing_cleanups.load(Ordering::SeqCst);
                     if left > 0 {
                         ctx.failing_cleanups.store(left - 1, Ordering::SeqCst);

@@ -90,14 +90,11 @@ fn get_index_func_values() {
     index.add(pod(None, "two", &[("foo", "bar")], &[])).unwrap();
     index.add(pod(None, "tre", &[("foo", "biz")], &[])).unwrap();
 
-    let values: BTreeSet<String> = index
-        .list_index_func_values("testmodes")
-        .into_iter()
-        .collect();
-    assert_eq!(index.list_index_func_values("testmodes").len(), 2);
+    let values: BTreeSet<String> = index.index_values("testmodes").into_iter().collect();
+    assert_eq!(index.index_values("testmodes").len(), 2);
     assert_eq!(values, set(&["bar", "biz"]));
     // Unknown index: empty, as client-go.
-    assert!(index.list_index_func_values("nope").is_empty());
+    assert!(index.index_values("nope").is_empty());
 }
 
 #[test]
@@ -179,15 +176,21 @@ fn cache() {
     let store: Indexer<ConfigMap> = Indexer::new(Indexers::new());
 
     store.add(obj("foo", "bar")).unwrap();
-    let got = store.get(&obj("foo", "")).unwrap().expect("inserted item");
+    let got = store
+        .get_object(&obj("foo", ""))
+        .unwrap()
+        .expect("inserted item");
     assert_eq!(val(&got), "bar");
 
     store.update(obj("foo", "baz")).unwrap();
-    let got = store.get(&obj("foo", "")).unwrap().expect("updated item");
+    let got = store
+        .get_object(&obj("foo", ""))
+        .unwrap()
+        .expect("updated item");
     assert_eq!(val(&got), "baz");
 
     store.delete(obj("foo", "")).unwrap();
-    assert!(store.get(&obj("foo", "")).unwrap().is_none());
+    assert!(store.get_object(&obj("foo", "")).unwrap().is_none());
     // Deleting an absent key is not an error.
     store.delete(obj("foo", "")).unwrap();
 
@@ -203,7 +206,7 @@ fn cache() {
         .collect();
     assert_eq!(keys, set(&["a", "c", "e"]));
     assert_eq!(
-        val(&Store::get_by_key(&store, &ObjectKey::new(None, "c")).unwrap()),
+        val(&Store::get(&store, &ObjectKey::new(None, "c")).unwrap()),
         "d"
     );
 
@@ -213,7 +216,7 @@ fn cache() {
     let vals: BTreeSet<String> = Store::list(&store).iter().map(|o| val(o)).collect();
     assert_eq!(vals, set(&["foo", "bar"]));
     assert_eq!(store.len(), 2);
-    assert!(store.get_by_key(&ObjectKey::new(None, "a")).is_none());
+    assert!(store.get(&ObjectKey::new(None, "a")).is_none());
     store.resync().unwrap();
     assert_eq!(store.len(), 2);
 }
@@ -223,7 +226,7 @@ fn reads_share_the_stored_arc() {
     let store = Indexer::new(Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<Pod>));
     let p = pod(Some("ns"), "a", &[], &[]);
     store.add(Arc::clone(&p)).unwrap();
-    assert!(Arc::ptr_eq(&store.get(&p).unwrap().unwrap(), &p));
+    assert!(Arc::ptr_eq(&store.get_object(&p).unwrap().unwrap(), &p));
     assert!(Arc::ptr_eq(
         &store.by_index(NAMESPACE_INDEX, "ns").unwrap()[0],
         &p
@@ -249,7 +252,7 @@ fn namespace_index_includes_cluster_scoped_under_empty_value() {
         store.index_keys(NAMESPACE_INDEX, "").unwrap(),
         [ObjectKey::new(None, "z")]
     );
-    let mut values = store.list_index_func_values(NAMESPACE_INDEX);
+    let mut values = store.index_values(NAMESPACE_INDEX);
     values.sort();
     assert_eq!(values, ["", "a", "b"]);
 }
@@ -276,7 +279,7 @@ fn key_errors_are_typed_and_change_nothing() {
     assert_eq!(store.add(Arc::clone(&nameless)).unwrap_err(), missing);
     assert_eq!(store.update(Arc::clone(&nameless)).unwrap_err(), missing);
     assert_eq!(store.delete(Arc::clone(&nameless)).unwrap_err(), missing);
-    assert_eq!(store.get(&nameless).unwrap_err(), missing);
+    assert_eq!(store.get_object(&nameless).unwrap_err(), missing);
 
     store.add(pod(None, "keep", &[], &[])).unwrap();
     let err = store
@@ -332,14 +335,10 @@ fn add_indexers_after_items_exist() {
     names.sort();
     assert_eq!(names, [NAMESPACE_INDEX, "testmodes"]);
     assert!(store.by_index("fresh", "bar").is_err());
-    assert!(
-        store
-            .list_index_func_values("testmodes")
-            .contains(&"bar".to_owned())
-    );
+    assert!(store.index_values("testmodes").contains(&"bar".to_owned()));
     assert!(
         !store
-            .list_index_func_values("testmodes")
+            .index_values("testmodes")
             .contains(&"other".to_owned())
     );
 }
@@ -351,7 +350,7 @@ fn delete_by_key_removes_object_and_index_entries() {
     let removed = store.delete_by_key(&ObjectKey::new(Some("ns"), "a"));
     assert_eq!(removed.map(|p| name_of(p.as_ref())), Some("a".to_owned()));
     assert!(store.is_empty());
-    assert!(store.list_index_func_values(NAMESPACE_INDEX).is_empty());
+    assert!(store.index_values(NAMESPACE_INDEX).is_empty());
     assert!(
         store
             .delete_by_key(&ObjectKey::new(Some("ns"), "a"))
@@ -378,8 +377,8 @@ fn replace_rebuilds_indices() {
             "7",
         )
         .unwrap();
-    assert_eq!(store.list_index_func_values(NAMESPACE_INDEX), ["new"]);
-    assert_eq!(store.list_index_func_values("testmodes"), ["biz"]);
+    assert_eq!(store.index_values(NAMESPACE_INDEX), ["new"]);
+    assert_eq!(store.index_values("testmodes"), ["biz"]);
     assert!(store.by_index(NAMESPACE_INDEX, "old").unwrap().is_empty());
     assert_eq!(
         store.index_keys("testmodes", "biz").unwrap(),

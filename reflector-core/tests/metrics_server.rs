@@ -25,7 +25,7 @@ async fn metrics_endpoint_serves_the_registry_until_cancelled() {
     let mut registry = Registry::default();
     let metrics = Metrics::registered(&mut registry);
     let queue: WorkQueue<&str> = WorkQueue::with_config(
-        Arc::new(reflector_core::workqueue::default_controller_rate_limiter()),
+        Arc::new(reflector_core::workqueue::DefaultRateLimiter::default()),
         QueueConfig::default().name("widgets").metrics(&metrics),
     );
     queue.add("ns/a");

@@ -190,7 +190,7 @@ async fn items_due_together_reach_every_waiting_getter() {
 async fn shut_down_drops_waiting_items() {
     let queue = WorkQueue::new();
     queue.add_after("foo", 10 * MS);
-    queue.shut_down();
+    queue.shutdown();
     queue.add_after("bar", 10 * MS);
     advance(20 * MS).await;
     assert_eq!(queue.len(), 0);

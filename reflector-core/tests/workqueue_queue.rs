@@ -16,11 +16,11 @@ const GUARD: Duration = Duration::from_secs(60);
 /// Sentinel the `basic` test adds after shutdown (client-go's "added after shutdown!").
 const ADDED_AFTER_SHUTDOWN: i32 = -1;
 
-async fn shut_down(queue: &WorkQueue<i32>, drain: bool) {
+async fn shutdown(queue: &WorkQueue<i32>, drain: bool) {
     if drain {
-        queue.shut_down_with_drain().await;
+        queue.shutdown_with_drain().await;
     } else {
-        queue.shut_down();
+        queue.shutdown();
     }
 }
 
@@ -61,7 +61,7 @@ async fn run_basic(drain: bool) {
     while let Some(res) = producers.join_next().await {
         res.unwrap();
     }
-    shut_down(&queue, drain).await;
+    shutdown(&queue, drain).await;
     queue.add(ADDED_AFTER_SHUTDOWN);
     while let Some(res) = consumers.join_next().await {
         res.unwrap();
@@ -112,7 +112,7 @@ async fn run_add_while_processing(drain: bool) {
     while let Some(res) = producers.join_next().await {
         res.unwrap();
     }
-    shut_down(&queue, drain).await;
+    shutdown(&queue, drain).await;
     while let Some(res) = consumers.join_next().await {
         res.unwrap();
     }
@@ -196,12 +196,12 @@ async fn two_in_flight() -> (WorkQueue<&'static str>, &'static str, &'static str
     (queue, first, second)
 }
 
-/// Starts `shut_down_with_drain` in a task of its own, empties the queue, and
+/// Starts `shutdown_with_drain` in a task of its own, empties the queue, and
 /// checks that the drain still waits for the items handed out.
 async fn drain_waiting_for_done(queue: &WorkQueue<&'static str>) -> tokio::task::JoinHandle<()> {
     let drainer = {
         let queue = queue.clone();
-        tokio::spawn(async move { queue.shut_down_with_drain().await })
+        tokio::spawn(async move { queue.shutdown_with_drain().await })
     };
     while queue.get().await.is_some() {}
     assert!(
@@ -230,8 +230,8 @@ async fn queue_drainage_using_shut_down_with_drain() {
 async fn no_queue_drainage_using_shut_down() {
     let (queue, _first, _second) = two_in_flight().await;
     // ShutDown returns at once although nothing was marked done.
-    queue.shut_down();
-    assert!(queue.shutting_down());
+    queue.shutdown();
+    assert!(queue.is_shutting_down());
     assert_eq!(queue.get().await, None);
 }
 
@@ -241,7 +241,7 @@ async fn force_queue_shutdown_using_shut_down() {
     let drainer = drain_waiting_for_done(&queue).await;
 
     // A second signal forces the shutdown: the drain returns without any done.
-    queue.shut_down();
+    queue.shutdown();
     timeout(GUARD, drainer).await.expect("drain hung").unwrap();
 }
 
@@ -251,7 +251,7 @@ async fn queue_drainage_using_shut_down_with_drain_with_dirty_item() {
 
     let drainer = {
         let queue = queue.clone();
-        tokio::spawn(async move { queue.shut_down_with_drain().await })
+        tokio::spawn(async move { queue.shutdown_with_drain().await })
     };
     // ShutDownWithDrain has started and is blocked.
     while queue.get().await.is_some() {}
@@ -313,7 +313,7 @@ async fn shut_down_wakes_waiting_getters() {
         getters.spawn(async move { queue.get().await });
     }
     tokio::task::yield_now().await;
-    queue.shut_down();
+    queue.shutdown();
     while let Some(res) = timeout(GUARD, getters.join_next())
         .await
         .expect("getter hung")

@@ -13,26 +13,26 @@ fn assert_per_item_delays(limiter: &dyn RateLimiter<&'static str>, one: [Duratio
     for (i, expected) in one.into_iter().enumerate() {
         assert_eq!(limiter.when(&"one"), expected, "failure #{i} of one");
     }
-    assert_eq!(limiter.num_requeues(&"one"), 5);
+    assert_eq!(limiter.requeues(&"one"), 5);
 
     assert_eq!(limiter.when(&"two"), one[0]);
     assert_eq!(limiter.when(&"two"), one[1]);
-    assert_eq!(limiter.num_requeues(&"two"), 2);
+    assert_eq!(limiter.requeues(&"two"), 2);
 
     limiter.forget(&"one");
-    assert_eq!(limiter.num_requeues(&"one"), 0);
+    assert_eq!(limiter.requeues(&"one"), 0);
     assert_eq!(limiter.when(&"one"), one[0]);
 }
 
 #[test]
 fn item_exponential_failure_rate_limiter() {
-    let limiter = wq::item_exponential_failure_rate_limiter(MS, Duration::from_secs(1));
+    let limiter = wq::ExponentialBackoff::new(MS, Duration::from_secs(1));
     assert_per_item_delays(&limiter, [1, 2, 4, 8, 16].map(|n| n * MS));
 }
 
 #[test]
 fn item_exponential_failure_rate_limiter_over_flow() {
-    let limiter = wq::item_exponential_failure_rate_limiter(MS, Duration::from_secs(1000));
+    let limiter = wq::ExponentialBackoff::new(MS, Duration::from_secs(1000));
     for _ in 0..5 {
         limiter.when(&"one");
     }
@@ -45,7 +45,7 @@ fn item_exponential_failure_rate_limiter_over_flow() {
 
     let minute = Duration::from_secs(60);
     let hour = Duration::from_secs(3600);
-    let limiter = wq::item_exponential_failure_rate_limiter(minute, 1000 * hour);
+    let limiter = wq::ExponentialBackoff::new(minute, 1000 * hour);
     for _ in 0..2 {
         limiter.when(&"two");
     }
@@ -59,7 +59,7 @@ fn item_exponential_failure_rate_limiter_over_flow() {
 
 #[test]
 fn item_fast_slow_rate_limiter() {
-    let limiter = wq::item_fast_slow_rate_limiter(5 * MS, Duration::from_secs(10), 3);
+    let limiter = wq::FastSlowBackoff::new(5 * MS, Duration::from_secs(10), 3);
     let slow = Duration::from_secs(10);
     assert_per_item_delays(&limiter, [5 * MS, 5 * MS, 5 * MS, slow, slow]);
 }
@@ -67,22 +67,15 @@ fn item_fast_slow_rate_limiter() {
 #[test]
 fn max_of_rate_limiter() {
     let slow = Duration::from_secs(3);
-    let limiter = wq::max_of_rate_limiter::<&str>(vec![
-        Box::new(wq::item_fast_slow_rate_limiter(5 * MS, slow, 3)),
-        Box::new(wq::item_exponential_failure_rate_limiter(
-            MS,
-            Duration::from_secs(1),
-        )),
-    ]);
+    let limiter = wq::MaxOf::new()
+        .with(wq::FastSlowBackoff::new(5 * MS, slow, 3))
+        .with(wq::ExponentialBackoff::new(MS, Duration::from_secs(1)));
     assert_per_item_delays(&limiter, [5 * MS, 5 * MS, 5 * MS, slow, slow]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn with_max_wait_rate_limiter() {
-    let limiter = wq::with_max_wait_rate_limiter(
-        Box::new(wq::default_controller_rate_limiter()),
-        Duration::from_secs(500),
-    );
+    let limiter = wq::WithMaxWait::new(wq::DefaultRateLimiter::default(), Duration::from_secs(500));
     // The burst of 100: only the per-item backoff (first failure, 5 ms) counts.
     for i in 0..100 {
         assert_eq!(limiter.when(&i), 5 * MS, "item {i}");
@@ -101,7 +94,7 @@ async fn with_max_wait_rate_limiter() {
 
 #[tokio::test(start_paused = true)]
 async fn bucket_rate_limiter_refills_at_qps() {
-    let limiter = wq::bucket_rate_limiter::<()>(10.0, 2);
+    let limiter = wq::TokenBucket::new(10.0, 2);
     assert_eq!(limiter.when(&()), Duration::ZERO);
     assert_eq!(limiter.when(&()), Duration::ZERO);
     assert_eq!(limiter.when(&()), 100 * MS);
@@ -114,16 +107,16 @@ async fn bucket_rate_limiter_refills_at_qps() {
     assert_eq!(limiter.when(&()), Duration::ZERO);
     assert_eq!(limiter.when(&()), Duration::ZERO);
     assert_eq!(limiter.when(&()), 100 * MS);
-    assert_eq!(limiter.num_requeues(&()), 0);
+    assert_eq!(limiter.requeues(&()), 0);
 }
 
 #[tokio::test(start_paused = true)]
 async fn bucket_rate_limiter_edge_rates() {
-    let unlimited = wq::bucket_rate_limiter::<()>(f64::INFINITY, 0);
+    let unlimited = wq::TokenBucket::new(f64::INFINITY, 0);
     for _ in 0..1000 {
         assert_eq!(unlimited.when(&()), Duration::ZERO);
     }
-    let never_refills = wq::bucket_rate_limiter::<()>(0.0, 1);
+    let never_refills = wq::TokenBucket::new(0.0, 1);
     assert_eq!(never_refills.when(&()), Duration::ZERO);
     tokio::time::advance(Duration::from_secs(3600)).await;
     assert_eq!(never_refills.when(&()), Duration::MAX);

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reflector_core::workqueue::{WorkQueue, item_exponential_failure_rate_limiter};
+use reflector_core::workqueue::{ExponentialBackoff, WorkQueue};
 use tokio::time::{Instant, advance};
 
 const MS: Duration = Duration::from_millis(1);
@@ -21,14 +21,14 @@ async fn expect_wait(queue: &WorkQueue<&'static str>, item: &'static str, expect
 
 #[tokio::test(start_paused = true)]
 async fn rate_limiting_queue() {
-    let limiter = item_exponential_failure_rate_limiter(MS, Duration::from_secs(1));
+    let limiter = ExponentialBackoff::new(MS, Duration::from_secs(1));
     let queue = WorkQueue::with_rate_limiter(Arc::new(limiter));
 
     queue.add_rate_limited("one");
     expect_wait(&queue, "one", MS).await;
     queue.add_rate_limited("one");
     expect_wait(&queue, "one", 2 * MS).await;
-    assert_eq!(queue.num_requeues(&"one"), 2);
+    assert_eq!(queue.requeues(&"one"), 2);
 
     queue.add_rate_limited("two");
     expect_wait(&queue, "two", MS).await;
@@ -36,18 +36,18 @@ async fn rate_limiting_queue() {
     expect_wait(&queue, "two", 2 * MS).await;
 
     queue.forget(&"one");
-    assert_eq!(queue.num_requeues(&"one"), 0);
+    assert_eq!(queue.requeues(&"one"), 0);
     queue.add_rate_limited("one");
     expect_wait(&queue, "one", MS).await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn add_rate_limited_keeps_the_earliest_wait() {
-    let limiter = item_exponential_failure_rate_limiter(MS, Duration::from_secs(1));
+    let limiter = ExponentialBackoff::new(MS, Duration::from_secs(1));
     let queue = WorkQueue::with_rate_limiter(Arc::new(limiter));
     queue.add_rate_limited("one"); // 1 ms
     queue.add_rate_limited("one"); // 2 ms, merged: the earlier time stays
-    assert_eq!(queue.num_requeues(&"one"), 2);
+    assert_eq!(queue.requeues(&"one"), 2);
     advance(MS).await;
     assert_eq!(queue.len(), 1);
 }

@@ -12,12 +12,12 @@ use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self as kr, ObjectRef};
 use kube::runtime::watcher;
+use reflector::ReflectorOptions;
 use reflector::informer::{
     InformerFactory, InformerScope, SharedIndexInformer, strip_managed_fields,
 };
 use reflector::listwatch::ApiListerWatcher;
 use reflector::object::Object;
-use reflector::reflector::ReflectorOptions;
 use reflector_testkit::bench_objects::NAMESPACE;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;

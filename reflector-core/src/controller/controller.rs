@@ -14,7 +14,7 @@ use crate::leader_election::LeaderElection;
 use crate::lister::Lister;
 use crate::metrics::Metrics;
 use crate::object::{Object, ObjectKey, ObjectRef};
-use crate::workqueue::{RateLimiter, default_controller_rate_limiter};
+use crate::workqueue::{DefaultRateLimiter, RateLimiter};
 
 use super::action::Action;
 use super::owner_mapping::OwnerMapping;
@@ -158,7 +158,7 @@ where
     K::Scope: 'static,
 {
     /// A controller of `primary`'s objects, with controller-runtime's defaults: named
-    /// after the kind in lower case, one worker, [`default_controller_rate_limiter`],
+    /// after the kind in lower case, one worker, [`DefaultRateLimiter`],
     /// errors retried with backoff ([`Action::requeue_rate_limited`] as the error
     /// policy), no metrics, 30 s graceful shutdown, 2 min cache-sync
     /// timeout, informers started by `run` if nobody started them.
@@ -169,7 +169,7 @@ where
             primary,
             sources: Vec::new(),
             concurrency: 1,
-            rate_limiter: Arc::new(default_controller_rate_limiter()),
+            rate_limiter: Arc::new(DefaultRateLimiter::default()),
             metrics: None,
             graceful_shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
             cache_sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
@@ -314,7 +314,7 @@ impl<K: Object, P> Controller<K, P> {
     }
 
     /// The rate limiter behind requeues and error backoff. Default:
-    /// [`default_controller_rate_limiter`] (per-key 5 ms doubling to 1000 s, and an
+    /// [`DefaultRateLimiter`] (per-key 5 ms doubling to 1000 s, and an
     /// overall 10 qps / burst 100 bucket), as controller-runtime's.
     #[must_use]
     pub fn rate_limiter(mut self, limiter: Arc<dyn RateLimiter<ObjectKey>>) -> Self {

@@ -12,9 +12,11 @@ use serde::de::DeserializeOwned;
 
 use super::{Action, Request};
 
-/// What a reconcile behind a [`Finalizer`] is asked to do.
+/// What a reconcile behind a [`Finalizer`] is asked to do (kube-runtime's
+/// `finalizer::Event`).
+#[doc(alias = "Event")]
 #[derive(Debug)]
-pub enum FinalizerEvent<K> {
+pub enum FinalizerStep<K> {
     /// The object lives (and carries the finalizer): make the world match it.
     Apply(Arc<K>),
     /// The object is being deleted: clean up what it owns outside the cluster's
@@ -51,9 +53,9 @@ pub enum FinalizerError<E> {
 /// - an object without the finalizer (and not being deleted) first gets it (a JSON
 ///   merge patch with the cached `resourceVersion` as precondition); the write
 ///   brings the next reconcile, which applies;
-/// - a live object with the finalizer: `reconcile(FinalizerEvent::Apply(obj))`;
+/// - a live object with the finalizer: `reconcile(FinalizerStep::Apply(obj))`;
 /// - an object being deleted (`deletionTimestamp` set) that still has the
-///   finalizer: `reconcile(FinalizerEvent::Cleanup(obj))`, then the finalizer is
+///   finalizer: `reconcile(FinalizerStep::Cleanup(obj))`, then the finalizer is
 ///   removed (with a `resourceVersion` precondition); an object already gone (404)
 ///   counts as removed;
 /// - an object being deleted without the finalizer, or gone from the cache: nothing
@@ -67,7 +69,7 @@ pub enum FinalizerError<E> {
 /// ```no_run
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::controller::{Action, Finalizer, FinalizerError, FinalizerEvent, Request};
+/// use reflector_core::controller::{Action, Finalizer, FinalizerError, FinalizerStep, Request};
 ///
 /// struct Ctx { client: kube::Client, finalizer: Finalizer }
 ///
@@ -76,8 +78,8 @@ pub enum FinalizerError<E> {
 ///     ctx.finalizer
 ///         .reconcile(&api, req, |event| async move {
 ///             match event {
-///                 FinalizerEvent::Apply(cm) => println!("apply {:?}", cm.metadata.name),
-///                 FinalizerEvent::Cleanup(cm) => println!("clean up after {:?}", cm.metadata.name),
+///                 FinalizerStep::Apply(cm) => println!("apply {:?}", cm.metadata.name),
+///                 FinalizerStep::Cleanup(cm) => println!("clean up after {:?}", cm.metadata.name),
 ///             }
 ///             Ok(Action::done())
 ///         })
@@ -131,7 +133,7 @@ impl Finalizer {
     ) -> Result<Action, FinalizerError<E>>
     where
         K: Resource + Clone + DeserializeOwned + Debug,
-        F: FnOnce(FinalizerEvent<K>) -> Fut,
+        F: FnOnce(FinalizerStep<K>) -> Fut,
         Fut: Future<Output = Result<Action, E>>,
     {
         let Some(obj) = req.object else {
@@ -151,7 +153,7 @@ impl Finalizer {
                     .map_err(FinalizerError::AddFinalizer)?;
                 Ok(Action::done())
             }
-            (false, true) => reconcile(FinalizerEvent::Apply(obj))
+            (false, true) => reconcile(FinalizerStep::Apply(obj))
                 .await
                 .map_err(FinalizerError::ApplyFailed),
             (true, true) => {
@@ -159,7 +161,7 @@ impl Finalizer {
                 let action = if already {
                     Action::done()
                 } else {
-                    let action = reconcile(FinalizerEvent::Cleanup(Arc::clone(&obj)))
+                    let action = reconcile(FinalizerStep::Cleanup(Arc::clone(&obj)))
                         .await
                         .map_err(FinalizerError::CleanupFailed)?;
                     self.cleaned().insert(uid.clone());

@@ -50,6 +50,6 @@ pub use action::Action;
 pub use controller::{Controller, DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT};
 pub use error::ControllerError;
 pub use error_policy::ErrorPolicy;
-pub use finalizer::{Finalizer, FinalizerError, FinalizerEvent};
+pub use finalizer::{Finalizer, FinalizerError, FinalizerStep};
 pub use owner_mapping::OwnerMapping;
 pub use request::Request;

@@ -258,7 +258,7 @@ impl<K: Object, P> Controller<K, P> {
                     };
                     if !lost {
                         tracing::info!(controller = %name, "shutdown signal received, waiting for workers to finish");
-                        queue.shut_down();
+                        queue.shutdown();
                         return shut_down_workers(&name, workers, &slots, graceful_shutdown_timeout).await;
                     }
                     term.cancel();

@@ -103,7 +103,7 @@ where
                 return;
             };
             set_current(&slot, Some(key.clone()));
-            let cached = self.cache.get_by_key(&key);
+            let cached = self.cache.get(&key);
             match &self.gate {
                 None => {
                     self.process(&key, cached).await;

@@ -16,7 +16,7 @@ pub enum DeltaType {
     /// inferred from a relist.
     Deleted,
     /// The object was listed by a relist; whether it changed is unknown. Only
-    /// emitted when [`emit_delta_type_replaced`](super::DeltaFifo::emit_delta_type_replaced)
+    /// emitted when [`emit_replaced`](super::DeltaFifo::emit_replaced)
     /// is set; otherwise a relist emits [`DeltaType::Sync`].
     Replaced,
     /// A periodic resync re-delivered the object (or, by default, a relist listed it).

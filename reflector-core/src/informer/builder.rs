@@ -26,7 +26,7 @@ use super::SharedIndexInformer;
 /// use k8s_openapi::api::core::v1::Pod;
 /// use reflector_core::informer::{SharedIndexInformer, strip_managed_fields};
 /// use reflector_core::listwatch::ApiListerWatcher;
-/// use reflector_core::reflector::ReflectorOptions;
+/// use reflector_core::ReflectorOptions;
 /// use reflector_core::store::Indexers;
 /// # fn f(client: kube::Client) {
 /// let pods = SharedIndexInformer::builder(ApiListerWatcher::new(kube::Api::<Pod>::all(client)))

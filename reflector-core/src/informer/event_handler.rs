@@ -1,4 +1,4 @@
-//! Event handlers: what an informer tells its subscribers.
+//! Change handlers: what an informer tells its subscribers.
 
 use std::sync::Arc;
 

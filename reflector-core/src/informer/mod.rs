@@ -21,8 +21,8 @@
 //! [`workqueue`](crate::workqueue) and return).
 
 mod builder;
+mod change;
 mod error;
-mod event;
 mod event_handler;
 mod factory;
 mod notification;
@@ -38,8 +38,8 @@ mod transform;
 mod tests;
 
 pub use builder::InformerBuilder;
+pub use change::Change;
 pub use error::InformerError;
-pub use event::Event;
 pub use event_handler::EventHandler;
 pub use factory::InformerFactory;
 pub use registration::Registration;

@@ -99,7 +99,7 @@ struct Inner<K: Object> {
 /// # Example
 /// ```no_run
 /// use k8s_openapi::api::core::v1::Pod;
-/// use reflector_core::informer::{Event, SharedIndexInformer};
+/// use reflector_core::informer::{Change, SharedIndexInformer};
 /// use reflector_core::listwatch::ApiListerWatcher;
 /// use reflector_core::store::Indexers;
 /// use tokio_util::sync::CancellationToken;
@@ -110,7 +110,7 @@ struct Inner<K: Object> {
 ///     }))
 ///     .build();
 /// informer
-///     .add_event_fn(|ev: Event<Pod>| println!("{:?}", ev.object().metadata.name))
+///     .add_event_fn(|ev: Change<Pod>| println!("{:?}", ev.object().metadata.name))
 ///     .unwrap();
 /// let cancel = CancellationToken::new();
 /// let run = tokio::spawn({ let i = informer.clone(); let c = cancel.clone(); async move { i.run(c).await } });
@@ -237,15 +237,16 @@ impl<K: Object> SharedIndexInformer<K> {
             .is_some_and(|f| f.has_synced())
     }
 
-    /// The resource version of the last list or watch event handled (`""` before
-    /// start).
+    /// The resource version of the last list or watch event the informer's reflector
+    /// handled (it may be ahead of the cache, which applies events in order after
+    /// it); `None` before the first list.
+    #[doc(alias = "LastSyncResourceVersion")]
     #[must_use]
-    pub fn last_sync_resource_version(&self) -> String {
+    pub fn reflector_resource_version(&self) -> Option<String> {
         self.lock_state()
             .reflector
             .as_ref()
-            .map(|r| r.last_sync_resource_version())
-            .unwrap_or_default()
+            .and_then(|r| r.resource_version())
     }
 
     /// The reflector's counters (all zero before start), and the informer's count
@@ -327,9 +328,9 @@ impl<K: Object> SharedIndexInformer<K> {
             }
         };
         let reached = reflector
-            .last_sync_resource_version()
-            .parse::<u64>()
-            .is_ok_and(|rv| rv >= target);
+            .resource_version()
+            .and_then(|rv| rv.parse::<u64>().ok())
+            .is_some_and(|rv| rv >= target);
         reached && fifo.is_drained()
     }
 
@@ -490,8 +491,8 @@ impl<K: Object> SharedIndexInformer<K> {
         let (fifo, reflector, popped_key_is_cache_key) = {
             let mut st = self.lock_state();
             let mut fifo = DeltaFifo::new()
-                .known_objects(self.inner.indexer.clone())
-                .emit_delta_type_replaced(true);
+                .cache(self.inner.indexer.clone())
+                .emit_replaced(true);
             if let Some(t) = &self.inner.transform {
                 fifo = fifo.shared_transform(Arc::clone(t));
             }

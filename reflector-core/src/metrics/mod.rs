@@ -36,7 +36,7 @@
 //! let mut registry = Registry::default();
 //! let metrics = Metrics::registered(&mut registry);
 //! let queue: WorkQueue<String> = WorkQueue::with_config(
-//!     std::sync::Arc::new(reflector_core::workqueue::default_controller_rate_limiter()),
+//!     std::sync::Arc::new(reflector_core::workqueue::DefaultRateLimiter::default()),
 //!     QueueConfig::default().name("widgets").metrics(&metrics),
 //! );
 //! queue.add("ns/a".to_string());

@@ -9,7 +9,7 @@ use super::ObjectKey;
 /// `DeletedFinalStateUnknown`.
 ///
 /// Every [`Delta`](crate::fifo::Delta) carries one, and so does every delete
-/// notification ([`Event::Deleted`](crate::informer::Event::Deleted),
+/// notification ([`Change::Deleted`](crate::informer::Change::Deleted),
 /// [`EventHandler::on_delete`](crate::informer::EventHandler::on_delete)): the
 /// deleted object's final state, or a tombstone when the watch was down during the
 /// delete and a relist found the object gone. [`object`](MaybeTombstone::object)

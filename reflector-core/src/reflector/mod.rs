@@ -1,40 +1,5 @@
-//! The reflector: keeps a store in step with the API server by list-then-watch.
-//!
-//! A [`Reflector`] lists a resource (in pages), hands the result to its store as one
-//! `replace`, then watches from the list's resource version and turns each event
-//! into `add`/`update`/`delete`. When anything goes wrong it backs off and starts
-//! over, relisting only when it must. It follows client-go's `reflector.go`:
-//!
-//! - the first list asks for `resourceVersion="0"` (any cached state will do);
-//!   later lists ask for the last resource version seen; a `410 Expired` or
-//!   "too large resource version" answer marks that version unavailable, and the
-//!   list is retried at once with `resourceVersion=""` (a consistent read);
-//! - lists are paginated (500 per page) unless relisting at an exact resource
-//!   version, where pagination would bypass the server's watch cache; a continue
-//!   token that expires mid-list falls back to one unpaginated list;
-//! - from an [`ApiListerWatcher`](crate::listwatch::ApiListerWatcher), each list body
-//!   is decoded item by item as it arrives and never held whole (the API server
-//!   answers the first, `resourceVersion="0"` list in one page of every object,
-//!   whatever the limit); the first list into an empty informer hands the items to
-//!   its FIFO batch by batch, a relist gathers them for one `replace`, and a body that
-//!   breaks off or holds a malformed item fails the list as a whole;
-//! - watches start at the last resource version with bookmarks on and a random
-//!   timeout in `[min, 2×min]` (5 min by default); each event and bookmark moves
-//!   the resource version; an `ERROR` event ends the watch and the next round
-//!   relists; 429 or a refused connection when starting a watch backs off and
-//!   watches again *without* relisting; `500` errors are retried until a deadline;
-//!   a watch that ends within a second having delivered nothing is an error;
-//! - events of another kind are dropped and counted; a malformed line ends the
-//!   watch;
-//! - optionally the initial state is streamed by a watch-list request and kept in
-//!   a temporary store until the `k8s.io/initial-events-end` bookmark (into an empty
-//!   FIFO it is handed on as it arrives, as the pages of a streamed first list);
-//! - a resync timer calls `store.resync()` while watching;
-//! - between rounds it backs off exponentially (800 ms → 30 s, jitter 1.0, reset
-//!   after 2 min).
-//!
-//! The reflector spawns no task: [`Reflector::run`] is one future, and dropping it
-//! or cancelling its token stops everything.
+//! The reflector: keeps a store in step with the API server by list-then-watch
+//! ([`Reflector`], re-exported at the crate root).
 
 mod error;
 mod options;
@@ -74,14 +39,50 @@ use watch_handler::{RunVersions, WatchContext, WatchEnd, handle_watch};
 
 /// Keeps a [`Store`] in step with the API server by list-then-watch.
 ///
+/// A [`Reflector`] lists a resource (in pages), hands the result to its store as one
+/// `replace`, then watches from the list's resource version and turns each event
+/// into `add`/`update`/`delete`. When anything goes wrong it backs off and starts
+/// over, relisting only when it must. It follows client-go's `reflector.go`:
+///
+/// - the first list asks for `resourceVersion="0"` (any cached state will do);
+///   later lists ask for the last resource version seen; a `410 Expired` or
+///   "too large resource version" answer marks that version unavailable, and the
+///   list is retried at once with `resourceVersion=""` (a consistent read);
+/// - lists are paginated (500 per page) unless relisting at an exact resource
+///   version, where pagination would bypass the server's watch cache; a continue
+///   token that expires mid-list falls back to one unpaginated list;
+/// - from an [`ApiListerWatcher`](crate::listwatch::ApiListerWatcher), each list body
+///   is decoded item by item as it arrives and never held whole (the API server
+///   answers the first, `resourceVersion="0"` list in one page of every object,
+///   whatever the limit); the first list into an empty informer hands the items to
+///   its FIFO batch by batch, a relist gathers them for one `replace`, and a body that
+///   breaks off or holds a malformed item fails the list as a whole;
+/// - watches start at the last resource version with bookmarks on and a random
+///   timeout in `[min, 2×min]` (5 min by default); each event and bookmark moves
+///   the resource version; an `ERROR` event ends the watch and the next round
+///   relists; 429 or a refused connection when starting a watch backs off and
+///   watches again *without* relisting; `500` errors are retried until a deadline;
+///   a watch that ends within a second having delivered nothing is an error;
+/// - events of another kind are dropped and counted; a malformed line ends the
+///   watch;
+/// - optionally the initial state is streamed by a watch-list request and kept in
+///   a temporary store until the `k8s.io/initial-events-end` bookmark (into an empty
+///   FIFO it is handed on as it arrives, as the pages of a streamed first list);
+/// - a resync timer calls `store.resync()` while watching;
+/// - between rounds it backs off exponentially (800 ms → 30 s, jitter 1.0, reset
+///   after 2 min).
+///
+/// The reflector spawns no task: [`Reflector::run`] is one future, and dropping it
+/// or cancelling its token stops everything.
+///
 /// # Example
 /// ```no_run
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use kube::Api;
-/// use reflector_core::listwatch::ApiListerWatcher;
-/// use reflector_core::reflector::{Reflector, ReflectorOptions};
-/// use reflector_core::store::Store;
+/// use reflector::listwatch::ApiListerWatcher;
+/// use reflector::{Reflector, ReflectorOptions};
+/// use reflector::store::Store;
 /// use tokio_util::sync::CancellationToken;
 /// # async fn f(client: kube::Client, store: Arc<dyn Store<ConfigMap>>) {
 /// let lw = ApiListerWatcher::new(Api::<ConfigMap>::all(client));
@@ -167,11 +168,13 @@ where
         &self.name
     }
 
-    /// The resource version of the last list or watch event handled (`""` before
-    /// the first list).
+    /// The resource version of the last list or watch event handled; `None` before
+    /// the first list.
+    #[doc(alias = "LastSyncResourceVersion")]
     #[must_use]
-    pub fn last_sync_resource_version(&self) -> String {
-        self.lock_state().last_sync_resource_version.clone()
+    pub fn resource_version(&self) -> Option<String> {
+        let rv = &self.lock_state().last_sync_resource_version;
+        (!rv.is_empty()).then(|| rv.clone())
     }
 
     /// A snapshot of the counters.
@@ -314,7 +317,7 @@ where
             resource: self.name.clone(),
             source,
         })?;
-        self.set_last_sync_resource_version(&list.resource_version);
+        self.set_resource_version(&list.resource_version);
         Ok(())
     }
 
@@ -403,7 +406,7 @@ where
             let mut stream = match watch.take() {
                 Some(stream) => stream,
                 None => {
-                    let rv = self.last_sync_resource_version();
+                    let rv = self.lock_state().last_sync_resource_version.clone();
                     if rv.is_empty() || rv == "0" {
                         // Synthetic ADDED events come in no particular RV order;
                         // wait for another event before trusting their versions.
@@ -452,7 +455,7 @@ where
                     }
                 }
                 if let Some(rv) = last {
-                    self.set_last_sync_resource_version(rv);
+                    self.set_resource_version(rv);
                 }
             };
             let ctx = WatchContext {
@@ -567,7 +570,7 @@ where
                             resource: self.name.clone(),
                             source,
                         })?;
-                    self.set_last_sync_resource_version(&resource_version);
+                    self.set_resource_version(&resource_version);
                     return Ok(Some(stream));
                 }
                 Ok(WatchEnd::Closed { .. }) => {}
@@ -628,7 +631,7 @@ where
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn set_last_sync_resource_version(&self, rv: &str) {
+    fn set_resource_version(&self, rv: &str) {
         rv.clone_into(&mut self.lock_state().last_sync_resource_version);
     }
 

@@ -104,12 +104,12 @@ impl<K: Object> Store<K> for TemporaryStore<K> {
         self.lock().items.keys().cloned().collect()
     }
 
-    fn get(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
+    fn get_object(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
         let key = meta_namespace_key(obj)?;
         Ok(self.lock().items.get(&key).cloned())
     }
 
-    fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
+    fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
         self.lock().items.get(key).cloned()
     }
 

@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::informer::{Event, SharedIndexInformer};
+use crate::informer::{Change, SharedIndexInformer};
 use crate::leader_election::ObservedLease;
 use crate::listwatch::ApiListerWatcher;
 
@@ -119,7 +119,7 @@ pub(crate) async fn observe(
     let (tx, mut rx) = mpsc::unbounded_channel();
     // The informer has not started, so this cannot fail; if it did, the ring would
     // see no members and assign nothing (never wrongly).
-    if let Err(error) = informer.add_event_fn(move |ev: Event<Lease>| {
+    if let Err(error) = informer.add_event_fn(move |ev: Change<Lease>| {
         let _ = tx.send(ev);
     }) {
         tracing::error!(%ring, %error, "cannot observe the ring's leases");
@@ -144,10 +144,10 @@ pub(crate) async fn observe(
                 biased;
                 () = cancel.cancelled() => return,
                 ev = rx.recv() => match ev {
-                    Some(Event::Added { obj, .. }) | Some(Event::Updated { new: obj, .. }) => {
+                    Some(Change::Added { obj, .. }) | Some(Change::Updated { new: obj, .. }) => {
                         table.observe(&obj, Instant::now());
                     }
-                    Some(Event::Deleted(d)) => table.forget(d.object()),
+                    Some(Change::Deleted(d)) => table.forget(d.object()),
                     None => return,
                 },
                 () = sleep_until_opt(wake) => {}

@@ -216,7 +216,7 @@ impl ShardGate {
             }
             self.acks.done(&key);
         }
-        self.acks.shut_down();
+        self.acks.shutdown();
     }
 
     /// Waits until no reconcile of `key` runs, then acknowledges its drain.
@@ -242,7 +242,7 @@ impl ShardGate {
             }
             idle.await;
         }
-        let Some(obj) = cache.get_by_key(key) else {
+        let Some(obj) = cache.get(key) else {
             return Outcome::Settled;
         };
         let meta = obj.meta();

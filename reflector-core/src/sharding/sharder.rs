@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::informer::{Event, InformerFactory, SharedIndexInformer};
+use crate::informer::{Change, InformerFactory, SharedIndexInformer};
 use crate::leader_election::LeaderElection;
 use crate::metrics::Metrics;
 use crate::object::{Object, ObjectKey, meta_namespace_key};
@@ -264,13 +264,13 @@ where
         let queue = WorkQueue::<ObjectKey>::new();
         let registration = self.informer.add_event_fn({
             let queue = queue.clone();
-            move |ev: Event<PartialObjectMeta<K>>| match ev {
-                Event::Added { obj, .. } | Event::Updated { new: obj, .. } => {
+            move |ev: Change<PartialObjectMeta<K>>| match ev {
+                Change::Added { obj, .. } | Change::Updated { new: obj, .. } => {
                     if let Ok(key) = meta_namespace_key(&*obj) {
                         queue.add(key);
                     }
                 }
-                Event::Deleted(_) => {}
+                Change::Deleted(_) => {}
             }
         });
         let registration = match registration {
@@ -306,7 +306,7 @@ where
             }
         }
         self.informer.remove_event_handler(&registration);
-        queue.shut_down();
+        queue.shutdown();
         tracing::info!(ring = %self.ring.name(), identity = %self.election.identity(), "stopped sharding");
     }
 

@@ -237,7 +237,7 @@ impl<K> fmt::Debug for Indexers<K> {
 ///
 /// let in_prod = cache.by_index(NAMESPACE_INDEX, "prod").unwrap();
 /// assert_eq!(in_prod[0].metadata.name.as_deref(), Some("web"));
-/// assert_eq!(cache.list_index_func_values(NAMESPACE_INDEX), ["prod"]);
+/// assert_eq!(cache.index_values(NAMESPACE_INDEX), ["prod"]);
 /// assert!(cache.by_index("no-such-index", "prod").is_err());
 /// ```
 pub struct Indexer<K> {
@@ -297,7 +297,7 @@ impl<K: Object> Indexer<K> {
     /// cm.metadata.namespace = Some("a".into());
     /// cm.metadata.name = Some("x".into());
     /// cache.add(Arc::new(cm)).unwrap();
-    /// assert!(cache.get_by_key(&ObjectKey::new(None, "x")).is_some());
+    /// assert!(cache.get(&ObjectKey::new(None, "x")).is_some());
     /// ```
     #[must_use]
     pub fn with_key_func(
@@ -332,7 +332,8 @@ impl<K: Object> Indexer<K> {
 
     /// The object under `key`.
     #[must_use]
-    pub fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
+    #[doc(alias = "GetByKey")]
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
         self.inner.store.get(key)
     }
 
@@ -390,8 +391,9 @@ impl<K: Object> Indexer<K> {
     /// Every value of index `name` with at least one object, in no particular
     /// order; empty for an unknown index, as client-go's `ListIndexFuncValues`.
     #[must_use]
-    pub fn list_index_func_values(&self, name: &str) -> Vec<String> {
-        self.inner.store.list_index_func_values(name)
+    #[doc(alias = "ListIndexFuncValues")]
+    pub fn index_values(&self, name: &str) -> Vec<String> {
+        self.inner.store.index_values(name)
     }
 
     /// The registered index functions.
@@ -438,13 +440,13 @@ impl<K: Object> Store<K> for Indexer<K> {
         Indexer::list_keys(self)
     }
 
-    fn get(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
+    fn get_object(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
         let key = self.key_of(obj)?;
         Ok(self.inner.store.get(&key))
     }
 
-    fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        Indexer::get_by_key(self, key)
+    fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        Indexer::get(self, key)
     }
 
     /// Keys every item first; on a key error nothing is replaced. The resource
@@ -479,8 +481,8 @@ impl<K: Object> KeyListerGetter<K> for Indexer<K> {
         Indexer::list_keys(self)
     }
 
-    fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        Indexer::get_by_key(self, key)
+    fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        Indexer::get(self, key)
     }
 
     fn is_empty(&self) -> bool {
@@ -528,7 +530,7 @@ mod tests {
         cache.delete(cm(None, "node")).unwrap();
         assert_eq!(names_in(&cache, "a"), ["y"]);
         assert!(names_in(&cache, "").is_empty());
-        let mut values = cache.list_index_func_values(NAMESPACE_INDEX);
+        let mut values = cache.index_values(NAMESPACE_INDEX);
         values.sort();
         assert_eq!(values, ["a", "b"]);
     }
@@ -542,8 +544,8 @@ mod tests {
         cache.add(cm(Some("ns"), "a")).unwrap();
         assert!(!view.is_empty());
         assert_eq!(view.list_keys(), [ObjectKey::new(Some("ns"), "a")]);
-        assert!(view.get_by_key(&ObjectKey::new(Some("ns"), "a")).is_some());
-        assert!(view.get_by_key(&ObjectKey::new(None, "a")).is_none());
+        assert!(view.get(&ObjectKey::new(Some("ns"), "a")).is_some());
+        assert!(view.get(&ObjectKey::new(None, "a")).is_none());
     }
 
     /// Under a key function that leaves the namespace out, an object that moves

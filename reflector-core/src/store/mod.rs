@@ -112,10 +112,12 @@ pub trait Store<K: Object>: Any + Send + Sync {
     ///
     /// # Errors
     /// [`StoreError::Key`] if the key function fails.
-    fn get(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError>;
+    #[doc(alias = "Get")]
+    fn get_object(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError>;
 
     /// The object stored under `key`.
-    fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>>;
+    #[doc(alias = "GetByKey")]
+    fn get(&self, key: &ObjectKey) -> Option<Arc<K>>;
 
     /// Replaces the whole content with `items`, the result of a list at
     /// `resource_version`.
@@ -145,7 +147,7 @@ pub(crate) trait KeyListerGetter<K>: Send + Sync {
     /// Every key the cache holds.
     fn list_keys(&self) -> Vec<ObjectKey>;
     /// The object under `key`, if cached.
-    fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>>;
+    fn get(&self, key: &ObjectKey) -> Option<Arc<K>>;
     /// Whether the cache holds nothing (lets callers skip per-object lookups, as
     /// during an initial list). Default: `false`, which is always safe.
     fn is_empty(&self) -> bool {

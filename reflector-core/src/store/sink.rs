@@ -147,11 +147,11 @@ impl<K: Object> Store<K> for PlainStore<K> {
     fn list_keys(&self) -> Vec<ObjectKey> {
         self.0.list_keys()
     }
-    fn get(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
-        self.0.get(obj)
+    fn get_object(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
+        self.0.get_object(obj)
     }
-    fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.0.get_by_key(key)
+    fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.0.get(key)
     }
     fn replace(&self, items: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
         self.0.replace(items, resource_version)

@@ -207,14 +207,14 @@ mod tests {
     use crate::metrics::Metrics;
     use std::sync::Arc;
 
-    use crate::workqueue::{QueueConfig, WorkQueue, default_controller_rate_limiter};
+    use crate::workqueue::{DefaultRateLimiter, QueueConfig, WorkQueue};
 
     #[tokio::test(start_paused = true)]
     async fn prometheus_metrics_follow_adds_gets_and_dones() {
         let mut registry = Registry::default();
         let metrics = Metrics::registered(&mut registry);
         let queue = WorkQueue::with_config(
-            Arc::new(default_controller_rate_limiter()),
+            Arc::new(DefaultRateLimiter::default()),
             QueueConfig::default().name("test").metrics(&metrics),
         );
 

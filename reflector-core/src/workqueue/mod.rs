@@ -13,7 +13,7 @@
 //!   keys are promoted when the queue is used, and an idle getter sleeps until
 //!   the earliest ready time.
 //! - [`add_rate_limited`](WorkQueue::add_rate_limited) waits as long as the
-//!   queue's [`RateLimiter`] says: by default ([`default_controller_rate_limiter`])
+//!   queue's [`RateLimiter`] says: by default ([`DefaultRateLimiter`])
 //!   the maximum of a per-key exponential backoff (5 ms doubling to 1000 s) and
 //!   an overall token bucket (10 qps, burst 100). [`forget`](WorkQueue::forget)
 //!   resets a key's backoff after a success.
@@ -38,14 +38,14 @@
 //! # async fn main() {
 //! # let queue = WorkQueue::new();
 //! # queue.add(ObjectKey::new(Some("ns"), "a"));
-//! # queue.shut_down();
+//! # queue.shutdown();
 //! # worker(queue).await;
 //! # }
 //! ```
 //!
-//! Shutdown: [`shut_down`](WorkQueue::shut_down) makes adds no-ops and lets getters
+//! Shutdown: [`shutdown`](WorkQueue::shutdown) makes adds no-ops and lets getters
 //! drain what is queued, then return `None`;
-//! [`shut_down_with_drain`](WorkQueue::shut_down_with_drain) also waits until every
+//! [`shutdown_with_drain`](WorkQueue::shutdown_with_drain) also waits until every
 //! key being processed is done.
 //!
 //! Metrics: none by default; [`QueueConfig::metrics`] reports client-go's
@@ -60,7 +60,6 @@ pub(crate) use metrics::PrometheusMetricsProvider;
 pub use queue::WorkQueue;
 pub use queue_config::QueueConfig;
 pub use rate_limiter::{
-    RateLimiter, bucket_rate_limiter, default_controller_rate_limiter,
-    item_exponential_failure_rate_limiter, item_fast_slow_rate_limiter, max_of_rate_limiter,
-    with_max_wait_rate_limiter,
+    DefaultRateLimiter, ExponentialBackoff, FastSlowBackoff, MaxOf, RateLimiter, TokenBucket,
+    WithMaxWait,
 };

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::QueueConfig;
 use super::metrics::QueueMetrics;
-use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
+use super::rate_limiter::{DefaultRateLimiter, RateLimiter};
 
 /// What a work queue can hold: cheap to clone, hashable, shareable between tasks
 /// (the bounds public items spell out in full).
@@ -48,7 +48,7 @@ const MAX_DELAY: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
 /// - an item being processed (returned by [`get`](Self::get), not yet
 ///   [`done`](Self::done)) is never handed to a second worker; if it is added
 ///   meanwhile it is remembered as *dirty* and queued again by `done`;
-/// - after [`shut_down`](Self::shut_down) adds are ignored, getters drain what
+/// - after [`shutdown`](Self::shutdown) adds are ignored, getters drain what
 ///   is already queued and then receive `None`.
 ///
 /// Delays: [`add_after`](Self::add_after) queues an item once a delay has
@@ -60,7 +60,7 @@ const MAX_DELAY: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
 ///
 /// Retries: a worker that fails calls [`add_rate_limited`](Self::add_rate_limited),
 /// which waits as long as the queue's [`RateLimiter`] says (by default
-/// [`default_controller_rate_limiter`]); one that succeeds calls
+/// [`DefaultRateLimiter`]); one that succeeds calls
 /// [`forget`](Self::forget) so the item's backoff resets. Either way it calls
 /// [`done`](Self::done).
 ///
@@ -88,13 +88,13 @@ const MAX_DELAY: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
 /// let item = queue.get().await.unwrap(); // sleeps ~10 ms
 /// assert_eq!(item, "ns/b");
 /// queue.add_rate_limited(item.clone()); // failed: retry after a backoff
-/// assert_eq!(queue.num_requeues(&item), 1);
+/// assert_eq!(queue.requeues(&item), 1);
 /// queue.forget(&item); // (on a later success) the backoff resets
-/// assert_eq!(queue.num_requeues(&item), 0);
+/// assert_eq!(queue.requeues(&item), 0);
 /// queue.done(&item);
 ///
-/// queue.shut_down();
-/// assert!(queue.shutting_down());
+/// queue.shutdown();
+/// assert!(queue.is_shutting_down());
 /// # }
 /// ```
 pub struct WorkQueue<T> {
@@ -128,7 +128,7 @@ struct Inner<T> {
     /// Wakes getters: `notify_one` per item made available, `notify_waiters`
     /// on shutdown and when a new earliest ready time is set.
     items: Notify,
-    /// Wakes `shut_down_with_drain` when processing becomes empty or a forced
+    /// Wakes `shutdown_with_drain` when processing becomes empty or a forced
     /// shutdown cancels the drain.
     drained: Notify,
 }
@@ -155,8 +155,8 @@ struct State<T> {
     /// Next heap sequence number. Guarded by `Inner::state`.
     next_seq: u64,
     /// Set by either shutdown; never cleared. Guarded by `Inner::state`.
-    shutting_down: bool,
-    /// Set by `shut_down_with_drain`, cleared by `shut_down`. Guarded by
+    is_shutting_down: bool,
+    /// Set by `shutdown_with_drain`, cleared by `shutdown`. Guarded by
     /// `Inner::state`.
     drain: bool,
     /// When the unfinished-work gauges were last refreshed. Guarded by
@@ -212,7 +212,7 @@ impl<T: QueueItem> State<T> {
             waiting: HashMap::new(),
             heap: BinaryHeap::new(),
             next_seq: 0,
-            shutting_down: false,
+            is_shutting_down: false,
             drain: false,
             last_unfinished_update: None,
         }
@@ -226,7 +226,7 @@ impl<T: QueueItem> State<T> {
         now: Option<Instant>,
         metrics: Option<&Arc<dyn QueueMetrics>>,
     ) -> bool {
-        if self.shutting_down {
+        if self.is_shutting_down {
             return false;
         }
         let item = match self.dirty.entry(item) {
@@ -296,7 +296,7 @@ impl<T: QueueItem> State<T> {
                 }
                 Take::Item(item)
             }
-            None if self.shutting_down => Take::ShutDown,
+            None if self.is_shutting_down => Take::ShutDown,
             None => Take::Empty(self.heap.peek().map(|top| top.ready)),
         }
     }
@@ -335,11 +335,11 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> Default for WorkQueue<T> {
 /// A queue holds any item that is cheap to clone, hashable and shareable between
 /// tasks; in controllers, an [`ObjectRef`](crate::object::ObjectRef).
 impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
-    /// A new, unnamed queue without metrics, with [`default_controller_rate_limiter`]
+    /// A new, unnamed queue without metrics, with [`DefaultRateLimiter`]
     /// (client-go's `New()`, and `NewRateLimitingQueue(DefaultControllerRateLimiter())`).
     #[must_use]
     pub fn new() -> Self {
-        Self::with_rate_limiter(Arc::new(default_controller_rate_limiter()))
+        Self::with_rate_limiter(Arc::new(DefaultRateLimiter::default()))
     }
 
     /// A new unnamed queue with the given limiter (client-go's `NewRateLimitingQueue`).
@@ -530,12 +530,13 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
 
     /// Shuts the queue down without waiting: later adds are ignored, delayed
     /// items are dropped, getters drain what is queued and then get `None`. A
-    /// pending [`shut_down_with_drain`](Self::shut_down_with_drain) returns
+    /// pending [`shutdown_with_drain`](Self::shutdown_with_drain) returns
     /// at once.
-    pub fn shut_down(&self) {
+    #[doc(alias = "ShutDown")]
+    pub fn shutdown(&self) {
         {
             let mut state = self.lock();
-            state.shutting_down = true;
+            state.is_shutting_down = true;
             state.drain = false;
             state.waiting.clear();
             state.heap.clear();
@@ -544,21 +545,22 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
         self.inner.drained.notify_waiters();
     }
 
-    /// Shuts the queue down like [`shut_down`](Self::shut_down), then waits
+    /// Shuts the queue down like [`shutdown`](Self::shutdown), then waits
     /// until every item being processed is [`done`](Self::done) (including items
     /// re-queued because they were added while processing).
     ///
     /// Workers must keep calling `get` and `done` for this to return. A later
-    /// `shut_down` makes it return at once.
+    /// `shutdown` makes it return at once.
     ///
     /// # Cancel safety
     ///
     /// This method is cancel safe: the queue is shut down before the first
     /// `.await`; dropping the future only stops the waiting.
-    pub async fn shut_down_with_drain(&self) {
+    #[doc(alias = "ShutDownWithDrain")]
+    pub async fn shutdown_with_drain(&self) {
         {
             let mut state = self.lock();
-            state.shutting_down = true;
+            state.is_shutting_down = true;
             state.drain = true;
             state.waiting.clear();
             state.heap.clear();
@@ -580,8 +582,9 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
 
     /// Whether either shutdown has been called.
     #[must_use]
-    pub fn shutting_down(&self) -> bool {
-        self.lock().shutting_down
+    #[doc(alias = "ShuttingDown")]
+    pub fn is_shutting_down(&self) -> bool {
+        self.lock().is_shutting_down
     }
 
     /// Refreshes the `unfinished_work` metrics now. `get` and `done` refresh
@@ -603,7 +606,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
             // Ignored after shutdown, like `add`; the retry is still counted
             // only when the queue is running, as client-go.
             let mut state = self.lock();
-            if state.shutting_down {
+            if state.is_shutting_down {
                 return;
             }
             if let Some(m) = metrics {
@@ -619,7 +622,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
         let now = Instant::now();
         let ready = now + delay.min(MAX_DELAY);
         let mut state = self.lock();
-        if state.shutting_down {
+        if state.is_shutting_down {
             return;
         }
         if let Some(m) = metrics {
@@ -670,7 +673,8 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     /// How many times `item` was requeued through the rate limiter since it
     /// was last forgotten.
     #[must_use]
-    pub fn num_requeues(&self, item: &T) -> usize {
-        self.inner.limiter.num_requeues(item)
+    #[doc(alias = "NumRequeues")]
+    pub fn requeues(&self, item: &T) -> usize {
+        self.inner.limiter.requeues(item)
     }
 }

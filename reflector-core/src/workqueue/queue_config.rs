@@ -34,12 +34,12 @@ impl QueueConfig {
     /// use std::sync::Arc;
     /// use prometheus_client::registry::Registry;
     /// use reflector_core::metrics::{render_metrics, Metrics};
-    /// use reflector_core::workqueue::{QueueConfig, WorkQueue, default_controller_rate_limiter};
+    /// use reflector_core::workqueue::{QueueConfig, WorkQueue, DefaultRateLimiter};
     ///
     /// let mut registry = Registry::default();
     /// let metrics = Metrics::registered(&mut registry);
     /// let queue: WorkQueue<String> = WorkQueue::with_config(
-    ///     Arc::new(default_controller_rate_limiter()),
+    ///     Arc::new(DefaultRateLimiter::default()),
     ///     QueueConfig::default().name("widgets").metrics(&metrics),
     /// );
     /// queue.add("ns/a".to_string());

@@ -8,8 +8,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::queue::QueueItem;
-
 /// Decides how long an item waits before it is retried, client-go's
 /// `TypedRateLimiter`.
 pub trait RateLimiter<T>: Send + Sync {
@@ -19,7 +17,8 @@ pub trait RateLimiter<T>: Send + Sync {
     /// calls start from scratch.
     fn forget(&self, item: &T);
     /// How many failures are recorded for `item`.
-    fn num_requeues(&self, item: &T) -> usize;
+    #[doc(alias = "NumRequeues")]
+    fn requeues(&self, item: &T) -> usize;
 }
 
 fn lock<S>(mutex: &Mutex<S>) -> MutexGuard<'_, S> {
@@ -33,7 +32,7 @@ struct FailureCounts<T> {
     counts: Mutex<HashMap<T, u32>>,
 }
 
-impl<T: QueueItem> FailureCounts<T> {
+impl<T: Clone + Eq + Hash + Send> FailureCounts<T> {
     fn new() -> Self {
         FailureCounts {
             counts: Mutex::new(HashMap::new()),
@@ -62,26 +61,40 @@ impl<T: QueueItem> FailureCounts<T> {
 
 /// Per-item exponential backoff: `base * 2^failures`, capped at `max`,
 /// client-go's `ItemExponentialFailureRateLimiter`.
-pub(crate) struct ItemExponentialFailureRateLimiter<T> {
+///
+/// # Example
+/// ```
+/// use std::time::Duration;
+/// use reflector::workqueue::{ExponentialBackoff, RateLimiter};
+///
+/// let limiter = ExponentialBackoff::new(Duration::from_millis(5), Duration::from_secs(1000));
+/// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
+/// assert_eq!(limiter.when(&"a"), Duration::from_millis(10));
+/// assert_eq!(limiter.requeues(&"a"), 2);
+/// limiter.forget(&"a");
+/// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
+/// ```
+#[doc(alias = "ItemExponentialFailureRateLimiter")]
+pub struct ExponentialBackoff<T> {
     base: Duration,
     max: Duration,
     failures: FailureCounts<T>,
 }
 
-impl<T> fmt::Debug for ItemExponentialFailureRateLimiter<T> {
+impl<T> fmt::Debug for ExponentialBackoff<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ItemExponentialFailureRateLimiter")
+        f.debug_struct("ExponentialBackoff")
             .field("base", &self.base)
             .field("max", &self.max)
             .finish_non_exhaustive()
     }
 }
 
-impl<T: QueueItem> ItemExponentialFailureRateLimiter<T> {
+impl<T: Clone + Eq + Hash + Send> ExponentialBackoff<T> {
     /// A limiter starting at `base` and doubling up to `max`.
     #[must_use]
     pub fn new(base: Duration, max: Duration) -> Self {
-        ItemExponentialFailureRateLimiter {
+        ExponentialBackoff {
             base,
             max,
             failures: FailureCounts::new(),
@@ -107,7 +120,7 @@ impl<T: QueueItem> ItemExponentialFailureRateLimiter<T> {
     }
 }
 
-impl<T: QueueItem> RateLimiter<T> for ItemExponentialFailureRateLimiter<T> {
+impl<T: Clone + Eq + Hash + Send> RateLimiter<T> for ExponentialBackoff<T> {
     fn when(&self, item: &T) -> Duration {
         self.backoff(self.failures.record(item))
     }
@@ -116,23 +129,34 @@ impl<T: QueueItem> RateLimiter<T> for ItemExponentialFailureRateLimiter<T> {
         self.failures.forget(item);
     }
 
-    fn num_requeues(&self, item: &T) -> usize {
+    fn requeues(&self, item: &T) -> usize {
         self.failures.get(item)
     }
 }
 
 /// `fast` for the first `max_fast_attempts` failures of an item, `slow`
 /// afterwards, client-go's `ItemFastSlowRateLimiter`.
-pub(crate) struct ItemFastSlowRateLimiter<T> {
+///
+/// # Example
+/// ```
+/// use std::time::Duration;
+/// use reflector::workqueue::{FastSlowBackoff, RateLimiter};
+///
+/// let limiter = FastSlowBackoff::new(Duration::from_millis(5), Duration::from_secs(10), 1);
+/// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
+/// assert_eq!(limiter.when(&"a"), Duration::from_secs(10));
+/// ```
+#[doc(alias = "ItemFastSlowRateLimiter")]
+pub struct FastSlowBackoff<T> {
     fast: Duration,
     slow: Duration,
     max_fast_attempts: u32,
     failures: FailureCounts<T>,
 }
 
-impl<T> fmt::Debug for ItemFastSlowRateLimiter<T> {
+impl<T> fmt::Debug for FastSlowBackoff<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ItemFastSlowRateLimiter")
+        f.debug_struct("FastSlowBackoff")
             .field("fast", &self.fast)
             .field("slow", &self.slow)
             .field("max_fast_attempts", &self.max_fast_attempts)
@@ -140,11 +164,11 @@ impl<T> fmt::Debug for ItemFastSlowRateLimiter<T> {
     }
 }
 
-impl<T: QueueItem> ItemFastSlowRateLimiter<T> {
+impl<T: Clone + Eq + Hash + Send> FastSlowBackoff<T> {
     /// A limiter answering `fast` for `max_fast_attempts` failures, then `slow`.
     #[must_use]
     pub fn new(fast: Duration, slow: Duration, max_fast_attempts: u32) -> Self {
-        ItemFastSlowRateLimiter {
+        FastSlowBackoff {
             fast,
             slow,
             max_fast_attempts,
@@ -153,7 +177,7 @@ impl<T: QueueItem> ItemFastSlowRateLimiter<T> {
     }
 }
 
-impl<T: QueueItem> RateLimiter<T> for ItemFastSlowRateLimiter<T> {
+impl<T: Clone + Eq + Hash + Send> RateLimiter<T> for FastSlowBackoff<T> {
     fn when(&self, item: &T) -> Duration {
         if self.failures.record(item) < self.max_fast_attempts {
             self.fast
@@ -166,7 +190,7 @@ impl<T: QueueItem> RateLimiter<T> for ItemFastSlowRateLimiter<T> {
         self.failures.forget(item);
     }
 
-    fn num_requeues(&self, item: &T) -> usize {
+    fn requeues(&self, item: &T) -> usize {
         self.failures.get(item)
     }
 }
@@ -177,8 +201,21 @@ impl<T: QueueItem> RateLimiter<T> for ItemFastSlowRateLimiter<T> {
 /// Each `when` reserves one token and returns how long the caller must wait
 /// for it (`Reserve().Delay()`): zero while tokens are left, then growing by
 /// `1 / qps` per call. The bucket starts full. Time is `tokio::time::Instant`.
+///
+/// # Example
+/// ```
+/// use std::time::Duration;
+/// use reflector::workqueue::{RateLimiter, TokenBucket};
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
+/// let limiter = TokenBucket::new(10.0, 1);
+/// assert_eq!(RateLimiter::<&str>::when(&limiter, &"a"), Duration::ZERO);
+/// assert_eq!(RateLimiter::<&str>::when(&limiter, &"b"), Duration::from_millis(100));
+/// # }
+/// ```
+#[doc(alias = "BucketRateLimiter")]
 #[derive(Debug)]
-pub(crate) struct BucketRateLimiter {
+pub struct TokenBucket {
     qps: f64,
     burst: f64,
     /// Tokens left (negative once reservations run ahead) and when that was
@@ -192,7 +229,7 @@ struct Bucket {
     last: Instant,
 }
 
-impl BucketRateLimiter {
+impl TokenBucket {
     /// A bucket refilled at `qps` tokens per second holding at most `burst`.
     ///
     /// An infinite `qps` never limits (`rate.Inf`); a zero, negative or NaN
@@ -200,7 +237,7 @@ impl BucketRateLimiter {
     /// longest representable wait.
     #[must_use]
     pub fn new(qps: f64, burst: u32) -> Self {
-        BucketRateLimiter {
+        TokenBucket {
             qps,
             burst: f64::from(burst),
             bucket: Mutex::new(Bucket {
@@ -236,42 +273,70 @@ impl BucketRateLimiter {
     }
 }
 
-impl<T> RateLimiter<T> for BucketRateLimiter {
+impl<T> RateLimiter<T> for TokenBucket {
     fn when(&self, _item: &T) -> Duration {
         self.reserve(Instant::now())
     }
 
     fn forget(&self, _item: &T) {}
 
-    fn num_requeues(&self, _item: &T) -> usize {
+    fn requeues(&self, _item: &T) -> usize {
         0
     }
 }
 
 /// The longest wait of several limiters, client-go's `MaxOfRateLimiter`.
 ///
-/// `when` and `forget` reach every limiter; `num_requeues` is the largest.
-pub(crate) struct MaxOfRateLimiter<T> {
+/// `when` and `forget` reach every limiter; `requeues` is the largest. With none,
+/// `when` is always zero.
+///
+/// # Example
+/// ```
+/// use std::time::Duration;
+/// use reflector::workqueue::{ExponentialBackoff, FastSlowBackoff, MaxOf, RateLimiter};
+///
+/// let limiter = MaxOf::new()
+///     .with(FastSlowBackoff::new(Duration::from_millis(5), Duration::from_secs(3), 3))
+///     .with(ExponentialBackoff::new(Duration::from_millis(1), Duration::from_secs(1)));
+/// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
+/// ```
+#[doc(alias = "MaxOfRateLimiter")]
+pub struct MaxOf<T> {
     limiters: Vec<Box<dyn RateLimiter<T>>>,
 }
 
-impl<T> fmt::Debug for MaxOfRateLimiter<T> {
+impl<T> fmt::Debug for MaxOf<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MaxOfRateLimiter")
+        f.debug_struct("MaxOf")
             .field("limiters", &self.limiters.len())
             .finish()
     }
 }
 
-impl<T> MaxOfRateLimiter<T> {
-    /// Combines `limiters`; with none, `when` is always zero.
+impl<T> MaxOf<T> {
+    /// No limiter yet: add them with [`with`](MaxOf::with).
     #[must_use]
-    pub fn new(limiters: Vec<Box<dyn RateLimiter<T>>>) -> Self {
-        MaxOfRateLimiter { limiters }
+    pub fn new() -> Self {
+        MaxOf {
+            limiters: Vec::new(),
+        }
+    }
+
+    /// Adds `limiter`.
+    #[must_use]
+    pub fn with(mut self, limiter: impl RateLimiter<T> + 'static) -> Self {
+        self.limiters.push(Box::new(limiter));
+        self
     }
 }
 
-impl<T> RateLimiter<T> for MaxOfRateLimiter<T> {
+impl<T> Default for MaxOf<T> {
+    fn default() -> Self {
+        MaxOf::new()
+    }
+}
+
+impl<T> RateLimiter<T> for MaxOf<T> {
     fn when(&self, item: &T) -> Duration {
         self.limiters
             .iter()
@@ -285,38 +350,54 @@ impl<T> RateLimiter<T> for MaxOfRateLimiter<T> {
         }
     }
 
-    fn num_requeues(&self, item: &T) -> usize {
+    fn requeues(&self, item: &T) -> usize {
         self.limiters
             .iter()
-            .map(|limiter| limiter.num_requeues(item))
+            .map(|limiter| limiter.requeues(item))
             .max()
             .unwrap_or(0)
     }
 }
 
 /// Caps another limiter's wait at `max_wait`, client-go's `WithMaxWaitRateLimiter`.
-pub(crate) struct WithMaxWaitRateLimiter<T> {
+///
+/// # Example
+/// ```
+/// use std::time::Duration;
+/// use reflector::workqueue::{ExponentialBackoff, RateLimiter, WithMaxWait};
+///
+/// let backoff = ExponentialBackoff::new(Duration::from_secs(1), Duration::from_secs(1000));
+/// let limiter = WithMaxWait::new(backoff, Duration::from_secs(2));
+/// assert_eq!(limiter.when(&"a"), Duration::from_secs(1));
+/// assert_eq!(limiter.when(&"a"), Duration::from_secs(2));
+/// assert_eq!(limiter.when(&"a"), Duration::from_secs(2));
+/// ```
+#[doc(alias = "WithMaxWaitRateLimiter")]
+pub struct WithMaxWait<T> {
     limiter: Box<dyn RateLimiter<T>>,
     max_wait: Duration,
 }
 
-impl<T> fmt::Debug for WithMaxWaitRateLimiter<T> {
+impl<T> fmt::Debug for WithMaxWait<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WithMaxWaitRateLimiter")
+        f.debug_struct("WithMaxWait")
             .field("max_wait", &self.max_wait)
             .finish_non_exhaustive()
     }
 }
 
-impl<T> WithMaxWaitRateLimiter<T> {
+impl<T> WithMaxWait<T> {
     /// Wraps `limiter`, never answering more than `max_wait`.
     #[must_use]
-    pub fn new(limiter: Box<dyn RateLimiter<T>>, max_wait: Duration) -> Self {
-        WithMaxWaitRateLimiter { limiter, max_wait }
+    pub fn new(limiter: impl RateLimiter<T> + 'static, max_wait: Duration) -> Self {
+        WithMaxWait {
+            limiter: Box::new(limiter),
+            max_wait,
+        }
     }
 }
 
-impl<T> RateLimiter<T> for WithMaxWaitRateLimiter<T> {
+impl<T> RateLimiter<T> for WithMaxWait<T> {
     fn when(&self, item: &T) -> Duration {
         self.limiter.when(item).min(self.max_wait)
     }
@@ -325,154 +406,57 @@ impl<T> RateLimiter<T> for WithMaxWaitRateLimiter<T> {
         self.limiter.forget(item);
     }
 
-    fn num_requeues(&self, item: &T) -> usize {
-        self.limiter.num_requeues(item)
+    fn requeues(&self, item: &T) -> usize {
+        self.limiter.requeues(item)
     }
 }
 
-/// The controller default, client-go's `DefaultControllerRateLimiter()`: the
-/// maximum of a per-item exponential backoff (5 ms doubling to 1000 s) and an
-/// overall token bucket (10 qps, burst 100).
+/// A controller's default, client-go's `DefaultControllerRateLimiter()`: the longer
+/// wait of a per-item [`ExponentialBackoff`] (5 ms doubling to 1000 s) and an overall
+/// [`TokenBucket`] (10 qps, burst 100).
 ///
 /// # Example
-///
 /// ```
 /// use std::time::Duration;
-/// use reflector_core::workqueue::{default_controller_rate_limiter, RateLimiter};
+/// use reflector::workqueue::{DefaultRateLimiter, RateLimiter};
 ///
-/// let limiter = default_controller_rate_limiter::<&str>();
-/// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
-/// assert_eq!(limiter.num_requeues(&"a"), 1);
-/// ```
-#[must_use]
-pub fn default_controller_rate_limiter<T: Clone + Eq + Hash + Send + Sync + 'static>()
--> impl RateLimiter<T> {
-    MaxOfRateLimiter::new(vec![
-        Box::new(ItemExponentialFailureRateLimiter::new(
-            Duration::from_millis(5),
-            Duration::from_secs(1000),
-        )),
-        Box::new(BucketRateLimiter::new(10.0, 100)),
-    ])
-}
-
-/// Per-item exponential backoff: `base * 2^failures`, capped at `max`, client-go's
-/// `NewItemExponentialFailureRateLimiter`.
-///
-/// # Example
-///
-/// ```
-/// use std::time::Duration;
-/// use reflector_core::workqueue::{item_exponential_failure_rate_limiter, RateLimiter};
-///
-/// let limiter = item_exponential_failure_rate_limiter(
-///     Duration::from_millis(5),
-///     Duration::from_secs(1000),
-/// );
+/// let limiter = DefaultRateLimiter::default();
 /// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
 /// assert_eq!(limiter.when(&"a"), Duration::from_millis(10));
-/// limiter.forget(&"a");
-/// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
+/// assert_eq!(limiter.requeues(&"a"), 2);
 /// ```
-#[must_use]
-pub fn item_exponential_failure_rate_limiter<T: Clone + Eq + Hash + Send + Sync + 'static>(
-    base: Duration,
-    max: Duration,
-) -> impl RateLimiter<T> {
-    ItemExponentialFailureRateLimiter::new(base, max)
+#[doc(alias = "DefaultControllerRateLimiter")]
+pub struct DefaultRateLimiter<T>(MaxOf<T>);
+
+impl<T> fmt::Debug for DefaultRateLimiter<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("DefaultRateLimiter").finish()
+    }
 }
 
-/// `fast` for the first `max_fast_attempts` failures of an item, `slow` afterwards,
-/// client-go's `NewItemFastSlowRateLimiter`.
-///
-/// # Example
-///
-/// ```
-/// use std::time::Duration;
-/// use reflector_core::workqueue::{item_fast_slow_rate_limiter, RateLimiter};
-///
-/// let limiter = item_fast_slow_rate_limiter(Duration::from_millis(5), Duration::from_secs(10), 1);
-/// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
-/// assert_eq!(limiter.when(&"a"), Duration::from_secs(10));
-/// ```
-#[must_use]
-pub fn item_fast_slow_rate_limiter<T: Clone + Eq + Hash + Send + Sync + 'static>(
-    fast: Duration,
-    slow: Duration,
-    max_fast_attempts: u32,
-) -> impl RateLimiter<T> {
-    ItemFastSlowRateLimiter::new(fast, slow, max_fast_attempts)
+impl<T: Clone + Eq + Hash + Send + 'static> Default for DefaultRateLimiter<T> {
+    fn default() -> Self {
+        DefaultRateLimiter(
+            MaxOf::new()
+                .with(ExponentialBackoff::new(
+                    Duration::from_millis(5),
+                    Duration::from_secs(1000),
+                ))
+                .with(TokenBucket::new(10.0, 100)),
+        )
+    }
 }
 
-/// An overall token bucket shared by all items, refilled at `qps` tokens per second
-/// and holding at most `burst`: client-go's `BucketRateLimiter` over
-/// `golang.org/x/time/rate`. Each `when` reserves a token and answers how long to wait
-/// for it (zero while tokens are left). An infinite `qps` never limits; a zero,
-/// negative or NaN `qps` never refills (after the burst, the longest wait).
-///
-/// # Example
-///
-/// ```
-/// use std::time::Duration;
-/// use reflector_core::workqueue::{bucket_rate_limiter, RateLimiter};
-///
-/// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
-/// let limiter = bucket_rate_limiter::<&str>(10.0, 1);
-/// assert_eq!(limiter.when(&"a"), Duration::ZERO);
-/// assert_eq!(limiter.when(&"b"), Duration::from_millis(100));
-/// # }
-/// ```
-#[must_use]
-pub fn bucket_rate_limiter<T>(qps: f64, burst: u32) -> impl RateLimiter<T> {
-    BucketRateLimiter::new(qps, burst)
-}
+impl<T> RateLimiter<T> for DefaultRateLimiter<T> {
+    fn when(&self, item: &T) -> Duration {
+        self.0.when(item)
+    }
 
-/// The longest wait of several limiters, client-go's `NewMaxOfRateLimiter`: `when` and
-/// `forget` reach every limiter, `num_requeues` is the largest. With none, `when` is
-/// always zero.
-///
-/// # Example
-///
-/// ```
-/// use std::time::Duration;
-/// use reflector_core::workqueue::{
-///     item_exponential_failure_rate_limiter, item_fast_slow_rate_limiter, max_of_rate_limiter,
-///     RateLimiter,
-/// };
-///
-/// let limiter = max_of_rate_limiter::<&str>(vec![
-///     Box::new(item_fast_slow_rate_limiter(Duration::from_millis(5), Duration::from_secs(3), 3)),
-///     Box::new(item_exponential_failure_rate_limiter(Duration::from_millis(1), Duration::from_secs(1))),
-/// ]);
-/// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
-/// ```
-#[must_use]
-pub fn max_of_rate_limiter<T>(limiters: Vec<Box<dyn RateLimiter<T>>>) -> impl RateLimiter<T> {
-    MaxOfRateLimiter::new(limiters)
-}
+    fn forget(&self, item: &T) {
+        self.0.forget(item);
+    }
 
-/// Caps another limiter's wait at `max_wait`, client-go's `NewWithMaxWaitRateLimiter`.
-///
-/// # Example
-///
-/// ```
-/// use std::time::Duration;
-/// use reflector_core::workqueue::{
-///     item_exponential_failure_rate_limiter, with_max_wait_rate_limiter, RateLimiter,
-/// };
-///
-/// let limiter = with_max_wait_rate_limiter::<&str>(
-///     Box::new(item_exponential_failure_rate_limiter(Duration::from_secs(1), Duration::from_secs(1000))),
-///     Duration::from_secs(2),
-/// );
-/// assert_eq!(limiter.when(&"a"), Duration::from_secs(1));
-/// assert_eq!(limiter.when(&"a"), Duration::from_secs(2));
-/// assert_eq!(limiter.when(&"a"), Duration::from_secs(2));
-/// ```
-#[must_use]
-pub fn with_max_wait_rate_limiter<T>(
-    limiter: Box<dyn RateLimiter<T>>,
-    max_wait: Duration,
-) -> impl RateLimiter<T> {
-    WithMaxWaitRateLimiter::new(limiter, max_wait)
+    fn requeues(&self, item: &T) -> usize {
+        self.0.requeues(item)
+    }
 }

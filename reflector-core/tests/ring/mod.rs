@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams};
-use reflector_core::informer::{Event, InformerFactory};
+use reflector_core::informer::{Change, InformerFactory};
 use reflector_testkit::ApiServer;
 use tokio::time::Instant;
 
@@ -64,10 +64,10 @@ where
     let history = History::default();
     let h = Arc::clone(&history);
     informer
-        .add_event_fn(move |ev: Event<ConfigMap>| {
+        .add_event_fn(move |ev: Change<ConfigMap>| {
             let obj = match ev {
-                Event::Added { obj, .. } | Event::Updated { new: obj, .. } => obj,
-                Event::Deleted(_) => return,
+                Change::Added { obj, .. } | Change::Updated { new: obj, .. } => obj,
+                Change::Deleted(_) => return,
             };
             let now = state(&obj);
             let mut h = h.lock().unwrap();

@@ -38,7 +38,7 @@ fn plumbing(client: kube::Client, factory: &reflector::informer::InformerFactory
     let _lw = Widget::lister_watcher(client.clone()).namespace("ns").labels("app=web").fields("metadata.name=a");
     let informer = Widget::informer(client);
     let shared = factory.reflected::<Widget>();
-    let _ = informer.add_event_fn(|ev: reflector::informer::Event<Widget>| {
+    let _ = informer.add_event_fn(|ev: reflector::informer::Change<Widget>| {
         let _ = ev.object().spec.size;
     });
     let _ = shared.by_owner(42);

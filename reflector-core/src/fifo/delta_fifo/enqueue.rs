@@ -93,7 +93,7 @@ impl<K: Object> DeltaFifo<K> {
 
     /// The delta type of a listed item: `Replaced` if so configured, else `Sync`.
     pub(super) fn list_delta_type(&self) -> DeltaType {
-        if self.emit_delta_type_replaced {
+        if self.emit_replaced {
             DeltaType::Replaced
         } else {
             DeltaType::Sync
@@ -105,7 +105,7 @@ impl<K: Object> DeltaFifo<K> {
     pub(super) fn is_known_locked(&self, key: &ObjectKey, obj: &Arc<K>) -> bool {
         self.known_objects
             .as_ref()
-            .and_then(|known| known.get_by_key(key))
+            .and_then(|known| known.get(key))
             .is_some_and(|cached| Arc::ptr_eq(&cached, obj))
     }
 

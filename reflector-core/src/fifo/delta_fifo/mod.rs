@@ -102,7 +102,7 @@ pub struct DeltaFifo<K> {
     /// then the known objects' own lock).
     known_objects: Option<Arc<dyn KeyListerGetter<K>>>,
     /// Immutable after construction.
-    emit_delta_type_replaced: bool,
+    emit_replaced: bool,
     /// Immutable after construction. Called under `state`'s lock.
     transform: Option<TransformFunc<K>>,
 }
@@ -128,7 +128,7 @@ impl<K> fmt::Debug for DeltaFifo<K> {
 impl<K: Object> DeltaFifo<K> {
     /// An empty FIFO keyed by `ns/name`, with no known objects, no transform and
     /// `Sync` deltas on `replace`, as client-go's `NewDeltaFIFOWithOptions` with
-    /// empty options; the builder methods ([`known_objects`](DeltaFifo::known_objects),
+    /// empty options; the builder methods ([`known_objects`](DeltaFifo::cache),
     /// [`transform`](DeltaFifo::transform), ...) configure it before it is shared.
     #[must_use]
     pub fn new() -> Self {
@@ -147,7 +147,7 @@ impl<K: Object> DeltaFifo<K> {
             synced_notify: Notify::new(),
             key_func: Arc::new(meta_namespace_key::<K>),
             known_objects: None,
-            emit_delta_type_replaced: false,
+            emit_replaced: false,
             transform: None,
         }
     }

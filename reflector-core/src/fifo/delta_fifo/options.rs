@@ -58,23 +58,24 @@ impl<K> DeltaFifo<K> {
     /// let mut cm = ConfigMap::default();
     /// cm.metadata.name = Some("gone".into());
     /// cache.add(Arc::new(cm)).unwrap();
-    /// let fifo = DeltaFifo::new().known_objects(cache);
+    /// let fifo = DeltaFifo::new().cache(cache);
     /// fifo.replace(vec![], "2").unwrap(); // "gone" is missing from the relist
     /// let deltas = fifo.deltas_by_key(&"gone".parse().unwrap()).unwrap();
     /// assert_eq!(deltas[0].delta_type, DeltaType::Deleted);
     /// assert!(deltas[0].object.is_tombstone());
     /// ```
     #[must_use]
-    pub fn known_objects(self, known: Indexer<K>) -> Self
+    #[doc(alias = "KnownObjects")]
+    pub fn cache(self, known: Indexer<K>) -> Self
     where
         K: Object,
     {
-        self.known_objects_view(Arc::new(known))
+        self.cache_view(Arc::new(known))
     }
 
-    /// As [`known_objects`](DeltaFifo::known_objects), for any view of a cache.
+    /// As [`known_objects`](DeltaFifo::cache), for any view of a cache.
     #[must_use]
-    pub(crate) fn known_objects_view(mut self, known: Arc<dyn KeyListerGetter<K>>) -> Self {
+    pub(crate) fn cache_view(mut self, known: Arc<dyn KeyListerGetter<K>>) -> Self {
         self.known_objects = Some(known);
         self
     }
@@ -92,7 +93,7 @@ impl<K> DeltaFifo<K> {
     /// use k8s_openapi::api::core::v1::ConfigMap;
     /// use reflector_core::fifo::{DeltaFifo, DeltaType};
     /// use reflector_core::store::Store;
-    /// let fifo = DeltaFifo::<ConfigMap>::new().emit_delta_type_replaced(true);
+    /// let fifo = DeltaFifo::<ConfigMap>::new().emit_replaced(true);
     /// let mut cm = ConfigMap::default();
     /// cm.metadata.name = Some("a".into());
     /// fifo.replace(vec![Arc::new(cm)], "1").unwrap();
@@ -100,8 +101,9 @@ impl<K> DeltaFifo<K> {
     /// assert_eq!(deltas[0].delta_type, DeltaType::Replaced);
     /// ```
     #[must_use]
-    pub fn emit_delta_type_replaced(mut self, emit: bool) -> Self {
-        self.emit_delta_type_replaced = emit;
+    #[doc(alias = "EmitDeltaTypeReplaced")]
+    pub fn emit_replaced(mut self, emit: bool) -> Self {
+        self.emit_replaced = emit;
         self
     }
 

@@ -45,7 +45,7 @@ impl<K: Object> StoreSink<K> for DeltaFifo<K> {
     fn cached_unchanged(&self, obj: &K) -> Option<Arc<K>> {
         let known = self.known_objects.as_ref().filter(|k| !k.is_empty())?;
         let key = (self.key_func)(obj).ok()?;
-        crate::store::same_state(known.get_by_key(&key), obj)
+        crate::store::same_state(known.get(&key), obj)
     }
 
     /// Queues the page with a `Replaced` (or `Sync`) delta per item, as `replace`

@@ -31,7 +31,7 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
                 || self
                     .known_objects
                     .as_ref()
-                    .is_some_and(|known| known.get_by_key(&key).is_some());
+                    .is_some_and(|known| known.get(&key).is_some());
             let queued = exists
                 && self.queue_action_locked(
                     &mut state,
@@ -64,13 +64,13 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
     }
 
     /// The newest object queued under `obj`'s key.
-    fn get(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
+    fn get_object(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
         let key = (self.key_func)(obj)?;
-        Ok(self.get_by_key(&key))
+        Ok(self.get(&key))
     }
 
     /// The newest object queued under `key`.
-    fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
+    fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
         let state = self.lock();
         let newest = state.items.get(key)?.newest()?;
         Some(Arc::clone(newest.object.object()))
@@ -128,7 +128,7 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
                 if listed.contains(&key) || state.items.contains_key(&key) {
                     continue;
                 }
-                let Some(obj) = known.get_by_key(&key) else {
+                let Some(obj) = known.get(&key) else {
                     tracing::info!(key = %key, "DeltaFifo: known key vanished from the known objects during replace; no tombstone queued");
                     continue;
                 };
@@ -161,7 +161,7 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
             if state.items.contains_key(&key) {
                 continue;
             }
-            let Some(obj) = known.get_by_key(&key) else {
+            let Some(obj) = known.get(&key) else {
                 tracing::info!(key = %key, "DeltaFifo: known key vanished from the known objects during resync; not synced");
                 continue;
             };

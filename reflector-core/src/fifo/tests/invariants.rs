@@ -39,7 +39,7 @@ impl KeyListerGetter<ConfigMap> for Cache {
         self.map().keys().cloned().collect()
     }
 
-    fn get_by_key(&self, key: &ObjectKey) -> Option<Obj> {
+    fn get(&self, key: &ObjectKey) -> Option<Obj> {
         self.map().get(key).cloned()
     }
 }
@@ -88,7 +88,7 @@ proptest::proptest! {
         last_list in proptest::collection::vec(0u8..6, 0..6),
     ) {
         let cache = Arc::new(Cache::default());
-        let f = DeltaFifo::new().known_objects_view(cache.clone());
+        let f = DeltaFifo::new().cache_view(cache.clone());
         let mut version = 0;
         let mut mk_v = |k: u8| {
             version += 1;

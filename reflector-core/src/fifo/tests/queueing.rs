@@ -133,9 +133,9 @@ fn delta_fifo_store_getters_return_newest_object() {
     f.add(mk("a", 1)).unwrap();
     f.update(mk("a", 2)).unwrap();
     f.add(mk("b", 3)).unwrap();
-    assert_eq!(f.get(&mk("a", "")).unwrap(), Some(mk("a", 2)));
-    assert_eq!(f.get_by_key(&ObjectKey::new(None, "b")), Some(mk("b", 3)));
-    assert_eq!(f.get_by_key(&ObjectKey::new(None, "c")), None);
+    assert_eq!(f.get_object(&mk("a", "")).unwrap(), Some(mk("a", 2)));
+    assert_eq!(f.get(&ObjectKey::new(None, "b")), Some(mk("b", 3)));
+    assert_eq!(f.get(&ObjectKey::new(None, "c")), None);
     assert_eq!(f.list(), vec![mk("a", 2), mk("b", 3)]);
     assert_eq!(f.len(), 2);
     assert!(matches!(

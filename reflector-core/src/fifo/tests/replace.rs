@@ -74,9 +74,9 @@ async fn delta_fifo_replace_makes_deletions_for_objects_only_in_queue() {
     ];
     for (name, emit_replaced, script, expected) in cases {
         for with_known in [true, false] {
-            let mut f = DeltaFifo::new().emit_delta_type_replaced(emit_replaced);
+            let mut f = DeltaFifo::new().emit_replaced(emit_replaced);
             if with_known {
-                f = f.known_objects_view(Arc::new(Literal(vec![])));
+                f = f.cache_view(Arc::new(Literal(vec![])));
             }
             apply(&f, script);
             let case = format!("{name} (known objects: {with_known})");

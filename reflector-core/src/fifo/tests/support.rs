@@ -64,7 +64,7 @@ impl KeyListerGetter<ConfigMap> for Literal {
             .collect()
     }
 
-    fn get_by_key(&self, key: &ObjectKey) -> Option<Obj> {
+    fn get(&self, key: &ObjectKey) -> Option<Obj> {
         self.0
             .iter()
             .find(|o| o.metadata.name.as_deref() == Some(key.as_str()))
@@ -81,15 +81,15 @@ pub(super) fn fifo() -> DeltaFifo<ConfigMap> {
 }
 
 pub(super) fn fifo_known(known: Vec<Obj>) -> DeltaFifo<ConfigMap> {
-    DeltaFifo::new().known_objects_view(Arc::new(Literal(known)))
+    DeltaFifo::new().cache_view(Arc::new(Literal(known)))
 }
 
 /// A FIFO over `known` that emits `Replaced` (not `Sync`) for listed objects, as
 /// an informer's.
 pub(super) fn fifo_known_replaced(known: Vec<Obj>) -> DeltaFifo<ConfigMap> {
     DeltaFifo::new()
-        .known_objects_view(Arc::new(Literal(known)))
-        .emit_delta_type_replaced(true)
+        .cache_view(Arc::new(Literal(known)))
+        .emit_replaced(true)
 }
 
 /// Pops one item; fails the test if none arrives within a second (instant under

@@ -95,7 +95,7 @@ async fn delta_fifo_transformer_skips_resync() {
     let (calls, xfrm) = counting_identity();
     let known = mk("foo", 5);
     let f = DeltaFifo::new()
-        .known_objects_view(Arc::new(Literal(vec![known.clone()])))
+        .cache_view(Arc::new(Literal(vec![known.clone()])))
         .shared_transform(xfrm);
     f.resync().unwrap();
     let item = pop(&f).await;
@@ -117,8 +117,8 @@ async fn delta_fifo_replace_does_not_transform_reused_known_objects() {
     };
     let (foo, bar) = (with_rv("foo", "5"), with_rv("bar", "6"));
     let f = DeltaFifo::new()
-        .known_objects_view(Arc::new(Literal(vec![foo.clone(), bar.clone()])))
-        .emit_delta_type_replaced(true)
+        .cache_view(Arc::new(Literal(vec![foo.clone(), bar.clone()])))
+        .emit_replaced(true)
         .shared_transform(xfrm);
     let reused = f.cached_unchanged(&with_rv("foo", "5")).expect("same RV");
     assert!(Arc::ptr_eq(&reused, &foo));

@@ -46,9 +46,7 @@ struct Pipeline {
 impl Pipeline {
     fn new() -> Self {
         let cache = Indexer::<ConfigMap>::new(Indexers::new());
-        let fifo = DeltaFifo::new()
-            .known_objects(cache.clone())
-            .emit_delta_type_replaced(true);
+        let fifo = DeltaFifo::new().cache(cache.clone()).emit_replaced(true);
         Pipeline { cache, fifo }
     }
 

@@ -51,8 +51,10 @@ async fn event_panics() {
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let s = seen.clone();
     informer
-        .add_event_fn(move |ev: Event<Pod>| {
-            let Event::Added { obj, .. } = ev else { return };
+        .add_event_fn(move |ev: Change<Pod>| {
+            let Change::Added { obj, .. } = ev else {
+                return;
+            };
             let name = obj.metadata.name.clone().unwrap();
             if name == "boom" {
                 panic!("handler exploded on {name}");
@@ -94,8 +96,8 @@ async fn deletes_and_tombstones_reach_handlers() {
     let deletes = Arc::new(Mutex::new(Vec::<(String, bool)>::new()));
     let d = deletes.clone();
     informer
-        .add_event_fn(move |ev: Event<Pod>| {
-            if let Event::Deleted(o) = ev {
+        .add_event_fn(move |ev: Change<Pod>| {
+            if let Change::Deleted(o) = ev {
                 d.lock()
                     .unwrap()
                     .push((o.object().metadata.name.clone().unwrap(), o.is_tombstone()));
@@ -129,15 +131,15 @@ async fn slow_handler_does_not_delay_fast_handler() {
     let slow = Arc::new(AtomicUsize::new(0));
     let (f, s) = (fast.clone(), slow.clone());
     informer
-        .add_event_fn(move |ev: Event<Pod>| {
-            if let Event::Added { .. } = ev {
+        .add_event_fn(move |ev: Change<Pod>| {
+            if let Change::Added { .. } = ev {
                 f.fetch_add(1, Ordering::SeqCst);
             }
         })
         .unwrap();
     informer
-        .add_event_fn(move |ev: Event<Pod>| {
-            if let Event::Added { .. } = ev {
+        .add_event_fn(move |ev: Change<Pod>| {
+            if let Change::Added { .. } = ev {
                 std::thread::sleep(Duration::from_millis(100));
                 s.fetch_add(1, Ordering::SeqCst);
             }
@@ -215,8 +217,8 @@ async fn always_ready_watch_does_not_monopolize_the_thread() {
         .add_event_fn({
             let (pulled, first, seen) =
                 (pulled.clone(), pulled_at_first_event.clone(), seen.clone());
-            move |ev: Event<Pod>| {
-                let Event::Added { .. } = ev else { return };
+            move |ev: Change<Pod>| {
+                let Change::Added { .. } = ev else { return };
                 let _ = first.compare_exchange(
                     usize::MAX,
                     pulled.load(Ordering::SeqCst),

@@ -132,8 +132,8 @@ async fn add_while_active() {
     let initial = Arc::new(Mutex::new(Vec::<(String, bool)>::new()));
     let i = initial.clone();
     let reg2 = informer
-        .add_event_fn(move |ev: Event<Pod>| {
-            if let Event::Added {
+        .add_event_fn(move |ev: Change<Pod>| {
+            if let Change::Added {
                 obj,
                 is_in_initial_list,
             } = ev

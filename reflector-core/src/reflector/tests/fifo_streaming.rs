@@ -20,11 +20,7 @@ pub(super) fn reflector_into_informer_fifo<L: ListerWatcher<Pod> + 'static>(
     options: ReflectorOptions,
 ) -> (Arc<DeltaFifo<Pod>>, Arc<Reflector<Pod, L>>) {
     let indexer = Indexer::<Pod>::new(Indexers::new());
-    let fifo = Arc::new(
-        DeltaFifo::new()
-            .known_objects(indexer)
-            .emit_delta_type_replaced(true),
-    );
+    let fifo = Arc::new(DeltaFifo::new().cache(indexer).emit_replaced(true));
     let r = Arc::new(Reflector::new(lw, fifo.clone(), options));
     (fifo, r)
 }
@@ -110,7 +106,7 @@ async fn first_list_streams_pages_into_an_empty_delta_fifo() {
         );
     }
     assert!(!fifo.has_synced(), "page two is still being served");
-    assert_eq!(r.last_sync_resource_version(), "");
+    assert_eq!(r.resource_version(), None);
     release.notify_one();
     let item = pop_within_a_second(&fifo).await;
     assert_eq!(item.key.as_str(), "c");
@@ -118,7 +114,7 @@ async fn first_list_streams_pages_into_an_empty_delta_fifo() {
     tokio::time::timeout(Duration::from_secs(1), fifo.wait_synced())
         .await
         .expect("synced once the list ended and its last item was popped");
-    assert_eq!(r.last_sync_resource_version(), "10");
+    assert_eq!(r.resource_version().as_deref(), Some("10"));
     cancel.cancel();
     task.await.unwrap().unwrap();
 }
@@ -146,7 +142,7 @@ async fn streamed_list_started_over_after_expired_continue_is_reconciled() {
     );
     let (fifo, r) = reflector_into_informer_fifo(lw, ReflectorOptions::default());
     let (cancel, task) = spawn_list_and_watch(&r);
-    eventually(|| r.last_sync_resource_version() == "20").await;
+    eventually(|| r.resource_version().as_deref() == Some("20")).await;
     use DeltaType::{Deleted, Replaced};
     let mut popped = Vec::new();
     for _ in 0..3 {

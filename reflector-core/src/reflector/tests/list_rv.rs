@@ -105,7 +105,7 @@ async fn reflector_watch_list_page_size() {
             ),
         ],
     );
-    table.reflector.set_last_sync_resource_version("10");
+    table.reflector.set_resource_version("10");
     table.assert_rounds([10]).await;
 }
 
@@ -115,7 +115,7 @@ async fn reflector_watch_list_page_size() {
 async fn reflector_not_paginating_not_consistent_reads() {
     let rows = vec![("rv=10", Ok(pod_list("10", None, pods(10))))];
     let table = ListTable::new(ReflectorOptions::default(), rows);
-    table.reflector.set_last_sync_resource_version("10");
+    table.reflector.set_resource_version("10");
     table.assert_rounds([10]).await;
 }
 

@@ -94,7 +94,7 @@ async fn one_list_body_streams_into_an_empty_fifo_as_it_arrives() {
     let (cancel, task) = spawn_list_and_watch(&r);
     pop_initial_listed(&fifo, &[("a", "1"), ("b", "2")]).await;
     assert!(!fifo.has_synced(), "the body is still arriving");
-    assert_eq!(r.last_sync_resource_version(), "");
+    assert_eq!(r.resource_version(), None);
     tx.unbounded_send(Ok(Bytes::copy_from_slice(&text.as_bytes()[cut..])))
         .unwrap();
     drop(tx);
@@ -103,7 +103,7 @@ async fn one_list_body_streams_into_an_empty_fifo_as_it_arrives() {
     tokio::time::timeout(std::time::Duration::from_secs(1), fifo.wait_synced())
         .await
         .expect("synced once the body ended and its last item was popped");
-    assert_eq!(r.last_sync_resource_version(), "10");
+    assert_eq!(r.resource_version().as_deref(), Some("10"));
     let requests = api.requests();
     assert!(
         requests[0].ends_with("?limit=500&resourceVersion=0"),
@@ -146,7 +146,7 @@ async fn a_body_cut_mid_item_fails_the_list_and_it_is_listed_again() {
     assert_eq!(errors_of(&errors), ["list:transport"]);
     assert_eq!(fifo.len(), 1, "only the item before the cut");
     assert!(!fifo.has_synced());
-    eventually(|| r.last_sync_resource_version() == "10").await;
+    eventually(|| r.resource_version().as_deref() == Some("10")).await;
     assert_eq!(
         pop_three(&fifo).await,
         [

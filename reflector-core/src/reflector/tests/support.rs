@@ -381,11 +381,11 @@ impl Store<Pod> for RecordingStore {
             .map(|k| ObjectKey::new(None, k))
             .collect()
     }
-    fn get(&self, obj: &Pod) -> Result<Option<Arc<Pod>>, StoreError> {
+    fn get_object(&self, obj: &Pod) -> Result<Option<Arc<Pod>>, StoreError> {
         let name = obj.metadata.name.clone().unwrap_or_default();
         Ok(self.items.lock().unwrap().get(&name).cloned())
     }
-    fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<Pod>> {
+    fn get(&self, key: &ObjectKey) -> Option<Arc<Pod>> {
         self.items.lock().unwrap().get(key.name()).cloned()
     }
     fn replace(&self, items: Vec<Arc<Pod>>, resource_version: &str) -> Result<(), StoreError> {

@@ -33,7 +33,7 @@ async fn reflector_list_and_watch() {
     send(&tx, [modified("foo", "2")]);
     send(&tx, four_more_adds());
     list_and_watch_until(&r, || {
-        store.len() == 5 && r.last_sync_resource_version() == "6"
+        store.len() == 5 && r.resource_version().as_deref() == Some("6")
     })
     .await;
 
@@ -91,7 +91,7 @@ async fn reflector_resource_version_update() {
         *store.resource_versions.lock().unwrap(),
         ["10", "20", "30", "40"]
     );
-    assert_eq!(r.last_sync_resource_version(), "40");
+    assert_eq!(r.resource_version().as_deref(), Some("40"));
 }
 
 /// A BOOKMARK moves the resource version and touches nothing in the store.
@@ -102,7 +102,7 @@ async fn bookmark_moves_resource_version_only() {
         ReflectorOptions::default(),
     );
     send(&tx, [bookmark("99", false)]);
-    list_and_watch_until(&r, || r.last_sync_resource_version() == "99").await;
+    list_and_watch_until(&r, || r.resource_version().as_deref() == Some("99")).await;
     assert_eq!(
         store.ops(),
         ["replace 1 @5"],
@@ -306,5 +306,5 @@ async fn unexpected_kind_events_are_dropped_and_counted() {
     send(&tx, [added("after", "2")]);
     list_and_watch_until(&r, || store.len() == 1).await;
     assert_eq!(r.stats().unexpected_kind_events, 1);
-    assert_eq!(r.last_sync_resource_version(), "2");
+    assert_eq!(r.resource_version().as_deref(), Some("2"));
 }

@@ -49,7 +49,7 @@ async fn watch_list_streams_then_keeps_the_watch() {
     );
     send(&tx, four_more_adds());
     list_and_watch_until(&r, || {
-        store.len() == 5 && r.last_sync_resource_version() == "6"
+        store.len() == 5 && r.resource_version().as_deref() == Some("6")
     })
     .await;
     assert_eq!(*params.lock().unwrap(), [(String::new(), true, true)]);
@@ -132,7 +132,7 @@ async fn watch_list_retries_too_many_requests() {
         vec![added("a", "1"), bookmark("2", true)]
     });
     let (r, store) = watch_list_recording(scripted(no_list, watch));
-    list_and_watch_until(&r, || r.last_sync_resource_version() == "2").await;
+    list_and_watch_until(&r, || r.resource_version().as_deref() == Some("2")).await;
     assert_eq!(calls.rvs.lock().unwrap().len(), 2);
     assert_eq!(store.ops(), ["replace 1 @2"]);
     assert_eq!(r.stats().errors_too_many_requests, 1);
@@ -161,7 +161,7 @@ async fn watch_list_stop_after_sync() {
     send(&tx, [added("a", "1"), added("b", "2"), bookmark("2", true)]);
     list_and_watch_until(&r, || store.len() == 2).await;
     assert_eq!(store.ops(), ["replace 2 @2"]);
-    assert_eq!(r.last_sync_resource_version(), "2");
+    assert_eq!(r.resource_version().as_deref(), Some("2"));
     assert!(tx.is_closed());
 }
 
@@ -171,8 +171,8 @@ async fn watch_list_stop_after_sync() {
 async fn watch_list_expired_restarts_from_empty_resource_version() {
     let (watches, watch) = then_open_watches(expired(), || vec![bookmark("9", true)]);
     let (r, _) = watch_list_recording(scripted(no_list, watch));
-    r.set_last_sync_resource_version("4");
-    list_and_watch_until(&r, || r.last_sync_resource_version() == "9").await;
+    r.set_resource_version("4");
+    list_and_watch_until(&r, || r.resource_version().as_deref() == Some("9")).await;
     assert_eq!(*watches.rvs.lock().unwrap(), ["4", ""]);
 }
 
@@ -193,7 +193,7 @@ async fn watch_list_reuses_cached_objects_whose_resource_version_is_unchanged() 
         watch_list_options(),
     ));
     send(&tx, [added("a", "1"), added("b", "7"), bookmark("7", true)]);
-    list_and_watch_until(&r, || r.last_sync_resource_version() == "7").await;
+    list_and_watch_until(&r, || r.resource_version().as_deref() == Some("7")).await;
     let after = cached(&indexer);
     assert!(
         Arc::ptr_eq(&before["a"], &after["a"]),
@@ -216,7 +216,7 @@ async fn watch_list_initial_events_stream_into_an_empty_fifo_before_the_bookmark
     send(&tx, [added("a", "1"), added("b", "2")]);
     pop_initial_listed(&fifo, &[("a", "1"), ("b", "2")]).await;
     assert!(!fifo.has_synced(), "the bookmark has not come");
-    assert_eq!(r.last_sync_resource_version(), "");
+    assert_eq!(r.resource_version(), None);
     send(
         &tx,
         [
@@ -242,7 +242,7 @@ async fn watch_list_initial_events_stream_into_an_empty_fifo_before_the_bookmark
     tokio::time::timeout(std::time::Duration::from_secs(1), fifo.wait_synced())
         .await
         .expect("synced at the bookmark once its items were popped");
-    assert_eq!(r.last_sync_resource_version(), "6");
+    assert_eq!(r.resource_version().as_deref(), Some("6"));
     assert_eq!(r.stats().lists, 1);
     cancel.cancel();
     task.await.unwrap().unwrap();
@@ -277,7 +277,7 @@ async fn a_watch_list_cut_before_its_bookmark_is_reconciled_by_the_next() {
     tokio::time::timeout(std::time::Duration::from_secs(1), fifo.wait_synced())
         .await
         .expect("synced");
-    assert_eq!(r.last_sync_resource_version(), "3");
+    assert_eq!(r.resource_version().as_deref(), Some("3"));
     cancel.cancel();
     task.await.unwrap().unwrap();
 }

@@ -240,7 +240,8 @@ impl<K> ThreadSafeStore<K> {
     /// Every value index `name` currently holds at least one object under, in no
     /// particular order; empty for an unknown index (as client-go).
     #[must_use]
-    pub fn list_index_func_values(&self, name: &str) -> Vec<String> {
+    #[doc(alias = "ListIndexFuncValues")]
+    pub fn index_values(&self, name: &str) -> Vec<String> {
         self.read()
             .indices
             .get(name)

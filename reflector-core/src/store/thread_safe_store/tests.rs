@@ -63,7 +63,7 @@ fn delete_removes_empty_sets_from_index() {
     );
     store.delete(&key("testKey"));
     assert_eq!(set_of(&store, "testIndexer", "testKey"), None);
-    assert!(store.list_index_func_values("testIndexer").is_empty());
+    assert!(store.index_values("testIndexer").is_empty());
 }
 
 #[test]
@@ -146,7 +146,7 @@ fn indexing_functions_with_multiple_values() {
     // Emptied sets are gone, not left empty.
     assert_eq!(set_of(&store, "testIndexer", "foo"), None);
     assert_eq!(set_of(&store, "testIndexer", "baz"), None);
-    assert_eq!(store.list_index_func_values("testIndexer"), ["bar"]);
+    assert_eq!(store.index_values("testIndexer"), ["bar"]);
 }
 
 #[test]
@@ -208,7 +208,7 @@ fn builtin_namespace_index_matches_the_index_function() {
         Some(vec!["a".to_owned(), "c".to_owned()])
     );
     assert_eq!(set_of(&builtin, NAMESPACE_INDEX, "prod"), None);
-    assert_eq!(builtin.list_index_func_values(NAMESPACE_INDEX), ["dev"]);
+    assert_eq!(builtin.index_values(NAMESPACE_INDEX), ["dev"]);
     // `replace` and `add_indexers` build it the same way too.
     builtin.replace([
         (key("x"), cm_in("", "x", "v")),
@@ -304,5 +304,5 @@ fn panicking_index_function_leaves_store_unchanged() {
     assert!(r.is_err());
     assert_eq!(annotation(&store.get(&key("a")).unwrap()), "x");
     assert_eq!(set_of(&store, "v", "x"), Some(vec!["a".to_owned()]));
-    assert_eq!(store.list_index_func_values("v"), ["x"]);
+    assert_eq!(store.index_values("v"), ["x"]);
 }

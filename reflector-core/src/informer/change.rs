@@ -1,4 +1,4 @@
-//! [`Event`]: one notification as a value, for handlers written as a single closure.
+//! [`Change`]: one notification as a value, for handlers written as a single closure.
 
 use std::sync::Arc;
 
@@ -14,22 +14,23 @@ use super::{EventHandler, InformerError, Registration, SharedIndexInformer};
 /// ```
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::informer::Event;
+/// use reflector_core::informer::Change;
 ///
-/// fn describe(ev: &Event<ConfigMap>) -> String {
+/// fn describe(ev: &Change<ConfigMap>) -> String {
 ///     match ev {
-///         Event::Added { obj, is_in_initial_list } => {
+///         Change::Added { obj, is_in_initial_list } => {
 ///             format!("added {:?} (initial: {is_in_initial_list})", obj.metadata.name)
 ///         }
-///         Event::Updated { old: _, new } => format!("updated {:?}", new.metadata.name),
-///         Event::Deleted(d) => format!("deleted {:?}", d.object().metadata.name),
+///         Change::Updated { old: _, new } => format!("updated {:?}", new.metadata.name),
+///         Change::Deleted(d) => format!("deleted {:?}", d.object().metadata.name),
 ///     }
 /// }
-/// let ev = Event::Added { obj: Arc::new(ConfigMap::default()), is_in_initial_list: true };
+/// let ev = Change::Added { obj: Arc::new(ConfigMap::default()), is_in_initial_list: true };
 /// assert_eq!(describe(&ev), "added None (initial: true)");
 /// ```
+#[doc(alias = "Event")]
 #[derive(Debug)]
-pub enum Event<K> {
+pub enum Change<K> {
     /// An object appeared: from the initial list (`is_in_initial_list`), a later
     /// relist, or a watch event (as [`EventHandler::on_add`]).
     Added {
@@ -51,67 +52,67 @@ pub enum Event<K> {
     Deleted(MaybeTombstone<K>),
 }
 
-impl<K> Clone for Event<K> {
+impl<K> Clone for Change<K> {
     fn clone(&self) -> Self {
         match self {
-            Event::Added {
+            Change::Added {
                 obj,
                 is_in_initial_list,
-            } => Event::Added {
+            } => Change::Added {
                 obj: Arc::clone(obj),
                 is_in_initial_list: *is_in_initial_list,
             },
-            Event::Updated { old, new } => Event::Updated {
+            Change::Updated { old, new } => Change::Updated {
                 old: Arc::clone(old),
                 new: Arc::clone(new),
             },
-            Event::Deleted(d) => Event::Deleted(d.clone()),
+            Change::Deleted(d) => Change::Deleted(d.clone()),
         }
     }
 }
 
-impl<K> Event<K> {
+impl<K> Change<K> {
     /// The object the event is about: the added object, the new state of an update,
     /// or the deleted object (a tombstone's last known state).
     #[must_use]
     pub fn object(&self) -> &Arc<K> {
         match self {
-            Event::Added { obj, .. } => obj,
-            Event::Updated { new, .. } => new,
-            Event::Deleted(d) => d.object(),
+            Change::Added { obj, .. } => obj,
+            Change::Updated { new, .. } => new,
+            Change::Deleted(d) => d.object(),
         }
     }
 }
 
-/// An [`EventHandler`] that hands every notification to one closure as an [`Event`].
+/// An [`EventHandler`] that hands every notification to one closure as an [`Change`].
 struct EventFn<F>(F);
 
 impl<K, F> EventHandler<K> for EventFn<F>
 where
     K: Send + Sync + 'static,
-    F: Fn(Event<K>) + Send + Sync + 'static,
+    F: Fn(Change<K>) + Send + Sync + 'static,
 {
     fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
-        (self.0)(Event::Added {
+        (self.0)(Change::Added {
             obj: Arc::clone(obj),
             is_in_initial_list,
         });
     }
 
     fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
-        (self.0)(Event::Updated {
+        (self.0)(Change::Updated {
             old: Arc::clone(old),
             new: Arc::clone(new),
         });
     }
 
     fn on_delete(&self, obj: &MaybeTombstone<K>) {
-        (self.0)(Event::Deleted(obj.clone()));
+        (self.0)(Change::Deleted(obj.clone()));
     }
 }
 
 impl<K: Object> SharedIndexInformer<K> {
-    /// Adds a handler written as one closure over [`Event`]s, with the informer's
+    /// Adds a handler written as one closure over [`Change`]s, with the informer's
     /// default resync period. Same delivery guarantees as
     /// [`SharedIndexInformer::add_event_handler`]: its own buffer and task, in order
     /// per object, a synthetic `Added` for every cached object when added after
@@ -123,13 +124,13 @@ impl<K: Object> SharedIndexInformer<K> {
     /// # Example
     /// ```no_run
     /// use k8s_openapi::api::core::v1::Pod;
-    /// use reflector_core::informer::{Event, SharedIndexInformer};
+    /// use reflector_core::informer::{Change, SharedIndexInformer};
     /// # fn f(informer: SharedIndexInformer<Pod>) {
     /// let reg = informer
-    ///     .add_event_fn(|ev: Event<Pod>| match ev {
-    ///         Event::Added { obj, .. } => println!("add {:?}", obj.metadata.name),
-    ///         Event::Updated { new, .. } => println!("update {:?}", new.metadata.name),
-    ///         Event::Deleted(d) => println!("delete {:?}", d.object().metadata.name),
+    ///     .add_event_fn(|ev: Change<Pod>| match ev {
+    ///         Change::Added { obj, .. } => println!("add {:?}", obj.metadata.name),
+    ///         Change::Updated { new, .. } => println!("update {:?}", new.metadata.name),
+    ///         Change::Deleted(d) => println!("delete {:?}", d.object().metadata.name),
     ///     })
     ///     .unwrap();
     /// informer.remove_event_handler(&reg);
@@ -137,7 +138,7 @@ impl<K: Object> SharedIndexInformer<K> {
     /// ```
     pub fn add_event_fn<F>(&self, f: F) -> Result<Registration, InformerError>
     where
-        F: Fn(Event<K>) + Send + Sync + 'static,
+        F: Fn(Change<K>) + Send + Sync + 'static,
     {
         self.add_event_handler(EventFn(f))
     }
@@ -161,17 +162,17 @@ mod tests {
         let seen: Arc<Mutex<Vec<String>>> = Arc::default();
         let h = EventFn({
             let seen = Arc::clone(&seen);
-            move |ev: Event<ConfigMap>| {
+            move |ev: Change<ConfigMap>| {
                 let name = ev.object().metadata.name.clone().unwrap_or_default();
                 let s = match ev {
-                    Event::Added {
+                    Change::Added {
                         is_in_initial_list, ..
                     } => format!("add {name} {is_in_initial_list}"),
-                    Event::Updated { old, .. } => format!(
+                    Change::Updated { old, .. } => format!(
                         "update {name} from {}",
                         old.metadata.resource_version.clone().unwrap_or_default()
                     ),
-                    Event::Deleted(d) => format!("delete {name} {}", d.is_tombstone()),
+                    Change::Deleted(d) => format!("delete {name} {}", d.is_tombstone()),
                 };
                 seen.lock().unwrap().push(s);
             }
@@ -191,7 +192,7 @@ mod tests {
     fn event_object_is_the_newest_state() {
         let a1 = cm("a", "1");
         let a2 = cm("a", "2");
-        let ev = Event::Updated {
+        let ev = Change::Updated {
             old: Arc::clone(&a1),
             new: Arc::clone(&a2),
         };
