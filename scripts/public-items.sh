@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Counts the public types and traits of reflector-core (structs, enums, traits, type
-# aliases, unions) from rustdoc's item index, and lists them.
+# aliases, unions) from rustdoc's item index, and lists them; fails if a retired
+# Go-style name is public again.
 #
 # Usage: scripts/public-items.sh
 set -euo pipefail
@@ -19,3 +20,27 @@ count=$(printf '%s\n' "$items" | grep -c . || true)
 
 echo "reflector-core public types and traits: $count"
 printf '%s\n' "$items"
+
+# Go-style names replaced by Rust ones (each kept as a `#[doc(alias)]`): none may be
+# public again, as a function, method, trait method or type.
+retired='get_by_key list_index_func_values shut_down shutting_down shut_down_with_drain
+num_requeues item_exponential_failure_rate_limiter item_fast_slow_rate_limiter
+bucket_rate_limiter max_of_rate_limiter with_max_wait_rate_limiter
+default_controller_rate_limiter emit_delta_type_replaced known_objects
+last_sync_resource_version FinalizerEvent'
+found=0
+for name in $retired; do
+  hits=$(grep -rlE "id=\"(method|tymethod)\.$name\"|/(fn|struct|enum|trait|type)\.$name\.html" \
+    "$target_dir/doc/reflector_core" 2>/dev/null | head -3 || true)
+  if [ -n "$hits" ]; then
+    echo "retired name still public: $name (in $(echo $hits | tr '\n' ' '))" >&2
+    found=1
+  fi
+done
+# `informer::Event` would collide with `events::Event` in the prelude.
+if [ -f "$target_dir/doc/reflector_core/informer/enum.Event.html" ]; then
+  echo "retired name still public: informer::Event (now informer::Change)" >&2
+  found=1
+fi
+[ "$found" = 0 ] || exit 1
+echo "no retired Go-style name is public"
