@@ -39,3 +39,8 @@ pub mod store;
 pub mod workqueue;
 
 pub use reflector::{Reflector, ReflectorError, ReflectorOptions, ReflectorStats};
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -365,3 +365,8 @@ pub use fault::{BadLine, Fault, FaultId, Faults, Matcher};
 pub use request_log::{RequestLogEntry, Verb};
 pub use resource::ResourceInfo;
 pub use server::{ApiServer, ApiServerBuilder};
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

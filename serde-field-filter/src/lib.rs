@@ -29,3 +29,8 @@ pub use filter::{FieldFilter, MANAGED_FIELDS_PATH, from_slice};
 
 #[cfg(test)]
 mod tests;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
