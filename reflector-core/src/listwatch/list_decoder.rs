@@ -284,3 +284,6 @@ impl<T, D> Drop for ItemDecoder<T, D> {
         self.shared.stop.store(true, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests;
