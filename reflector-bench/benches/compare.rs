@@ -46,7 +46,9 @@
 //! (forward, then backward). Each child reports one JSON line per phase:
 //!
 //! * time from the first request until the cache holds the initial list (`has_synced`,
-//!   `wait_until_ready`, or the last page decoded), polled every millisecond;
+//!   `wait_until_ready`, or the last page decoded), polled every millisecond, and the
+//!   child's CPU time (user + system, every thread; `/proc/self/stat`, 10 ms ticks)
+//!   over the same span;
 //! * `VmRSS` and `VmHWM` from `/proc/self/status` 300 ms after sync, and live heap bytes
 //!   from a counting global allocator (`stats_alloc`; it adds two atomic increments to
 //!   every allocation, in every scenario alike); `VmHWM` is the peak RSS since the child
@@ -71,6 +73,8 @@ use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 
 #[path = "compare/child.rs"]
 mod child;
+#[path = "compare/cpu.rs"]
+mod cpu;
 #[path = "compare/index.rs"]
 mod index;
 #[path = "compare/mem.rs"]

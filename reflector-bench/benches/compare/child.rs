@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::cpu::cpu_secs;
 use crate::mem::{self, HeapPeak};
 use crate::scenario::{self, Cache, Phase, SHARDS, Scenario};
 
@@ -410,9 +411,9 @@ async fn body(scenario: Scenario, url: &str, objects: usize, paged: bool) -> Res
     let rss0 = mem::rss();
     let heap0 = mem::heap();
     let peak = HeapPeak::start();
-    let start = Instant::now();
+    let (start, cpu0) = (Instant::now(), cpu_secs());
     let built = build(scenario.cache, client, paged).await?;
-    let secs = start.elapsed().as_secs_f64();
+    let (secs, cpu) = (start.elapsed().as_secs_f64(), cpu_secs() - cpu0);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let len = built.len();
     if len != objects && scenario.cache != Cache::OursFactoryShard {
@@ -421,6 +422,7 @@ async fn body(scenario: Scenario, url: &str, objects: usize, paged: bool) -> Res
     let mut synced = json!({
         "phase": "synced",
         "secs": secs,
+        "cpu": cpu,
         "len": len,
         "rss0": rss0,
         "heap0": heap0,

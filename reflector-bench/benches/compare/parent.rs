@@ -109,10 +109,11 @@ fn run_shape(
         for s in order {
             let result = child(&exe, &server, s, args, paged)?;
             eprintln!(
-                "compare: run {} {}: synced in {:.3} s{}",
+                "compare: run {} {}: synced in {:.3} s ({:.2} CPU s){}",
                 run + 1,
                 s.name,
                 num(&result.synced, "secs").unwrap_or(f64::NAN),
+                num(&result.synced, "cpu").unwrap_or(f64::NAN),
                 result
                     .after
                     .as_ref()
@@ -340,22 +341,25 @@ fn print_tables(
         args.objects, args.runs
     );
     let secs = |r: &RunResult| num(&r.synced, "secs");
+    let cpu = |r: &RunResult| num(&r.synced, "cpu");
     let rss = synced_mb("rss");
     let heap = |r: &RunResult| heap_delta(r).map(|b| b / MB);
     let floor_t = med(results, "floor", secs);
     let nostore_t = med(results, "floor-nostore", secs);
     let kube_t = med(results, "kube-runtime", secs);
     let kube_streaming_t = med(results, "kube-runtime-streaming", secs);
+    let kube_cpu = med(results, "kube-runtime", cpu);
     let floor_rss = med(results, "floor", &rss);
     let kube_rss = med(results, "kube-runtime", &rss);
     let floor_heap = med(results, "floor", heap);
     let kube_heap = med(results, "kube-runtime", heap);
     println!(
-        "| initial sync | time to synced (s) | vs floor | vs decode-only | vs kube-runtime | vs kube-runtime streaming list | RSS after sync (MB) | vs floor | vs kube-runtime | heap (MB) | vs floor | vs kube-runtime | heap bytes/object | peak RSS during sync (MB) | peak / after | peak heap during sync (MB) |"
+        "| initial sync | time to synced (s) | vs floor | vs decode-only | vs kube-runtime | vs kube-runtime streaming list | CPU to synced (s) | vs kube-runtime | RSS after sync (MB) | vs floor | vs kube-runtime | heap (MB) | vs floor | vs kube-runtime | heap bytes/object | peak RSS during sync (MB) | peak / after | peak heap during sync (MB) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for s in selected.iter().filter(|s| s.phase == Phase::Sync) {
         let t = med(results, s.name, secs);
+        let c = med(results, s.name, cpu);
         let r = med(results, s.name, &rss);
         let h = med(results, s.name, heap);
         let per_object = med(results, s.name, |r| {
@@ -366,13 +370,15 @@ fn print_tables(
             Some((num(&r.synced, "heap_peak")? - num(&r.synced, "heap0")?) / MB)
         });
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             s.name,
             fmt(t, 2),
             ratio(t, floor_t),
             ratio(t, nostore_t),
             ratio(t, kube_t),
             ratio(t, kube_streaming_t),
+            fmt(c, 2),
+            ratio(c, kube_cpu),
             fmt(r, 0),
             ratio(r, floor_rss),
             ratio(r, kube_rss),

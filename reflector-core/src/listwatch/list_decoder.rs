@@ -29,7 +29,6 @@ use serde_field_filter::FieldFilter;
 use tokio::task::JoinHandle;
 
 use super::ListWatchError;
-use super::heap_room;
 use super::list_stream::ItemDecodeFn;
 
 /// The item bytes that wait in the batch being gathered while every core decodes one
@@ -101,7 +100,6 @@ impl Batch {
         decoder: &D,
         stop: &AtomicBool,
     ) -> Result<Vec<T>, ListWatchError> {
-        heap_room::make_room(self.bytes.len());
         let mut items = Vec::with_capacity(self.ends.len());
         let mut start = 0;
         for (offset, &end) in self.ends.iter().enumerate() {
@@ -286,3 +284,6 @@ impl<T, D> Drop for ItemDecoder<T, D> {
         self.shared.stop.store(true, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -23,7 +23,6 @@ mod boxed;
 mod compact;
 #[cfg(any(test, feature = "testing"))]
 mod fake_source;
-mod heap_room;
 mod list_decoder;
 mod list_prefetch;
 mod list_request;
