@@ -100,7 +100,7 @@ struct Ctx {
 /// recorder refuses (it cannot be invalid here) is only logged.
 fn record(ctx: &Ctx, widget: &Widget, reason: &str, note: String) {
     let event = Event::normal(reason, "Reconcile").note(note);
-    if let Err(e) = ctx.recorder.publish(&widget.object_ref(&()), event) {
+    if let Err(e) = ctx.recorder.publish(widget, event) {
         println!("  cannot record {reason}: {e}");
     }
 }
@@ -402,7 +402,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 };
                 println!("  {key}: {message}; retrying with backoff");
                 let warning = Event::warning("ReconcileFailed", "Reconcile").note(failure_note(e));
-                if let Err(e) = ctx.recorder.publish(&reference(key), warning) {
+                if let Err(e) = ctx.recorder.publish_ref(&reference(key), warning) {
                     println!("  cannot record ReconcileFailed: {e}");
                 }
                 Action::requeue_rate_limited()
