@@ -34,8 +34,8 @@ const REPORTER_LIMIT: usize = 128;
 /// - **never blocking**: [`publish`](Self::publish) validates the event, runs the spam
 ///   filter and puts it in a bounded buffer, then returns; a full buffer drops and
 ///   counts. One background task, owned by the recorder, drains the buffer, folds the
-///   identical events it finds into their series (so a burst costs one write per
-///   Event, not one per occurrence), and writes.
+///   events it finds into their series (so a burst costs one write per Event, not
+///   one per occurrence), and writes.
 ///
 /// Drops are counted in `reflector_events_dropped_total{controller,reason}`, `reason`
 /// one of `spam_filter`, `buffer_full`, `rejected` (the server answered with an error;

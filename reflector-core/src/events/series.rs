@@ -1,5 +1,6 @@
-//! The correlator's state: identical events within the window are one Event object
-//! whose `series` grows, as client-go's `tools/events` broadcaster keeps them.
+//! The correlator's state: events with the same series key within the window are one
+//! Event object whose `series` grows, as client-go's `tools/events` broadcaster keeps
+//! them.
 
 use std::collections::HashMap;
 use std::time::Duration;
