@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use reflector::informer::{Change, SharedIndexInformer};
 use reflector::listwatch::ApiListerWatcher;
-use reflector::store::Indexers;
+use reflector::store::{Indexers, StoreError};
 use tokio_util::sync::CancellationToken;
 
 const BY_NODE: &str = "by_node";
@@ -43,18 +43,19 @@ fn pod(name: &str, node: &str) -> Pod {
     p
 }
 
-fn print_nodes(informer: &SharedIndexInformer<Pod>, nodes: &[&str]) {
+/// Prints the pods of each node, from the index (an error if the informer lacks it).
+fn print_nodes(informer: &SharedIndexInformer<Pod>, nodes: &[&str]) -> Result<(), StoreError> {
     for node in nodes {
         let mut pods: Vec<String> = informer
             .lister()
-            .by_index(BY_NODE, node)
-            .unwrap_or_default()
+            .by_index(BY_NODE, node)?
             .iter()
             .filter_map(|p| p.metadata.name.clone())
             .collect();
         pods.sort();
         println!("  {node:<8} {}", pods.join(", "));
     }
+    Ok(())
 }
 
 #[tokio::main]
@@ -125,7 +126,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokio::signal::ctrl_c().await?;
         let nodes: Vec<String> = informer.indexer().index_values(BY_NODE);
         let nodes: Vec<&str> = nodes.iter().map(String::as_str).collect();
-        print_nodes(&informer, &nodes);
+        print_nodes(&informer, &nodes)?;
     } else {
         let pods = Api::<Pod>::namespaced(client, "default");
         let nodes = ["node-a", "node-b", "node-c"];
@@ -146,19 +147,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let want: BTreeMap<&str, usize> = [("node-a", 2), ("node-b", 2), ("node-c", 4)].into();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         loop {
-            let got: BTreeMap<&str, usize> = nodes
+            let got = nodes
                 .iter()
-                .map(|n| {
-                    (
-                        *n,
-                        informer
-                            .lister()
-                            .by_index(BY_NODE, n)
-                            .map(|v| v.len())
-                            .unwrap_or(0),
-                    )
-                })
-                .collect();
+                .map(|n| Ok((*n, informer.lister().by_index(BY_NODE, n)?.len())))
+                .collect::<Result<BTreeMap<&str, usize>, StoreError>>()?;
             if got == want {
                 break;
             }
@@ -168,7 +160,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         println!("\npods per node (from the by_node index):");
-        print_nodes(&informer, &nodes);
+        print_nodes(&informer, &nodes)?;
         println!(
             "\n{} adds seen by the counting handler, one watch: {} list(s), {} watch(es)",
             events.load(Ordering::Relaxed),

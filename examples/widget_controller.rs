@@ -39,6 +39,7 @@ use reflector::controller::{Finalizer, FinalizerError, FinalizerStep};
 use reflector::events::{Event, Recorder, RecorderConfig};
 use reflector::metrics::{Metrics, render_metrics};
 use reflector::prelude::*;
+use reflector::store::StoreError;
 use reflector_testkit::{Fault, Matcher, Verb};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -81,6 +82,8 @@ const NS: &str = "demo";
 enum Error {
     #[error("API request failed")]
     Kube(#[from] kube::Error),
+    #[error("index query failed")]
+    Index(#[from] StoreError),
 }
 
 struct Ctx {
@@ -97,7 +100,7 @@ struct Ctx {
 /// recorder refuses (it cannot be invalid here) is only logged.
 fn record(ctx: &Ctx, widget: &Widget, reason: &str, note: String) {
     let event = Event::normal(reason, "Reconcile").note(note);
-    if let Err(e) = ctx.recorder.publish(&widget.object_ref(&()), event) {
+    if let Err(e) = ctx.recorder.publish(widget, event) {
         println!("  cannot record {reason}: {e}");
     }
 }
@@ -135,15 +138,19 @@ fn config_map_name(widget: &str) -> String {
 }
 
 /// The other widgets of `owner`, from the typed index.
-fn peers(widgets: &SharedIndexInformer<Widget>, owner: &str, me: &str) -> String {
+fn peers(
+    widgets: &SharedIndexInformer<Widget>,
+    owner: &str,
+    me: &str,
+) -> Result<String, StoreError> {
     let mut names: Vec<String> = widgets
-        .by_owner(owner)
+        .by_owner(owner)?
         .iter()
         .map(|w| w.name_any())
         .filter(|n| n != me)
         .collect();
     names.sort();
-    names.join(",")
+    Ok(names.join(","))
 }
 
 fn desired_data(w: &Widget, peers: String) -> BTreeMap<String, String> {
@@ -202,7 +209,7 @@ async fn apply(key: &ObjectRef<Widget>, widget: &Widget, ctx: &Ctx) -> Result<Ac
     let widgets: Api<Widget> = Api::namespaced(ctx.client.clone(), &ns);
     let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
     let cm_name = config_map_name(&name);
-    let data = desired_data(widget, peers(&ctx.widgets, &widget.spec.owner, &name));
+    let data = desired_data(widget, peers(&ctx.widgets, &widget.spec.owner, &name)?);
     match ctx.config_maps.get(Some(&ns), &cm_name) {
         None => {
             let owner_ref = OwnerReference {
@@ -380,9 +387,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .owns(config_maps.clone())
         // A widget's change concerns every widget of the same owner (their peers).
         .watches(widgets.clone(), move |w: &Widget| {
-            let peers = peers_of.by_owner_keys(&w.spec.owner);
-            let me = ObjectRef::from_obj(w).ok();
-            peers.into_iter().map(ObjectRef::from_key).chain(me)
+            let peers = peers_of.by_owner_keys(&w.spec.owner).unwrap_or_else(|e| {
+                println!("  cannot map the peers of {}: {e}", w.name_any());
+                Vec::new()
+            });
+            peers.into_iter().chain(ObjectRef::from_obj(w).ok())
         })
         .error_policy(
             |key: &ObjectRef<Widget>, e: &FinalizerError<Error>, ctx: Arc<Ctx>| {
@@ -393,7 +402,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 };
                 println!("  {key}: {message}; retrying with backoff");
                 let warning = Event::warning("ReconcileFailed", "Reconcile").note(failure_note(e));
-                if let Err(e) = ctx.recorder.publish(&reference(key), warning) {
+                if let Err(e) = ctx.recorder.publish_ref(&reference(key), warning) {
                     println!("  cannot record ReconcileFailed: {e}");
                 }
                 Action::requeue_rate_limited()
@@ -470,7 +479,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         println!("  alice's widgets   {:?}", {
             let mut v: Vec<String> = widgets
-                .by_owner("alice")
+                .by_owner("alice")?
                 .iter()
                 .map(|w| w.name_any())
                 .collect();

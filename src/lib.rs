@@ -32,11 +32,14 @@
 //!   `Widget::informer(client) -> SharedIndexInformer<Widget>` with every index
 //!   registered (or `factory.reflected::<Widget>()` for a shared one);
 //! - `pub trait WidgetIndexes`, implemented for the `Lister`, the `Indexer` and the
-//!   `SharedIndexInformer` of `Widget`: `by_owner(value) -> Vec<Arc<Widget>>`
-//!   and `by_owner_keys(value) -> Vec<ObjectKey>` per index, `value` being anything
-//!   `Display`. **Import the trait** where you query (it is in scope in the module
-//!   that defines the kind). A query on a cache built without `Widget::indexers()`
-//!   answers nothing rather than failing.
+//!   `SharedIndexInformer` of `Widget`: `by_owner(value) -> Result<Vec<Arc<Widget>>, StoreError>`
+//!   and `by_owner_keys(value) -> Result<Vec<ObjectRef<Widget>>, StoreError>` per
+//!   index, `value` being anything `Display`. **Import the trait** where you query (it
+//!   is in scope in the module that defines the kind). On what `Widget::informer(..)`
+//!   and `factory.reflected::<Widget>()` build, a query is always `Ok`; on a cache
+//!   built without `Widget::indexers()` it fails loudly with
+//!   `StoreError::UnknownIndex("by_owner")` rather than answering an empty list that
+//!   would read as "no match".
 //!
 //! The query trait has the struct's visibility. Events reach a closure through
 //! `informer.add_event_fn(|ev: Change<Widget>| ..)`, as for any kind.
@@ -46,7 +49,8 @@
 //! use kube::CustomResource;
 //! use reflector::Reflect;
 //! use reflector::informer::Change;
-//! use reflector::store::{Indexer, Store};
+//! use reflector::object::ObjectRef;
+//! use reflector::store::{Indexer, Indexers, Store, StoreError};
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
 //!
@@ -63,25 +67,32 @@
 //!     size: u32,
 //! }
 //!
+//! # fn main() -> Result<(), StoreError> {
 //! let cache = Indexer::new(Widget::indexers());
 //! let spec = WidgetSpec { owner: "alice".into(), tags: vec!["blue".into()], parent: None, size: 1 };
 //! let mut w = Widget::new("w1", spec);
 //! w.metadata.namespace = Some("default".into());
 //! cache.add(Arc::new(w)).unwrap();
-//! assert_eq!(cache.by_owner("alice").len(), 1);
-//! assert_eq!(cache.by_tags("blue").len(), 1);
-//! assert!(cache.by_parent("p").is_empty());
+//! assert_eq!(cache.by_owner("alice")?.len(), 1);
+//! assert_eq!(cache.by_owner_keys("alice")?, [ObjectRef::<Widget>::new(Some("default"), "w1")]);
+//! assert_eq!(cache.by_tags("blue")?.len(), 1);
+//! assert!(cache.by_parent("p")?.is_empty());
 //!
-//! # async fn run(client: kube::Client) {
+//! // A cache built without `Widget::indexers()` fails loudly.
+//! let bare = Indexer::<Widget>::new(Indexers::new());
+//! assert_eq!(bare.by_owner("alice").unwrap_err(), StoreError::UnknownIndex("by_owner".into()));
+//! # Ok(()) }
+//!
+//! # async fn run(client: kube::Client) -> Result<(), StoreError> {
 //! let informer = Widget::informer(client);
 //! let reg = informer.add_event_fn(|ev: Change<Widget>| match ev {
 //!     Change::Added { obj, .. } => println!("new widget of {}", obj.spec.owner),
 //!     Change::Updated { new, .. } => println!("widget of {} changed", new.spec.owner),
 //!     Change::Deleted(d) => println!("widget of {} gone", d.object().spec.owner),
 //! });
-//! let alices = informer.lister().by_owner("alice");
+//! let alices = informer.by_owner("alice")?;
 //! # let _ = (reg, alices);
-//! # }
+//! # Ok(()) }
 //! ```
 //!
 //! [`kube`]: https://docs.rs/kube

@@ -9,6 +9,7 @@ use std::time::Duration;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use reflector::Reflect;
 use reflector::informer::{Change, InformerFactory};
+use reflector::store::StoreError;
 use reflector_testkit::ApiServer;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -45,8 +46,10 @@ fn expected(
         .collect()
 }
 
-fn got(v: Vec<Arc<Widget>>) -> BTreeSet<(String, String)> {
-    v.iter()
+/// The (namespace, name) of a query's answer; the query must succeed.
+fn got(v: Result<Vec<Arc<Widget>>, StoreError>) -> BTreeSet<(String, String)> {
+    v.expect("the index is registered")
+        .iter()
         .map(|w| {
             (
                 w.metadata.namespace.clone().unwrap_or_default(),
@@ -65,9 +68,20 @@ fn assert_queries(q: &impl WidgetIndexes, model: &Model, phase: &str) {
             expected(model, |m| m.0 == owner),
             "{phase}: {owner}"
         );
+        let keys: BTreeSet<(String, String)> = q
+            .by_owner_keys(&owner)
+            .expect("the index is registered")
+            .iter()
+            .map(|k| {
+                (
+                    k.namespace().unwrap_or_default().to_owned(),
+                    k.name().to_owned(),
+                )
+            })
+            .collect();
         assert_eq!(
-            q.by_owner_keys(&owner).len(),
-            expected(model, |m| m.0 == owner).len(),
+            keys,
+            expected(model, |m| m.0 == owner),
             "{phase}: keys of {owner}"
         );
         let tag = format!("tag-{v}");
@@ -219,6 +233,7 @@ async fn factory_reflected_informer_answers_typed_queries() {
     assert!(widgets.has_synced());
     let mut alices: Vec<String> = widgets
         .by_owner("alice")
+        .expect("factory.reflected registers by_owner")
         .iter()
         .filter_map(|w| w.metadata.name.clone())
         .collect();

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use reflector::Reflect;
 use reflector::lister::Lister;
-use reflector::object::ObjectKey;
-use reflector::store::{Indexer, Store};
+use reflector::object::ObjectRef;
+use reflector::store::{Indexer, Indexers, Store, StoreError};
 
 mod support {
     pub mod widget;
@@ -105,7 +105,9 @@ impl<'a> W<'a> {
     }
 }
 
-fn names(v: Vec<Arc<Widget>>) -> Vec<String> {
+/// The names of a query's answer, sorted; the query must succeed.
+fn names(v: Result<Vec<Arc<Widget>>, StoreError>) -> Vec<String> {
+    let v = v.expect("the index is registered");
     let mut n: Vec<String> = v.iter().filter_map(|w| w.metadata.name.clone()).collect();
     n.sort();
     n
@@ -154,14 +156,23 @@ fn by_owner_returns_exactly_the_owners_widgets() {
     let (_, lister) = cache_with([w("a", "alice"), w("b", "bob"), w("c", "alice")]);
     assert_eq!(names(lister.by_owner("alice")), ["a", "c"]);
     assert_eq!(names(lister.by_owner(String::from("bob"))), ["b"]);
-    assert!(lister.by_owner("carol").is_empty());
+    assert!(names(lister.by_owner("carol")).is_empty());
+}
+
+/// The `_keys` query answers typed keys, `ObjectRef<Widget>`, sorted.
+#[test]
+fn by_owner_keys_answers_typed_keys() {
+    let (_, lister) = cache_with([w("c", "alice"), w("b", "bob"), w("a", "alice")]);
+    let keys: Vec<ObjectRef<Widget>> = lister.by_owner_keys("alice").unwrap();
     assert_eq!(
-        lister.by_owner_keys("alice"),
-        vec![
-            ObjectKey::new(Some("default"), "a"),
-            ObjectKey::new(Some("default"), "c")
+        keys,
+        [
+            ObjectRef::new(Some("default"), "a"),
+            ObjectRef::new(Some("default"), "c")
         ]
     );
+    assert_eq!(keys[0].to_string(), "Widget default/a");
+    assert!(lister.by_owner_keys("carol").unwrap().is_empty());
 }
 
 #[test]
@@ -173,15 +184,15 @@ fn by_tags_indexes_each_element() {
     ]);
     assert_eq!(names(lister.by_tags("red")), ["a", "b"]);
     assert_eq!(names(lister.by_tags("blue")), ["a"]);
-    assert!(lister.by_tags("green").is_empty());
+    assert!(names(lister.by_tags("green")).is_empty());
 }
 
 #[test]
 fn by_parent_has_no_value_when_none() {
     let (indexer, lister) = cache_with([w("a", "x").parent("p"), w("b", "x")]);
     assert_eq!(names(lister.by_parent("p")), ["a"]);
-    assert!(lister.by_parent("").is_empty());
-    assert!(lister.by_parent("None").is_empty());
+    assert!(names(lister.by_parent("")).is_empty());
+    assert!(names(lister.by_parent("None")).is_empty());
     assert_eq!(indexer.index_values("by_parent"), ["p"]);
 }
 
@@ -216,7 +227,7 @@ fn by_app_reads_the_label_and_by_team_the_annotation() {
     assert_eq!(names(lister.by_app("web")), ["a"]);
     assert_eq!(names(lister.by_app("db")), ["b"]);
     assert_eq!(names(lister.by_team("core")), ["a"]);
-    assert!(lister.by_team("x").is_empty());
+    assert!(names(lister.by_team("x")).is_empty());
 }
 
 #[test]
@@ -254,20 +265,39 @@ fn deletes_leave_every_index() {
     indexer.add(w("b", "alice").build()).unwrap();
     indexer.delete(a).unwrap();
     assert_eq!(names(lister.by_owner("alice")), ["b"]);
-    assert!(lister.by_tags("blue").is_empty());
-    assert!(lister.by_parent("p").is_empty());
-    assert!(lister.by_app("web").is_empty());
+    assert!(names(lister.by_tags("blue")).is_empty());
+    assert!(names(lister.by_parent("p")).is_empty());
+    assert!(names(lister.by_app("web")).is_empty());
 }
 
 #[test]
-fn queries_work_on_indexer_lister_and_answer_nothing_without_the_index() {
+fn queries_work_on_indexer_and_lister() {
     let (indexer, lister) = cache_with([w("a", "alice")]);
     assert_eq!(names(indexer.by_owner("alice")), ["a"]);
     assert_eq!(names(lister.by_owner("alice")), ["a"]);
-    let bare = Indexer::<Widget>::new(reflector::store::Indexers::new());
+}
+
+/// A typed query on a cache built without `Widget::indexers()` fails loudly, naming
+/// the index, instead of answering an empty list that reads as "no match".
+#[test]
+fn a_query_on_a_cache_without_the_index_is_an_unknown_index_error() {
+    let bare = Indexer::<Widget>::new(Indexers::new());
     bare.add(w("a", "alice").build()).unwrap();
-    assert!(bare.by_owner("alice").is_empty());
-    assert!(bare.by_owner_keys("alice").is_empty());
+    let unknown = |name: &str| StoreError::UnknownIndex(name.to_owned());
+    assert_eq!(bare.by_owner("alice").unwrap_err(), unknown("by_owner"));
+    assert_eq!(
+        bare.by_owner_keys("alice").unwrap_err(),
+        unknown("by_owner")
+    );
+    let lister = Lister::new(bare);
+    assert_eq!(lister.by_tags("blue").unwrap_err(), unknown("by_tags"));
+    assert_eq!(
+        lister.by_size_class_keys("big").unwrap_err(),
+        unknown("by_size_class")
+    );
+    // The message names the index.
+    let message = lister.by_app("web").unwrap_err().to_string();
+    assert!(message.contains("\"by_app\""), "{message}");
 }
 
 /// `Reflect`'s provided `informer` (what `Widget::informer(client)` calls) registers

@@ -36,6 +36,8 @@ pub mod reflect;
 mod reflector;
 pub mod sharding;
 pub mod store;
+#[cfg(test)]
+mod test_support;
 pub mod workqueue;
 
 pub use reflector::{Reflector, ReflectorError, ReflectorOptions, ReflectorStats};

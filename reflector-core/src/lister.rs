@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::object::{Object, ObjectKey};
+use crate::object::{Object, ObjectKey, ObjectRef};
 use crate::store::{Indexer, NAMESPACE_INDEX, StoreError};
 
 /// A read-only view of an informer's cache, as client-go's generated listers.
@@ -67,12 +67,33 @@ impl<K: Object> Lister<K> {
         self.indexer.by_index(index, value)
     }
 
-    /// The keys of the objects whose index `index` has value `value`, sorted.
+    /// The typed keys of the objects whose index `index` has value `value`, sorted.
+    /// (The [`Indexer`] underneath answers the untyped [`ObjectKey`]s it holds.)
     ///
     /// # Errors
     /// [`StoreError::UnknownIndex`] if no such index is registered.
-    pub fn index_keys(&self, index: &str, value: &str) -> Result<Vec<ObjectKey>, StoreError> {
-        self.indexer.index_keys(index, value)
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector::lister::Lister;
+    /// use reflector::object::ObjectRef;
+    /// use reflector::store::{Indexer, Indexers, NAMESPACE_INDEX, Store};
+    ///
+    /// let cache = Indexer::new(Indexers::<ConfigMap>::new().with_namespace_index());
+    /// let mut cm = ConfigMap::default();
+    /// cm.metadata.namespace = Some("prod".into());
+    /// cm.metadata.name = Some("web".into());
+    /// cache.add(Arc::new(cm)).unwrap();
+    ///
+    /// let lister = Lister::new(cache);
+    /// let keys: Vec<ObjectRef<ConfigMap>> = lister.index_keys(NAMESPACE_INDEX, "prod").unwrap();
+    /// assert_eq!(keys, [ObjectRef::new(Some("prod"), "web")]);
+    /// assert!(lister.index_keys("by_owner", "alice").is_err());
+    /// ```
+    pub fn index_keys(&self, index: &str, value: &str) -> Result<Vec<ObjectRef<K>>, StoreError> {
+        typed_keys(&self.indexer, index, value)
     }
 
     /// Every cached object in `namespace`: through the namespace index when the
@@ -97,6 +118,17 @@ impl<K: Object> Lister<K> {
     pub fn indexer(&self) -> &Indexer<K> {
         &self.indexer
     }
+}
+
+/// The keys of index `index`'s objects with `value`, typed: the user-layer form of
+/// [`Indexer::index_keys`] (free: an `ObjectRef` is its key and a marker).
+pub(crate) fn typed_keys<K: Object>(
+    cache: &Indexer<K>,
+    index: &str,
+    value: &str,
+) -> Result<Vec<ObjectRef<K>>, StoreError> {
+    let keys = cache.index_keys(index, value)?;
+    Ok(keys.into_iter().map(ObjectRef::from_key).collect())
 }
 
 #[cfg(test)]
@@ -126,5 +158,28 @@ mod tests {
             lister.by_index("missing", "x"),
             Err(StoreError::UnknownIndex(_))
         ));
+    }
+
+    /// `index_keys` answers the typed keys (`ObjectRef<ConfigMap>`), sorted as the
+    /// indexer's keys are; an unknown index is an error naming it.
+    #[test]
+    fn index_keys_are_typed_and_sorted() {
+        let indexer = Indexer::new(Indexers::<ConfigMap>::new().with_namespace_index());
+        for (ns, n) in [("a", "2"), ("b", "3"), ("a", "1")] {
+            indexer.add(cm(ns, n)).unwrap();
+        }
+        let lister = Lister::new(indexer);
+        let keys: Vec<ObjectRef<ConfigMap>> = lister.index_keys(NAMESPACE_INDEX, "a").unwrap();
+        assert_eq!(
+            keys,
+            [
+                ObjectRef::new(Some("a"), "1"),
+                ObjectRef::new(Some("a"), "2")
+            ]
+        );
+        assert_eq!(
+            lister.index_keys("by_owner", "x").unwrap_err(),
+            StoreError::UnknownIndex("by_owner".into())
+        );
     }
 }

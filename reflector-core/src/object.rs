@@ -1,10 +1,22 @@
 //! Objects, their keys, and the tombstone left when a delete was missed.
 //!
-//! Every cache in this crate stores objects as [`Arc<K>`] under an [`ObjectKey`]:
-//! `namespace/name` for namespaced objects, `name` for cluster-scoped ones, exactly
-//! as client-go's `MetaNamespaceKeyFunc` spells them. Keys are cheap to clone (one
-//! reference-count bump), because the FIFO, the indexer and the work queue all hold
-//! them.
+//! Two keys, one for each layer:
+//!
+//! - [`ObjectRef<K>`] is the key users handle: every user-facing API takes or answers
+//!   it (a controller's [`Request`](crate::controller::Request) and `watches` mappers,
+//!   a [`Lister`](crate::lister::Lister)'s and the `#[derive(Reflect)]` queries'
+//!   `*_keys`), so the kind is in the type and a key of another kind does not compile;
+//! - [`ObjectKey`] is the untyped key the machinery holds, client-go's string key:
+//!   the [`store`](crate::store)s and their indices, the
+//!   [`DeltaFifo`](crate::fifo::DeltaFifo) and the work queue. `namespace/name` for
+//!   namespaced objects, `name` for cluster-scoped ones, exactly as client-go's
+//!   `MetaNamespaceKeyFunc` spells them.
+//!
+//! Converting is free either way ([`ObjectRef::from_key`], [`ObjectRef::key`],
+//! `ObjectKey::from(r)`): an `ObjectRef<K>` is an `ObjectKey` and a marker. Keys are
+//! cheap to clone (one reference-count bump), because the FIFO, the indexer and the
+//! work queue all hold them. Every cache stores objects as [`Arc<K>`] under their
+//! `ObjectKey`.
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -54,6 +66,10 @@ pub enum KeyError {
 const KEY_STACK_BYTES: usize = 320;
 
 /// The key of an object in a cache: `namespace/name`, or `name` when cluster-scoped.
+///
+/// The untyped key of the machinery — stores, indices, the FIFO, the work queue —
+/// as client-go's string key. User-facing APIs answer the typed [`ObjectRef<K>`]
+/// instead; convert with [`ObjectRef::from_key`] (free).
 ///
 /// Stored as one shared string, so cloning is a reference-count bump, beside the
 /// string's hash, computed once: the maps and sets that hold keys (the FIFO, the

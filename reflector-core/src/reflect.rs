@@ -11,16 +11,20 @@
 //! - `pub trait WidgetIndexes`, implemented for the [`Lister`](crate::lister::Lister),
 //!   the [`Indexer`](crate::store::Indexer) and the [`SharedIndexInformer`] of
 //!   `Widget`: `by_owner(value)` returns the matching objects and `by_owner_keys(value)`
-//!   their keys. Import the trait where you query.
-//!   (Untyped queries: [`Lister::by_index`](crate::lister::Lister::by_index) and
+//!   their typed keys ([`ObjectRef<Widget>`](crate::object::ObjectRef)). Import the
+//!   trait where you query.
+//!   (Queries by an index name string: [`Lister::by_index`](crate::lister::Lister::by_index) and
 //!   [`Lister::index_keys`](crate::lister::Lister::index_keys).)
 //!
 //! [`InformerFactory::reflected`](crate::informer::InformerFactory::reflected) returns
 //! the factory's shared informer with the kind's indexes added.
 //!
-//! A typed query never fails: the derive registers every index it queries, and should
-//! one be missing anyway (an indexer built with other [`Indexers`]) the query returns
-//! nothing and logs at `debug`.
+//! A typed query answers `Result<_, StoreError>`: on a cache built without the kind's
+//! indexers (an [`Indexer`](crate::store::Indexer) or informer made with other
+//! [`Indexers`]) it is [`StoreError::UnknownIndex`](crate::store::StoreError::UnknownIndex)
+//! naming the index, never an empty answer that reads as "no match". On what
+//! `Widget::informer(..)` and `factory.reflected::<Widget>()` build it is always `Ok`
+//! (they register every declared index, and an index is never removed).
 
 use std::fmt::Debug;
 

@@ -1,12 +1,13 @@
-//! The event recorder on the embedded API server: series, the spam filter and its
-//! metric, per-object Events, the `regarding.name` field selector, a bounded buffer
-//! that never blocks, write failures, and the writer task's lifecycle.
+//! The event recorder on the embedded API server: series (keyed as client-go keys
+//! them), the `regarding` reference as client-go's `GetReference` fills it, the spam
+//! filter and its metric, per-object Events, the `regarding.name` field selector, a
+//! bounded buffer that never blocks, write failures, and the writer task's lifecycle.
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use k8s_openapi::api::events::v1::Event as EventObject;
-use kube::api::{Api, ListParams};
+use kube::api::{Api, ListParams, PostParams};
 use prometheus_client::registry::Registry;
 use reflector_core::events::{Event, EventError, Recorder, RecorderConfig};
 use reflector_core::metrics::{Metrics, render_metrics};
@@ -81,7 +82,9 @@ async fn a_burst_of_identical_events_is_one_event_counting_what_the_spam_filter_
     let server = ApiServer::start().await.unwrap();
     let (recorder, registry) = new_recorder(&server, RecorderConfig::default());
     for _ in 0..100 {
-        recorder.publish(&regarding("anvil"), reconciled()).unwrap();
+        recorder
+            .publish_ref(&regarding("anvil"), reconciled())
+            .unwrap();
     }
     assert_eq!(dropped(&registry, "spam_filter"), 75);
     recorder.flush().await.unwrap();
@@ -112,8 +115,12 @@ async fn a_burst_of_identical_events_is_one_event_counting_what_the_spam_filter_
     assert_eq!(requests(&server, Verb::Patch), 0);
 
     tokio::time::advance(Duration::from_secs(300)).await;
-    recorder.publish(&regarding("anvil"), reconciled()).unwrap();
-    recorder.publish(&regarding("anvil"), reconciled()).unwrap();
+    recorder
+        .publish_ref(&regarding("anvil"), reconciled())
+        .unwrap();
+    recorder
+        .publish_ref(&regarding("anvil"), reconciled())
+        .unwrap();
     recorder.flush().await.unwrap();
     assert_eq!(dropped(&registry, "spam_filter"), 76);
     let stored = events(&server, "").await;
@@ -131,14 +138,98 @@ async fn an_identical_event_after_the_series_window_is_a_new_event() {
     let server = ApiServer::start().await.unwrap();
     let config = RecorderConfig::default().series_window(Duration::from_secs(60));
     let (recorder, _registry) = new_recorder(&server, config);
-    recorder.publish(&regarding("anvil"), reconciled()).unwrap();
+    recorder
+        .publish_ref(&regarding("anvil"), reconciled())
+        .unwrap();
     recorder.flush().await.unwrap();
     tokio::time::advance(Duration::from_secs(61)).await;
-    recorder.publish(&regarding("anvil"), reconciled()).unwrap();
+    recorder
+        .publish_ref(&regarding("anvil"), reconciled())
+        .unwrap();
     recorder.flush().await.unwrap();
     let stored = events(&server, "").await;
     assert_eq!(stored.len(), 2, "{stored:#?}");
     assert!(stored.iter().all(|e| e.series.is_none()));
+}
+
+/// client-go's series key has no note: a repeat with the same regarding object, type,
+/// reason and action but another note, within the window, joins the series (count 2,
+/// a patch), and the stored Event keeps the note it was created with.
+#[tokio::test(start_paused = true)]
+async fn a_repeat_with_another_note_joins_the_series_and_keeps_the_first_note() {
+    let server = ApiServer::start().await.unwrap();
+    let (recorder, _registry) = new_recorder(&server, RecorderConfig::default());
+    let failed = |note: &str| Event::warning("ReconcileFailed", "Reconcile").note(note);
+    recorder
+        .publish_ref(&regarding("anvil"), failed("500 from the API"))
+        .unwrap();
+    recorder.flush().await.unwrap();
+    tokio::time::advance(Duration::from_secs(30)).await;
+    recorder
+        .publish_ref(&regarding("anvil"), failed("409 conflict"))
+        .unwrap();
+    recorder.flush().await.unwrap();
+
+    let stored = events(&server, "").await;
+    assert_eq!(stored.len(), 1, "{stored:#?}");
+    assert_eq!(stored[0].series.as_ref().map(|s| s.count), Some(2));
+    assert_eq!(stored[0].note.as_deref(), Some("500 from the API"));
+    assert_eq!(requests(&server, Verb::Create), 1);
+    assert_eq!(requests(&server, Verb::Patch), 1);
+}
+
+/// `publish(&obj, ..)` references the object as client-go's `GetReference`: the stored
+/// Event's `regarding` has the object's apiVersion, kind, namespace, name, uid and
+/// `resourceVersion` (no `fieldPath`). As the reference is client-go's series key, an
+/// event about the object at its next `resourceVersion` is a new Event.
+#[tokio::test(start_paused = true)]
+async fn regarding_is_the_objects_reference_with_its_resource_version() {
+    let server = ApiServer::start().await.unwrap();
+    let (recorder, _registry) = new_recorder(&server, RecorderConfig::default());
+    let config_maps: Api<ConfigMap> = Api::namespaced(server.client(), NS);
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some("anvil-config".into());
+    let created = config_maps
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
+    recorder.publish(&created, reconciled()).unwrap();
+    recorder.flush().await.unwrap();
+
+    let stored = events(&server, "").await;
+    assert_eq!(stored.len(), 1, "{stored:#?}");
+    let got = stored[0].regarding.clone().expect("regarding");
+    let meta = &created.metadata;
+    assert_eq!(got.api_version.as_deref(), Some("v1"));
+    assert_eq!(got.kind.as_deref(), Some("ConfigMap"));
+    assert_eq!(got.namespace.as_deref(), Some(NS));
+    assert_eq!(got.name.as_deref(), Some("anvil-config"));
+    assert!(meta.uid.is_some() && meta.resource_version.is_some());
+    assert_eq!(got.uid, meta.uid);
+    assert_eq!(got.resource_version, meta.resource_version);
+    assert_eq!(got.field_path, None);
+
+    let mut changed = created.clone();
+    changed.data = Some([("k".to_owned(), "v".to_owned())].into());
+    let updated = config_maps
+        .replace("anvil-config", &PostParams::default(), &changed)
+        .await
+        .unwrap();
+    assert_ne!(updated.metadata.resource_version, meta.resource_version);
+    recorder.publish(&updated, reconciled()).unwrap();
+    recorder.flush().await.unwrap();
+    let mut versions: Vec<Option<String>> = events(&server, "")
+        .await
+        .into_iter()
+        .map(|e| e.regarding.and_then(|r| r.resource_version))
+        .collect();
+    versions.sort();
+    let mut want = vec![
+        meta.resource_version.clone(),
+        updated.metadata.resource_version,
+    ];
+    want.sort();
+    assert_eq!(versions, want);
 }
 
 /// Events about different objects, or differing in type and reason, are never folded
@@ -149,9 +240,11 @@ async fn events_about_different_objects_are_not_aggregated_together() {
     let (recorder, registry) = new_recorder(&server, RecorderConfig::default());
     for name in ["anvil", "bolt"] {
         let failed = Event::warning("ReconcileFailed", "Reconcile").note("500 from the API");
-        recorder.publish(&regarding(name), failed).unwrap();
+        recorder.publish_ref(&regarding(name), failed).unwrap();
         for _ in 0..30 {
-            recorder.publish(&regarding(name), reconciled()).unwrap();
+            recorder
+                .publish_ref(&regarding(name), reconciled())
+                .unwrap();
         }
     }
     recorder.flush().await.unwrap();
@@ -188,9 +281,11 @@ async fn a_regarding_name_field_selector_lists_one_objects_events() {
     let server = ApiServer::start().await.unwrap();
     let (recorder, _registry) = new_recorder(&server, RecorderConfig::default());
     for name in ["anvil", "bolt", "anvil-2"] {
-        recorder.publish(&regarding(name), reconciled()).unwrap();
         recorder
-            .publish(&regarding(name), Event::warning("Slow", "Reconcile"))
+            .publish_ref(&regarding(name), reconciled())
+            .unwrap();
+        recorder
+            .publish_ref(&regarding(name), Event::warning("Slow", "Reconcile"))
             .unwrap();
     }
     recorder.flush().await.unwrap();
@@ -216,7 +311,9 @@ async fn a_full_buffer_drops_and_counts_without_blocking_the_caller() {
     // Synchronous calls on the one test thread: the writer cannot drain in between.
     for i in 0..10 {
         let name = format!("w{i}");
-        recorder.publish(&regarding(&name), reconciled()).unwrap();
+        recorder
+            .publish_ref(&regarding(&name), reconciled())
+            .unwrap();
     }
     assert_eq!(dropped(&registry, "buffer_full"), 8);
     recorder.flush().await.unwrap();
@@ -238,12 +335,16 @@ async fn a_rejected_write_is_counted_and_not_retried() {
         Matcher::verb(Verb::Create).resource("events").times(1),
         Fault::InternalError,
     );
-    recorder.publish(&regarding("anvil"), reconciled()).unwrap();
+    recorder
+        .publish_ref(&regarding("anvil"), reconciled())
+        .unwrap();
     recorder.flush().await.unwrap();
     assert_eq!(server.fault_hits(fault), 1);
     assert_eq!(dropped(&registry, "rejected"), 1);
     assert!(events(&server, "").await.is_empty());
-    recorder.publish(&regarding("anvil"), reconciled()).unwrap();
+    recorder
+        .publish_ref(&regarding("anvil"), reconciled())
+        .unwrap();
     recorder.flush().await.unwrap();
     assert_eq!(requests(&server, Verb::Create), 2);
     let stored = events(&server, "").await;
@@ -264,7 +365,9 @@ async fn connection_errors_are_retried_then_counted() {
         .metrics(&metrics)
         .retries(Duration::from_secs(10), 3);
     let recorder = Recorder::with_config(client, CONTROLLER, config).unwrap();
-    recorder.publish(&regarding("anvil"), reconciled()).unwrap();
+    recorder
+        .publish_ref(&regarding("anvil"), reconciled())
+        .unwrap();
     let started = tokio::time::Instant::now();
     // The first try happens before the flush is answered; two retries follow.
     recorder.flush().await.unwrap();
@@ -297,7 +400,7 @@ async fn invalid_events_and_configurations_are_typed_errors() {
         (ObjectReference::default(), reconciled(), "regarding.name"),
     ];
     for (regarding, event, field) in cases {
-        match recorder.publish(&regarding, event) {
+        match recorder.publish_ref(&regarding, event) {
             Err(EventError::InvalidEvent { field: f, .. }) => assert_eq!(f, field),
             other => panic!("{field}: expected InvalidEvent, got {other:?}"),
         }
@@ -383,7 +486,7 @@ async fn the_writer_task_ends_when_the_recorder_is_dropped_or_cancelled() {
     stop.cancel();
     assert!(eventually(|| runtime.num_alive_tasks() == before).await);
     assert!(matches!(
-        recorder.publish(&regarding("a"), reconciled()),
+        recorder.publish_ref(&regarding("a"), reconciled()),
         Err(EventError::Stopped)
     ));
     assert!(matches!(recorder.flush().await, Err(EventError::Stopped)));

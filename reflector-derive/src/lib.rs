@@ -39,7 +39,9 @@ use proc_macro::TokenStream;
 /// Generated for `Widget`: `impl Reflect for Widget` (its indexers and their names;
 /// the trait's provided methods add `Widget::lister_watcher(client)` and
 /// `Widget::informer(client)`) and the query trait `WidgetIndexes` with
-/// `by_<index>(value)` and `by_<index>_keys(value)` per index.
+/// `by_<index>(value)` (the objects) and `by_<index>_keys(value)` (their
+/// `ObjectRef<Widget>` keys) per index, each a `Result` that is
+/// `StoreError::UnknownIndex` on a cache built without `Widget`'s indexers.
 #[proc_macro_derive(Reflect, attributes(reflect))]
 pub fn derive_reflect(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);

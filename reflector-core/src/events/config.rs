@@ -97,8 +97,9 @@ impl RecorderConfig {
         self
     }
 
-    /// How long after its last occurrence an identical event still joins the same
-    /// Event's series; later, a new Event starts. Default: 6 minutes, client-go's
+    /// How long after its last occurrence an event with the same series key (see
+    /// [`Recorder`](super::Recorder)) still joins the same Event's series; later, a
+    /// new Event starts. Default: 6 minutes, client-go's
     /// `tools/events` `finishTime`.
     ///
     /// ```

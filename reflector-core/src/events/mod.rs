@@ -1,6 +1,7 @@
 //! Events: what a controller did, written as `events.k8s.io/v1` Events for
-//! `kubectl describe` and `kubectl events`, with client-go's correlation (series and
-//! a per-object spam filter) and without ever making a reconcile wait.
+//! `kubectl describe` and `kubectl events`, with client-go's `tools/events`
+//! correlation (series keyed as client-go keys them), a per-object spam filter, and
+//! without ever making a reconcile wait.
 //!
 //! - [`Recorder`]: the handle reconciles publish through; one background writer task;
 //! - [`Event`]: what is published (Normal or Warning, reason, action, note, related);
@@ -8,12 +9,11 @@
 //! - [`EventError`]: what publishing or writing can meet.
 //!
 //! ```no_run
-//! # async fn f(client: kube::Client, cm: k8s_openapi::api::core::v1::ConfigMap) -> Result<(), reflector_core::events::EventError> {
-//! use kube::Resource;
-//! use reflector_core::events::{Event, Recorder};
+//! # async fn f(client: kube::Client, cm: k8s_openapi::api::core::v1::ConfigMap) -> Result<(), reflector::events::EventError> {
+//! use reflector::events::{Event, Recorder};
 //!
 //! let recorder = Recorder::new(client, "widget-controller")?;
-//! recorder.publish(&cm.object_ref(&()), Event::normal("Reconciled", "Reconcile"))?;
+//! recorder.publish(&cm, Event::normal("Reconciled", "Reconcile"))?;
 //! # Ok(()) }
 //! ```
 
@@ -23,6 +23,7 @@ mod event;
 pub(crate) mod metrics;
 mod object_id;
 mod recorder;
+mod reference;
 mod series;
 mod spam_filter;
 mod writer;

@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use super::event::length_problem;
 use super::metrics::{DropReason, EventMetrics};
+use super::reference::reference_to;
 use super::series::SeriesCache;
 use super::spam_filter::SpamFilter;
 use super::writer::{Command, Writer};
@@ -19,19 +20,22 @@ const REPORTER_LIMIT: usize = 128;
 
 /// Writes `events.k8s.io/v1` Events about objects, with client-go's correlation:
 ///
-/// - **series**: an event identical to one published within the
-///   [series window](RecorderConfig::series_window) (same regarding and related
-///   objects, type, reason, action and note) does not make a new Event object: the
-///   existing one's `series.count` and `series.lastObservedTime` grow (a JSON merge
-///   patch), as client-go's `tools/events`;
+/// - **series**: an event with the same type, reason and action as one published
+///   within the [series window](RecorderConfig::series_window), about the same
+///   regarding and related references, does not make a new Event object: the existing
+///   one's `series.count` and `series.lastObservedTime` grow (a JSON merge patch), as
+///   client-go's `tools/events`. Its key is client-go's `eventKey`: the note is not in
+///   it (a repeat with another note joins the series, and the Event keeps its first
+///   note), and the references are compared whole, so the same object at a new
+///   `resourceVersion` starts a new Event;
 /// - **spam filter**: each object has a token bucket (client-go's
 ///   `EventSourceObjectSpamFilter`: a burst of 25, then one per 5 minutes); an event
 ///   finding it empty is dropped and counted;
 /// - **never blocking**: [`publish`](Self::publish) validates the event, runs the spam
 ///   filter and puts it in a bounded buffer, then returns; a full buffer drops and
 ///   counts. One background task, owned by the recorder, drains the buffer, folds the
-///   identical events it finds into their series (so a burst costs one write per
-///   Event, not one per occurrence), and writes.
+///   events it finds into their series (so a burst costs one write per Event, not
+///   one per occurrence), and writes.
 ///
 /// Drops are counted in `reflector_events_dropped_total{controller,reason}`, `reason`
 /// one of `spam_filter`, `buffer_full`, `rejected` (the server answered with an error;
@@ -41,7 +45,11 @@ const REPORTER_LIMIT: usize = 128;
 ///
 /// An Event is named `<regarding name>.<unique hex suffix>` (client-go's scheme), lives
 /// in the regarding object's namespace (`default` for a cluster-scoped object) and
-/// carries `eventTime`, `reportingController` and `reportingInstance`.
+/// carries `eventTime`, `reportingController` and `reportingInstance`. Its `regarding`
+/// is the object's reference as client-go's `GetReference` makes it (apiVersion, kind,
+/// namespace, name, uid and `resourceVersion`) when published with
+/// [`publish`](Self::publish), or the reference given to
+/// [`publish_ref`](Self::publish_ref) as it is.
 ///
 /// Unlike client-go's `tools/events`, which writes a series at its second occurrence,
 /// then only every 30 minutes (a heartbeat that keeps the Event from the server's TTL)
@@ -60,15 +68,11 @@ const REPORTER_LIMIT: usize = 128;
 ///
 /// # Example
 /// ```no_run
-/// # async fn f(client: kube::Client, cm: k8s_openapi::api::core::v1::ConfigMap) -> Result<(), reflector_core::events::EventError> {
-/// use kube::Resource;
-/// use reflector_core::events::{Event, Recorder};
+/// # async fn f(client: kube::Client, cm: k8s_openapi::api::core::v1::ConfigMap) -> Result<(), reflector::events::EventError> {
+/// use reflector::events::{Event, Recorder};
 ///
 /// let recorder = Recorder::new(client, "widget-controller")?;
-/// recorder.publish(
-///     &cm.object_ref(&()),
-///     Event::normal("Reconciled", "Reconcile").note("data is current"),
-/// )?;
+/// recorder.publish(&cm, Event::normal("Reconciled", "Reconcile").note("data is current"))?;
 /// recorder.flush().await?; // only to wait for the write, e.g. in tests
 /// # Ok(()) }
 /// ```
@@ -175,9 +179,10 @@ impl Recorder {
         })
     }
 
-    /// Publishes one occurrence of `event` about `regarding` (e.g.
-    /// `obj.object_ref(&())`). Returns at once: the write happens in the background.
-    /// An event the spam filter or a full buffer drops is counted, not an error.
+    /// Publishes one occurrence of `event` about `regarding`, referenced as client-go's
+    /// `GetReference` does (apiVersion, kind, namespace, name, uid and
+    /// `resourceVersion`). Returns at once: the write happens in the background. An
+    /// event the spam filter or a full buffer drops is counted, not an error.
     ///
     /// # Errors
     /// [`EventError::InvalidEvent`] for what the API server would reject (the event is
@@ -185,25 +190,62 @@ impl Recorder {
     ///
     /// # Example
     /// ```no_run
-    /// # fn f(recorder: &reflector_core::events::Recorder, pod: &k8s_openapi::api::core::v1::Pod) -> Result<(), reflector_core::events::EventError> {
-    /// use kube::Resource;
-    /// use reflector_core::events::Event;
-    /// recorder.publish(&pod.object_ref(&()), Event::warning("BackOff", "Reconcile").note("retrying in 5 s"))?;
+    /// # fn f(recorder: &reflector::events::Recorder, pod: &k8s_openapi::api::core::v1::Pod) -> Result<(), reflector::events::EventError> {
+    /// use reflector::events::Event;
+    /// recorder.publish(pod, Event::warning("BackOff", "Reconcile").note("retrying in 5 s"))?;
     /// # Ok(()) }
     /// ```
-    pub fn publish(&self, regarding: &ObjectReference, event: Event) -> Result<(), EventError> {
-        event.validate(regarding)?;
+    #[doc(alias = "Eventf")]
+    pub fn publish<K>(&self, regarding: &K, event: Event) -> Result<(), EventError>
+    where
+        K: kube::Resource,
+        K::DynamicType: Default,
+    {
+        self.send(reference_to(regarding), event)
+    }
+
+    /// Publishes one occurrence of `event` about the object `regarding` refers to,
+    /// with the reference as given: for when there is no object at hand (an error
+    /// policy has only the key; the object may be gone), a kind whose type needs
+    /// runtime type information, or a sub-object (`fieldPath`). As
+    /// [`publish`](Self::publish) otherwise.
+    ///
+    /// # Errors
+    /// As [`publish`](Self::publish).
+    ///
+    /// # Example
+    /// ```no_run
+    /// # fn f(recorder: &reflector::events::Recorder) -> Result<(), reflector::events::EventError> {
+    /// use k8s_openapi::api::core::v1::ObjectReference;
+    /// use reflector::events::Event;
+    /// let gone = ObjectReference {
+    ///     api_version: Some("v1".into()),
+    ///     kind: Some("ConfigMap".into()),
+    ///     namespace: Some("apps".into()),
+    ///     name: Some("web".into()),
+    ///     ..ObjectReference::default()
+    /// };
+    /// recorder.publish_ref(&gone, Event::normal("CleanedUp", "Finalize"))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn publish_ref(&self, regarding: &ObjectReference, event: Event) -> Result<(), EventError> {
+        self.send(regarding.clone(), event)
+    }
+
+    /// Validates, filters and buffers one occurrence.
+    fn send(&self, regarding: ObjectReference, event: Event) -> Result<(), EventError> {
+        event.validate(&regarding)?;
         let inner = &self.inner;
         if inner.tx.is_closed() {
             return Err(EventError::Stopped);
         }
-        if !inner.spam.allow(regarding, Instant::now()) {
+        if !inner.spam.allow(&regarding, Instant::now()) {
             inner
                 .metrics
                 .dropped(&inner.controller, DropReason::SpamFilter, 1);
             return Ok(());
         }
-        let command = Command::Publish(Box::new((event, regarding.clone())));
+        let command = Command::Publish(Box::new((event, regarding)));
         match inner.tx.try_send(command) {
             Ok(()) => Ok(()),
             Err(mpsc::error::TrySendError::Full(_)) => {
@@ -228,7 +270,7 @@ impl Recorder {
     ///
     /// # Example
     /// ```no_run
-    /// # async fn f(recorder: reflector_core::events::Recorder) -> Result<(), reflector_core::events::EventError> {
+    /// # async fn f(recorder: reflector::events::Recorder) -> Result<(), reflector::events::EventError> {
     /// recorder.flush().await?;
     /// # Ok(()) }
     /// ```

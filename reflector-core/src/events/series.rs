@@ -1,5 +1,6 @@
-//! The correlator's state: identical events within the window are one Event object
-//! whose `series` grows, as client-go's `tools/events` broadcaster keeps them.
+//! The correlator's state: events with the same series key within the window are one
+//! Event object whose `series` grows, as client-go's `tools/events` broadcaster keeps
+//! them.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -12,20 +13,21 @@ use tokio::time::Instant;
 
 use super::Event;
 use super::event::EventType;
-use super::object_id::ObjectId;
+use super::object_id::ReferenceKey;
 
-/// What makes two events identical: everything the caller sets plus the object it is
-/// about (the reporting controller and instance are the recorder's own).
+/// What makes two events one series, as client-go's `tools/events` `eventKey`: the
+/// type, reason and action, and the regarding and related references, every field
+/// compared (`resourceVersion` and `fieldPath` included). Not the note: a repeat with
+/// another note joins the series, whose Event keeps the first note. (The reporting
+/// controller and instance, also in client-go's key, are the recorder's own.)
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct SeriesKey {
-    regarding: ObjectId,
-    /// Tells a sub-object (e.g. one container of a Pod) apart.
-    field_path: Option<String>,
-    related: Option<ObjectId>,
+    regarding: ReferenceKey,
+    /// No related object keys as an empty reference, as in client-go.
+    related: ReferenceKey,
     type_: EventType,
     reason: String,
     action: String,
-    note: Option<String>,
 }
 
 /// Whether and how far the API server has the Event.
@@ -118,8 +120,9 @@ impl SeriesCache {
         }
     }
 
-    /// Records one occurrence: the series of an identical event seen within the window
-    /// grows; otherwise a new Event object starts.
+    /// Records one occurrence: the series of an event with the same [`SeriesKey`] seen
+    /// within the window grows (its Event keeps its first note); otherwise a new Event
+    /// object starts.
     pub(crate) fn observe(
         &mut self,
         event: Event,
@@ -128,13 +131,16 @@ impl SeriesCache {
         wall: Timestamp,
     ) {
         let key = SeriesKey {
-            regarding: ObjectId::of(&regarding),
-            field_path: regarding.field_path.clone(),
-            related: event.related.as_ref().map(ObjectId::of),
+            regarding: ReferenceKey::of(&regarding),
+            related: ReferenceKey::of(
+                event
+                    .related
+                    .as_ref()
+                    .unwrap_or(&ObjectReference::default()),
+            ),
             type_: event.type_,
             reason: event.reason.clone(),
             action: event.action.clone(),
-            note: event.note.clone(),
         };
         if let Some(series) = self.series.get_mut(&key)
             && now.saturating_duration_since(series.last_seen) <= self.window
@@ -262,15 +268,13 @@ mod tests {
         let series = cache.get_mut(&dirty[0]).unwrap();
         assert_eq!(series.count, 3);
         assert_eq!(series.to_create().series.map(|s| s.count), Some(3));
-        // Other notes and other objects are other Events; cluster-scoped ones go to
-        // `default`.
-        cache.observe(
-            event().note("x"),
-            regarding("a"),
-            Instant::now(),
-            Timestamp::now(),
-        );
+        // Other objects, and the same object at another resourceVersion (client-go's
+        // key holds the whole reference), are other Events; cluster-scoped ones go
+        // to `default`.
         cache.observe(event(), regarding("b"), Instant::now(), Timestamp::now());
+        let mut newer = regarding("a");
+        newer.resource_version = Some("8".into());
+        cache.observe(event(), newer, Instant::now(), Timestamp::now());
         assert_eq!(cache.dirty().len(), 3);
         tokio::time::advance(window + Duration::from_secs(1)).await;
         cache.observe(event(), regarding("a"), Instant::now(), Timestamp::now());
@@ -290,5 +294,35 @@ mod tests {
                 .values()
                 .all(|s| s.object.metadata.namespace.as_deref() == Some("default"))
         );
+    }
+
+    /// client-go's series key has no note: a repeat about the same object with the
+    /// same type, reason and action but another note joins the series (count 2), and
+    /// the Event keeps the note it was created with. Another reason, action or type,
+    /// or another related object, is another series.
+    #[tokio::test(start_paused = true)]
+    async fn a_repeat_with_another_note_joins_the_series_and_keeps_the_first_note() {
+        let mut cache = SeriesCache::new(Duration::from_secs(360), 10, "c".into(), "c-0".into());
+        let first = Event::warning("ReconcileFailed", "Reconcile").note("500 from the API");
+        let second = Event::warning("ReconcileFailed", "Reconcile").note("409 conflict");
+        cache.observe(first, regarding("a"), Instant::now(), Timestamp::now());
+        tokio::time::advance(Duration::from_secs(10)).await;
+        cache.observe(second, regarding("a"), Instant::now(), Timestamp::now());
+        let dirty = cache.dirty();
+        assert_eq!(dirty.len(), 1, "one series");
+        let created = cache.series[&dirty[0]].to_create();
+        assert_eq!(created.series.map(|s| s.count), Some(2));
+        assert_eq!(created.note.as_deref(), Some("500 from the API"));
+
+        let others = [
+            Event::warning("ReconcileFailed", "Delete"),
+            Event::warning("Failed", "Reconcile"),
+            Event::normal("ReconcileFailed", "Reconcile"),
+            Event::warning("ReconcileFailed", "Reconcile").related(regarding("b")),
+        ];
+        for other in others {
+            cache.observe(other, regarding("a"), Instant::now(), Timestamp::now());
+        }
+        assert_eq!(cache.dirty().len(), 5);
     }
 }

@@ -1,4 +1,4 @@
-//! The recorder's one background task: drains the buffer, folds identical events into
+//! The recorder's one background task: drains the buffer, folds events into their
 //! series, and writes Events to the API server.
 
 use std::time::Duration;
@@ -15,8 +15,8 @@ use super::metrics::{DropReason, EventMetrics};
 use super::series::{Series, SeriesCache, SeriesKey, Written};
 use super::{Event, EventError};
 
-/// How many buffered messages the writer takes at once; identical events among them
-/// become one write.
+/// How many buffered messages the writer takes at once; events of one series among
+/// them become one write.
 const BATCH: usize = 256;
 
 /// What the recorder's handles send to the writer.

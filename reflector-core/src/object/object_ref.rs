@@ -12,11 +12,15 @@ use super::{KeyError, ObjectKey, meta_namespace_key, short_type_name};
 /// The key of one object of kind `K`: its namespace (none when cluster-scoped) and
 /// name, with the kind known at compile time, as kube-runtime's `ObjectRef`.
 ///
-/// A controller of `K` reconciles `ObjectRef<K>`s: the mappers given to
+/// The key users handle: every user-facing API takes or answers it. A controller of
+/// `K` reconciles `ObjectRef<K>`s, and the mappers given to
 /// [`Controller::watches`](crate::controller::Controller::watches) return them, so a
-/// mapper cannot enqueue a key of another kind. It displays as the kind and the
-/// client-go key (`ConfigMap demo/web`) and converts into the untyped [`ObjectKey`]
-/// the caches use.
+/// mapper cannot enqueue a key of another kind; a
+/// [`Lister::index_keys`](crate::lister::Lister::index_keys) and the
+/// `#[derive(Reflect)]` `*_keys` queries answer them. It displays as the kind and
+/// the client-go key (`ConfigMap demo/web`) and converts, for free, into the untyped
+/// [`ObjectKey`] the stores, the FIFO and the work queue hold (and back, with
+/// [`ObjectRef::from_key`]).
 ///
 /// # Example
 /// ```

@@ -1,11 +1,13 @@
-//! `IndexQuery`: the untyped, never-failing index queries the generated
-//! `<Kind>Indexes` traits are built on.
+//! `IndexQuery`: the seam the generated `<Kind>Indexes` traits are built on. A query
+//! answers the matching objects (or their typed keys), and a query of an index the
+//! cache does not have is [`StoreError::UnknownIndex`] naming it, never an empty
+//! answer that looks like "no match".
 
 use std::sync::Arc;
 
 use crate::informer::SharedIndexInformer;
-use crate::lister::Lister;
-use crate::object::{Object, ObjectKey};
+use crate::lister::{Lister, typed_keys};
+use crate::object::{Object, ObjectRef};
 use crate::store::{Indexer, StoreError};
 
 /// Something that answers index queries about `K`s: a [`Lister`], an [`Indexer`]
@@ -13,50 +15,48 @@ use crate::store::{Indexer, StoreError};
 /// `#[derive(Reflect)]` generates, implemented for every `IndexQuery<Kind>`; users
 /// call the generated typed methods (or [`Lister::by_index`]).
 ///
-/// Queries never fail: an index that is not registered answers nothing (and logs at
-/// `debug`), which is what an index with no matching object answers too.
+/// The trait itself asks nothing of `K`, so a kind that is not a resource gets the
+/// derive's one error, not one more per generated method.
 pub trait IndexQuery<K> {
-    /// The objects whose index `index` has value `value`; empty when none has, or
-    /// when the index is not registered.
-    fn query_index(&self, index: &str, value: &str) -> Vec<Arc<K>>;
+    /// The objects whose index `index` has value `value`, in no particular order.
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownIndex`] naming `index` when the cache has no such index.
+    fn query_index(&self, index: &str, value: &str) -> Result<Vec<Arc<K>>, StoreError>;
 
-    /// The keys of those objects, sorted.
-    fn query_index_keys(&self, index: &str, value: &str) -> Vec<ObjectKey>;
-}
-
-fn or_empty<T>(index: &str, r: Result<Vec<T>, StoreError>) -> Vec<T> {
-    r.unwrap_or_else(|e| {
-        tracing::debug!(index, error = %e, "index query on a missing index answers nothing");
-        Vec::new()
-    })
+    /// The typed keys of those objects, sorted.
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownIndex`] naming `index` when the cache has no such index.
+    fn query_index_keys(&self, index: &str, value: &str) -> Result<Vec<ObjectRef<K>>, StoreError>;
 }
 
 impl<K: Object> IndexQuery<K> for Indexer<K> {
-    fn query_index(&self, index: &str, value: &str) -> Vec<Arc<K>> {
-        or_empty(index, self.by_index(index, value))
+    fn query_index(&self, index: &str, value: &str) -> Result<Vec<Arc<K>>, StoreError> {
+        self.by_index(index, value)
     }
 
-    fn query_index_keys(&self, index: &str, value: &str) -> Vec<ObjectKey> {
-        or_empty(index, self.index_keys(index, value))
+    fn query_index_keys(&self, index: &str, value: &str) -> Result<Vec<ObjectRef<K>>, StoreError> {
+        typed_keys(self, index, value)
     }
 }
 
 impl<K: Object> IndexQuery<K> for Lister<K> {
-    fn query_index(&self, index: &str, value: &str) -> Vec<Arc<K>> {
-        self.indexer().query_index(index, value)
+    fn query_index(&self, index: &str, value: &str) -> Result<Vec<Arc<K>>, StoreError> {
+        self.by_index(index, value)
     }
 
-    fn query_index_keys(&self, index: &str, value: &str) -> Vec<ObjectKey> {
-        self.indexer().query_index_keys(index, value)
+    fn query_index_keys(&self, index: &str, value: &str) -> Result<Vec<ObjectRef<K>>, StoreError> {
+        self.index_keys(index, value)
     }
 }
 
 impl<K: Object> IndexQuery<K> for SharedIndexInformer<K> {
-    fn query_index(&self, index: &str, value: &str) -> Vec<Arc<K>> {
+    fn query_index(&self, index: &str, value: &str) -> Result<Vec<Arc<K>>, StoreError> {
         self.indexer().query_index(index, value)
     }
 
-    fn query_index_keys(&self, index: &str, value: &str) -> Vec<ObjectKey> {
+    fn query_index_keys(&self, index: &str, value: &str) -> Result<Vec<ObjectRef<K>>, StoreError> {
         self.indexer().query_index_keys(index, value)
     }
 }
@@ -68,21 +68,39 @@ mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
 
     use super::IndexQuery;
-    use crate::store::{Indexer, Indexers, Store};
+    use crate::lister::Lister;
+    use crate::object::ObjectRef;
+    use crate::store::{Indexer, Indexers, Store, StoreError};
 
-    /// A registered index answers its objects; an unregistered one answers nothing
-    /// instead of an error.
-    #[test]
-    fn a_query_on_a_missing_index_answers_nothing() {
+    fn by_name_cache() -> Indexer<ConfigMap> {
         let cache = Indexer::new(Indexers::new().with("by_name", |c: &ConfigMap| {
             c.metadata.name.clone().into_iter().collect()
         }));
         let mut cm = ConfigMap::default();
+        cm.metadata.namespace = Some("ns".into());
         cm.metadata.name = Some("a".into());
         cache.add(Arc::new(cm)).unwrap();
-        assert_eq!(cache.query_index("by_name", "a").len(), 1);
-        assert_eq!(cache.query_index_keys("by_name", "a").len(), 1);
-        assert!(cache.query_index("no_such_index", "a").is_empty());
-        assert!(cache.query_index_keys("no_such_index", "a").is_empty());
+        cache
+    }
+
+    /// A registered index answers its objects and their typed keys; an unregistered
+    /// one is `UnknownIndex` naming it, through every queryable handle.
+    #[test]
+    fn a_query_on_a_missing_index_is_an_unknown_index_error() {
+        let cache = by_name_cache();
+        let lister = Lister::new(cache.clone());
+        for q in [&cache as &dyn IndexQuery<ConfigMap>, &lister] {
+            assert_eq!(q.query_index("by_name", "a").unwrap().len(), 1);
+            assert_eq!(
+                q.query_index_keys("by_name", "a").unwrap(),
+                [ObjectRef::<ConfigMap>::new(Some("ns"), "a")]
+            );
+            let unknown = StoreError::UnknownIndex("no_such_index".into());
+            assert_eq!(q.query_index("no_such_index", "a").unwrap_err(), unknown);
+            assert_eq!(
+                q.query_index_keys("no_such_index", "a").unwrap_err(),
+                unknown
+            );
+        }
     }
 }

@@ -11,7 +11,7 @@ mod temporary_store;
 mod watch_handler;
 
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;

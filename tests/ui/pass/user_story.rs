@@ -26,12 +26,13 @@ pub struct WidgetSpec {
     size: u32,
 }
 
-fn queries(lister: &reflector::lister::Lister<Widget>) -> usize {
-    lister.by_owner("alice").len()
-        + lister.by_tags("blue").len()
-        + lister.by_parent("p").len()
-        + lister.by_app("web").len()
-        + lister.by_owner_keys("alice").len()
+fn queries(lister: &reflector::lister::Lister<Widget>) -> Result<usize, reflector::store::StoreError> {
+    let keys: Vec<reflector::object::ObjectRef<Widget>> = lister.by_owner_keys("alice")?;
+    Ok(lister.by_owner("alice")?.len()
+        + lister.by_tags("blue")?.len()
+        + lister.by_parent("p")?.len()
+        + lister.by_app("web")?.len()
+        + keys.len())
 }
 
 fn plumbing(client: kube::Client, factory: &reflector::informer::InformerFactory) {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::fifo::DeltaType;
 use crate::store::Store;
 
-use super::support::*;
+use crate::test_support::*;
 use DeltaType::Sync;
 
 #[tokio::test(start_paused = true)]

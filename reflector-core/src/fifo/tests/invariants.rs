@@ -10,7 +10,7 @@ use crate::fifo::{DeltaFifo, DeltaType, PoppedItem};
 use crate::object::ObjectKey;
 use crate::store::{KeyListerGetter, Store};
 
-use super::support::*;
+use crate::test_support::*;
 use DeltaType::Deleted;
 
 /// The consumer's cache, as an informer's indexer: updated by the `pop` callback.

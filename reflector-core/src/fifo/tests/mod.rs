@@ -4,10 +4,6 @@
 //! because they drive the reflector's crate-private hooks (`StoreSink`:
 //! `apply_watch_run`, `cached_unchanged`, streamed list pages).
 
-use std::sync::Arc;
-
-use k8s_openapi::api::core::v1::ConfigMap;
-
 mod has_synced;
 mod invariants;
 mod pop;
@@ -15,15 +11,5 @@ mod queueing;
 mod replace;
 mod resync;
 mod streamed_list;
-mod support;
 mod transform;
 mod watch_run;
-
-/// ConfigMap `ns/cm-{k}` at resource version `version`.
-fn cm(k: u8, version: u64) -> Arc<ConfigMap> {
-    let mut c = ConfigMap::default();
-    c.metadata.name = Some(format!("cm-{k}"));
-    c.metadata.namespace = Some("ns".into());
-    c.metadata.resource_version = Some(version.to_string());
-    Arc::new(c)
-}

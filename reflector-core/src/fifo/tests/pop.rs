@@ -9,7 +9,7 @@ use crate::fifo::DeltaType;
 use crate::object::{ObjectKey, deletion_handling_key};
 use crate::store::{Store, StoreError};
 
-use super::support::*;
+use crate::test_support::*;
 use DeltaType::{Added, Updated};
 
 #[tokio::test(start_paused = true)]

@@ -10,7 +10,7 @@ use crate::fifo::{Delta, DeltaType, Deltas};
 use crate::object::{MaybeTombstone, ObjectKey};
 use crate::store::{Store, StoreError};
 
-use super::support::*;
+use crate::test_support::*;
 use DeltaType::{Added, Deleted, Sync};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::fifo::{DeltaFifo, DeltaType};
 
-use super::support::*;
+use crate::test_support::*;
 use DeltaType::{Added, Deleted, Replaced, Sync};
 
 #[tokio::test(start_paused = true)]

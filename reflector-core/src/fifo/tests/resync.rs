@@ -4,7 +4,7 @@
 use crate::fifo::DeltaType;
 use crate::store::Store;
 
-use super::support::*;
+use crate::test_support::*;
 use DeltaType::{Deleted, Sync, Updated};
 
 #[test]

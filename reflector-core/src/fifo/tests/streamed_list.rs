@@ -3,7 +3,7 @@
 use crate::fifo::DeltaType;
 use crate::store::{Store, StoreError, StoreSink};
 
-use super::support::*;
+use crate::test_support::*;
 use DeltaType::Replaced;
 
 /// The pages of a first list into an empty FIFO are poppable as they come, each item

@@ -11,7 +11,7 @@ use crate::object::MaybeTombstone;
 use crate::object::ObjectKey;
 use crate::store::{Store, StoreSink};
 
-use super::support::*;
+use crate::test_support::*;
 use DeltaType::{Deleted, Replaced, Sync};
 
 #[tokio::test(start_paused = true)]

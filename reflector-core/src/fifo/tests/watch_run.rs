@@ -12,7 +12,7 @@ use crate::store::{Indexer, Indexers, Store, StoreError, StoreSink, WatchAction}
 use k8s_openapi::api::core::v1::ConfigMap;
 use proptest::prelude::*;
 
-use super::cm;
+use crate::test_support::cm;
 
 #[derive(Debug, Clone)]
 enum Op {

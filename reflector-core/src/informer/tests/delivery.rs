@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::informer::*;
 use crate::listwatch::{FakeSource, ListWatchError};
 
-use super::support::*;
+use crate::test_support::*;
 
 /// TestSharedInformerTransformer: the transform runs before objects are cached and
 /// handlers see the transformed objects. (It cannot be set after start: only the
@@ -19,8 +19,8 @@ use super::support::*;
 #[tokio::test(start_paused = true)]
 async fn shared_informer_transformer() {
     let source = FakeSource::<Pod>::new();
-    source.add(pod("pod1"));
-    source.add(pod("pod2"));
+    source.add(ns_pod("pod1"));
+    source.add(ns_pod("pod2"));
     let calls = Arc::new(AtomicUsize::new(0));
     let c = calls.clone();
     let informer = SharedIndexInformer::builder(source.clone())
@@ -66,8 +66,8 @@ async fn event_panics() {
     informer.add_event_handler(calm.clone()).unwrap();
     let running = start(&informer);
     settle().await;
-    source.add(pod("boom"));
-    source.add(pod("after"));
+    source.add(ns_pod("boom"));
+    source.add(ns_pod("after"));
     eventually(|| calm.count() == 2).await;
     let before = tokio::time::Instant::now();
     eventually(|| seen.lock().unwrap().len() == 1).await;
@@ -89,9 +89,9 @@ async fn event_panics() {
 #[tokio::test(start_paused = true)]
 async fn deletes_and_tombstones_reach_handlers() {
     let source = FakeSource::<Pod>::new();
-    source.add(pod("kept"));
-    let gone = source.add(pod("gone"));
-    let missed = source.add(pod("missed"));
+    source.add(ns_pod("kept"));
+    let gone = source.add(ns_pod("gone"));
+    let missed = source.add(ns_pod("missed"));
     let informer = SharedIndexInformer::new(source.clone());
     let deletes = Arc::new(Mutex::new(Vec::<(String, bool)>::new()));
     let d = deletes.clone();
@@ -147,7 +147,7 @@ async fn slow_handler_does_not_delay_fast_handler() {
         .unwrap();
     let running = start(&informer);
     for i in 0..10_000 {
-        source.add(pod(&format!("p{i}")));
+        source.add(ns_pod(&format!("p{i}")));
     }
     let done = tokio::time::timeout(Duration::from_secs(60), async {
         while fast.load(Ordering::SeqCst) < 10_000 {
@@ -177,7 +177,7 @@ impl crate::listwatch::ListerWatcher<Pod> for AlwaysReady {
         &self,
         _: &kube::api::ListParams,
     ) -> Result<kube::api::ObjectList<Pod>, ListWatchError> {
-        Ok(crate::reflector::tests::pod_list("1", None, Vec::new()))
+        Ok(pod_list("1", None, Vec::new()))
     }
 
     async fn watch(
@@ -190,7 +190,7 @@ impl crate::listwatch::ListerWatcher<Pod> for AlwaysReady {
         Ok(futures::stream::iter(0..self.events)
             .map(move |i| {
                 pulled.fetch_add(1, Ordering::SeqCst);
-                let p = crate::reflector::tests::pod(&format!("p{i}"), &(i + 2).to_string());
+                let p = pod(&format!("p{i}"), &(i + 2).to_string());
                 Ok(kube::api::WatchEvent::Added(p))
             })
             .chain(futures::stream::pending())

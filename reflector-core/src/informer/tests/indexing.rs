@@ -9,7 +9,7 @@ use crate::informer::*;
 use crate::listwatch::FakeSource;
 use crate::store::Indexers;
 
-use super::support::*;
+use crate::test_support::*;
 
 /// TestIndexer: by_index works after sync, after later adds, and for an indexer
 /// added while the informer runs (existing objects are indexed).

@@ -10,13 +10,13 @@ use crate::informer::*;
 use crate::listwatch::{FakeSource, ListWatchError};
 use crate::reflector::ReflectorOptions;
 
-use super::support::*;
+use crate::test_support::*;
 
 /// TestSharedInformerErrorHandling: a list error reaches the watch-error handler.
 #[tokio::test(start_paused = true)]
 async fn shared_informer_error_handling() {
     let source = FakeSource::<Pod>::new();
-    source.add(pod("pod1"));
+    source.add(ns_pod("pod1"));
     let mut denied = kube::core::Status::failure("Access Denied", "Forbidden").with_code(403);
     denied.reason = "Forbidden".into();
     source.fail_lists(ListWatchError::Api(Box::new(denied)));
@@ -50,7 +50,7 @@ async fn shared_informer_error_handling() {
 #[tokio::test(start_paused = true)]
 async fn shutdown() {
     let source = FakeSource::<Pod>::new();
-    source.add(pod("pod1"));
+    source.add(ns_pod("pod1"));
     let informer = SharedIndexInformer::new(source.clone());
     let handler = TestListener::default();
     informer.add_event_handler(handler.clone()).unwrap();

@@ -7,5 +7,4 @@ mod indexing;
 mod lifecycle;
 mod registration;
 mod resync;
-mod support;
 mod waits;

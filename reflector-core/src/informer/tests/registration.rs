@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::informer::*;
 use crate::listwatch::FakeSource;
 
-use super::support::*;
+use crate::test_support::*;
 
 /// With two registrations on `informer`, removes `first` (only it goes), then
 /// `second`.
@@ -107,11 +107,11 @@ async fn remove_while_active() {
     let (source, informer, l, reg) = listened_informer();
     let running = start(&informer);
     settle().await;
-    source.add(pod("pod1"));
+    source.add(ns_pod("pod1"));
     eventually(|| l.names() == set(&["pod1"])).await;
     informer.remove_event_handler(&reg);
     assert!(!informer.is_registered(&reg));
-    source.add(pod("pod2"));
+    source.add(ns_pod("pod2"));
     eventually(|| informer.indexer().len() == 2).await;
     settle().await;
     assert_eq!(l.names(), set(&["pod1"]), "no event after removal");
@@ -125,7 +125,7 @@ async fn add_while_active() {
     let (source, informer, l1, reg1) = listened_informer();
     assert!(!reg1.has_synced(), "synced before run");
     let running = start(&informer);
-    source.add(pod("pod1"));
+    source.add(ns_pod("pod1"));
     eventually(|| l1.names() == set(&["pod1"])).await;
     eventually(|| reg1.has_synced()).await;
 
@@ -148,7 +148,7 @@ async fn add_while_active() {
         !reg2.has_synced(),
         "synced before handling the synthetic adds"
     );
-    source.add(pod("pod2"));
+    source.add(ns_pod("pod2"));
     eventually(|| initial.lock().unwrap().len() == 2).await;
     assert_eq!(
         *initial.lock().unwrap(),

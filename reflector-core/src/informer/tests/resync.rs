@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::informer::*;
 use crate::listwatch::FakeSource;
 
-use super::support::*;
+use crate::test_support::*;
 
 /// TestListenerResyncPeriods: handlers with resync 0, 2 s and 3 s on an informer
 /// whose default is 1 s: all get the initial list; at 2 s only the 2 s handler
@@ -121,8 +121,8 @@ async fn shared_informer_watch_disruption() {
     assert_eq!(no_resync.names(), set(&["pod1", "pod2"]));
     assert_eq!(resync.names(), set(&["pod1", "pod2"]));
 
-    source.add_drop_watch(pod("pod3"));
-    let mut p2 = pod("pod2");
+    source.add_drop_watch(ns_pod("pod3"));
+    let mut p2 = ns_pod("pod2");
     p2.metadata.labels = Some([("changed".to_owned(), "yes".to_owned())].into());
     source.modify_drop_watch(p2);
     settle().await;
@@ -155,11 +155,11 @@ async fn only_sync_and_unchanged_replaced_deltas_are_resyncs() {
     use crate::object::MaybeTombstone;
     use crate::store::Store;
     let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
-    let mut cached = pod("p");
+    let mut cached = ns_pod("p");
     cached.metadata.resource_version = Some("5".into());
     let cached = Arc::new(cached);
     informer.indexer().add(Arc::clone(&cached)).unwrap();
-    let mut newer = pod("p");
+    let mut newer = ns_pod("p");
     newer.metadata.resource_version = Some("6".into());
     let newer = Arc::new(newer);
     let cases = [

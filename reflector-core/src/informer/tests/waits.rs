@@ -10,7 +10,7 @@ use crate::informer::*;
 use crate::listwatch::{FakeSource, ListWatchError};
 use crate::object::MaybeTombstone;
 
-use super::support::*;
+use crate::test_support::*;
 
 /// A handler that records when it handled its last initial add.
 #[derive(Clone, Default)]
@@ -35,7 +35,7 @@ impl EventHandler<Pod> for SyncClock {
 async fn wait_synced_wakes_at_sync_without_polling() {
     let source = FakeSource::<Pod>::new();
     for i in 0..50 {
-        source.add(pod(&format!("p{i}")));
+        source.add(ns_pod(&format!("p{i}")));
     }
     source.fail_lists(ListWatchError::Api(Box::new(
         kube::core::Status::failure("unavailable", "InternalError").with_code(500),
@@ -111,7 +111,7 @@ async fn wait_synced_fails_when_the_informer_stops_first() {
 #[tokio::test(start_paused = true)]
 async fn wait_for_resource_version_returns_once_the_cache_has_the_write() {
     let source = FakeSource::<Pod>::new();
-    let first = source.add(pod("a"));
+    let first = source.add(ns_pod("a"));
     let informer = SharedIndexInformer::new(source.clone());
     let running = start(&informer);
     informer.wait_synced().await.unwrap();
@@ -130,7 +130,7 @@ async fn wait_for_resource_version_returns_once_the_cache_has_the_write() {
     );
 
     // A write the informer has not seen yet: the wait is pending until it lands.
-    let mut changed = pod("a");
+    let mut changed = ns_pod("a");
     changed.metadata.labels = Some([("v".to_owned(), "2".to_owned())].into());
     let written = source.modify(changed);
     let rv = written.metadata.resource_version.clone().unwrap();
@@ -153,7 +153,7 @@ async fn wait_for_resource_version_returns_once_the_cache_has_the_write() {
     // A version nobody wrote yet keeps waiting, and ends with the next write.
     settle().await;
     assert!(!later.is_finished(), "returned before the version existed");
-    source.add(pod("b"));
+    source.add(ns_pod("b"));
     later.await.unwrap().unwrap();
     assert!(informer.lister().get(Some("ns"), "b").is_some());
     running.stop().await;

@@ -5,65 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
-use k8s_openapi::api::core::v1::Pod;
 
-use super::support::*;
-use crate::fifo::{DeltaFifo, DeltaType, PoppedItem};
-use crate::listwatch::ListerWatcher;
-use crate::reflector::{Reflector, ReflectorOptions};
-use crate::store::{Indexer, Indexers};
-
-/// A reflector into a DeltaFifo whose known objects are an (empty) indexer, as an
-/// informer builds them.
-pub(super) fn reflector_into_informer_fifo<L: ListerWatcher<Pod> + 'static>(
-    lw: L,
-    options: ReflectorOptions,
-) -> (Arc<DeltaFifo<Pod>>, Arc<Reflector<Pod, L>>) {
-    let indexer = Indexer::<Pod>::new(Indexers::new());
-    let fifo = Arc::new(DeltaFifo::new().cache(indexer).emit_replaced(true));
-    let r = Arc::new(Reflector::new(lw, fifo.clone(), options));
-    (fifo, r)
-}
-
-/// Pops one item within a (paused-clock) second.
-pub(super) async fn pop_within_a_second(fifo: &DeltaFifo<Pod>) -> PoppedItem<Pod> {
-    tokio::time::timeout(Duration::from_secs(1), fifo.pop_item())
-        .await
-        .expect("an item to pop")
-        .expect("fifo open")
-}
-
-/// Pops one item per `(name, resourceVersion)` of `expected`, in order, and asserts each
-/// is a listed object of the initial list: that key, one `Replaced` delta at that
-/// resourceVersion.
-pub(super) async fn pop_initial_listed(fifo: &DeltaFifo<Pod>, expected: &[(&str, &str)]) {
-    for (name, rv) in expected {
-        let item = pop_within_a_second(fifo).await;
-        assert_eq!(item.key.as_str(), *name);
-        assert!(item.is_in_initial_list);
-        assert_eq!(
-            delta_summary(&item),
-            [(DeltaType::Replaced, (*rv).to_owned())]
-        );
-    }
-}
-
-/// The deltas of `item` as (type, resourceVersion of the object or tombstone).
-pub(super) fn delta_summary(item: &PoppedItem<Pod>) -> Vec<(DeltaType, String)> {
-    item.deltas
-        .iter()
-        .map(|d| {
-            let rv = d
-                .object
-                .object()
-                .metadata
-                .resource_version
-                .clone()
-                .unwrap_or_default();
-            (d.delta_type, rv)
-        })
-        .collect()
-}
+use crate::fifo::DeltaType;
+use crate::reflector::ReflectorOptions;
+use crate::test_support::*;
 
 /// The first list's pages reach an empty DeltaFifo as they arrive: its consumer pops
 /// page one while page two is still being served, each item marked as in the
@@ -97,7 +42,7 @@ async fn first_list_streams_pages_into_an_empty_delta_fifo() {
     let (fifo, r) = reflector_into_informer_fifo(lw, ReflectorOptions::default());
     let (cancel, task) = spawn_list_and_watch(&r);
     for name in ["a", "b"] {
-        let item = pop_within_a_second(&fifo).await;
+        let item = pop(&fifo).await;
         assert_eq!(item.key.as_str(), name);
         assert!(item.is_in_initial_list);
         assert_eq!(
@@ -108,7 +53,7 @@ async fn first_list_streams_pages_into_an_empty_delta_fifo() {
     assert!(!fifo.has_synced(), "page two is still being served");
     assert_eq!(r.resource_version(), None);
     release.notify_one();
-    let item = pop_within_a_second(&fifo).await;
+    let item = pop(&fifo).await;
     assert_eq!(item.key.as_str(), "c");
     assert!(item.is_in_initial_list);
     tokio::time::timeout(Duration::from_secs(1), fifo.wait_synced())
@@ -146,7 +91,7 @@ async fn streamed_list_started_over_after_expired_continue_is_reconciled() {
     use DeltaType::{Deleted, Replaced};
     let mut popped = Vec::new();
     for _ in 0..3 {
-        let item = pop_within_a_second(&fifo).await;
+        let item = pop(&fifo).await;
         let tombstone = item.deltas.iter().any(|d| d.object.is_tombstone());
         popped.push((item.key.to_string(), delta_summary(&item), tombstone));
     }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::support::*;
 use crate::reflector::ReflectorOptions;
 use crate::store::{Indexer, Indexers};
+use crate::test_support::*;
 
 /// TestReflectorResyncWithResourceVersion: the relist asks for the last resource
 /// version seen: list RVs ["0", "10"].

@@ -10,15 +10,12 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 
-use super::fifo_streaming::{
-    delta_summary, pop_initial_listed, pop_within_a_second, reflector_into_informer_fifo,
-};
-use super::support::*;
 use crate::fifo::DeltaFifo;
 use crate::fifo::DeltaType::{self, Replaced};
 use crate::listwatch::mock_api::MockApi;
 use crate::listwatch::{ApiListerWatcher, ListWatchError};
 use crate::reflector::{ReflectorError, ReflectorOptions};
+use crate::test_support::*;
 
 fn pod_json(name: &str, rv: &str) -> String {
     serde_json::to_string(&pod(name, rv)).unwrap()
@@ -65,7 +62,7 @@ fn recording_errors() -> (ReflectorOptions, Arc<Mutex<Vec<String>>>) {
 async fn pop_three(fifo: &DeltaFifo<Pod>) -> Vec<(String, Vec<(DeltaType, String)>)> {
     let mut popped = Vec::new();
     for _ in 0..3 {
-        let item = pop_within_a_second(fifo).await;
+        let item = pop(fifo).await;
         popped.push((item.key.to_string(), delta_summary(&item)));
     }
     popped
@@ -98,7 +95,7 @@ async fn one_list_body_streams_into_an_empty_fifo_as_it_arrives() {
     tx.unbounded_send(Ok(Bytes::copy_from_slice(&text.as_bytes()[cut..])))
         .unwrap();
     drop(tx);
-    let item = pop_within_a_second(&fifo).await;
+    let item = pop(&fifo).await;
     assert_eq!(item.key.as_str(), "c");
     tokio::time::timeout(std::time::Duration::from_secs(1), fifo.wait_synced())
         .await
@@ -193,7 +190,7 @@ async fn a_malformed_item_fails_a_relist_naming_it_and_applies_nothing() {
     let (fifo, r) = reflector_into_informer_fifo(lw(&api), options);
     let (cancel, task) = spawn_run(&r);
     for name in ["a", "b"] {
-        assert_eq!(pop_within_a_second(&fifo).await.key.as_str(), name);
+        assert_eq!(pop(&fifo).await.key.as_str(), name);
     }
     eventually(|| errors_of(&errors).len() == 2).await;
     assert_eq!(errors_of(&errors), ["watch", "list:item 1"]);

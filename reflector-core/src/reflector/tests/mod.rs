@@ -6,9 +6,6 @@ mod fifo_streaming;
 mod list_rv;
 mod list_stream;
 mod run_loop;
-mod support;
 mod watch_errors;
 mod watch_events;
 mod watch_list;
-
-pub(crate) use support::{eventually, pod, pod_list};

@@ -8,8 +8,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::support::*;
 use crate::reflector::ReflectorOptions;
+use crate::test_support::*;
 
 /// TestReflectorResync: the resync timer calls `store.resync()`; a resync error
 /// ends the current watch.

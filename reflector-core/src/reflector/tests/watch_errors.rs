@@ -9,9 +9,9 @@ use futures::FutureExt;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::support::*;
 use crate::listwatch::ListWatchError;
 use crate::reflector::ReflectorOptions;
+use crate::test_support::*;
 
 /// TestNoRelistOnTooManyRequests: 429s when starting the watch back off and watch
 /// again without relisting: 1 list, 5 watches.

@@ -10,11 +10,11 @@ use kube::api::WatchEvent;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::support::*;
 use crate::listwatch::{ListWatchError, WatchStream};
 use crate::reflector::{
     Reflector, ReflectorOptions, StatsCounters, WatchContext, WatchEnd, handle_watch,
 };
+use crate::test_support::*;
 
 /// TestReflectorListAndWatch ("UseWatchList disabled"): list at "0" with limit 500,
 /// then watch from the list's resource version with bookmarks; every event lands.

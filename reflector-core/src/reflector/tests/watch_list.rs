@@ -5,13 +5,10 @@ use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::fifo_streaming::{
-    delta_summary, pop_initial_listed, pop_within_a_second, reflector_into_informer_fifo,
-};
-use super::support::*;
 use crate::fifo::DeltaType::{Deleted, Replaced};
 use crate::reflector::{Reflector, ReflectorOptions};
 use crate::store::{Indexer, Indexers, Store};
+use crate::test_support::*;
 use kube::api::WatchEvent;
 
 fn watch_list_options() -> ReflectorOptions {
@@ -227,7 +224,7 @@ async fn watch_list_initial_events_stream_into_an_empty_fifo_before_the_bookmark
             bookmark("6", true),
         ],
     );
-    let c = pop_within_a_second(&fifo).await;
+    let c = pop(&fifo).await;
     assert_eq!(c.key.as_str(), "c");
     assert_eq!(
         delta_summary(&c),
@@ -237,7 +234,7 @@ async fn watch_list_initial_events_stream_into_an_empty_fifo_before_the_bookmark
             (Deleted, "5".to_owned())
         ]
     );
-    let d = pop_within_a_second(&fifo).await;
+    let d = pop(&fifo).await;
     assert_eq!(delta_summary(&d), [(Replaced, "6".to_owned())]);
     tokio::time::timeout(std::time::Duration::from_secs(1), fifo.wait_synced())
         .await
@@ -262,13 +259,13 @@ async fn a_watch_list_cut_before_its_bookmark_is_reconciled_by_the_next() {
     let lw = scripted(no_list, watch);
     let (fifo, r) = reflector_into_informer_fifo(lw, watch_list_options());
     let (cancel, task) = spawn_list_and_watch(&r);
-    let a = pop_within_a_second(&fifo).await;
+    let a = pop(&fifo).await;
     assert_eq!(a.key.as_str(), "a");
     assert_eq!(
         delta_summary(&a),
         [(Replaced, "1".to_owned()), (Replaced, "3".to_owned())]
     );
-    let b = pop_within_a_second(&fifo).await;
+    let b = pop(&fifo).await;
     assert_eq!(b.key.as_str(), "b");
     assert_eq!(
         delta_summary(&b),

@@ -1,51 +1,33 @@
-//! What the informer's tests share: pods, client-go's `testListener`, and a
-//! running informer that the test stops.
+//! Informers run in a task the test stops, and client-go's recording
+//! `testListener`.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::informer::*;
+use super::objects::ns_pod;
+use crate::informer::{EventHandler, Registration, SharedIndexInformer};
 use crate::listwatch::FakeSource;
 use crate::object::MaybeTombstone;
-pub(super) use crate::reflector::tests::eventually;
-
-pub(super) fn pod(name: &str) -> Pod {
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("ns".into()),
-            ..ObjectMeta::default()
-        },
-        ..Pod::default()
-    }
-}
-
-pub(super) fn labelled(name: &str, key: &str, value: &str) -> Pod {
-    let mut p = pod(name);
-    p.metadata.labels = Some([(key.to_owned(), value.to_owned())].into());
-    p
-}
 
 /// Records the names of everything it is told, as client-go's `testListener`.
 #[derive(Clone, Default)]
-pub(super) struct TestListener {
-    pub(super) received: Arc<Mutex<Vec<String>>>,
+pub(crate) struct TestListener {
+    pub(crate) received: Arc<Mutex<Vec<String>>>,
 }
 
 impl TestListener {
-    pub(super) fn names(&self) -> BTreeSet<String> {
+    pub(crate) fn names(&self) -> BTreeSet<String> {
         self.received.lock().unwrap().iter().cloned().collect()
     }
-    pub(super) fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.received.lock().unwrap().len()
     }
-    pub(super) fn reset(&self) {
+    pub(crate) fn reset(&self) {
         self.received.lock().unwrap().clear();
     }
     fn push(&self, p: &Pod) {
@@ -68,26 +50,27 @@ impl EventHandler<Pod> for TestListener {
     }
 }
 
-pub(super) fn set(names: &[&str]) -> BTreeSet<String> {
+/// `names` as a set, to compare with [`TestListener::names`].
+pub(crate) fn set(names: &[&str]) -> BTreeSet<String> {
     names.iter().map(|s| (*s).to_owned()).collect()
 }
 
 /// An informer's run in a task, until [`Running::stop`].
-pub(super) struct Running {
+pub(crate) struct Running {
     cancel: CancellationToken,
     task: JoinHandle<()>,
 }
 
 impl Running {
     /// Cancels the run and waits for it to end.
-    pub(super) async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.cancel.cancel();
         self.task.await.unwrap();
     }
 }
 
 /// Runs `informer` in a task.
-pub(super) fn start(informer: &SharedIndexInformer<Pod>) -> Running {
+pub(crate) fn start(informer: &SharedIndexInformer<Pod>) -> Running {
     let cancel = CancellationToken::new();
     let task = tokio::spawn({
         let (i, c) = (informer.clone(), cancel.clone());
@@ -96,23 +79,12 @@ pub(super) fn start(informer: &SharedIndexInformer<Pod>) -> Running {
     Running { cancel, task }
 }
 
-/// Lets spawned tasks run without moving the paused clock much.
-pub(super) async fn settle() {
-    for _ in 0..50 {
-        tokio::task::yield_now().await;
-    }
-    tokio::time::sleep(Duration::from_millis(1)).await;
-    for _ in 0..50 {
-        tokio::task::yield_now().await;
-    }
-}
-
 /// A source holding a pod for each of `names`, and an informer over it that
 /// resyncs every second.
-pub(super) fn resyncing_informer(names: &[&str]) -> (FakeSource<Pod>, SharedIndexInformer<Pod>) {
+pub(crate) fn resyncing_informer(names: &[&str]) -> (FakeSource<Pod>, SharedIndexInformer<Pod>) {
     let source = FakeSource::<Pod>::new();
     for name in names {
-        source.add(pod(name));
+        source.add(ns_pod(name));
     }
     let informer = SharedIndexInformer::builder(source.clone())
         .resync(Duration::from_secs(1))
@@ -122,7 +94,7 @@ pub(super) fn resyncing_informer(names: &[&str]) -> (FakeSource<Pod>, SharedInde
 
 /// An empty source, an informer over it, and a recording listener registered on
 /// it.
-pub(super) fn listened_informer() -> (
+pub(crate) fn listened_informer() -> (
     FakeSource<Pod>,
     SharedIndexInformer<Pod>,
     TestListener,

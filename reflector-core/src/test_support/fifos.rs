@@ -1,0 +1,198 @@
+//! Every queue the suites build, what they queue and pop, and the assertions on
+//! what comes out. The one place that names the queue type: a second FIFO
+//! implementation gets its constructors beside these, and a suite written against
+//! them runs for each.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+
+use super::objects::{Obj, data, mk};
+use super::stores::Literal;
+use crate::fifo::{Delta, DeltaFifo, DeltaType, Deltas, PoppedItem};
+use crate::listwatch::ListerWatcher;
+use crate::object::{MaybeTombstone, Object, ObjectKey};
+use crate::reflector::{Reflector, ReflectorOptions};
+use crate::store::{Indexer, Indexers, Store};
+
+// ---------- queues ----------
+
+/// An empty FIFO with no known objects.
+pub(crate) fn fifo() -> DeltaFifo<ConfigMap> {
+    DeltaFifo::new()
+}
+
+/// A FIFO whose known objects are `known`.
+pub(crate) fn fifo_known(known: Vec<Obj>) -> DeltaFifo<ConfigMap> {
+    DeltaFifo::new().cache_view(Arc::new(Literal(known)))
+}
+
+/// A FIFO over `known` that emits `Replaced` (not `Sync`) for listed objects, as
+/// an informer's.
+pub(crate) fn fifo_known_replaced(known: Vec<Obj>) -> DeltaFifo<ConfigMap> {
+    DeltaFifo::new()
+        .cache_view(Arc::new(Literal(known)))
+        .emit_replaced(true)
+}
+
+/// A reflector into a DeltaFifo whose known objects are an (empty) indexer, as an
+/// informer builds them.
+pub(crate) fn reflector_into_informer_fifo<L: ListerWatcher<Pod> + 'static>(
+    lw: L,
+    options: ReflectorOptions,
+) -> (Arc<DeltaFifo<Pod>>, Arc<Reflector<Pod, L>>) {
+    let indexer = Indexer::<Pod>::new(Indexers::new());
+    let fifo = Arc::new(DeltaFifo::new().cache(indexer).emit_replaced(true));
+    let r = Arc::new(Reflector::new(lw, fifo.clone(), options));
+    (fifo, r)
+}
+
+// ---------- deltas ----------
+
+/// A delta of `delta_type` about `obj`.
+pub(crate) fn d(delta_type: DeltaType, obj: &Obj) -> Delta<ConfigMap> {
+    Delta::new(delta_type, obj.clone())
+}
+
+/// A `Deleted` delta carrying `obj` as the tombstone of key `name`.
+pub(crate) fn tomb(name: &str, obj: &Obj) -> Delta<ConfigMap> {
+    Delta::new(
+        DeltaType::Deleted,
+        MaybeTombstone::DeletedFinalStateUnknown {
+            key: ObjectKey::new(None, name),
+            obj: obj.clone(),
+        },
+    )
+}
+
+/// `v` as one item's deltas.
+pub(crate) fn deltas(v: Vec<Delta<ConfigMap>>) -> Deltas<ConfigMap> {
+    Deltas::from(v)
+}
+
+/// The `val` of the newest object of `deltas`.
+pub(crate) fn newest_val(deltas: &Deltas<ConfigMap>) -> String {
+    data(deltas.newest().expect("non-empty").object.object(), "val")
+}
+
+/// The deltas of `item` as (type, resourceVersion of the object or tombstone).
+pub(crate) fn delta_summary(item: &PoppedItem<Pod>) -> Vec<(DeltaType, String)> {
+    item.deltas
+        .iter()
+        .map(|d| {
+            let rv = d
+                .object
+                .object()
+                .metadata
+                .resource_version
+                .clone()
+                .unwrap_or_default();
+            (d.delta_type, rv)
+        })
+        .collect()
+}
+
+/// The types of the deltas queued for `name`.
+pub(crate) fn delta_types(f: &DeltaFifo<ConfigMap>, name: &str) -> Vec<DeltaType> {
+    let ds = f.deltas_by_key(&ObjectKey::new(None, name)).unwrap();
+    ds.iter().map(|d| d.delta_type).collect()
+}
+
+// ---------- writes ----------
+
+/// Applies a script of writes such as `"add foo 10, update bar 15, delete baz 20"`
+/// to `f`: each writes `mk(name, val)`. `replace@RV foo:5 bar:6` replaces the
+/// contents with `mk("foo", 5)` and `mk("bar", 6)` at resource version `RV`
+/// (`replace` alone: none).
+pub(crate) fn apply(f: &DeltaFifo<ConfigMap>, script: &str) {
+    for step in script.split(',') {
+        let words: Vec<&str> = step.split_whitespace().collect();
+        let Some((op, args)) = words.split_first() else {
+            panic!("empty step in {script:?}");
+        };
+        if let Some(rv) = op.strip_prefix("replace") {
+            let list = args.iter().map(|arg| {
+                let (name, val) = arg.split_once(':').expect("name:val");
+                mk(name, val)
+            });
+            f.replace(list.collect(), rv.strip_prefix('@').unwrap_or_default())
+                .unwrap();
+            continue;
+        }
+        let [name, val] = args[..] else {
+            panic!("bad step {step:?}");
+        };
+        let obj = mk(name, val);
+        match *op {
+            "add" => f.add(obj),
+            "update" => f.update(obj),
+            "delete" => f.delete(obj),
+            _ => panic!("unknown write {op:?}"),
+        }
+        .unwrap();
+    }
+}
+
+// ---------- pops ----------
+
+/// Pops one item; fails the test if none arrives within a second (instant under
+/// paused time).
+pub(crate) async fn pop<K: Object>(f: &DeltaFifo<K>) -> PoppedItem<K> {
+    tokio::time::timeout(Duration::from_secs(1), f.pop_item())
+        .await
+        .expect("an item to pop")
+        .expect("fifo not closed")
+}
+
+/// The `val` of the newest object of each of the next `n` pops.
+pub(crate) async fn pop_vals(f: &DeltaFifo<ConfigMap>, n: usize) -> Vec<String> {
+    let mut vals = Vec::with_capacity(n);
+    for _ in 0..n {
+        vals.push(newest_val(&pop(f).await.deltas));
+    }
+    vals
+}
+
+/// Pops one item per `(name, resourceVersion)` of `expected`, in order, and asserts each
+/// is a listed object of the initial list: that key, one `Replaced` delta at that
+/// resourceVersion.
+pub(crate) async fn pop_initial_listed(fifo: &DeltaFifo<Pod>, expected: &[(&str, &str)]) {
+    for (name, rv) in expected {
+        let item = pop(fifo).await;
+        assert_eq!(item.key.as_str(), *name);
+        assert!(item.is_in_initial_list);
+        assert_eq!(
+            delta_summary(&item),
+            [(DeltaType::Replaced, (*rv).to_owned())]
+        );
+    }
+}
+
+/// Asserts that the queue holds one item, whose newest `val` is `val`, and that
+/// popping it leaves nothing behind.
+pub(crate) async fn assert_pops_only(f: &DeltaFifo<ConfigMap>, val: &str) {
+    assert_eq!(pop_vals(f, 1).await, [val]);
+    assert_nothing_to_pop(f).await;
+    assert!(f.deltas(&mk("foo", "")).unwrap().is_none());
+}
+
+/// Asserts nothing is left to pop.
+pub(crate) async fn assert_nothing_to_pop(f: &DeltaFifo<ConfigMap>) {
+    assert!(f.is_empty(), "queue not empty: {:?}", f.list_keys());
+    let r = tokio::time::timeout(Duration::from_millis(50), f.pop_item()).await;
+    assert!(r.is_err(), "unexpected item: {r:?}");
+}
+
+/// Pops every item in turn, asserting each one's deltas, then asserts the queue is
+/// empty; failures name `case`.
+pub(crate) async fn assert_drains(
+    case: &str,
+    f: &DeltaFifo<ConfigMap>,
+    expected: Vec<Deltas<ConfigMap>>,
+) {
+    for (i, e) in expected.into_iter().enumerate() {
+        assert_eq!(pop(f).await.deltas, e, "{case}: pop #{i}");
+    }
+    assert!(f.is_empty(), "{case}: left over: {:?}", f.list_keys());
+}
