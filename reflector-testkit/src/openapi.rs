@@ -145,6 +145,17 @@ fn strip_v3_only(schema: &mut Value) {
     }
 }
 
+/// The apiextensions types whose value may be any JSON (a schema's `enum`, `default` and
+/// `example`) or one of several shapes: the real documents give them only a
+/// `description`, no `type` (k8s-openapi's schemas say `object` or `oneOf`), so that
+/// kubectl's client-side validation accepts `enum: [red, blue]` or `default: 3`.
+const ANY_VALUE_DEFINITIONS: [&str; 4] = [
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray",
+];
+
 /// Definitions for every served resource, and each resource's definition name.
 fn definitions(state: &State, flavor: Flavor) -> (Map<String, Value>, Vec<(ResourceId, String)>) {
     let mut generator = flavor.generator();
@@ -173,6 +184,11 @@ fn definitions(state: &State, flavor: Flavor) -> (Map<String, Value>, Vec<(Resou
         names.push((rid, name));
     }
     let mut defs = generator.take_definitions(true);
+    for name in ANY_VALUE_DEFINITIONS {
+        if let Some(Value::Object(def)) = defs.get_mut(name) {
+            def.retain(|key, _| key == "description");
+        }
+    }
     defs.extend(custom);
     for (rid, name) in &names {
         let info = &state.resources[*rid];
