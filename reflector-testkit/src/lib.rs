@@ -214,12 +214,14 @@
 //! compaction floor: HTTP 200, one `ERROR` event
 //! with a 410 `Expired` Status (`too old resource version: N (floor)`), end of stream. A
 //! watcher that falls behind the bounded log gets the same. `allowWatchBookmarks=true`:
-//! `BOOKMARK`s every [`ApiServerBuilder::bookmark_interval`] carrying the RV the watcher
-//! has read up to, once writes have moved it past the RV the watch started at (the real
-//! watch cache drops events at or below it), plus one 2 s before `timeoutSeconds` runs
-//! out (the real cacher's pre-timeout bookmark). A watch from RV unset/`"0"` without
-//! `sendInitialEvents` gets no `k8s.io/initial-events-end` bookmark after its synthetic
-//! `ADDED`s, as the real cacher (that bookmark is only for watch-list).
+//! `BOOKMARK`s carrying the RV the watcher has read up to, only as the real watch cache
+//! sends them: one a minute ([`ApiServerBuilder::bookmark_interval`]) and, on a watch
+//! with `timeoutSeconds`, shortly before it times out (usually two, a second apart: a
+//! 10 s watch gets them at about 8 s and 9 s), and only once writes have moved the RV
+//! past the RV the watch started at (the real watch cache drops events at or below it).
+//! A client must not count on frequent bookmarks. A watch from RV unset/`"0"` with
+//! `allowWatchBookmarks=true` ends its synthetic `ADDED`s with a `BOOKMARK` annotated
+//! `k8s.io/initial-events-end: "true"`, as a watch-list does.
 //! `timeoutSeconds` ends the stream cleanly. Each event's line is encoded once, by the
 //! first watcher that sends it, and shared by every watcher that sends the same bytes
 //! (same representation and event type), so fan-out to many watchers costs a reference
@@ -332,6 +334,7 @@
 mod admin;
 mod apply;
 pub mod bench_objects;
+mod bookmark_schedule;
 mod continue_token;
 mod crd;
 mod discovery;

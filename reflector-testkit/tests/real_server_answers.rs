@@ -645,52 +645,120 @@ async fn generation_only_where_the_real_strategy_sets_it() {
     assert_eq!(created["metadata"]["generation"], 1);
 }
 
-#[tokio::test(start_paused = true)]
-async fn bookmarks_follow_the_watch_cache_schedule() {
-    let server = ApiServer::builder()
-        .bookmark_interval(Duration::from_secs(60))
-        .start()
-        .await
-        .unwrap();
-    for name in ["a", "b"] {
-        assert_eq!(
-            send(&server, "POST", CMS, Some(config_map(name))).await.0,
-            201
-        );
-    }
-    let rv = server.current_resource_version();
-    let added = |name: &str| ("ADDED".to_owned(), name.to_owned());
-    // From RV=0 without sendInitialEvents: the synthetic ADDEDs and no end-of-initial-
-    // events bookmark; no periodic ones either while nothing is written.
-    let uri =
-        format!("{CMS}?watch=true&resourceVersion=0&allowWatchBookmarks=true&timeoutSeconds=100");
-    let (code, events) = watch_to_end(server.client_without_retries(), uri).await;
-    assert_eq!((code, events), (200, vec![added("a"), added("b")]));
-    // Once a write moves the RV past the start: one after the interval (60 s) and one
-    // 2 s before the 100 s timeout.
-    let uri = format!(
-        "{CMS}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=100"
-    );
+/// Each line of a watch's body as `(type, name or bookmark RV, annotations)`, with the
+/// (paused) time it arrived after the request was sent.
+async fn timed_watch(client: kube::Client, uri: String) -> Vec<(Duration, String, String, Value)> {
+    use http_body_util::BodyExt;
     let start = tokio::time::Instant::now();
-    let watching = tokio::spawn(watch_to_end(server.client_without_retries(), uri));
+    let request = http::Request::get(uri)
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let response = client.send(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    let mut pending = Vec::new();
+    let mut events = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.unwrap().into_data() else {
+            continue;
+        };
+        pending.extend_from_slice(&data);
+        while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            let event: Value = serde_json::from_slice(&line).unwrap();
+            let kind = event["type"].as_str().unwrap().to_owned();
+            let meta = &event["object"]["metadata"];
+            let what = match kind.as_str() {
+                "BOOKMARK" => &meta["resourceVersion"],
+                _ => &meta["name"],
+            };
+            let what = what.as_str().unwrap_or_default().to_owned();
+            events.push((start.elapsed(), kind, what, meta["annotations"].clone()));
+        }
+    }
+    events
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_legacy_watch_with_bookmarks_ends_its_initial_events_with_the_annotated_bookmark() {
+    let server = seeded().await;
+    let rv = server.current_resource_version().to_string();
+    for from in ["0", ""] {
+        let uri = format!(
+            "{CMS}?watch=true&resourceVersion={from}&allowWatchBookmarks=true&timeoutSeconds=30"
+        );
+        let events = timed_watch(server.client_without_retries(), uri).await;
+        let seen: Vec<(&str, &str)> = events
+            .iter()
+            .map(|(_, kind, what, _)| (kind.as_str(), what.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [("ADDED", "a"), ("ADDED", "b"), ("BOOKMARK", rv.as_str())],
+            "from {from:?}"
+        );
+        assert_eq!(
+            events[2].3,
+            json!({"k8s.io/initial-events-end": "true"}),
+            "from {from:?}"
+        );
+        // Without allowWatchBookmarks, no bookmark.
+        let uri = format!("{CMS}?watch=true&resourceVersion={from}&timeoutSeconds=1");
+        let (_, events) = watch_to_end(server.client_without_retries(), uri).await;
+        assert_eq!(events.len(), 2, "{events:?}");
+    }
+}
+
+/// Starts a watch at the current RV with `allowWatchBookmarks=true` and `timeout`
+/// seconds, writes a ConfigMap in another namespace one second in (the RV moves past
+/// the watch's start), and returns the watch's events with their arrival times.
+async fn bookmarks_of_a_watch(server: &ApiServer, timeout: u64) -> Vec<(Duration, String)> {
+    let rv = server.current_resource_version();
+    let uri = format!(
+        "{CMS}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds={timeout}"
+    );
+    let watching = tokio::spawn(timed_watch(server.client_without_retries(), uri));
     tokio::time::sleep(Duration::from_secs(1)).await;
     let elsewhere = "/api/v1/namespaces/other/configmaps";
-    assert_eq!(
-        send(&server, "POST", elsewhere, Some(config_map("x")))
-            .await
-            .0,
-        201
-    );
-    let (code, events) = watching.await.unwrap();
-    assert_eq!(code, 200);
-    assert!(
-        start.elapsed() >= Duration::from_secs(100),
-        "{:?}",
-        start.elapsed()
-    );
+    let created = send(server, "POST", elsewhere, Some(config_map("x"))).await;
+    assert_eq!(created.0, 201);
     let now = (rv + 1).to_string();
-    let bookmark = ("BOOKMARK".to_owned(), now);
-    assert_eq!(events, [bookmark.clone(), bookmark]);
+    watching
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(at, kind, what, _)| {
+            assert_eq!((kind.as_str(), what.as_str()), ("BOOKMARK", now.as_str()));
+            (at, kind)
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_ten_second_watch_gets_its_bookmarks_only_shortly_before_it_times_out() {
+    // The default server: the watch cache's one-minute bookmark frequency.
+    let server = ApiServer::start().await.unwrap();
+    let events = bookmarks_of_a_watch(&server, 10).await;
+    let times: Vec<Duration> = events.iter().map(|(at, _)| *at).collect();
+    assert_eq!(times.len(), 2, "{times:?}");
+    // At the ticks of the second 2 s before the timeout falls in and of the next one.
+    let secs = |s| Duration::from_secs(s);
+    assert!(times[0] >= secs(7) && times[0] < secs(9), "{times:?}");
+    assert!(
+        times[1] >= times[0] + secs(1) && times[1] < secs(10),
+        "{times:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_long_watch_gets_one_bookmark_a_minute_then_the_pre_timeout_ones() {
+    let server = ApiServer::start().await.unwrap();
+    let events = bookmarks_of_a_watch(&server, 100).await;
+    let times: Vec<u64> = events.iter().map(|(at, _)| at.as_secs()).collect();
+    assert_eq!(times.len(), 3, "{times:?}");
+    assert!((59..=60).contains(&times[0]), "{times:?}");
+    assert!((97..=98).contains(&times[1]), "{times:?}");
+    assert_eq!(times[2], times[1] + 1, "{times:?}");
 }
 
 #[tokio::test]
