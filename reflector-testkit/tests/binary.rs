@@ -371,6 +371,11 @@ async fn admin_api_injects_lists_and_clears_faults_over_http() {
             Some(Ok(kube::api::WatchEvent::Added(_)))
         ));
     }
+    // kube asks for bookmarks: the initial events end with one.
+    assert!(matches!(
+        lines.next().await,
+        Some(Ok(kube::api::WatchEvent::Bookmark(_)))
+    ));
     let (code, injected) = send(
         &client,
         "POST",

@@ -9,7 +9,7 @@ use reflector_testkit::ApiServer;
 use serde_json::json;
 
 mod support;
-use support::create;
+use support::{create, expect_initial_events_end};
 
 fn pod(name: &str, node: Option<&str>) -> Pod {
     let mut p = Pod {
@@ -62,6 +62,7 @@ async fn a_pod_that_gets_the_node_enters_a_node_selected_watch() {
         .await
         .unwrap()
         .boxed();
+    expect_initial_events_end(&mut watch).await;
     // The real server binds through `pods/binding`; this server lets a patch set it.
     let bind = json!({"spec": {"nodeName": "n1"}});
     api.patch("a", &PatchParams::default(), &Patch::Merge(&bind))

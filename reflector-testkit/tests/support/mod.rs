@@ -182,3 +182,25 @@ pub fn names_in<'a>(value: &'a Value, array: &str) -> Vec<&'a str> {
         .filter_map(|entry| entry["name"].as_str())
         .collect()
 }
+
+/// Asserts the next event of a watch from resourceVersion `0` (kube asks for bookmarks
+/// by default) is the bookmark that ends its initial events, as the watch cache sends it.
+pub async fn expect_initial_events_end<K>(
+    stream: &mut BoxStream<'static, kube::Result<WatchEvent<K>>>,
+) where
+    K: Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    match stream.next().await {
+        Some(Ok(WatchEvent::Bookmark(bookmark))) => assert_eq!(
+            bookmark
+                .metadata
+                .annotations
+                .get("k8s.io/initial-events-end")
+                .map(String::as_str),
+            Some("true"),
+            "annotations {:?}",
+            bookmark.metadata.annotations
+        ),
+        other => panic!("expected the initial-events-end bookmark, got {other:?}"),
+    }
+}
