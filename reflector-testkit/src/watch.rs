@@ -248,10 +248,14 @@ impl Watch {
             }
         }
         self.write_due_lines().await?;
+        // The RV when the watch began: it ends at the first retirement of its resource
+        // (a deleted CRD) after that.
+        let served_since;
         let mut rv_rx = self.shared.rv_rx.clone();
         rv_rx.borrow_and_update();
         let begun = {
             let state = self.shared.state();
+            served_since = state.rv;
             match start {
                 Start::Initial { .. } => Ok((
                     state.rv,
@@ -291,22 +295,34 @@ impl Watch {
         loop {
             rv_rx.borrow_and_update();
             loop {
-                let batch = {
+                let (batch, retired_at) = {
                     let state = self.shared.state();
-                    if cursor < state.floor {
+                    let retired_at = state.custom.retired_since(self.rid, served_since);
+                    let batch = if cursor < state.floor {
                         Err(state.floor)
                     } else {
                         let from = state.log.partition_point(|e| e.rv <= cursor);
-                        let events: Vec<LogEvent> =
-                            state.log.range(from..).take(BATCH).cloned().collect();
+                        let events: Vec<LogEvent> = state
+                            .log
+                            .range(from..)
+                            .take_while(|e| retired_at.is_none_or(|end| e.rv <= end))
+                            .take(BATCH)
+                            .cloned()
+                            .collect();
                         Ok(events)
-                    }
+                    };
+                    (batch, retired_at)
                 };
                 let events = match batch {
                     Ok(events) => events,
                     Err(floor) => return self.write(expired_line(cursor, floor)).await,
                 };
                 let Some(last) = events.last().map(|e| e.rv) else {
+                    if retired_at.is_some() {
+                        // The resource is no longer served: the stream ends, as the real
+                        // server's does when a CRD's storage is torn down.
+                        return Ok(());
+                    }
                     break;
                 };
                 let lines = events
