@@ -778,3 +778,63 @@ async fn delete_collection_answers_the_list_it_deleted() {
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].0, "default/b");
 }
+
+#[tokio::test]
+async fn invalid_labels_annotations_and_data_keys_are_the_real_422() {
+    let server = seeded().await;
+    let name_part = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+    let label_value = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+    let config_key = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
+    let big = "x".repeat(256 * 1024);
+    let cases = [
+        (
+            json!({"metadata": {"name": "x", "labels": {"bad key!": "v"}}}),
+            "metadata.labels",
+            format!("Invalid value: \"bad key!\": {name_part}"),
+        ),
+        (
+            json!({"metadata": {"name": "x", "labels": {"app": "not ok"}}}),
+            "metadata.labels",
+            format!("Invalid value: \"not ok\": {label_value}"),
+        ),
+        (
+            json!({"metadata": {"name": "x", "annotations": {"note": big}}}),
+            "metadata.annotations",
+            "Too long: may not be more than 262144 bytes".to_owned(),
+        ),
+        (
+            json!({"metadata": {"name": "x"}, "data": {"bad key": "v"}}),
+            "data[bad key]",
+            format!("Invalid value: \"bad key\": {config_key}"),
+        ),
+    ];
+    for (body, field, cause) in cases {
+        let (code, _, status) = send(&server, "POST", CMS, Some(body.clone())).await;
+        let message = format!("ConfigMap \"x\" is invalid: {field}: {cause}");
+        assert_failure((code, &status), 422, Some("Invalid"), &message);
+        assert_eq!(
+            status["details"],
+            json!({"name": "x", "kind": "ConfigMap",
+                "causes": [{"reason": status["details"]["causes"][0]["reason"], "message": cause, "field": field}]}),
+            "{status}"
+        );
+        // An update to the same is refused the same way.
+        let (_, _, mut current) = get(&server, &format!("{CMS}/a")).await;
+        let mut update = body;
+        update["metadata"]["name"] = json!("a");
+        update["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].take();
+        let (code, _, status) = send(&server, "PUT", &format!("{CMS}/a"), Some(update)).await;
+        let message = format!("ConfigMap \"a\" is invalid: {field}: {cause}");
+        assert_failure((code, &status), 422, Some("Invalid"), &message);
+    }
+    // Two errors are listed together, as the real aggregate.
+    let body = json!({"metadata": {"name": "x", "labels": {"a/b/c": "v"}}, "data": {"..x": "v"}});
+    let (code, _, status) = send(&server, "POST", CMS, Some(body)).await;
+    assert_eq!(code, 422);
+    let message = status["message"].as_str().unwrap();
+    assert!(message.starts_with("ConfigMap \"x\" is invalid: [metadata.labels: Invalid value: \"a/b/c\": a qualified name must consist of"), "{message}");
+    assert!(
+        message.ends_with(", data[..x]: Invalid value: \"..x\": must not start with '..']"),
+        "{message}"
+    );
+}

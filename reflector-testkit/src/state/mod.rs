@@ -25,7 +25,7 @@ mod list_page;
 mod validation;
 
 pub(crate) use list_page::ObjectFilter;
-use validation::{pod_qos_class, validate_data_size};
+use validation::{pod_qos_class, validate_write};
 
 /// Index of a registered resource in `State::resources`.
 pub(crate) type ResourceId = usize;
@@ -352,7 +352,7 @@ impl State {
                 ),
             ));
         }
-        validate_data_size(&info, &name, &body)?;
+        validate_write(&info, &name, &body)?;
         crate::crd::admit(self, rid, &name, &mut body, None)?;
         let key = key_of(namespace.filter(|_| info.namespaced), &name);
         if self.objects[rid].contains_key(&key) {
@@ -496,7 +496,7 @@ impl State {
         if new == old_value {
             return Ok(old);
         }
-        validate_data_size(&info, name, &new)?;
+        validate_write(&info, name, &new)?;
         let deleting = metadata(&new).is_some_and(|m| m.contains_key("deletionTimestamp"));
         let finalizers_empty = metadata(&new)
             .and_then(|m| m.get("finalizers"))
