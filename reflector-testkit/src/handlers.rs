@@ -15,6 +15,7 @@ use crate::selectable_fields::FieldLabels;
 use crate::server::Shared;
 use crate::state::{Deleted, Preconditions, ResourceId};
 use crate::status::{ApiError, status_details};
+use crate::table::TableRequest;
 
 fn parse_json(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     let media = content_type.split(';').next().unwrap_or_default().trim();
@@ -26,19 +27,28 @@ fn parse_json(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     })
 }
 
+/// GET of one object: the object in `repr`, or its one-row Table when asked for one.
 pub(crate) fn get(
     shared: &Shared,
     repr: Repr,
+    table: Option<TableRequest>,
     rid: ResourceId,
     namespace: Option<&str>,
     name: &str,
 ) -> Result<Response, ApiError> {
     let state = shared.state();
     let info = &state.resources[rid];
-    state
+    let object = state
         .get(rid, &key_of(namespace, name))
-        .map(|o| json_response(200, repr.render(&o)))
-        .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))
+        .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
+    Ok(match table {
+        Some(table) => {
+            let mut metadata = serde_json::Map::new();
+            metadata.insert("resourceVersion".to_owned(), object.rv.to_string().into());
+            json_response(200, table.render(&state, rid, &[object], metadata))
+        }
+        None => json_response(200, repr.render(&object)),
+    })
 }
 
 /// The field manager of a non-apply write (`fieldManager`, else the user agent).

@@ -76,8 +76,20 @@
 //!   a create or update past it is the real 422 (`ConfigMap "x" is invalid: []: Too long:
 //!   may not be more than 1048576 bytes`; a Secret's field is `data`).
 //! * Namespaces need not exist before objects are created in them.
+//! * Labels, annotations and core ConfigMap/Secret keys are validated on every create and
+//!   update as the real `ValidateObjectMeta`/`ValidateConfigMap`: a bad label key or value,
+//!   annotations over 256 KiB, or a key such as `bad key` answer the real 422, every error
+//!   listed with its field path (`ConfigMap "x" is invalid: data[bad key]: Invalid value:
+//!   "bad key": a valid config key must consist of ...`).
+//! * Reads answer a `meta.k8s.io` `Table` (`v1` or `v1beta1`) when `Accept` asks for one
+//!   first, as `kubectl get` does: the real printers' columns for ConfigMaps (`Data`),
+//!   Secrets, Pods (`Ready`, `Status`, `Restarts`, `Age`, and `IP`, `Node`, ... at
+//!   priority 1), Namespaces and Leases, a CRD version's `additionalPrinterColumns` (simple
+//!   dotted JSONPaths) for custom objects, `Name` and `Created At` for other kinds; rows
+//!   carry the object's `PartialObjectMetadata`, the object or nothing (`includeObject`).
+//!   Watches are not served as Tables.
 //! * Not supported: `dryRun` (answers 400 rather than silently writing), aggregated
-//!   discovery (`Discovery::run_aggregated`), Table, YAML, CBOR and protobuf encodings
+//!   discovery (`Discovery::run_aggregated`), YAML, CBOR and protobuf encodings
 //!   (see [Protobuf](#protobuf); every response is JSON), resource-specific field
 //!   selectors other than the Events' and a Pod's `spec.nodeName` and `status.phase`
 //!   (400; the real server accepts a few more, e.g. a Pod's `spec.schedulerName` or a
@@ -361,6 +373,7 @@ mod selectable_fields;
 mod server;
 mod state;
 mod status;
+mod table;
 mod watch;
 
 pub use error::TestkitError;

@@ -376,6 +376,15 @@ async fn dispatch(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
     let repr = Repr::from_accept(accept);
+    // `kubectl get` asks for a Table first; only reads are answered with one.
+    let table = if method == Method::GET {
+        match crate::table::TableRequest::from_request(accept, pairs) {
+            Ok(table) => table,
+            Err(error) => return error.into_response(),
+        }
+    } else {
+        None
+    };
     if matches!(target, Target::Collection { .. } | Target::Object { .. }) && !accepts_json(accept)
     {
         // The real negotiation's 406 (`NewNotAcceptableError`), listing what this server
@@ -415,7 +424,8 @@ async fn dispatch(
         Target::OpenApi(_) => Err(ApiError::method_not_allowed(method.as_str())),
         Target::Collection { rid, namespace, .. } => match method.as_str() {
             "GET" => {
-                crate::list::list_or_watch(shared, repr, *rid, namespace.as_deref(), pairs, fired)
+                let read = crate::list::Read { repr, table };
+                crate::list::list_or_watch(shared, read, *rid, namespace.as_deref(), pairs, fired)
                     .await
             }
             "POST" => match read_body(request).await {
@@ -438,7 +448,7 @@ async fn dispatch(
         } => {
             let ns = namespace.as_deref();
             match method.as_str() {
-                "GET" => crate::handlers::get(shared, repr, *rid, ns, name),
+                "GET" => crate::handlers::get(shared, repr, table, *rid, ns, name),
                 "PUT" | "PATCH" | "DELETE" => match read_body(request).await {
                     Ok(body) => match method.as_str() {
                         "PUT" | "PATCH" => {
