@@ -399,14 +399,26 @@ impl Printer {
                         .unwrap_or("<none>")
                 ),
                 Cell::Pod(cell) => pod_cell(object, *cell),
-                Cell::Path(segments) => segments
-                    .iter()
-                    .try_fold(object, |value, segment| match segment.parse::<usize>() {
-                        Ok(index) if value.is_array() => value.get(index),
-                        _ => value.get(segment.as_str()),
-                    })
-                    .cloned()
-                    .unwrap_or(Value::Null),
+                Cell::Path(segments) => {
+                    let value = segments
+                        .iter()
+                        .try_fold(object, |value, segment| match segment.parse::<usize>() {
+                            Ok(index) if value.is_array() => value.get(index),
+                            _ => value.get(segment.as_str()),
+                        })
+                        .cloned()
+                        .unwrap_or(Value::Null);
+                    // The real custom-resource convertor shows dates as ages (`5m`).
+                    match (column.kind.as_ref(), value.as_str()) {
+                        ("date", Some(time)) => {
+                            json!(time.parse::<k8s_openapi::jiff::Timestamp>().map_or_else(
+                                |_| "<invalid>".to_owned(),
+                                |t| human_duration(now.as_second() - t.as_second())
+                            ))
+                        }
+                        _ => value,
+                    }
+                }
             })
             .collect()
     }
