@@ -340,8 +340,10 @@
 //! current-context: testkit
 //! ```
 //!
-//! (`kubectl get` asks for tables and protobuf first, then falls back to JSON; use
-//! `kubectl get --raw /api/v1/namespaces/demo/configmaps` for the exact wire format.)
+//! (`kubectl get` is answered a Table with the kind's columns; use `kubectl get --raw
+//! /api/v1/namespaces/demo/configmaps` for the list itself.) The repository's
+//! `examples/testkit/` holds the CRD and object of the README's walk-through, which
+//! `scripts/kubectl-walkthrough.sh` runs with Debian's kubectl.
 
 mod admin;
 mod apply;

@@ -99,7 +99,8 @@ fn demo_objects(server: &ApiServer) -> Result<(), Box<dyn std::error::Error>> {
         server.insert(&cm)?;
         let pod: Pod = serde_json::from_value(json!({
             "metadata": {"name": format!("web-{i}"), "namespace": "demo", "labels": {"app": "web"}},
-            "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}
+            "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
+            "status": {"phase": "Pending", "qosClass": "BestEffort"}
         }))?;
         server.insert(&pod)?;
     }
