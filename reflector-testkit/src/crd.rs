@@ -599,7 +599,11 @@ pub(crate) fn scale(
         })?,
         ("PATCH", Some(body)) => {
             let mut patched = current.clone();
-            Patch::decode(body.media_type(), &body.bytes)?.apply(&mut patched)?;
+            let scale = crate::strategic_merge::Kind {
+                group: "autoscaling",
+                kind: "Scale",
+            };
+            Patch::decode(body.media_type(), &body.bytes)?.apply(scale, &mut patched)?;
             patched
         }
         (other, _) => return Err(ApiError::method_not_allowed(other)),

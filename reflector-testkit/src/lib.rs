@@ -89,13 +89,17 @@
 //!   carry the object's `PartialObjectMetadata`, the object or nothing (`includeObject`).
 //!   Watches are not served as Tables.
 //! * Not supported: `dryRun` (answers 400 rather than silently writing), aggregated
-//!   discovery (`Discovery::run_aggregated`), YAML, CBOR and protobuf encodings
-//!   (see [Protobuf](#protobuf); every response is JSON), resource-specific field
+//!   discovery (`Discovery::run_aggregated`), YAML and CBOR encodings (protobuf: see
+//!   [Protobuf](#protobuf)), resource-specific field
 //!   selectors other than the Events' and a Pod's `spec.nodeName` and `status.phase`
 //!   (400; the real server accepts a few more, e.g. a Pod's `spec.schedulerName` or a
 //!   Secret's `type`), Event validation (the real server requires e.g.
 //!   `eventTime`, `reportingController` and `action` on an events.k8s.io/v1 Event; here
-//!   any Event is stored as sent), graceful deletion (a Pod
+//!   any Event is stored as sent), Pod validation beyond its update rule (an update
+//!   may not add or remove containers nor change `spec` but images,
+//!   `activeDeadlineSeconds`, `tolerations` and `terminationGracePeriodSeconds`: the real
+//!   422; `POST pods/{name}/binding` assigns the node once, as a scheduler does), graceful
+//!   deletion (a Pod
 //!   without finalizers goes at once), and namespace lifecycle (deleting a namespace does
 //!   not delete its objects).
 //!
@@ -108,9 +112,14 @@
 //! error in our request`, empty `details`: the real one drops the cause too); a body that
 //! is not a JSON array answers 400 (the message is serde's, not Go's), more than 10,000
 //! operations the real 413.
-//! `application/merge-patch+json` (RFC 7386). `application/strategic-merge-patch+json` is
-//! accepted and applied **as a JSON merge patch** (lists are replaced, not merged by key).
-//! With any of them, a `metadata.resourceVersion` the patch leaves in the object is a
+//! `application/merge-patch+json` (RFC 7386). `application/strategic-merge-patch+json`
+//! for built-in kinds, as the real `StrategicMergeMapPatch`: lists with a patch merge key
+//! merge item by item (a Pod's or a Pod template's `containers`, `initContainers`,
+//! `volumes`, `env`, ... by `name`, `ports` by `containerPort`, `volumeMounts` by
+//! `mountPath`, `ownerReferences` by `uid`, `conditions` by `type`), `finalizers` as a
+//! set, other lists are replaced; the directives `$patch` (`replace`, `delete`, `merge`),
+//! `$retainKeys`, `$deleteFromPrimitiveList/…` and `$setElementOrder/…` are honoured; on a
+//! custom resource it is the real 415. With any of them, a `metadata.resourceVersion` the patch leaves in the object is a
 //! precondition (409 `Conflict` when stale), as on the real server.
 //! `application/apply-patch+yaml`: server-side apply, see below. A `force` parameter on
 //! any other patch is the real 422 (`force: Forbidden: may not be specified for non-apply
@@ -168,15 +177,28 @@
 //!
 //! ## Protobuf
 //!
-//! Not supported, and said so as the real server says it for a type it cannot decode or
-//! encode: a body in `application/vnd.kubernetes.protobuf` answers 415 `the body of the
-//! request was in an unknown format - accepted media types include: application/json`, and
-//! an `Accept` that admits no JSON (protobuf only) answers 406 `NotAcceptable` `only the
-//! following media types are accepted: application/json`; an `Accept` listing JSON as a
-//! fallback, as client-go's reads do, gets JSON. client-go's typed clientsets therefore need
-//! `ContentType: "application/json"` in their `rest.Config`. Decoding protobuf would need
-//! every served type's message plus a faithful protobuf→JSON mapping (`k8s-pb` has the
-//! prost messages but no such mapping, and CRDs have no protobuf at all); that is not done.
+//! Built-in kinds of core `v1`, `apps/v1`, `batch/v1`, `coordination.k8s.io/v1` and
+//! `events.k8s.io/v1` (ConfigMap, Secret, Pod, Lease, both Events, ...) also speak the
+//! Kubernetes protobuf encoding, as client-go's typed clients do: a create or update body
+//! in `application/vnd.kubernetes.protobuf` (`k8s\0`, then a `runtime.Unknown` around the
+//! object's message) is decoded, as is a DELETE's protobuf `DeleteOptions`; an answer is
+//! protobuf when `Accept` names protobuf before any JSON (client-go sends
+//! `application/vnd.kubernetes.protobuf, */*`), JSON otherwise (kube and kubectl ask for
+//! JSON). Watches and errors stay JSON (client-go reads both by their `Content-Type`).
+//! Custom resources have no protobuf, as on the real server: a protobuf body answers 415
+//! `the body of the request was in an unknown format - accepted media types include:
+//! application/json`, and an `Accept` of protobuf alone 406. A body that does not start
+//! with the magic answers the real decoder's 400.
+//!
+//! ## Unknown fields
+//!
+//! A create, update or patch that carries fields the kind does not declare (`dataa`,
+//! `metadata.bogus`, `spec.containers[0].imagee`; built-ins are read against k8s-openapi's
+//! schema of the kind, custom objects against their CRD's) stores the object without them,
+//! and `fieldValidation` says what the client hears: `Warn` (the default) one
+//! `Warning: 299 - "unknown field \"dataa\""` header per field, `Ignore` nothing,
+//! `Strict` the real 400 `strict decoding error: unknown field "dataa"` (a patch: the real
+//! 422 on `patch`). Server-side apply does not check them.
 //!
 //! ## LIST
 //!
@@ -366,6 +388,7 @@ mod object;
 mod openapi;
 mod openapi_proto;
 mod patch;
+mod protobuf_codec;
 mod query;
 mod request_log;
 mod resource;
@@ -375,7 +398,9 @@ mod selectable_fields;
 mod server;
 mod state;
 mod status;
+mod strategic_merge;
 mod table;
+mod unknown_fields;
 mod watch;
 
 pub use error::TestkitError;

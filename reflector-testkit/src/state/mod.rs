@@ -25,7 +25,7 @@ mod list_page;
 mod validation;
 
 pub(crate) use list_page::ObjectFilter;
-use validation::{pod_qos_class, validate_write};
+use validation::{pod_qos_class, validate_pod_update, validate_write};
 
 /// Index of a registered resource in `State::resources`.
 pub(crate) type ResourceId = usize;
@@ -497,6 +497,9 @@ impl State {
             return Ok(old);
         }
         validate_write(&info, name, &new)?;
+        if !status_write {
+            validate_pod_update(&info, name, &old_value, &new)?;
+        }
         let deleting = metadata(&new).is_some_and(|m| m.contains_key("deletionTimestamp"));
         let finalizers_empty = metadata(&new)
             .and_then(|m| m.get("finalizers"))
@@ -584,6 +587,49 @@ impl State {
             value,
             EventType::Modified,
         )))
+    }
+
+    /// A Pod's binding to `node`: sets `spec.nodeName` and the `PodScheduled` condition,
+    /// as the real `BindingREST`. 404 for a missing Pod, the real 409 when it already
+    /// has a node.
+    pub(crate) fn bind(
+        &mut self,
+        rid: ResourceId,
+        namespace: &str,
+        name: &str,
+        node: &str,
+    ) -> Result<(), ApiError> {
+        let info = self.resources[rid].clone();
+        let key = key_of(Some(namespace), name);
+        let old = self
+            .get(rid, &key)
+            .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
+        let mut value = old.value();
+        if let Some(assigned) = value
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+        {
+            return Err(ApiError::conflict_because(
+                "pods/binding",
+                "",
+                name,
+                &format!("pod {name} is already assigned to node {assigned:?}"),
+            ));
+        }
+        if let Some(spec) = value.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.insert("nodeName".to_owned(), Value::String(node.to_owned()));
+        }
+        if let Some(status) = value.get_mut("status").and_then(Value::as_object_mut) {
+            let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+            if let Value::Array(conditions) = conditions {
+                conditions.retain(|c| c["type"] != "PodScheduled");
+                conditions.push(json!({"type": "PodScheduled", "status": "True",
+                    "lastProbeTime": null, "lastTransitionTime": now_timestamp()}));
+            }
+        }
+        self.commit(rid, key, value, EventType::Modified);
+        Ok(())
     }
 
     /// Direct create-or-replace, bypassing preconditions and subresource rules.

@@ -311,3 +311,105 @@ fn data_size_error(info: &ResourceInfo, value: &Value) -> Option<FieldError> {
     };
     (total > MAX_DATA_SIZE).then(|| too_long(field, MAX_DATA_SIZE))
 }
+
+/// The spec fields a Pod update may change, as the real `ValidatePodUpdate` lists them.
+const POD_UPDATABLE: &str = "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
+
+/// The real `ValidatePodUpdate`'s rule for a core Pod's `spec`: containers may not be
+/// added or removed, and nothing but the fields of [`POD_UPDATABLE`] may change (the
+/// 422's diff lists the changed fields, old then new, one a line).
+pub(super) fn validate_pod_update(
+    info: &ResourceInfo,
+    name: &str,
+    old: &Value,
+    new: &Value,
+) -> Result<(), ApiError> {
+    if !(info.group.is_empty() && info.kind == "Pod") {
+        return Ok(());
+    }
+    let empty = Value::Object(serde_json::Map::new());
+    let old_spec = old.get("spec").unwrap_or(&empty);
+    let new_spec = new.get("spec").unwrap_or(&empty);
+    let forbid = |field: &str, detail: String| {
+        Err(ApiError::invalid_fields(
+            &info.kind,
+            &info.group,
+            name,
+            &[FieldError {
+                field: field.to_owned(),
+                reason: "FieldValueForbidden",
+                message: format!("Forbidden: {detail}"),
+            }],
+        ))
+    };
+    let containers = |spec: &Value, field: &str| {
+        spec.get(field)
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len)
+    };
+    for field in ["containers", "initContainers"] {
+        if containers(old_spec, field) != containers(new_spec, field) {
+            return forbid(
+                &format!("spec.{field}"),
+                "pod updates may not add or remove containers".to_owned(),
+            );
+        }
+    }
+    let mut munged = new_spec.clone();
+    for field in ["containers", "initContainers"] {
+        let old_items = old_spec.get(field).and_then(Value::as_array);
+        if let (Some(items), Some(old_items)) = (
+            munged.get_mut(field).and_then(Value::as_array_mut),
+            old_items,
+        ) {
+            for (item, old_item) in items.iter_mut().zip(old_items) {
+                match (item.as_object_mut(), old_item.get("image")) {
+                    (Some(item), Some(image)) => {
+                        item.insert("image".to_owned(), image.clone());
+                    }
+                    (Some(item), None) => {
+                        item.remove("image");
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    if let Some(munged) = munged.as_object_mut() {
+        for field in [
+            "activeDeadlineSeconds",
+            "terminationGracePeriodSeconds",
+            "tolerations",
+        ] {
+            match old_spec.get(field) {
+                Some(value) => munged.insert(field.to_owned(), value.clone()),
+                None => munged.remove(field),
+            };
+        }
+    }
+    if &munged == old_spec {
+        return Ok(());
+    }
+    let mut diff = String::new();
+    let fields: std::collections::BTreeSet<&String> = old_spec
+        .as_object()
+        .into_iter()
+        .chain(munged.as_object())
+        .flat_map(|m| m.keys())
+        .collect();
+    for field in fields {
+        let (before, after) = (old_spec.get(field), munged.get(field));
+        if before != after {
+            if let Some(before) = before {
+                diff.push_str(&format!("\n  - {field}: {before}"));
+            }
+            if let Some(after) = after {
+                diff.push_str(&format!("\n  + {field}: {after}"));
+            }
+        }
+    }
+    forbid(
+        "spec",
+        format!("pod updates may not change fields other than {POD_UPDATABLE}{diff}"),
+    )
+}
