@@ -75,7 +75,13 @@
 //! * Core ConfigMaps and Secrets hold at most 1 MiB of data (the real `MaxSecretSize`):
 //!   a create or update past it is the real 422 (`ConfigMap "x" is invalid: []: Too long:
 //!   may not be more than 1048576 bytes`; a Secret's field is `data`).
-//! * Namespaces need not exist before objects are created in them.
+//! * Namespaces need not exist before objects are created in them (the real server
+//!   answers 404 `namespaces "x" not found`; not modelled). A Namespace created through
+//!   the API gets `spec.finalizers: [kubernetes]`, `status.phase: Active` and the
+//!   `kubernetes.io/metadata.name` label; deleting it runs the real lifecycle: it goes
+//!   `Terminating` (the DELETE answers it so), every object in it is deleted (those with
+//!   finalizers wait for them), a create in it is the real 403 (`unable to create new
+//!   content in namespace x because it is being terminated`), and it is gone once empty.
 //! * Labels, annotations and core ConfigMap/Secret keys are validated on every create and
 //!   update as the real `ValidateObjectMeta`/`ValidateConfigMap`: a bad label key or value,
 //!   annotations over 256 KiB, or a key such as `bad key` answer the real 422, every error
@@ -100,8 +106,7 @@
 //!   `activeDeadlineSeconds`, `tolerations` and `terminationGracePeriodSeconds`: the real
 //!   422; `POST pods/{name}/binding` assigns the node once, as a scheduler does), graceful
 //!   deletion (a Pod
-//!   without finalizers goes at once), and namespace lifecycle (deleting a namespace does
-//!   not delete its objects).
+//!   without finalizers goes at once), and the 404 for a namespace that does not exist.
 //!
 //! ## Patch types
 //!

@@ -22,6 +22,7 @@ use crate::status::ApiError;
 use crate::watch::EventLines;
 
 mod list_page;
+mod namespace_lifecycle;
 mod validation;
 
 pub(crate) use list_page::ObjectFilter;
@@ -209,6 +210,13 @@ impl State {
         }
         self.notify.send_replace(rv);
         crate::crd::after_commit(self, rid, &value, event_type);
+        if event_type == EventType::Deleted
+            && self.resources[rid].namespaced
+            && let Some(namespace) = meta_str(&value, "namespace")
+        {
+            let namespace = namespace.to_owned();
+            self.finish_namespace_if_empty(&namespace);
+        }
         object
     }
 
@@ -353,6 +361,7 @@ impl State {
             ));
         }
         validate_write(&info, &name, &body)?;
+        self.check_namespace_accepts(&info, namespace, &name)?;
         crate::crd::admit(self, rid, &name, &mut body, None)?;
         let key = key_of(namespace.filter(|_| info.namespaced), &name);
         if self.objects[rid].contains_key(&key) {
@@ -376,6 +385,23 @@ impl State {
                 "status".to_owned(),
                 json!({"phase": "Pending", "qosClass": qos_class}),
             );
+        }
+        if self.is_namespace_resource(rid)
+            && let Value::Object(m) = &mut body
+        {
+            // The real Namespace strategy: the controller's finalizer, `Active`, and the
+            // name as a label.
+            m.insert("spec".to_owned(), json!({"finalizers": ["kubernetes"]}));
+            m.insert("status".to_owned(), json!({"phase": "Active"}));
+            let labels = metadata_mut(&mut body)
+                .entry("labels")
+                .or_insert_with(|| json!({}));
+            if let Value::Object(labels) = labels {
+                labels.insert(
+                    "kubernetes.io/metadata.name".to_owned(),
+                    Value::String(name.clone()),
+                );
+            }
         }
         let meta = metadata_mut(&mut body);
         meta.insert("name".to_owned(), Value::String(name));
@@ -558,6 +584,9 @@ impl State {
                     "the UID in the precondition ({want}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
                 ),
             ));
+        }
+        if self.is_namespace_resource(rid) {
+            return Ok(self.terminate_namespace(rid, key, value, old));
         }
         let has_finalizers = metadata(&value)
             .and_then(|m| m.get("finalizers"))
