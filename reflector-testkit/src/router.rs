@@ -54,7 +54,8 @@ pub(crate) enum Target {
     Binding {
         rid: ResourceId,
         plural: String,
-        namespace: String,
+        /// Always set (Pods are namespaced).
+        namespace: Option<String>,
         name: String,
     },
     /// Nothing we serve.
@@ -96,13 +97,8 @@ impl Target {
                 plural,
                 namespace,
                 name,
-            } => Some(Named {
-                rid: *rid,
-                plural,
-                namespace: namespace.as_deref(),
-                name: Some(name),
-            }),
-            Self::Binding {
+            }
+            | Self::Binding {
                 rid,
                 plural,
                 namespace,
@@ -110,7 +106,7 @@ impl Target {
             } => Some(Named {
                 rid: *rid,
                 plural,
-                namespace: Some(namespace),
+                namespace: namespace.as_deref(),
                 name: Some(name),
             }),
             _ => None,
@@ -213,7 +209,7 @@ fn parse_target(shared: &Shared, path: &str) -> Target {
             Some((rid, true)) => Target::Binding {
                 rid,
                 plural: "pods".to_owned(),
-                namespace: (*ns).to_owned(),
+                namespace: Some((*ns).to_owned()),
                 name: (*name).to_owned(),
             },
             _ => Target::NotFound,
@@ -518,7 +514,10 @@ async fn dispatch(
             ..
         } => match method.as_str() {
             "POST" => match read_body(request).await {
-                Ok(body) => crate::handlers::bind(shared, *rid, namespace, name, &body),
+                Ok(body) => {
+                    let namespace = namespace.as_deref().unwrap_or_default();
+                    crate::handlers::bind(shared, *rid, namespace, name, &body)
+                }
                 Err(e) => Err(e),
             },
             other => Err(ApiError::method_not_allowed(other)),

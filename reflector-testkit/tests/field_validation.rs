@@ -5,6 +5,9 @@
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
+mod support;
+use support::send_json_raw;
+
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 
 /// `(code, Warning headers, JSON body)` of one request.
@@ -14,26 +17,14 @@ async fn send(
     uri: &str,
     body: Value,
 ) -> (u16, Vec<String>, Value) {
-    let content_type = match method {
-        "PATCH" => "application/merge-patch+json",
-        _ => "application/json",
-    };
-    let request = http::Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("content-type", content_type)
-        .body(kube::client::Body::from(serde_json::to_vec(&body).unwrap()))
-        .unwrap();
-    let response = server.client_without_retries().send(request).await.unwrap();
-    let code = response.status().as_u16();
-    let warnings = response
-        .headers()
+    let answer = send_json_raw(server, method, uri, body).await;
+    let warnings = answer
+        .headers
         .get_all("warning")
         .iter()
         .map(|v| v.to_str().unwrap().to_owned())
         .collect();
-    let bytes = response.into_body().collect_bytes().await.unwrap();
-    (code, warnings, serde_json::from_slice(&bytes).unwrap())
+    (answer.code, warnings, answer.json())
 }
 
 fn with_unknown_fields(name: &str) -> Value {

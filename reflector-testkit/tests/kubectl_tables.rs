@@ -6,6 +6,9 @@
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
+mod support;
+use support::{create_widget_crd, send_raw};
+
 /// What kubectl 1.20 to 1.3x sends on `kubectl get`.
 const KUBECTL_GET: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
 
@@ -16,22 +19,12 @@ async fn send(
     accept: &str,
     body: Option<Value>,
 ) -> (u16, Value) {
-    let request = http::Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("accept", accept)
-        .header("content-type", "application/json");
     let body = body
         .map(|b| serde_json::to_vec(&b).unwrap())
         .unwrap_or_default();
-    let response = server
-        .client_without_retries()
-        .send(request.body(kube::client::Body::from(body)).unwrap())
-        .await
-        .unwrap();
-    let code = response.status().as_u16();
-    let bytes = response.into_body().collect_bytes().await.unwrap();
-    (code, serde_json::from_slice(&bytes).unwrap())
+    let headers = [("accept", accept), ("content-type", "application/json")];
+    let answer = send_raw(server, method, uri, &headers, body).await;
+    (answer.code, answer.json())
 }
 
 async fn create(server: &ApiServer, uri: &str, body: Value) {
@@ -214,23 +207,11 @@ async fn pods_show_ready_status_and_restarts_with_wide_columns_at_priority_1() {
 #[tokio::test]
 async fn custom_objects_show_their_crds_printer_columns() {
     let server = ApiServer::start().await.unwrap();
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
-                "additionalPrinterColumns": [
-                    {"name": "Color", "type": "string", "jsonPath": ".spec.color"},
-                    {"name": "Size", "type": "integer", "jsonPath": ".spec.size", "priority": 1},
-                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]}]}});
-    create(
-        &server,
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        crd,
-    )
-    .await;
+    let printer_columns = json!([
+        {"name": "Color", "type": "string", "jsonPath": ".spec.color"},
+        {"name": "Size", "type": "integer", "jsonPath": ".spec.size", "priority": 1},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]);
+    create_widget_crd(&server, printer_columns).await;
     let widgets = "/apis/example.com/v1/namespaces/default/widgets";
     create(
         &server,

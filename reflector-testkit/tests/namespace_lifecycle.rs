@@ -5,24 +5,11 @@
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
+mod support;
+use support::send_json;
+
 async fn send(server: &ApiServer, method: &str, uri: &str, body: Option<Value>) -> (u16, Value) {
-    let content_type = match method {
-        "PATCH" => "application/merge-patch+json",
-        _ => "application/json",
-    };
-    let bytes = body
-        .map(|b| serde_json::to_vec(&b).unwrap())
-        .unwrap_or_default();
-    let request = http::Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("content-type", content_type)
-        .body(kube::client::Body::from(bytes))
-        .unwrap();
-    let response = server.client_without_retries().send(request).await.unwrap();
-    let code = response.status().as_u16();
-    let bytes = response.into_body().collect_bytes().await.unwrap();
-    (code, serde_json::from_slice(&bytes).unwrap())
+    send_json(server, method, uri, body.unwrap_or(Value::Null)).await
 }
 
 #[tokio::test]

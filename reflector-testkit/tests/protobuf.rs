@@ -16,6 +16,9 @@ use prost::Message;
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
+mod support;
+use support::RawAnswer;
+
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 /// What client-go's typed clients send.
 const CLIENT_GO_ACCEPT: &str = "application/vnd.kubernetes.protobuf, */*";
@@ -48,23 +51,6 @@ fn open<M: Message + Default>(body: &[u8]) -> (String, String, M) {
     )
 }
 
-struct Answer {
-    code: u16,
-    content_type: String,
-    body: Vec<u8>,
-}
-
-impl Answer {
-    fn json(&self) -> Value {
-        assert!(
-            self.content_type.starts_with("application/json"),
-            "{}",
-            self.content_type
-        );
-        serde_json::from_slice(&self.body).unwrap()
-    }
-}
-
 async fn send(
     server: &ApiServer,
     method: &str,
@@ -72,28 +58,25 @@ async fn send(
     content_type: &str,
     accept: &str,
     body: Vec<u8>,
-) -> Answer {
-    let request = http::Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("content-type", content_type)
-        .header("accept", accept)
-        .body(kube::client::Body::from(body))
-        .unwrap();
-    let response = server.client_without_retries().send(request).await.unwrap();
-    let code = response.status().as_u16();
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    let body = response.into_body().collect_bytes().await.unwrap().to_vec();
-    Answer {
-        code,
-        content_type,
-        body,
-    }
+) -> RawAnswer {
+    let headers = [("content-type", content_type), ("accept", accept)];
+    support::send_raw(server, method, uri, &headers, body).await
+}
+
+/// A request as client-go's typed clients send it: a protobuf body, protobuf first in
+/// `Accept`.
+async fn as_client_go(server: &ApiServer, method: &str, uri: &str, body: Vec<u8>) -> RawAnswer {
+    send(server, method, uri, PROTOBUF, CLIENT_GO_ACCEPT, body).await
+}
+
+/// A JSON answer's body; fails if the answer is not JSON.
+fn json_of(answer: &RawAnswer) -> Value {
+    assert!(
+        answer.content_type().starts_with("application/json"),
+        "{}",
+        answer.content_type()
+    );
+    answer.json()
 }
 
 fn metadata(name: &str) -> Option<meta::ObjectMeta> {
@@ -120,14 +103,14 @@ async fn create_as_client_go<M: Message + Default>(
     object: &M,
 ) -> (M, Value) {
     let body = envelope(api_version, kind, object);
-    let created = send(server, "POST", collection, PROTOBUF, CLIENT_GO_ACCEPT, body).await;
+    let created = as_client_go(server, "POST", collection, body).await;
     assert_eq!(
         created.code,
         201,
         "{}",
         String::from_utf8_lossy(&created.body)
     );
-    assert_eq!(created.content_type, PROTOBUF);
+    assert_eq!(created.content_type(), PROTOBUF);
     let (answered_version, answered_kind, answered) = open::<M>(&created.body);
     assert_eq!(
         (answered_version.as_str(), answered_kind.as_str()),
@@ -144,7 +127,7 @@ async fn create_as_client_go<M: Message + Default>(
     )
     .await;
     assert_eq!(read.code, 200);
-    let json = read.json();
+    let json = json_of(&read);
     assert!(json["metadata"]["uid"].is_string(), "{json}");
     (answered, json)
 }
@@ -187,15 +170,7 @@ async fn config_maps_and_secrets_in_protobuf() {
     let mut changed = answered.clone();
     changed.data.insert("mode".to_owned(), "slow".to_owned());
     let body = envelope("v1", "ConfigMap", &changed);
-    let updated = send(
-        &server,
-        "PUT",
-        &format!("{cms}/settings"),
-        PROTOBUF,
-        CLIENT_GO_ACCEPT,
-        body,
-    )
-    .await;
+    let updated = as_client_go(&server, "PUT", &format!("{cms}/settings"), body).await;
     assert_eq!(
         updated.code,
         200,
@@ -206,20 +181,12 @@ async fn config_maps_and_secrets_in_protobuf() {
     assert_eq!(updated.data["mode"], "slow");
     // A stale one conflicts, as in JSON.
     let body = envelope("v1", "ConfigMap", &changed);
-    let stale = send(
-        &server,
-        "PUT",
-        &format!("{cms}/settings"),
-        PROTOBUF,
-        CLIENT_GO_ACCEPT,
-        body,
-    )
-    .await;
+    let stale = as_client_go(&server, "PUT", &format!("{cms}/settings"), body).await;
     assert_eq!(stale.code, 409);
 
     // A list in protobuf.
     let list = send(&server, "GET", cms, "", CLIENT_GO_ACCEPT, Vec::new()).await;
-    assert_eq!((list.code, list.content_type.as_str()), (200, PROTOBUF));
+    assert_eq!((list.code, list.content_type()), (200, PROTOBUF));
     let (_, kind, list) = open::<core::ConfigMapList>(&list.body);
     assert_eq!(kind, "ConfigMapList");
     assert_eq!(list.items.len(), 1);
@@ -420,7 +387,7 @@ async fn protobuf_bodies_errors_and_negotiation() {
     )
     .await;
     assert_eq!(created.code, 201);
-    assert_eq!(created.json()["metadata"]["name"], "a");
+    assert_eq!(json_of(&created)["metadata"]["name"], "a");
     let read = send(
         &server,
         "GET",
@@ -430,7 +397,7 @@ async fn protobuf_bodies_errors_and_negotiation() {
         Vec::new(),
     )
     .await;
-    assert_eq!(read.json()["kind"], "ConfigMap");
+    assert_eq!(json_of(&read)["kind"], "ConfigMap");
     // Protobuf alone is acceptable for a built-in kind.
     let read = send(
         &server,
@@ -441,47 +408,23 @@ async fn protobuf_bodies_errors_and_negotiation() {
         Vec::new(),
     )
     .await;
-    assert_eq!((read.code, read.content_type.as_str()), (200, PROTOBUF));
+    assert_eq!((read.code, read.content_type()), (200, PROTOBUF));
 
     // Errors stay JSON Status objects, which client-go reads by their Content-Type.
-    let again = send(
-        &server,
-        "POST",
-        cms,
-        PROTOBUF,
-        CLIENT_GO_ACCEPT,
-        envelope("v1", "ConfigMap", &cm),
-    )
-    .await;
+    let again = as_client_go(&server, "POST", cms, envelope("v1", "ConfigMap", &cm)).await;
     assert_eq!(again.code, 409);
-    assert_eq!(again.json()["reason"], "AlreadyExists");
-    let wrong_kind = send(
-        &server,
-        "POST",
-        cms,
-        PROTOBUF,
-        CLIENT_GO_ACCEPT,
-        envelope("v1", "Secret", &cm),
-    )
-    .await;
+    assert_eq!(json_of(&again)["reason"], "AlreadyExists");
+    let wrong_kind = as_client_go(&server, "POST", cms, envelope("v1", "Secret", &cm)).await;
     assert_eq!(
         wrong_kind.code,
         400,
         "{}",
         String::from_utf8_lossy(&wrong_kind.body)
     );
-    let no_magic = send(
-        &server,
-        "POST",
-        cms,
-        PROTOBUF,
-        CLIENT_GO_ACCEPT,
-        cm.encode_to_vec(),
-    )
-    .await;
+    let no_magic = as_client_go(&server, "POST", cms, cm.encode_to_vec()).await;
     assert_eq!(no_magic.code, 400);
     assert_eq!(
-        no_magic.json()["message"],
+        json_of(&no_magic)["message"],
         "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]"
     );
 
@@ -494,34 +437,15 @@ async fn protobuf_bodies_errors_and_negotiation() {
         ..Default::default()
     };
     let body = envelope("meta.k8s.io/v1", "DeleteOptions", &options);
-    let stale = send(
-        &server,
-        "DELETE",
-        &format!("{cms}/a"),
-        PROTOBUF,
-        CLIENT_GO_ACCEPT,
-        body,
-    )
-    .await;
+    let stale = as_client_go(&server, "DELETE", &format!("{cms}/a"), body).await;
     assert_eq!(stale.code, 409, "{}", String::from_utf8_lossy(&stale.body));
     let body = envelope(
         "meta.k8s.io/v1",
         "DeleteOptions",
         &meta::DeleteOptions::default(),
     );
-    let deleted = send(
-        &server,
-        "DELETE",
-        &format!("{cms}/a"),
-        PROTOBUF,
-        CLIENT_GO_ACCEPT,
-        body,
-    )
-    .await;
-    assert_eq!(
-        (deleted.code, deleted.content_type.as_str()),
-        (200, PROTOBUF)
-    );
+    let deleted = as_client_go(&server, "DELETE", &format!("{cms}/a"), body).await;
+    assert_eq!((deleted.code, deleted.content_type()), (200, PROTOBUF));
     let (_, kind, status) = open::<meta::Status>(&deleted.body);
     assert_eq!(
         (kind.as_str(), status.status.as_deref()),
@@ -530,45 +454,26 @@ async fn protobuf_bodies_errors_and_negotiation() {
 
     // Custom resources have no protobuf: a protobuf body is the real 415, and client-go's
     // Accept gets JSON.
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
-    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-    let created = send(
-        &server,
-        "POST",
-        crds,
-        "application/json",
-        "application/json",
-        serde_json::to_vec(&crd).unwrap(),
-    )
-    .await;
-    assert_eq!(created.code, 201);
+    support::create_widget_crd(&server, Value::Null).await;
     let widgets = "/apis/example.com/v1/namespaces/default/widgets";
-    let refused = send(
+    let refused = as_client_go(
         &server,
         "POST",
         widgets,
-        PROTOBUF,
-        CLIENT_GO_ACCEPT,
         envelope("example.com/v1", "Widget", &cm),
     )
     .await;
     assert_eq!(refused.code, 415);
     assert_eq!(
-        refused.json()["message"],
+        json_of(&refused)["message"],
         "the body of the request was in an unknown format - accepted media types include: application/json"
     );
     let listed = send(&server, "GET", widgets, "", CLIENT_GO_ACCEPT, Vec::new()).await;
-    assert_eq!(listed.json()["kind"], "WidgetList");
+    assert_eq!(json_of(&listed)["kind"], "WidgetList");
     let only_protobuf = send(&server, "GET", widgets, "", PROTOBUF, Vec::new()).await;
     assert_eq!(only_protobuf.code, 406);
     assert_eq!(
-        only_protobuf.json()["message"],
+        json_of(&only_protobuf)["message"],
         "only the following media types are accepted: application/json"
     );
 }

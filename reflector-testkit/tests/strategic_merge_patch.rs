@@ -6,6 +6,9 @@
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
+mod support;
+use support::{create_widget_crd, send_raw};
+
 const PODS: &str = "/api/v1/namespaces/default/pods";
 const SMP: &str = "application/strategic-merge-patch+json";
 
@@ -16,16 +19,9 @@ async fn send(
     content_type: &str,
     body: Value,
 ) -> (u16, Value) {
-    let request = http::Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("content-type", content_type)
-        .body(kube::client::Body::from(serde_json::to_vec(&body).unwrap()))
-        .unwrap();
-    let response = server.client_without_retries().send(request).await.unwrap();
-    let code = response.status().as_u16();
-    let bytes = response.into_body().collect_bytes().await.unwrap();
-    (code, serde_json::from_slice(&bytes).unwrap())
+    let body = serde_json::to_vec(&body).unwrap();
+    let answer = send_raw(server, method, uri, &[("content-type", content_type)], body).await;
+    (answer.code, answer.json())
 }
 
 async fn two_container_pod(server: &ApiServer) {
@@ -111,18 +107,7 @@ async fn pod_updates_may_change_only_images_and_a_few_fields() {
 #[tokio::test]
 async fn custom_resources_have_no_strategic_merge_patch() {
     let server = ApiServer::start().await.unwrap();
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
-    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-    assert_eq!(
-        send(&server, "POST", crds, "application/json", crd).await.0,
-        201
-    );
+    create_widget_crd(&server, Value::Null).await;
     let widgets = "/apis/example.com/v1/namespaces/default/widgets";
     let widget =
         json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}});
