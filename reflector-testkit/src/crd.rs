@@ -58,6 +58,10 @@ pub(crate) struct CustomResources {
     /// Resource ids no longer served (their CRD or version went away). Ids are never
     /// reused for another resource, so the event log's ids stay valid.
     retired: BTreeSet<ResourceId>,
+    /// The resourceVersions at which each id stopped being served, oldest first: a watch
+    /// of the resource ends there, as the real server's watches end when a CRD's storage
+    /// is torn down.
+    retired_at: BTreeMap<ResourceId, Vec<u64>>,
 }
 
 impl CustomResources {
@@ -90,9 +94,20 @@ impl CustomResources {
             .collect()
     }
 
-    fn retire(&mut self, rid: ResourceId) {
+    /// The first resourceVersion at or after `since` at which `rid` stopped being served.
+    pub(crate) fn retired_since(&self, rid: ResourceId, since: u64) -> Option<u64> {
+        self.retired_at
+            .get(&rid)?
+            .iter()
+            .copied()
+            .find(|rv| *rv >= since)
+    }
+
+    /// Stops serving `rid` after the write at resourceVersion `rv`.
+    fn retire(&mut self, rid: ResourceId, rv: u64) {
         self.served.remove(&rid);
         self.retired.insert(rid);
+        self.retired_at.entry(rid).or_default().push(rv);
     }
 }
 
@@ -358,7 +373,8 @@ pub(crate) fn before_commit(
         for object in state.snapshot(served, None) {
             state.remove(served, &object.key);
         }
-        state.custom.retire(served);
+        let rv = state.rv;
+        state.custom.retire(served, rv);
     }
 }
 
@@ -424,7 +440,8 @@ pub(crate) fn after_commit(
     }
     for old in state.custom.of_crd(&name) {
         if !serving.contains(&old) {
-            state.custom.retire(old);
+            let rv = state.rv;
+            state.custom.retire(old, rv);
         }
     }
     establish(state, rid, &name, value);
@@ -582,7 +599,11 @@ pub(crate) fn scale(
         })?,
         ("PATCH", Some(body)) => {
             let mut patched = current.clone();
-            Patch::decode(body.media_type(), &body.bytes)?.apply(&mut patched)?;
+            let scale = crate::strategic_merge::Kind {
+                group: "autoscaling",
+                kind: "Scale",
+            };
+            Patch::decode(body.media_type(), &body.bytes)?.apply(scale, &mut patched)?;
             patched
         }
         (other, _) => return Err(ApiError::method_not_allowed(other)),

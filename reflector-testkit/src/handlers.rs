@@ -8,37 +8,82 @@ use serde_json::Value;
 use crate::list::list_body;
 use crate::managed_fields::{Writer, manager_of};
 use crate::object::{Repr, key_of};
-use crate::patch::Patch;
+use crate::patch::{JSON_PATCH, MERGE_PATCH, Patch, STRATEGIC_MERGE_PATCH};
+use crate::protobuf_codec::PROTOBUF;
 use crate::query::{ListOptions, param};
 use crate::router::{RequestBody, json_response};
 use crate::selectable_fields::FieldLabels;
 use crate::server::Shared;
 use crate::state::{Deleted, Preconditions, ResourceId};
 use crate::status::{ApiError, status_details};
+use crate::table::TableRequest;
+use crate::unknown_fields::{FieldValidation, drop_unknown};
 
-fn parse_json(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
-    let media = content_type.split(';').next().unwrap_or_default().trim();
-    if !media.is_empty() && media != "application/json" && media != "*/*" {
-        return Err(ApiError::unsupported_media_type(&["application/json"]));
+/// The object a create or update body holds: JSON, or for the built-in kinds that have
+/// one their protobuf message in the `k8s\0` envelope (the envelope's `apiVersion` and
+/// `kind` go into the object, so a wrong type answers the usual 400). Any other media
+/// type answers 415.
+fn read_object(shared: &Shared, rid: ResourceId, body: &RequestBody) -> Result<Value, ApiError> {
+    match body.media_type() {
+        "" | "application/json" | "*/*" => serde_json::from_slice(&body.bytes).map_err(|e| {
+            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+        }),
+        PROTOBUF => {
+            let descriptor = {
+                let state = shared.state();
+                let info = &state.resources[rid];
+                let custom = state.custom.served(rid).is_some();
+                (!custom)
+                    .then(|| {
+                        crate::protobuf_codec::descriptor(&info.group, &info.version, &info.kind)
+                    })
+                    .flatten()
+            };
+            // Custom resources have no protobuf, as on the real server.
+            let descriptor = descriptor
+                .ok_or_else(|| ApiError::unsupported_media_type(&["application/json"]))?;
+            let envelope = crate::protobuf_codec::open(&body.bytes)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+            let mut value = crate::protobuf_codec::decode(&descriptor, &envelope.raw)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+            if let Value::Object(object) = &mut value {
+                for (field, text) in [
+                    ("apiVersion", envelope.api_version),
+                    ("kind", envelope.kind),
+                ] {
+                    if !text.is_empty() {
+                        object.insert(field.to_owned(), Value::String(text));
+                    }
+                }
+            }
+            Ok(value)
+        }
+        _ => Err(ApiError::unsupported_media_type(&["application/json"])),
     }
-    serde_json::from_slice(body).map_err(|e| {
-        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
-    })
 }
 
+/// GET of one object: the object in `repr`, or its one-row Table when asked for one.
 pub(crate) fn get(
     shared: &Shared,
     repr: Repr,
+    table: Option<TableRequest>,
     rid: ResourceId,
     namespace: Option<&str>,
     name: &str,
 ) -> Result<Response, ApiError> {
     let state = shared.state();
     let info = &state.resources[rid];
-    state
+    let object = state
         .get(rid, &key_of(namespace, name))
-        .map(|o| json_response(200, repr.render(&o)))
-        .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))
+        .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
+    Ok(match table {
+        Some(table) => {
+            let mut metadata = serde_json::Map::new();
+            metadata.insert("resourceVersion".to_owned(), object.rv.to_string().into());
+            json_response(200, table.render(&state, rid, &[object], metadata))
+        }
+        None => json_response(200, repr.render(&object)),
+    })
 }
 
 /// The field manager of a non-apply write (`fieldManager`, else the user agent).
@@ -54,12 +99,14 @@ pub(crate) fn create(
     pairs: &[(String, String)],
     body: &RequestBody,
 ) -> Result<Response, ApiError> {
-    let value = parse_json(&body.bytes, &body.content_type)?;
+    let validation = FieldValidation::of(pairs)?;
+    let mut value = read_object(shared, rid, body)?;
     let manager = manager(pairs, body);
-    let created = shared
-        .state()
-        .create(rid, namespace, value, Writer::Update(&manager))?;
-    Ok(json_response(201, repr.render(&created)))
+    let mut state = shared.state();
+    let unknown = drop_unknown(&state, rid, &mut value);
+    validation.check(&unknown)?;
+    let created = state.create(rid, namespace, value, Writer::Update(&manager))?;
+    Ok(validation.warn(json_response(201, repr.render(&created)), &unknown))
 }
 
 /// A write to one object or its status subresource (`PUT` or `PATCH`), as routed.
@@ -78,9 +125,13 @@ pub(crate) struct ObjectWrite<'a> {
 
 pub(crate) fn update(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
     let body = write.body;
-    let value = parse_json(&body.bytes, &body.content_type)?;
+    let validation = FieldValidation::of(write.pairs)?;
+    let mut value = read_object(write.shared, write.rid, body)?;
     let manager = manager(write.pairs, body);
-    let updated = write.shared.state().update(
+    let mut state = write.shared.state();
+    let unknown = drop_unknown(&state, write.rid, &mut value);
+    validation.check(&unknown)?;
+    let updated = state.update(
         write.rid,
         write.namespace,
         write.name,
@@ -88,7 +139,7 @@ pub(crate) fn update(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
         write.status,
         Writer::Update(&manager),
     )?;
-    Ok(json_response(200, write.repr.render(&updated)))
+    Ok(validation.warn(json_response(200, write.repr.render(&updated)), &unknown))
 }
 
 pub(crate) fn patch(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
@@ -109,6 +160,15 @@ pub(crate) fn patch(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
             "Forbidden: may not be specified for non-apply patch",
         ));
     }
+    let validation = FieldValidation::of(write.pairs)?;
+    if media == STRATEGIC_MERGE_PATCH && write.shared.state().custom.served(rid).is_some() {
+        // Custom resources have no strategic merge patch, as on the real server.
+        return Err(ApiError::unsupported_media_type(&[
+            JSON_PATCH,
+            MERGE_PATCH,
+            crate::apply::APPLY_PATCH,
+        ]));
+    }
     let patch = Patch::decode(media, &body.bytes)?;
     let manager = manager(write.pairs, body);
     // One lock from read to write: the patch applies to the state it replaces.
@@ -118,7 +178,14 @@ pub(crate) fn patch(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
         .get(rid, &key_of(write.namespace, name))
         .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
     let mut value = current.value();
-    patch.apply(&mut value)?;
+    let kind = crate::strategic_merge::Kind {
+        group: &info.group,
+        kind: &info.kind,
+    };
+    patch.apply(kind, &mut value)?;
+    let patched = value.clone();
+    let unknown = drop_unknown(&state, rid, &mut value);
+    validation.check_patched(&unknown, &patched)?;
     let updated = state.update(
         rid,
         write.namespace,
@@ -127,7 +194,7 @@ pub(crate) fn patch(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
         write.status,
         Writer::Update(&manager),
     )?;
-    Ok(json_response(200, write.repr.render(&updated)))
+    Ok(validation.warn(json_response(200, write.repr.render(&updated)), &unknown))
 }
 
 pub(crate) fn delete(
@@ -136,7 +203,7 @@ pub(crate) fn delete(
     rid: ResourceId,
     namespace: Option<&str>,
     name: &str,
-    body: &[u8],
+    body: &RequestBody,
 ) -> Result<Response, ApiError> {
     let preconditions = delete_preconditions(body)?;
     let mut state = shared.state();
@@ -169,12 +236,24 @@ pub(crate) fn delete(
     }
 }
 
-fn delete_preconditions(body: &[u8]) -> Result<Preconditions, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
+/// The preconditions of a DELETE's `DeleteOptions` body (JSON, or protobuf as client-go's
+/// typed clients send it).
+fn delete_preconditions(body: &RequestBody) -> Result<Preconditions, ApiError> {
+    if body.bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(Preconditions::default());
     }
-    let options: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+    let options: Value = if body.media_type() == PROTOBUF {
+        let decoded = crate::protobuf_codec::open(&body.bytes).and_then(|envelope| {
+            let descriptor =
+                crate::protobuf_codec::descriptor("meta.k8s.io", "v1", "DeleteOptions")
+                    .ok_or(crate::protobuf_codec::ProtobufError::NoMagic)?;
+            crate::protobuf_codec::decode(&descriptor, &envelope.raw)
+        });
+        decoded.map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?
+    } else {
+        serde_json::from_slice(&body.bytes)
+            .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?
+    };
     let pre = options.get("preconditions");
     let field = |f: &str| {
         pre.and_then(|p| p.get(f))
@@ -212,4 +291,38 @@ pub(crate) fn delete_collection(
         Value::String(listed_at.to_string()),
     );
     Ok(json_response(200, list_body(repr, &info, metadata, items)))
+}
+
+/// POST `pods/{name}/binding`: assigns the Pod its node, as a scheduler does (the one way
+/// to set `spec.nodeName` once the Pod exists). Answers the real 201 success `Status`; a
+/// Pod already assigned is the real 409.
+pub(crate) fn bind(
+    shared: &Shared,
+    rid: ResourceId,
+    namespace: &str,
+    name: &str,
+    body: &RequestBody,
+) -> Result<Response, ApiError> {
+    let binding: Value = serde_json::from_slice(&body.bytes).map_err(|e| {
+        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+    })?;
+    if let Some(bound) = binding.pointer("/metadata/name").and_then(Value::as_str)
+        && bound != name
+    {
+        return Err(ApiError::bad_request(
+            "name in URL does not match name in Binding object",
+        ));
+    }
+    let node = binding
+        .pointer("/target/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    shared.state().bind(rid, namespace, name, node)?;
+    let status = serde_json::json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201,
+    });
+    Ok(json_response(
+        201,
+        serde_json::to_vec(&status).unwrap_or_default(),
+    ))
 }

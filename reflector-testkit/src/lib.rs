@@ -75,17 +75,38 @@
 //! * Core ConfigMaps and Secrets hold at most 1 MiB of data (the real `MaxSecretSize`):
 //!   a create or update past it is the real 422 (`ConfigMap "x" is invalid: []: Too long:
 //!   may not be more than 1048576 bytes`; a Secret's field is `data`).
-//! * Namespaces need not exist before objects are created in them.
+//! * Namespaces need not exist before objects are created in them (the real server
+//!   answers 404 `namespaces "x" not found`; not modelled). A Namespace created through
+//!   the API gets `spec.finalizers: [kubernetes]`, `status.phase: Active` and the
+//!   `kubernetes.io/metadata.name` label; deleting it runs the real lifecycle: it goes
+//!   `Terminating` (the DELETE answers it so), every object in it is deleted (those with
+//!   finalizers wait for them), a create in it is the real 403 (`unable to create new
+//!   content in namespace x because it is being terminated`), and it is gone once empty.
+//! * Labels, annotations and core ConfigMap/Secret keys are validated on every create and
+//!   update as the real `ValidateObjectMeta`/`ValidateConfigMap`: a bad label key or value,
+//!   annotations over 256 KiB, or a key such as `bad key` answer the real 422, every error
+//!   listed with its field path (`ConfigMap "x" is invalid: data[bad key]: Invalid value:
+//!   "bad key": a valid config key must consist of ...`).
+//! * Reads answer a `meta.k8s.io` `Table` (`v1` or `v1beta1`) when `Accept` asks for one
+//!   first, as `kubectl get` does: the real printers' columns for ConfigMaps (`Data`),
+//!   Secrets, Pods (`Ready`, `Status`, `Restarts`, `Age`, and `IP`, `Node`, ... at
+//!   priority 1), Namespaces and Leases, a CRD version's `additionalPrinterColumns` (simple
+//!   dotted JSONPaths) for custom objects, `Name` and `Created At` for other kinds; rows
+//!   carry the object's `PartialObjectMetadata`, the object or nothing (`includeObject`).
+//!   Watches are not served as Tables.
 //! * Not supported: `dryRun` (answers 400 rather than silently writing), aggregated
-//!   discovery (`Discovery::run_aggregated`), Table, YAML, CBOR and protobuf encodings
-//!   (see [Protobuf](#protobuf); every response is JSON), resource-specific field
+//!   discovery (`Discovery::run_aggregated`), YAML and CBOR encodings (protobuf: see
+//!   [Protobuf](#protobuf)), resource-specific field
 //!   selectors other than the Events' and a Pod's `spec.nodeName` and `status.phase`
 //!   (400; the real server accepts a few more, e.g. a Pod's `spec.schedulerName` or a
 //!   Secret's `type`), Event validation (the real server requires e.g.
 //!   `eventTime`, `reportingController` and `action` on an events.k8s.io/v1 Event; here
-//!   any Event is stored as sent), graceful deletion (a Pod
-//!   without finalizers goes at once), and namespace lifecycle (deleting a namespace does
-//!   not delete its objects).
+//!   any Event is stored as sent), Pod validation beyond its update rule (an update
+//!   may not add or remove containers nor change `spec` but images,
+//!   `activeDeadlineSeconds`, `tolerations` and `terminationGracePeriodSeconds`: the real
+//!   422; `POST pods/{name}/binding` assigns the node once, as a scheduler does), graceful
+//!   deletion (a Pod
+//!   without finalizers goes at once), and the 404 for a namespace that does not exist.
 //!
 //! ## Patch types
 //!
@@ -96,9 +117,14 @@
 //! error in our request`, empty `details`: the real one drops the cause too); a body that
 //! is not a JSON array answers 400 (the message is serde's, not Go's), more than 10,000
 //! operations the real 413.
-//! `application/merge-patch+json` (RFC 7386). `application/strategic-merge-patch+json` is
-//! accepted and applied **as a JSON merge patch** (lists are replaced, not merged by key).
-//! With any of them, a `metadata.resourceVersion` the patch leaves in the object is a
+//! `application/merge-patch+json` (RFC 7386). `application/strategic-merge-patch+json`
+//! for built-in kinds, as the real `StrategicMergeMapPatch`: lists with a patch merge key
+//! merge item by item (a Pod's or a Pod template's `containers`, `initContainers`,
+//! `volumes`, `env`, ... by `name`, `ports` by `containerPort`, `volumeMounts` by
+//! `mountPath`, `ownerReferences` by `uid`, `conditions` by `type`), `finalizers` as a
+//! set, other lists are replaced; the directives `$patch` (`replace`, `delete`, `merge`),
+//! `$retainKeys`, `$deleteFromPrimitiveList/…` and `$setElementOrder/…` are honoured; on a
+//! custom resource it is the real 415. With any of them, a `metadata.resourceVersion` the patch leaves in the object is a
 //! precondition (409 `Conflict` when stale), as on the real server.
 //! `application/apply-patch+yaml`: server-side apply, see below. A `force` parameter on
 //! any other patch is the real 422 (`force: Forbidden: may not be specified for non-apply
@@ -156,15 +182,28 @@
 //!
 //! ## Protobuf
 //!
-//! Not supported, and said so as the real server says it for a type it cannot decode or
-//! encode: a body in `application/vnd.kubernetes.protobuf` answers 415 `the body of the
-//! request was in an unknown format - accepted media types include: application/json`, and
-//! an `Accept` that admits no JSON (protobuf only) answers 406 `NotAcceptable` `only the
-//! following media types are accepted: application/json`; an `Accept` listing JSON as a
-//! fallback, as client-go's reads do, gets JSON. client-go's typed clientsets therefore need
-//! `ContentType: "application/json"` in their `rest.Config`. Decoding protobuf would need
-//! every served type's message plus a faithful protobuf→JSON mapping (`k8s-pb` has the
-//! prost messages but no such mapping, and CRDs have no protobuf at all); that is not done.
+//! Built-in kinds of core `v1`, `apps/v1`, `batch/v1`, `coordination.k8s.io/v1` and
+//! `events.k8s.io/v1` (ConfigMap, Secret, Pod, Lease, both Events, ...) also speak the
+//! Kubernetes protobuf encoding, as client-go's typed clients do: a create or update body
+//! in `application/vnd.kubernetes.protobuf` (`k8s\0`, then a `runtime.Unknown` around the
+//! object's message) is decoded, as is a DELETE's protobuf `DeleteOptions`; an answer is
+//! protobuf when `Accept` names protobuf before any JSON (client-go sends
+//! `application/vnd.kubernetes.protobuf, */*`), JSON otherwise (kube and kubectl ask for
+//! JSON). Watches and errors stay JSON (client-go reads both by their `Content-Type`).
+//! Custom resources have no protobuf, as on the real server: a protobuf body answers 415
+//! `the body of the request was in an unknown format - accepted media types include:
+//! application/json`, and an `Accept` of protobuf alone 406. A body that does not start
+//! with the magic answers the real decoder's 400.
+//!
+//! ## Unknown fields
+//!
+//! A create, update or patch that carries fields the kind does not declare (`dataa`,
+//! `metadata.bogus`, `spec.containers[0].imagee`; built-ins are read against k8s-openapi's
+//! schema of the kind, custom objects against their CRD's) stores the object without them,
+//! and `fieldValidation` says what the client hears: `Warn` (the default) one
+//! `Warning: 299 - "unknown field \"dataa\""` header per field, `Ignore` nothing,
+//! `Strict` the real 400 `strict decoding error: unknown field "dataa"` (a patch: the real
+//! 422 on `patch`). Server-side apply does not check them.
 //!
 //! ## LIST
 //!
@@ -214,12 +253,14 @@
 //! compaction floor: HTTP 200, one `ERROR` event
 //! with a 410 `Expired` Status (`too old resource version: N (floor)`), end of stream. A
 //! watcher that falls behind the bounded log gets the same. `allowWatchBookmarks=true`:
-//! `BOOKMARK`s every [`ApiServerBuilder::bookmark_interval`] carrying the RV the watcher
-//! has read up to, once writes have moved it past the RV the watch started at (the real
-//! watch cache drops events at or below it), plus one 2 s before `timeoutSeconds` runs
-//! out (the real cacher's pre-timeout bookmark). A watch from RV unset/`"0"` without
-//! `sendInitialEvents` gets no `k8s.io/initial-events-end` bookmark after its synthetic
-//! `ADDED`s, as the real cacher (that bookmark is only for watch-list).
+//! `BOOKMARK`s carrying the RV the watcher has read up to, only as the real watch cache
+//! sends them: one a minute ([`ApiServerBuilder::bookmark_interval`]) and, on a watch
+//! with `timeoutSeconds`, shortly before it times out (usually two, a second apart: a
+//! 10 s watch gets them at about 8 s and 9 s), and only once writes have moved the RV
+//! past the RV the watch started at (the real watch cache drops events at or below it).
+//! A client must not count on frequent bookmarks. A watch from RV unset/`"0"` with
+//! `allowWatchBookmarks=true` ends its synthetic `ADDED`s with a `BOOKMARK` annotated
+//! `k8s.io/initial-events-end: "true"`, as a watch-list does.
 //! `timeoutSeconds` ends the stream cleanly. Each event's line is encoded once, by the
 //! first watcher that sends it, and shared by every watcher that sends the same bytes
 //! (same representation and event type), so fan-out to many watchers costs a reference
@@ -326,12 +367,15 @@
 //! current-context: testkit
 //! ```
 //!
-//! (`kubectl get` asks for tables and protobuf first, then falls back to JSON; use
-//! `kubectl get --raw /api/v1/namespaces/demo/configmaps` for the exact wire format.)
+//! (`kubectl get` is answered a Table with the kind's columns; use `kubectl get --raw
+//! /api/v1/namespaces/demo/configmaps` for the list itself.) The repository's
+//! `examples/testkit/` holds the CRD and object of the README's walk-through, which
+//! `scripts/kubectl-walkthrough.sh` runs with Debian's kubectl.
 
 mod admin;
 mod apply;
 pub mod bench_objects;
+mod bookmark_schedule;
 mod continue_token;
 mod crd;
 mod discovery;
@@ -349,6 +393,7 @@ mod object;
 mod openapi;
 mod openapi_proto;
 mod patch;
+mod protobuf_codec;
 mod query;
 mod request_log;
 mod resource;
@@ -358,6 +403,9 @@ mod selectable_fields;
 mod server;
 mod state;
 mod status;
+mod strategic_merge;
+mod table;
+mod unknown_fields;
 mod watch;
 
 pub use error::TestkitError;

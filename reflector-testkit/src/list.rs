@@ -19,16 +19,24 @@ use crate::selectable_fields::FieldLabels;
 use crate::server::Shared;
 use crate::state::ResourceId;
 use crate::status::ApiError;
+use crate::table::TableRequest;
 
 /// The real server's message for a continue token older than the compaction floor.
 pub(crate) const CONTINUE_EXPIRED_MESSAGE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// How a read answers: objects in `repr`, or a Table when the client asked for one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Read {
+    pub(crate) repr: Repr,
+    pub(crate) table: Option<TableRequest>,
+}
 
 /// # Cancel safety
 /// Cancel safe: the only await is the wait for a future resourceVersion, before anything
 /// is read or written.
 pub(crate) async fn list_or_watch(
     shared: &Arc<Shared>,
-    repr: Repr,
+    read: Read,
     rid: ResourceId,
     namespace: Option<&str>,
     pairs: &[(String, String)],
@@ -41,12 +49,12 @@ pub(crate) async fn list_or_watch(
     };
     let options = ListOptions::parse(pairs, field_labels)?;
     if options.watch {
-        return crate::watch::start(shared, repr, rid, namespace, options, fired);
+        return crate::watch::start(shared, read.repr, rid, namespace, options, fired);
     }
     if let (Rv::At(n), None) = (options.rv, &options.continue_token) {
         wait_for_resource_version(shared, n).await;
     }
-    list(shared, repr, rid, namespace, &options)
+    list(shared, read, rid, namespace, &options)
 }
 
 /// Waits (at most the configured time, or until the server stops) for the current
@@ -68,7 +76,7 @@ async fn wait_for_resource_version(shared: &Shared, n: u64) {
 
 fn list(
     shared: &Shared,
-    repr: Repr,
+    read: Read,
     rid: ResourceId,
     namespace: Option<&str>,
     options: &ListOptions,
@@ -132,7 +140,6 @@ fn list(
         &options.filter,
     );
     let info = state.resources[rid].clone();
-    drop(state);
 
     let mut metadata = serde_json::Map::new();
     metadata.insert("resourceVersion".to_owned(), json!(snapshot.to_string()));
@@ -145,9 +152,14 @@ fn list(
     if let Some(remaining) = page.remaining {
         metadata.insert("remainingItemCount".to_owned(), json!(remaining));
     }
+    if let Some(table) = read.table {
+        let body = table.render(&state, rid, &page.items, metadata);
+        return Ok(json_response(200, body));
+    }
+    drop(state);
     Ok(json_response(
         200,
-        list_body(repr, &info, metadata, page.items),
+        list_body(read.repr, &info, metadata, page.items),
     ))
 }
 

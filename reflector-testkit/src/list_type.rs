@@ -1,5 +1,6 @@
-//! How server-side apply treats each list: the `x-kubernetes-list-type` of the built-in
-//! types this server serves. Lists not named here are atomic (replaced whole), which is
+//! How server-side apply (and strategic merge patch, by the first key) treats each list:
+//! the `x-kubernetes-list-type` of the built-in types this server serves, a workload's
+//! Pod template included. Lists not named here are atomic (replaced whole), which is
 //! also what a CRD's lists are unless its schema says otherwise (not read here).
 
 /// A list's merge strategy (`x-kubernetes-list-type`).
@@ -53,9 +54,24 @@ pub(crate) fn list_type(group: &str, kind: &str, fields: &[&str]) -> ListType {
         ["metadata", "ownerReferences"] => return ListType::Map(UID),
         _ => {}
     }
-    if !group.is_empty() {
-        return ListType::Atomic;
-    }
+    // A workload's Pod template has a Pod's lists.
+    let (kind, fields) = match (group, kind, fields) {
+        (
+            "apps",
+            "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet",
+            ["spec", "template", rest @ ..],
+        )
+        | ("batch", "Job", ["spec", "template", rest @ ..])
+        | ("", "ReplicationController", ["spec", "template", rest @ ..])
+        | ("batch", "CronJob", ["spec", "jobTemplate", "spec", "template", rest @ ..])
+        | ("", "PodTemplate", ["template", rest @ ..])
+            if rest.first() == Some(&"spec") =>
+        {
+            ("Pod", rest)
+        }
+        ("", kind, fields) => (kind, fields),
+        _ => return ListType::Atomic,
+    };
     let containers = ["containers", "initContainers", "ephemeralContainers"];
     match (kind, fields) {
         ("Pod", ["spec", c]) if containers.contains(c) => ListType::Map(NAME),
@@ -108,6 +124,22 @@ mod tests {
         assert_eq!(
             list_type("", "Pod", &["spec", "tolerations"]),
             ListType::Atomic
+        );
+        assert_eq!(
+            list_type(
+                "apps",
+                "Deployment",
+                &["spec", "template", "spec", "containers"]
+            ),
+            ListType::Map(NAME)
+        );
+        assert_eq!(
+            list_type(
+                "batch",
+                "CronJob",
+                &["spec", "jobTemplate", "spec", "template", "spec", "volumes"]
+            ),
+            ListType::Map(NAME)
         );
     }
 }

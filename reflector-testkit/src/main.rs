@@ -4,12 +4,15 @@
 //! reflector-testkit [--port PORT] [--demo] [--crd FILE]... [--admin]
 //! ```
 //!
-//! It prints its URL on stdout and runs until Ctrl+C or SIGTERM, then shuts down
+//! It prints its URL as the first line on stdout (logs go to stderr, coloured only when
+//! stderr is a terminal) and runs until Ctrl+C or SIGTERM, then shuts down
 //! gracefully: open watches end with their final chunk and the process exits 0.
 //! `--crd FILE` creates the CustomResourceDefinitions in FILE (YAML, several documents
 //! allowed, or JSON) through the API before the URL is printed; a file that cannot be read,
 //! parsed or is rejected by the API's CRD validation is an error message and exit code 2.
 //! `--admin` serves the admin API under `/testkit/admin/` (see the crate docs).
+//! `--help` prints the usage on stdout and exits 0; a bad argument prints it on stderr
+//! and exits 2.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -42,6 +45,14 @@ const USAGE: &str = "usage: reflector-testkit [--port PORT] [--demo] [--crd FILE
                {\"BadLine\": {\"after_events\": N, \"line\": \"Malformed\"}}.
                Without --admin those paths are 404.";
 
+/// What the command line asks for.
+enum Command {
+    /// Serve with these settings.
+    Serve(Args),
+    /// Print the usage and exit 0.
+    Help,
+}
+
 struct Args {
     port: u16,
     demo: bool,
@@ -49,7 +60,7 @@ struct Args {
     crd_files: Vec<String>,
 }
 
-fn parse_args() -> Result<Args, String> {
+fn parse_args() -> Result<Command, String> {
     let mut args = Args {
         port: 0,
         demo: false,
@@ -70,11 +81,11 @@ fn parse_args() -> Result<Args, String> {
             "--crd" => args
                 .crd_files
                 .push(iter.next().ok_or("--crd needs a file")?),
-            "-h" | "--help" => return Err(String::new()),
+            "-h" | "--help" => return Ok(Command::Help),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    Ok(args)
+    Ok(Command::Serve(args))
 }
 
 fn demo_objects(server: &ApiServer) -> Result<(), Box<dyn std::error::Error>> {
@@ -88,7 +99,8 @@ fn demo_objects(server: &ApiServer) -> Result<(), Box<dyn std::error::Error>> {
         server.insert(&cm)?;
         let pod: Pod = serde_json::from_value(json!({
             "metadata": {"name": format!("web-{i}"), "namespace": "demo", "labels": {"app": "web"}},
-            "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}
+            "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
+            "status": {"phase": "Pending", "qosClass": "BestEffort"}
         }))?;
         server.insert(&pod)?;
     }
@@ -97,21 +109,26 @@ fn demo_objects(server: &ApiServer) -> Result<(), Box<dyn std::error::Error>> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
     let args = match parse_args() {
-        Ok(args) => args,
+        Ok(Command::Serve(args)) => args,
+        Ok(Command::Help) => {
+            println!("{USAGE}");
+            return Ok(());
+        }
         Err(message) => {
-            if !message.is_empty() {
-                eprintln!("error: {message}");
-            }
+            eprintln!("error: {message}");
             eprintln!("{USAGE}");
             std::process::exit(2);
         }
     };
+    // Logs go to stderr, so stdout's first line is the URL; colours only on a terminal.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
     let server = ApiServer::builder()
         .port(args.port)
         .admin(args.admin)

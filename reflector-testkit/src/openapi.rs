@@ -4,7 +4,9 @@
 //! custom resources from their CRD version's `openAPIV3Schema`. Every top-level definition
 //! carries `x-kubernetes-group-version-kind`, as kubectl needs to find it.
 
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use axum::response::Response;
 use http::HeaderValue;
@@ -92,6 +94,54 @@ fn builtin_definition(generator: &mut SchemaGenerator, info: &ResourceInfo) -> O
     Some(name)
 }
 
+/// A well-known built-in kind's schema, with the definitions it refers to.
+#[derive(Debug)]
+pub(crate) struct BuiltinSchema {
+    /// Definitions by name (`$ref`s read `#/components/schemas/{name}`).
+    pub(crate) definitions: Map<String, Value>,
+    /// The kind's own definition name.
+    pub(crate) root: String,
+}
+
+impl BuiltinSchema {
+    /// The schema a `$ref` names, or `schema` itself when it is no reference.
+    pub(crate) fn resolve<'a>(&'a self, schema: &'a Value) -> &'a Value {
+        match schema.get("$ref").and_then(Value::as_str) {
+            Some(reference) => reference
+                .rsplit('/')
+                .next()
+                .and_then(|name| self.definitions.get(name))
+                .unwrap_or(schema),
+            None => schema,
+        }
+    }
+
+    /// The kind's own schema.
+    pub(crate) fn root(&self) -> Option<&Value> {
+        self.definitions.get(&self.root)
+    }
+}
+
+/// The schema of a built-in kind k8s-openapi describes (`None` for others), generated
+/// once per kind and kept for the life of the process.
+pub(crate) fn builtin_schema(info: &ResourceInfo) -> Option<Arc<BuiltinSchema>> {
+    static CACHE: LazyLock<Mutex<HashMap<String, Option<Arc<BuiltinSchema>>>>> =
+        LazyLock::new(Mutex::default);
+    let key = format!("{}/{}/{}", info.group, info.version, info.kind);
+    let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+    cache
+        .entry(key)
+        .or_insert_with(|| {
+            let mut generator = Flavor::V3.generator();
+            let root = builtin_definition(&mut generator, info)?;
+            Some(Arc::new(BuiltinSchema {
+                definitions: generator.take_definitions(true),
+                root,
+            }))
+        })
+        .clone()
+}
+
 /// The definition name the real server gives a custom kind: the group reversed, then
 /// version and kind (`com.example.v1.Widget`).
 fn custom_definition_name(info: &ResourceInfo) -> String {
@@ -145,6 +195,17 @@ fn strip_v3_only(schema: &mut Value) {
     }
 }
 
+/// The apiextensions types whose value may be any JSON (a schema's `enum`, `default` and
+/// `example`) or one of several shapes: the real documents give them only a
+/// `description`, no `type` (k8s-openapi's schemas say `object` or `oneOf`), so that
+/// kubectl's client-side validation accepts `enum: [red, blue]` or `default: 3`.
+const ANY_VALUE_DEFINITIONS: [&str; 4] = [
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray",
+];
+
 /// Definitions for every served resource, and each resource's definition name.
 fn definitions(state: &State, flavor: Flavor) -> (Map<String, Value>, Vec<(ResourceId, String)>) {
     let mut generator = flavor.generator();
@@ -173,6 +234,11 @@ fn definitions(state: &State, flavor: Flavor) -> (Map<String, Value>, Vec<(Resou
         names.push((rid, name));
     }
     let mut defs = generator.take_definitions(true);
+    for name in ANY_VALUE_DEFINITIONS {
+        if let Some(Value::Object(def)) = defs.get_mut(name) {
+            def.retain(|key, _| key == "description");
+        }
+    }
     defs.extend(custom);
     for (rid, name) in &names {
         let info = &state.resources[*rid];

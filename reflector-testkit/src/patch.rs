@@ -1,4 +1,5 @@
-//! Patch bodies: JSON merge patch (RFC 7386) and JSON patch (RFC 6902).
+//! Patch bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge
+//! patch (see `strategic_merge`).
 
 use serde_json::{Value, json};
 
@@ -8,7 +9,7 @@ use crate::status::ApiError;
 pub(crate) const JSON_PATCH: &str = "application/json-patch+json";
 /// `application/merge-patch+json`.
 pub(crate) const MERGE_PATCH: &str = "application/merge-patch+json";
-/// `application/strategic-merge-patch+json` (applied as a merge patch).
+/// `application/strategic-merge-patch+json` (built-in kinds only).
 pub(crate) const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
 /// The patch types this server applies, in the order the real server lists them
 /// (server-side apply is decoded by `apply.rs`).
@@ -31,6 +32,8 @@ pub(crate) enum Patch {
     Json(Vec<Value>),
     /// An RFC 7386 merge patch (always a JSON object).
     Merge(Value),
+    /// A strategic merge patch (always a JSON object).
+    Strategic(Value),
 }
 
 impl Patch {
@@ -62,7 +65,11 @@ impl Patch {
                         "error decoding patch: the patch must be a JSON object",
                     ));
                 }
-                Ok(Self::Merge(patch))
+                Ok(if media == MERGE_PATCH {
+                    Self::Merge(patch)
+                } else {
+                    Self::Strategic(patch)
+                })
             }
             _ => Err(ApiError::unsupported_media_type(&PATCH_TYPES)),
         }
@@ -71,12 +78,17 @@ impl Patch {
     /// Applies the patch to `target`. A JSON patch that does not apply (a failed `test`,
     /// a missing path, an unknown `op`) answers as the real `jsonPatcher`:
     /// `NewGenericServerResponse(422, ...)`, whose message does not carry the cause.
-    pub(crate) fn apply(self, target: &mut Value) -> Result<(), ApiError> {
+    pub(crate) fn apply(
+        self,
+        kind: crate::strategic_merge::Kind<'_>,
+        target: &mut Value,
+    ) -> Result<(), ApiError> {
         match self {
             Self::Merge(patch) => {
                 merge_patch(target, &patch);
                 Ok(())
             }
+            Self::Strategic(patch) => crate::strategic_merge::apply(kind, target, &patch),
             Self::Json(operations) => {
                 let rejected = || {
                     ApiError::new(

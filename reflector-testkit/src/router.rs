@@ -50,6 +50,14 @@ pub(crate) enum Target {
         namespace: Option<String>,
         name: String,
     },
+    /// The `binding` subresource of a core Pod (how a scheduler assigns its node).
+    Binding {
+        rid: ResourceId,
+        plural: String,
+        /// Always set (Pods are namespaced).
+        namespace: Option<String>,
+        name: String,
+    },
     /// Nothing we serve.
     NotFound,
 }
@@ -89,6 +97,12 @@ impl Target {
                 plural,
                 namespace,
                 name,
+            }
+            | Self::Binding {
+                rid,
+                plural,
+                namespace,
+                name,
             } => Some(Named {
                 rid: *rid,
                 plural,
@@ -107,6 +121,7 @@ impl Target {
         match self {
             Self::Object { status: true, .. } => Some("status"),
             Self::Scale { .. } => Some("scale"),
+            Self::Binding { .. } => Some("binding"),
             _ => None,
         }
     }
@@ -190,6 +205,15 @@ fn parse_target(shared: &Shared, path: &str) -> Target {
         ["namespaces", ns, plural, name, "scale"] if lookup(plural).is_some() => {
             scale(plural, Some(ns), name)
         }
+        ["namespaces", ns, "pods", name, "binding"] if group.is_empty() => match lookup("pods") {
+            Some((rid, true)) => Target::Binding {
+                rid,
+                plural: "pods".to_owned(),
+                namespace: Some((*ns).to_owned()),
+                name: (*name).to_owned(),
+            },
+            _ => Target::NotFound,
+        },
         ["namespaces", ns, plural, name, sub] if lookup(plural).is_some() => {
             object(plural, Some(ns), name, Some(sub))
         }
@@ -211,6 +235,7 @@ fn verb_of(method: &Method, target: &Target, watch: bool) -> Verb {
         (Target::Object { .. } | Target::Scale { .. }, "PUT") => Verb::Update,
         (Target::Object { .. } | Target::Scale { .. }, "PATCH") => Verb::Patch,
         (Target::Object { .. }, "DELETE") => Verb::Delete,
+        (Target::Binding { .. }, "POST") => Verb::Create,
         _ => Verb::Other,
     }
 }
@@ -228,10 +253,7 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
     }
     let pairs = query::parse_pairs(request.uri().query());
     let target = parse_target(&shared, &path);
-    let watch = matches!(
-        param(&pairs, "watch"),
-        Some("true" | "1" | "" | "True" | "t")
-    );
+    let watch = is_watch(&pairs);
     let verb = verb_of(&method, &target, watch);
     let fired = shared.faults.on_request(&RequestInfo {
         verb,
@@ -376,7 +398,25 @@ async fn dispatch(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
     let repr = Repr::from_accept(accept);
-    if matches!(target, Target::Collection { .. } | Target::Object { .. }) && !accepts_json(accept)
+    // `kubectl get` asks for a Table first; only reads are answered with one.
+    let table = if method == Method::GET {
+        match crate::table::TableRequest::from_request(accept, pairs) {
+            Ok(table) => table,
+            Err(error) => return error.into_response(),
+        }
+    } else {
+        None
+    };
+    // Built-in kinds are also served in protobuf, to clients that ask for it first
+    // (client-go's typed clients: `application/vnd.kubernetes.protobuf, */*`); watches
+    // stay JSON.
+    let protobuf = !is_watch(pairs)
+        && matches!(target, Target::Collection { .. } | Target::Object { .. })
+        && has_protobuf(shared, target)
+        && prefers_protobuf(accept);
+    if matches!(target, Target::Collection { .. } | Target::Object { .. })
+        && !accepts_json(accept)
+        && !protobuf
     {
         // The real negotiation's 406 (`NewNotAcceptableError`), listing what this server
         // encodes: protobuf, YAML and CBOR are not among them.
@@ -415,7 +455,8 @@ async fn dispatch(
         Target::OpenApi(_) => Err(ApiError::method_not_allowed(method.as_str())),
         Target::Collection { rid, namespace, .. } => match method.as_str() {
             "GET" => {
-                crate::list::list_or_watch(shared, repr, *rid, namespace.as_deref(), pairs, fired)
+                let read = crate::list::Read { repr, table };
+                crate::list::list_or_watch(shared, read, *rid, namespace.as_deref(), pairs, fired)
                     .await
             }
             "POST" => match read_body(request).await {
@@ -438,7 +479,7 @@ async fn dispatch(
         } => {
             let ns = namespace.as_deref();
             match method.as_str() {
-                "GET" => crate::handlers::get(shared, repr, *rid, ns, name),
+                "GET" => crate::handlers::get(shared, repr, table, *rid, ns, name),
                 "PUT" | "PATCH" | "DELETE" => match read_body(request).await {
                     Ok(body) => match method.as_str() {
                         "PUT" | "PATCH" => {
@@ -459,13 +500,28 @@ async fn dispatch(
                             }
                         }
                         _ if *status => Err(ApiError::method_not_allowed("DELETE")),
-                        _ => crate::handlers::delete(shared, repr, *rid, ns, name, &body.bytes),
+                        _ => crate::handlers::delete(shared, repr, *rid, ns, name, &body),
                     },
                     Err(e) => Err(e),
                 },
                 other => Err(ApiError::method_not_allowed(other)),
             }
         }
+        Target::Binding {
+            rid,
+            namespace,
+            name,
+            ..
+        } => match method.as_str() {
+            "POST" => match read_body(request).await {
+                Ok(body) => {
+                    let namespace = namespace.as_deref().unwrap_or_default();
+                    crate::handlers::bind(shared, *rid, namespace, name, &body)
+                }
+                Err(e) => Err(e),
+            },
+            other => Err(ApiError::method_not_allowed(other)),
+        },
         Target::Scale {
             rid,
             namespace,
@@ -483,7 +539,51 @@ async fn dispatch(
             }
         }
     };
-    result.unwrap_or_else(ApiError::into_response)
+    let response = result.unwrap_or_else(ApiError::into_response);
+    if protobuf {
+        crate::protobuf_codec::into_protobuf(response).await
+    } else {
+        response
+    }
+}
+
+/// Whether a request's query asks for a watch.
+fn is_watch(pairs: &[(String, String)]) -> bool {
+    matches!(
+        param(pairs, "watch"),
+        Some("true" | "1" | "" | "True" | "t")
+    )
+}
+
+/// Whether the resource a path names is a built-in kind with a protobuf message.
+fn has_protobuf(shared: &Shared, target: &Target) -> bool {
+    let Some(named) = target.named() else {
+        return false;
+    };
+    let state = shared.state();
+    let info = &state.resources[named.rid];
+    state.custom.served(named.rid).is_none()
+        && crate::protobuf_codec::descriptor(&info.group, &info.version, &info.kind).is_some()
+}
+
+/// Whether the first media range of `accept` this server encodes is protobuf (a plain
+/// `application/vnd.kubernetes.protobuf`, not one `as=` another type).
+fn prefers_protobuf(accept: &str) -> bool {
+    for range in accept.split(',') {
+        let mut parts = range.split(';').map(str::trim);
+        let media = parts.next().unwrap_or_default();
+        let converted = parts.any(|p| p.starts_with("as="));
+        if media.eq_ignore_ascii_case(crate::protobuf_codec::PROTOBUF) && !converted {
+            return true;
+        }
+        if media.eq_ignore_ascii_case("application/json")
+            || media == "application/*"
+            || media == "*/*"
+        {
+            return false;
+        }
+    }
+    false
 }
 
 /// Whether an `Accept` header (absent or empty included) admits a JSON answer.

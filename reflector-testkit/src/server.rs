@@ -34,7 +34,7 @@ pub(crate) struct ServerConfig {
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
-            bookmark_interval: Duration::from_secs(1),
+            bookmark_interval: Duration::from_secs(60),
             paginate_rv0: false,
             too_large_rv_wait: Duration::from_secs(3),
             history_len: 10_000,
@@ -64,6 +64,8 @@ pub(crate) struct Shared {
     pub config: ServerConfig,
     /// `host:port` the server listens on.
     pub addr: SocketAddr,
+    /// When the server started: the watch cache's bookmark ticks count from here.
+    pub epoch: tokio::time::Instant,
 }
 
 impl Shared {
@@ -87,11 +89,14 @@ pub struct ApiServerBuilder {
 }
 
 impl ApiServerBuilder {
-    /// Interval between periodic `BOOKMARK` events on watches with
-    /// `allowWatchBookmarks=true` (sent once writes have moved the resourceVersion past
-    /// the watch's start; one more comes 2 s before its `timeoutSeconds`, as the real
-    /// cacher). Default 1 s; the real kube-apiserver's is 1 minute, a short interval keeps
-    /// tests that wait for bookmarks fast.
+    /// The bookmark frequency of watches with `allowWatchBookmarks=true`: each gets a
+    /// `BOOKMARK` this long after it started (or after its last one), but no later than 2 s
+    /// before its `timeoutSeconds`, where it usually gets two, one tick apart; bookmarks go
+    /// out on ticks of a second (of this interval, when shorter) counted from the server's
+    /// start, and only once writes have moved the resourceVersion past the watch's start.
+    /// Default 1 minute, the real watch cache's: a watch of less than a minute gets its
+    /// bookmarks only shortly before it times out. A shorter interval is for tests of a
+    /// client's bookmark handling.
     pub fn bookmark_interval(mut self, interval: Duration) -> Self {
         self.config.bookmark_interval = interval;
         self
@@ -163,6 +168,7 @@ impl ApiServerBuilder {
             open_watches: AtomicUsize::new(0),
             config: self.config,
             addr,
+            epoch: tokio::time::Instant::now(),
         });
         let app = axum::Router::new()
             .fallback(crate::router::handle)

@@ -19,6 +19,7 @@ use serde_json::json;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::bookmark_schedule::BookmarkSchedule;
 use crate::fault::{BadLine, Fault, Fired, WatchControl};
 use crate::object::{Repr, StoredObject};
 use crate::query::{ListOptions, Rv};
@@ -82,8 +83,9 @@ pub(crate) fn start(
         (Some(true), _) => Start::Initial {
             end_bookmark: options.allow_bookmarks,
         },
+        // The watch cache ends a legacy watch's synthetic ADDEDs with the same bookmark.
         (_, Rv::Unset | Rv::Any) => Start::Initial {
-            end_bookmark: false,
+            end_bookmark: options.allow_bookmarks,
         },
         (_, Rv::At(n)) => Start::After(n),
     };
@@ -246,10 +248,14 @@ impl Watch {
             }
         }
         self.write_due_lines().await?;
+        // The RV when the watch began: it ends at the first retirement of its resource
+        // (a deleted CRD) after that.
+        let served_since;
         let mut rv_rx = self.shared.rv_rx.clone();
         rv_rx.borrow_and_update();
         let begun = {
             let state = self.shared.state();
+            served_since = state.rv;
             match start {
                 Start::Initial { .. } => Ok((
                     state.rv,
@@ -280,31 +286,43 @@ impl Watch {
                 self.write(self.bookmark(cursor, true)).await?;
             }
         }
-        let interval = self
-            .shared
-            .config
-            .bookmark_interval
-            .max(Duration::from_millis(1));
-        let mut next_bookmark = next_bookmark_at(tokio::time::Instant::now(), interval, deadline);
+        let schedule = BookmarkSchedule::new(
+            self.shared.epoch,
+            self.shared.config.bookmark_interval,
+            deadline,
+        );
+        let mut next_bookmark = schedule.next_after(tokio::time::Instant::now());
         loop {
             rv_rx.borrow_and_update();
             loop {
-                let batch = {
+                let (batch, retired_at) = {
                     let state = self.shared.state();
-                    if cursor < state.floor {
+                    let retired_at = state.custom.retired_since(self.rid, served_since);
+                    let batch = if cursor < state.floor {
                         Err(state.floor)
                     } else {
                         let from = state.log.partition_point(|e| e.rv <= cursor);
-                        let events: Vec<LogEvent> =
-                            state.log.range(from..).take(BATCH).cloned().collect();
+                        let events: Vec<LogEvent> = state
+                            .log
+                            .range(from..)
+                            .take_while(|e| retired_at.is_none_or(|end| e.rv <= end))
+                            .take(BATCH)
+                            .cloned()
+                            .collect();
                         Ok(events)
-                    }
+                    };
+                    (batch, retired_at)
                 };
                 let events = match batch {
                     Ok(events) => events,
                     Err(floor) => return self.write(expired_line(cursor, floor)).await,
                 };
                 let Some(last) = events.last().map(|e| e.rv) else {
+                    if retired_at.is_some() {
+                        // The resource is no longer served: the stream ends, as the real
+                        // server's does when a CRD's storage is torn down.
+                        return Ok(());
+                    }
                     break;
                 };
                 let lines = events
@@ -352,7 +370,7 @@ impl Watch {
                     }
                 },
                 () = sleep_until(next_bookmark), if self.bookmarks && next_bookmark.is_some() => {
-                    next_bookmark = next_bookmark_at(tokio::time::Instant::now(), interval, deadline);
+                    next_bookmark = next_bookmark.and_then(|due| schedule.next_after(due));
                     if cursor > start_rv {
                         self.write(self.bookmark(cursor, false)).await?;
                     }
@@ -512,22 +530,6 @@ async fn coalesce(rv_rx: &watch::Receiver<u64>) {
             break;
         }
     }
-}
-
-/// When the next periodic bookmark is due, as the real watch cache schedules them: one
-/// `interval` from `now`, but no later than 2 s before the watch's deadline; none once
-/// that moment is not after `now` (so the pre-timeout bookmark is sent once).
-fn next_bookmark_at(
-    now: tokio::time::Instant,
-    interval: Duration,
-    deadline: Option<tokio::time::Instant>,
-) -> Option<tokio::time::Instant> {
-    let heartbeat = now + interval;
-    let Some(deadline) = deadline else {
-        return Some(heartbeat);
-    };
-    let before_timeout = deadline.checked_sub(Duration::from_secs(2))?;
-    Some(heartbeat.min(before_timeout)).filter(|at| *at > now)
 }
 
 /// Sleeps until `deadline`, or forever without one.

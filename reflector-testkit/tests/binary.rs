@@ -371,6 +371,11 @@ async fn admin_api_injects_lists_and_clears_faults_over_http() {
             Some(Ok(kube::api::WatchEvent::Added(_)))
         ));
     }
+    // kube asks for bookmarks: the initial events end with one.
+    assert!(matches!(
+        lines.next().await,
+        Some(Ok(kube::api::WatchEvent::Bookmark(_)))
+    ));
     let (code, injected) = send(
         &client,
         "POST",
@@ -404,5 +409,64 @@ async fn admin_paths_are_404_without_the_flag() {
             .await
             .0,
         200
+    );
+}
+
+#[test]
+fn the_url_is_the_first_line_on_stdout_and_logs_go_to_stderr_without_colour() {
+    let mut child = Running(
+        Command::new(env!("CARGO_BIN_EXE_reflector-testkit"))
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdout = BufReader::new(child.0.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert!(first.starts_with("http://127.0.0.1:"), "{first:?}");
+    // The INFO line is written before the URL, so it is on stderr by now.
+    let pid = child.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains("INFO"), "{stderr:?}");
+    assert!(
+        stderr.contains(first.trim()),
+        "the log names the URL: {stderr:?}"
+    );
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "no colour codes when not a terminal: {stderr:?}"
+    );
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    assert_eq!(rest, "", "nothing but the URL on stdout");
+}
+
+#[test]
+fn help_prints_the_usage_on_stdout_and_exits_zero() {
+    for flag in ["--help", "-h"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_reflector-testkit"))
+            .arg(flag)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{flag}");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.starts_with("usage: reflector-testkit"), "{stdout}");
+        assert!(output.stderr.is_empty(), "{flag}");
+    }
+    let (code, stderr) = run_to_exit(&["--bogus"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.starts_with("error: unknown argument \"--bogus\"\nusage:"),
+        "{stderr}"
     );
 }

@@ -19,7 +19,8 @@ use serde_json::{Value, json};
 
 mod support;
 use support::{
-    api_status, assert_status, create, lists_nothing, merge, names_in, status_of, watch_from,
+    api_status, assert_status, create, expect_initial_events_end, lists_nothing, merge, names_in,
+    status_of, watch_from,
 };
 
 const CRD_NAME: &str = "gadgets.example.com";
@@ -151,6 +152,7 @@ async fn served_kind_supports_crud_watch_and_status() {
     create_established(&server).await;
     let api = gadgets(&server);
     let mut watch = watch_from(&api, "0").await;
+    expect_initial_events_end(&mut watch).await;
     let created = create(&api, &gadget("g1", json!({"color": "red"}))).await;
     assert_eq!(created.metadata.generation, Some(1));
     match watch.try_next().await.unwrap() {
@@ -351,6 +353,7 @@ async fn deleting_the_crd_deletes_its_objects_and_stops_serving() {
         watch.try_next().await.unwrap(),
         Some(WatchEvent::Added(_))
     ));
+    expect_initial_events_end(&mut watch).await;
     let crds: Api<CustomResourceDefinition> = Api::all(server.client());
     crds.delete(CRD_NAME, &DeleteParams::default())
         .await
@@ -440,4 +443,36 @@ async fn register_stores_the_crd_so_it_is_established_and_its_schema_applies() {
         .await
         .unwrap_err();
     assert_eq!(api_status(err).code, 422);
+}
+
+#[tokio::test]
+async fn watches_of_a_deleted_crds_kind_end_after_its_objects_deleted() {
+    let server = ApiServer::start().await.unwrap();
+    create_established(&server).await;
+    let api = gadgets(&server);
+    create(&api, &gadget("g", json!({"color": "red"}))).await;
+    let mut from_zero = watch_from(&api, "0").await;
+    let mut from_now = watch_from(&api, &server.current_resource_version().to_string()).await;
+    assert!(matches!(
+        from_zero.try_next().await.unwrap(),
+        Some(WatchEvent::Added(_))
+    ));
+    expect_initial_events_end(&mut from_zero).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(server.client());
+    crds.delete(CRD_NAME, &DeleteParams::default())
+        .await
+        .unwrap();
+    // Served again at once, with an object: a watch still open would see it.
+    create_established(&server).await;
+    create(&api, &gadget("h", json!({"color": "blue"}))).await;
+    for watch in [&mut from_zero, &mut from_now] {
+        match watch.try_next().await.unwrap() {
+            Some(WatchEvent::Deleted(o)) => assert_eq!(o.metadata.name.as_deref(), Some("g")),
+            other => panic!("expected the object's DELETED, got {other:?}"),
+        }
+        assert!(
+            watch.try_next().await.unwrap().is_none(),
+            "the watch ends with the kind's storage"
+        );
+    }
 }

@@ -11,7 +11,10 @@ use reflector_testkit::ApiServer;
 use serde_json::json;
 
 mod support;
-use support::{api_status, assert_status, create, lists_nothing, status_of, watch_from};
+use support::{
+    api_status, assert_status, create, expect_initial_events_end, lists_nothing, status_of,
+    watch_from,
+};
 
 const NS: &str = "default";
 
@@ -214,6 +217,7 @@ async fn a_field_selected_event_watch_sees_only_its_objects_events() {
         .await
         .unwrap()
         .boxed();
+    expect_initial_events_end(&mut watch).await;
     create(&api, &event("b.1", "b", "Normal", "Reconciled", "widgets")).await;
     create(&api, &event("a.1", "a", "Normal", "Reconciled", "widgets")).await;
     match watch.try_next().await.unwrap() {
@@ -253,6 +257,7 @@ async fn both_groups_share_one_event_storage() {
     let v1: Api<Event> = Api::namespaced(server.client(), NS);
     let core: Api<CoreEvent> = Api::namespaced(server.client(), NS);
     let mut core_watch = watch_from(&core, "0").await;
+    expect_initial_events_end(&mut core_watch).await;
     let created = create(&v1, &event("a.1", "a", "Warning", "Failed", "widgets")).await;
     let seen = core.get("a.1").await.unwrap();
     assert_eq!(seen.resource_version(), created.resource_version());

@@ -183,3 +183,41 @@ async fn v2_is_protobuf_when_asked_as_kubectl_does() {
     let needle = b"io.k8s.api.core.v1.ConfigMap";
     assert!(body.windows(needle.len()).any(|w| w == needle));
 }
+
+/// The schema a `$ref` (`#/definitions/X` or `#/components/schemas/X`) points to.
+fn resolve<'a>(document: &'a Value, reference: &Value) -> &'a Value {
+    let reference = reference.as_str().expect("a $ref");
+    let name = reference.rsplit('/').next().unwrap();
+    let definitions = document
+        .get("definitions")
+        .unwrap_or_else(|| &document["components"]["schemas"]);
+    &definitions[name]
+}
+
+#[tokio::test]
+async fn a_crd_schemas_enum_default_and_example_may_hold_any_json_value() {
+    // kubectl validates `apply -f crd.yaml` against these: a typed `object` here made it
+    // reject `enum: [red, blue]` (`got "string", expected "map"`).
+    let server = ApiServer::start().await.unwrap();
+    let v2 = get_json(&server, "/openapi/v2").await;
+    let v3 = get_json(&server, "/openapi/v3/apis/apiextensions.k8s.io/v1").await;
+    for document in [&v2, &v3] {
+        let props = resolve(
+            document,
+            &json!("#/x/io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps"),
+        );
+        for field in ["default", "example"] {
+            let any = resolve(document, &props["properties"][field]["$ref"]);
+            assert!(any["description"].is_string(), "{field}: {any}");
+            assert_eq!(any.get("type"), None, "{field}: {any}");
+        }
+        let item = resolve(document, &props["properties"]["enum"]["items"]["$ref"]);
+        assert_eq!(item.get("type"), None, "enum items: {item}");
+        for field in ["items", "additionalProperties", "additionalItems"] {
+            let either = resolve(document, &props["properties"][field]["$ref"]);
+            assert!(either["description"].is_string(), "{field}: {either}");
+            assert_eq!(either.get("type"), None, "{field}: {either}");
+            assert_eq!(either.get("oneOf"), None, "{field}: {either}");
+        }
+    }
+}

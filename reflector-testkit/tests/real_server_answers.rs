@@ -645,52 +645,120 @@ async fn generation_only_where_the_real_strategy_sets_it() {
     assert_eq!(created["metadata"]["generation"], 1);
 }
 
-#[tokio::test(start_paused = true)]
-async fn bookmarks_follow_the_watch_cache_schedule() {
-    let server = ApiServer::builder()
-        .bookmark_interval(Duration::from_secs(60))
-        .start()
-        .await
-        .unwrap();
-    for name in ["a", "b"] {
-        assert_eq!(
-            send(&server, "POST", CMS, Some(config_map(name))).await.0,
-            201
-        );
-    }
-    let rv = server.current_resource_version();
-    let added = |name: &str| ("ADDED".to_owned(), name.to_owned());
-    // From RV=0 without sendInitialEvents: the synthetic ADDEDs and no end-of-initial-
-    // events bookmark; no periodic ones either while nothing is written.
-    let uri =
-        format!("{CMS}?watch=true&resourceVersion=0&allowWatchBookmarks=true&timeoutSeconds=100");
-    let (code, events) = watch_to_end(server.client_without_retries(), uri).await;
-    assert_eq!((code, events), (200, vec![added("a"), added("b")]));
-    // Once a write moves the RV past the start: one after the interval (60 s) and one
-    // 2 s before the 100 s timeout.
-    let uri = format!(
-        "{CMS}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=100"
-    );
+/// Each line of a watch's body as `(type, name or bookmark RV, annotations)`, with the
+/// (paused) time it arrived after the request was sent.
+async fn timed_watch(client: kube::Client, uri: String) -> Vec<(Duration, String, String, Value)> {
+    use http_body_util::BodyExt;
     let start = tokio::time::Instant::now();
-    let watching = tokio::spawn(watch_to_end(server.client_without_retries(), uri));
+    let request = http::Request::get(uri)
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let response = client.send(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    let mut pending = Vec::new();
+    let mut events = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.unwrap().into_data() else {
+            continue;
+        };
+        pending.extend_from_slice(&data);
+        while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            let event: Value = serde_json::from_slice(&line).unwrap();
+            let kind = event["type"].as_str().unwrap().to_owned();
+            let meta = &event["object"]["metadata"];
+            let what = match kind.as_str() {
+                "BOOKMARK" => &meta["resourceVersion"],
+                _ => &meta["name"],
+            };
+            let what = what.as_str().unwrap_or_default().to_owned();
+            events.push((start.elapsed(), kind, what, meta["annotations"].clone()));
+        }
+    }
+    events
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_legacy_watch_with_bookmarks_ends_its_initial_events_with_the_annotated_bookmark() {
+    let server = seeded().await;
+    let rv = server.current_resource_version().to_string();
+    for from in ["0", ""] {
+        let uri = format!(
+            "{CMS}?watch=true&resourceVersion={from}&allowWatchBookmarks=true&timeoutSeconds=30"
+        );
+        let events = timed_watch(server.client_without_retries(), uri).await;
+        let seen: Vec<(&str, &str)> = events
+            .iter()
+            .map(|(_, kind, what, _)| (kind.as_str(), what.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [("ADDED", "a"), ("ADDED", "b"), ("BOOKMARK", rv.as_str())],
+            "from {from:?}"
+        );
+        assert_eq!(
+            events[2].3,
+            json!({"k8s.io/initial-events-end": "true"}),
+            "from {from:?}"
+        );
+        // Without allowWatchBookmarks, no bookmark.
+        let uri = format!("{CMS}?watch=true&resourceVersion={from}&timeoutSeconds=1");
+        let (_, events) = watch_to_end(server.client_without_retries(), uri).await;
+        assert_eq!(events.len(), 2, "{events:?}");
+    }
+}
+
+/// Starts a watch at the current RV with `allowWatchBookmarks=true` and `timeout`
+/// seconds, writes a ConfigMap in another namespace one second in (the RV moves past
+/// the watch's start), and returns the watch's events with their arrival times.
+async fn bookmarks_of_a_watch(server: &ApiServer, timeout: u64) -> Vec<(Duration, String)> {
+    let rv = server.current_resource_version();
+    let uri = format!(
+        "{CMS}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds={timeout}"
+    );
+    let watching = tokio::spawn(timed_watch(server.client_without_retries(), uri));
     tokio::time::sleep(Duration::from_secs(1)).await;
     let elsewhere = "/api/v1/namespaces/other/configmaps";
-    assert_eq!(
-        send(&server, "POST", elsewhere, Some(config_map("x")))
-            .await
-            .0,
-        201
-    );
-    let (code, events) = watching.await.unwrap();
-    assert_eq!(code, 200);
-    assert!(
-        start.elapsed() >= Duration::from_secs(100),
-        "{:?}",
-        start.elapsed()
-    );
+    let created = send(server, "POST", elsewhere, Some(config_map("x"))).await;
+    assert_eq!(created.0, 201);
     let now = (rv + 1).to_string();
-    let bookmark = ("BOOKMARK".to_owned(), now);
-    assert_eq!(events, [bookmark.clone(), bookmark]);
+    watching
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(at, kind, what, _)| {
+            assert_eq!((kind.as_str(), what.as_str()), ("BOOKMARK", now.as_str()));
+            (at, kind)
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_ten_second_watch_gets_its_bookmarks_only_shortly_before_it_times_out() {
+    // The default server: the watch cache's one-minute bookmark frequency.
+    let server = ApiServer::start().await.unwrap();
+    let events = bookmarks_of_a_watch(&server, 10).await;
+    let times: Vec<Duration> = events.iter().map(|(at, _)| *at).collect();
+    assert_eq!(times.len(), 2, "{times:?}");
+    // At the ticks of the second 2 s before the timeout falls in and of the next one.
+    let secs = |s| Duration::from_secs(s);
+    assert!(times[0] >= secs(7) && times[0] < secs(9), "{times:?}");
+    assert!(
+        times[1] >= times[0] + secs(1) && times[1] < secs(10),
+        "{times:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_long_watch_gets_one_bookmark_a_minute_then_the_pre_timeout_ones() {
+    let server = ApiServer::start().await.unwrap();
+    let events = bookmarks_of_a_watch(&server, 100).await;
+    let times: Vec<u64> = events.iter().map(|(at, _)| at.as_secs()).collect();
+    assert_eq!(times.len(), 3, "{times:?}");
+    assert!((59..=60).contains(&times[0]), "{times:?}");
+    assert!((97..=98).contains(&times[1]), "{times:?}");
+    assert_eq!(times[2], times[1] + 1, "{times:?}");
 }
 
 #[tokio::test]
@@ -709,4 +777,64 @@ async fn delete_collection_answers_the_list_it_deleted() {
     let left = server.versions::<ConfigMap>(Some("default")).unwrap();
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].0, "default/b");
+}
+
+#[tokio::test]
+async fn invalid_labels_annotations_and_data_keys_are_the_real_422() {
+    let server = seeded().await;
+    let name_part = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+    let label_value = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+    let config_key = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
+    let big = "x".repeat(256 * 1024);
+    let cases = [
+        (
+            json!({"metadata": {"name": "x", "labels": {"bad key!": "v"}}}),
+            "metadata.labels",
+            format!("Invalid value: \"bad key!\": {name_part}"),
+        ),
+        (
+            json!({"metadata": {"name": "x", "labels": {"app": "not ok"}}}),
+            "metadata.labels",
+            format!("Invalid value: \"not ok\": {label_value}"),
+        ),
+        (
+            json!({"metadata": {"name": "x", "annotations": {"note": big}}}),
+            "metadata.annotations",
+            "Too long: may not be more than 262144 bytes".to_owned(),
+        ),
+        (
+            json!({"metadata": {"name": "x"}, "data": {"bad key": "v"}}),
+            "data[bad key]",
+            format!("Invalid value: \"bad key\": {config_key}"),
+        ),
+    ];
+    for (body, field, cause) in cases {
+        let (code, _, status) = send(&server, "POST", CMS, Some(body.clone())).await;
+        let message = format!("ConfigMap \"x\" is invalid: {field}: {cause}");
+        assert_failure((code, &status), 422, Some("Invalid"), &message);
+        assert_eq!(
+            status["details"],
+            json!({"name": "x", "kind": "ConfigMap",
+                "causes": [{"reason": status["details"]["causes"][0]["reason"], "message": cause, "field": field}]}),
+            "{status}"
+        );
+        // An update to the same is refused the same way.
+        let (_, _, mut current) = get(&server, &format!("{CMS}/a")).await;
+        let mut update = body;
+        update["metadata"]["name"] = json!("a");
+        update["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].take();
+        let (code, _, status) = send(&server, "PUT", &format!("{CMS}/a"), Some(update)).await;
+        let message = format!("ConfigMap \"a\" is invalid: {field}: {cause}");
+        assert_failure((code, &status), 422, Some("Invalid"), &message);
+    }
+    // Two errors are listed together, as the real aggregate.
+    let body = json!({"metadata": {"name": "x", "labels": {"a/b/c": "v"}}, "data": {"..x": "v"}});
+    let (code, _, status) = send(&server, "POST", CMS, Some(body)).await;
+    assert_eq!(code, 422);
+    let message = status["message"].as_str().unwrap();
+    assert!(message.starts_with("ConfigMap \"x\" is invalid: [metadata.labels: Invalid value: \"a/b/c\": a qualified name must consist of"), "{message}");
+    assert!(
+        message.ends_with(", data[..x]: Invalid value: \"..x\": must not start with '..']"),
+        "{message}"
+    );
 }

@@ -22,10 +22,11 @@ use crate::status::ApiError;
 use crate::watch::EventLines;
 
 mod list_page;
+mod namespace_lifecycle;
 mod validation;
 
 pub(crate) use list_page::ObjectFilter;
-use validation::{pod_qos_class, validate_data_size};
+use validation::{pod_qos_class, validate_pod_update, validate_write};
 
 /// Index of a registered resource in `State::resources`.
 pub(crate) type ResourceId = usize;
@@ -209,6 +210,13 @@ impl State {
         }
         self.notify.send_replace(rv);
         crate::crd::after_commit(self, rid, &value, event_type);
+        if event_type == EventType::Deleted
+            && self.resources[rid].namespaced
+            && let Some(namespace) = meta_str(&value, "namespace")
+        {
+            let namespace = namespace.to_owned();
+            self.finish_namespace_if_empty(&namespace);
+        }
         object
     }
 
@@ -352,7 +360,8 @@ impl State {
                 ),
             ));
         }
-        validate_data_size(&info, &name, &body)?;
+        validate_write(&info, &name, &body)?;
+        self.check_namespace_accepts(&info, namespace, &name)?;
         crate::crd::admit(self, rid, &name, &mut body, None)?;
         let key = key_of(namespace.filter(|_| info.namespaced), &name);
         if self.objects[rid].contains_key(&key) {
@@ -376,6 +385,23 @@ impl State {
                 "status".to_owned(),
                 json!({"phase": "Pending", "qosClass": qos_class}),
             );
+        }
+        if self.is_namespace_resource(rid)
+            && let Value::Object(m) = &mut body
+        {
+            // The real Namespace strategy: the controller's finalizer, `Active`, and the
+            // name as a label.
+            m.insert("spec".to_owned(), json!({"finalizers": ["kubernetes"]}));
+            m.insert("status".to_owned(), json!({"phase": "Active"}));
+            let labels = metadata_mut(&mut body)
+                .entry("labels")
+                .or_insert_with(|| json!({}));
+            if let Value::Object(labels) = labels {
+                labels.insert(
+                    "kubernetes.io/metadata.name".to_owned(),
+                    Value::String(name.clone()),
+                );
+            }
         }
         let meta = metadata_mut(&mut body);
         meta.insert("name".to_owned(), Value::String(name));
@@ -496,7 +522,10 @@ impl State {
         if new == old_value {
             return Ok(old);
         }
-        validate_data_size(&info, name, &new)?;
+        validate_write(&info, name, &new)?;
+        if !status_write {
+            validate_pod_update(&info, name, &old_value, &new)?;
+        }
         let deleting = metadata(&new).is_some_and(|m| m.contains_key("deletionTimestamp"));
         let finalizers_empty = metadata(&new)
             .and_then(|m| m.get("finalizers"))
@@ -556,6 +585,9 @@ impl State {
                 ),
             ));
         }
+        if self.is_namespace_resource(rid) {
+            return Ok(self.terminate_namespace(rid, key, value, old));
+        }
         let has_finalizers = metadata(&value)
             .and_then(|m| m.get("finalizers"))
             .and_then(Value::as_array)
@@ -584,6 +616,49 @@ impl State {
             value,
             EventType::Modified,
         )))
+    }
+
+    /// A Pod's binding to `node`: sets `spec.nodeName` and the `PodScheduled` condition,
+    /// as the real `BindingREST`. 404 for a missing Pod, the real 409 when it already
+    /// has a node.
+    pub(crate) fn bind(
+        &mut self,
+        rid: ResourceId,
+        namespace: &str,
+        name: &str,
+        node: &str,
+    ) -> Result<(), ApiError> {
+        let info = self.resources[rid].clone();
+        let key = key_of(Some(namespace), name);
+        let old = self
+            .get(rid, &key)
+            .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
+        let mut value = old.value();
+        if let Some(assigned) = value
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+        {
+            return Err(ApiError::conflict_because(
+                "pods/binding",
+                "",
+                name,
+                &format!("pod {name} is already assigned to node {assigned:?}"),
+            ));
+        }
+        if let Some(spec) = value.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.insert("nodeName".to_owned(), Value::String(node.to_owned()));
+        }
+        if let Some(status) = value.get_mut("status").and_then(Value::as_object_mut) {
+            let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+            if let Value::Array(conditions) = conditions {
+                conditions.retain(|c| c["type"] != "PodScheduled");
+                conditions.push(json!({"type": "PodScheduled", "status": "True",
+                    "lastProbeTime": null, "lastTransitionTime": now_timestamp()}));
+            }
+        }
+        self.commit(rid, key, value, EventType::Modified);
+        Ok(())
     }
 
     /// Direct create-or-replace, bypassing preconditions and subresource rules.

@@ -182,3 +182,122 @@ pub fn names_in<'a>(value: &'a Value, array: &str) -> Vec<&'a str> {
         .filter_map(|entry| entry["name"].as_str())
         .collect()
 }
+
+/// Asserts the next event of a watch from resourceVersion `0` (kube asks for bookmarks
+/// by default) is the bookmark that ends its initial events, as the watch cache sends it.
+pub async fn expect_initial_events_end<K>(
+    stream: &mut BoxStream<'static, kube::Result<WatchEvent<K>>>,
+) where
+    K: Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    match stream.next().await {
+        Some(Ok(WatchEvent::Bookmark(bookmark))) => assert_eq!(
+            bookmark
+                .metadata
+                .annotations
+                .get("k8s.io/initial-events-end")
+                .map(String::as_str),
+            Some("true"),
+            "annotations {:?}",
+            bookmark.metadata.annotations
+        ),
+        other => panic!("expected the initial-events-end bookmark, got {other:?}"),
+    }
+}
+
+/// An answer to a request sent by [`send_raw`]: status code, headers and body.
+pub struct RawAnswer {
+    pub code: u16,
+    pub headers: http::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl RawAnswer {
+    /// The body as JSON; panics (showing it) if it is not.
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    /// The `Content-Type`.
+    pub fn content_type(&self) -> &str {
+        self.headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+    }
+}
+
+/// Sends `method uri` with `headers` and `body` through a client without kube's retries.
+pub async fn send_raw(
+    server: &ApiServer,
+    method: &str,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> RawAnswer {
+    let mut request = http::Request::builder().method(method).uri(uri);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request.body(kube::client::Body::from(body)).unwrap();
+    let response = server.client_without_retries().send(request).await.unwrap();
+    let code = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect_bytes().await.unwrap().to_vec();
+    RawAnswer {
+        code,
+        headers,
+        body,
+    }
+}
+
+/// Sends a JSON `body` (`null`: none) as `method` does with kubectl's content types: a
+/// JSON merge patch for `PATCH`, JSON otherwise. Returns the code and the JSON answer.
+pub async fn send_json(server: &ApiServer, method: &str, uri: &str, body: Value) -> (u16, Value) {
+    let answer = send_json_raw(server, method, uri, body).await;
+    (answer.code, answer.json())
+}
+
+/// Like [`send_json`], returning the whole answer.
+pub async fn send_json_raw(server: &ApiServer, method: &str, uri: &str, body: Value) -> RawAnswer {
+    let content_type = match method {
+        "PATCH" => "application/merge-patch+json",
+        _ => "application/json",
+    };
+    let bytes = if body.is_null() {
+        Vec::new()
+    } else {
+        serde_json::to_vec(&body).unwrap()
+    };
+    send_raw(
+        server,
+        method,
+        uri,
+        &[("content-type", content_type)],
+        bytes,
+    )
+    .await
+}
+
+/// The `widgets.example.com` CRD (namespaced `Widget`, `v1`, any fields) with these
+/// `additionalPrinterColumns`, as JSON.
+pub fn widget_crd_json(printer_columns: Value) -> Value {
+    let mut version = serde_json::json!({"name": "v1", "served": true, "storage": true,
+        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}});
+    if !printer_columns.is_null() {
+        version["additionalPrinterColumns"] = printer_columns;
+    }
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"}, "versions": [version]}})
+}
+
+/// Creates [`widget_crd_json`] through the API.
+pub async fn create_widget_crd(server: &ApiServer, printer_columns: Value) {
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let (code, created) = send_json(server, "POST", crds, widget_crd_json(printer_columns)).await;
+    assert_eq!(code, 201, "{created}");
+}

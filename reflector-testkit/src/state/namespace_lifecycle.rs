@@ -1,0 +1,128 @@
+//! Namespace lifecycle, as the real namespace strategy, `NamespaceLifecycle` admission and
+//! namespace controller run it: deleting a namespace marks it `Terminating`
+//! (`deletionTimestamp`, `status.phase`), deletes every object in it (objects with
+//! finalizers wait for them), and removes the namespace once nothing is left in it; a
+//! create in a terminating namespace is the real 403. Here the controller's work is done
+//! within the DELETE, and its last step when the last object held by finalizers goes.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{Deleted, EventType, Preconditions, ResourceId, State};
+use crate::object::{StoredObject, key_of, metadata, metadata_mut, now_timestamp};
+use crate::resource::ResourceInfo;
+use crate::status::{ApiError, status_details};
+
+impl State {
+    /// Whether `rid` is the core Namespace resource.
+    pub(super) fn is_namespace_resource(&self, rid: ResourceId) -> bool {
+        let info = &self.resources[rid];
+        info.group.is_empty() && info.kind == "Namespace"
+    }
+
+    /// The stored namespace `name`, if any.
+    fn namespace_object(&self, name: &str) -> Option<(ResourceId, Arc<StoredObject>)> {
+        let rid = self.find("", "v1", "namespaces")?;
+        Some((rid, self.get(rid, name)?))
+    }
+
+    /// The real 403 for a create of `name` (of `info`) in a terminating namespace.
+    pub(super) fn check_namespace_accepts(
+        &self,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<(), ApiError> {
+        let Some(namespace) = namespace.filter(|_| info.namespaced) else {
+            return Ok(());
+        };
+        let terminating = self.namespace_object(namespace).is_some_and(|(_, ns)| {
+            metadata(&ns.value()).is_some_and(|m| m.contains_key("deletionTimestamp"))
+        });
+        if !terminating {
+            return Ok(());
+        }
+        let mut details = status_details(name, &info.group, &info.plural);
+        details["causes"] = json!([{
+            "reason": "NamespaceTerminating",
+            "message": format!("namespace {namespace} is being terminated"),
+            "field": "metadata.namespace",
+        }]);
+        let qualified = if info.group.is_empty() {
+            info.plural.clone()
+        } else {
+            format!("{}.{}", info.plural, info.group)
+        };
+        Err(ApiError::new(
+            403,
+            "Forbidden",
+            format!(
+                "{qualified} \"{name}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated"
+            ),
+        )
+        .with_details(details))
+    }
+
+    /// DELETE of the namespace `value` (at `key`): `Terminating`, then every object in it
+    /// deleted, then the namespace itself once empty. Answers the terminating namespace.
+    pub(super) fn terminate_namespace(
+        &mut self,
+        rid: ResourceId,
+        key: Arc<str>,
+        mut value: Value,
+        old: Arc<StoredObject>,
+    ) -> Deleted {
+        if metadata(&value).is_some_and(|m| m.contains_key("deletionTimestamp")) {
+            return Deleted::Pending(old);
+        }
+        let name = key.to_string();
+        let meta = metadata_mut(&mut value);
+        meta.insert("deletionTimestamp".to_owned(), now_timestamp());
+        meta.insert("deletionGracePeriodSeconds".to_owned(), json!(0));
+        if let Value::Object(root) = &mut value {
+            root.insert("spec".to_owned(), json!({"finalizers": ["kubernetes"]}));
+            let status = root.entry("status").or_insert_with(|| json!({}));
+            if let Value::Object(status) = status {
+                status.insert("phase".to_owned(), json!("Terminating"));
+            }
+        }
+        let terminating = self.commit(rid, key, value, EventType::Modified);
+        let namespaced: Vec<ResourceId> = self
+            .served()
+            .filter(|(_, info)| info.namespaced)
+            .map(|(id, _)| id)
+            .collect();
+        for resource in namespaced {
+            for object in self.snapshot(resource, Some(&name)) {
+                // An Event deleted through one group is gone from the other already.
+                let _ = self.delete(
+                    resource,
+                    Some(&name),
+                    &object.name,
+                    &Preconditions::default(),
+                );
+            }
+        }
+        self.finish_namespace_if_empty(&name);
+        Deleted::Pending(terminating)
+    }
+
+    /// Removes the namespace `name` if it is terminating and holds no object any more.
+    pub(super) fn finish_namespace_if_empty(&mut self, name: &str) {
+        let Some((rid, namespace)) = self.namespace_object(name) else {
+            return;
+        };
+        let value = namespace.value();
+        if !metadata(&value).is_some_and(|m| m.contains_key("deletionTimestamp")) {
+            return;
+        }
+        let empty = self
+            .served()
+            .filter(|(_, info)| info.namespaced)
+            .all(|(id, _)| self.snapshot(id, Some(name)).is_empty());
+        if empty {
+            self.commit(rid, key_of(None, name), value, EventType::Deleted);
+        }
+    }
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs the README's kubectl walk-through ("The embedded server with kubectl (or any
+# client)") verbatim, with Debian's kubectl (package kubernetes-client, unpacked into a
+# scratch directory; a kubectl already on the machine is neither used nor touched).
+# Fails if any command of the walk-through fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+section='### The embedded server with kubectl (or any client)'
+scratch=$(mktemp -d)
+created=()
+for file in testkit.url testkit.kubeconfig; do
+  [ -e "$file" ] || created+=("$file")
+done
+cleanup() {
+  rm -rf "$scratch"
+  for file in "${created[@]}"; do rm -f "$file"; done
+}
+trap cleanup EXIT
+
+echo "-- kubectl from Debian's kubernetes-client, into $scratch"
+(
+  cd "$scratch"
+  # _apt cannot write into a root-owned scratch directory; download there as root.
+  chmod 0777 .
+  apt-get download kubernetes-client >/dev/null 2>&1 || {
+    apt-get update >/dev/null
+    apt-get download kubernetes-client >/dev/null
+  }
+  dpkg -x kubernetes-client_*.deb root
+)
+export PATH="$scratch/root/usr/bin:$PATH"
+kubectl version --client
+
+echo "-- the walk-through's commands, from README.md"
+awk -v section="$section" '
+  $0 == section { in_section = 1; next }
+  in_section && /^#+ / { exit }
+  in_section && /^```sh$/ { in_block = 1; next }
+  in_block && /^```$/ { exit }
+  in_block { print }
+' README.md > "$scratch/walkthrough.sh"
+[ -s "$scratch/walkthrough.sh" ] || { echo "no sh block in README's section: $section"; exit 1; }
+cat "$scratch/walkthrough.sh"
+
+echo "-- running it"
+# -x echoes each command; the server it starts in the background is stopped at the end.
+timeout 900 bash -euxo pipefail -c "trap 'kill \$(jobs -p) 2>/dev/null; wait' EXIT
+$(cat "$scratch/walkthrough.sh")"
+echo "-- the kubectl walk-through passed"
