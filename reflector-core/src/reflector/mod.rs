@@ -22,9 +22,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::backoff::Backoff;
+use crate::fifo::sink_for;
 use crate::listwatch::{ListWatchError, ListerWatcher, WatchStream};
 use crate::object::Object;
-use crate::store::{Store, StoreSink, sink_for};
+use crate::store::{Store, StoreSink};
 
 pub use error::ReflectorError;
 pub use options::ReflectorOptions;
