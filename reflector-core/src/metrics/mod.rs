@@ -1,8 +1,10 @@
 //! Metrics: controller-runtime's and client-go's names, in `prometheus-client`.
 //!
-//! A process registers one [`Metrics`] in its [`Registry`](prometheus_client::registry::Registry)
-//! and gives a clone to each [`Controller`](crate::controller::Controller). Each
-//! controller then reports, labelled with its name:
+//! A process registers one [`Metrics`] in its [`Registry`] (re-exported here, as is
+//! the whole [`prometheus_client`] crate for metrics of your own: no direct
+//! dependency needed) and gives a clone to each
+//! [`Controller`](crate::controller::Controller). Each controller then reports,
+//! labelled with its name:
 //!
 //! - `controller_runtime_reconcile_total{controller,result}`,
 //!   `controller_runtime_reconcile_errors_total`,
@@ -29,14 +31,13 @@
 //! `/healthz` and `/readyz` answered from a [`Health`].
 //!
 //! ```
-//! use prometheus_client::registry::Registry;
-//! use reflector_core::metrics::{render_metrics, Metrics};
-//! use reflector_core::workqueue::{QueueConfig, WorkQueue};
+//! use reflector::metrics::{render_metrics, Metrics, Registry};
+//! use reflector::workqueue::{QueueConfig, WorkQueue};
 //!
 //! let mut registry = Registry::default();
 //! let metrics = Metrics::registered(&mut registry);
 //! let queue: WorkQueue<String> = WorkQueue::with_config(
-//!     std::sync::Arc::new(reflector_core::workqueue::DefaultRateLimiter::default()),
+//!     std::sync::Arc::new(reflector::workqueue::DefaultRateLimiter::default()),
 //!     QueueConfig::default().name("widgets").metrics(&metrics),
 //! );
 //! queue.add("ns/a".to_string());
@@ -61,6 +62,18 @@ pub use bundle::Metrics;
 #[cfg(feature = "metrics-server")]
 pub use error::MetricsError;
 pub use health::Health;
+/// The `prometheus-client` crate the metrics are built with, for registering metrics
+/// of your own in the same [`Registry`] (the same version, no direct dependency).
+pub use prometheus_client;
+/// The registry metrics are registered in and encoded from (`prometheus-client`'s).
+///
+/// ```
+/// use reflector::metrics::{Metrics, Registry};
+/// let mut registry = Registry::default();
+/// let metrics = Metrics::registered(&mut registry);
+/// # let _ = metrics;
+/// ```
+pub use prometheus_client::registry::Registry;
 pub(crate) use reconcile_metrics::{ControllerRecorder, ReconcileMetrics, ReconcileResult};
 pub(crate) use reflector_collector::ReflectorCollector;
 pub use render::{METRICS_CONTENT_TYPE, render_metrics};
