@@ -26,6 +26,12 @@
 //! bundle report their ring's `reflector_sharding_*` families (assignments, moves,
 //! drains started and acknowledged, ring members), labelled `ring`.
 //!
+//! Each subsystem owns its families (the work queue's
+//! [`WorkQueueMetrics`](crate::workqueue::WorkQueueMetrics), the event recorder's
+//! [`EventMetrics`](crate::events::EventMetrics), the informers' reflector
+//! counters, ...); this module gathers them into the [`Metrics`] bundle, which every
+//! setter taking metrics accepts, and serves them.
+//!
 //! [`render_metrics`] encodes a registry in the text exposition format; with the
 //! `metrics-server` feature, `MetricsServer` serves it on `GET /metrics`, with
 //! `/healthz` and `/readyz` answered from a [`Health`].
@@ -51,12 +57,12 @@ mod error;
 mod health;
 mod leader_election_metrics;
 mod reconcile_metrics;
-mod reflector_collector;
 mod render;
 #[cfg(feature = "metrics-server")]
 mod server;
 mod sharding_metrics;
 
+pub(crate) use crate::informer::ReflectorCollector;
 pub use bundle::Metrics;
 /// The metrics endpoint's error, with the endpoint (feature `metrics-server`).
 #[cfg(feature = "metrics-server")]
@@ -75,7 +81,6 @@ pub use prometheus_client;
 /// ```
 pub use prometheus_client::registry::Registry;
 pub(crate) use reconcile_metrics::{ControllerRecorder, ReconcileMetrics, ReconcileResult};
-pub(crate) use reflector_collector::ReflectorCollector;
 pub use render::{METRICS_CONTENT_TYPE, render_metrics};
 #[cfg(feature = "metrics-server")]
 pub use server::MetricsServer;

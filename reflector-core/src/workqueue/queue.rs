@@ -354,9 +354,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
         WorkQueue {
             inner: Arc::new(Inner {
                 limiter,
-                metrics: config
-                    .metrics
-                    .map(|m| m.workqueue().queue_metrics(&config.name)),
+                metrics: config.metrics.map(|m| m.queue_metrics(&config.name)),
                 name: config.name,
                 state: Mutex::new(State::new()),
                 items: Notify::new(),
