@@ -18,7 +18,6 @@ use serde_field_filter::{FieldFilter, FieldFilterError};
 use crate::listwatch::ApiListerWatcher;
 use crate::object::Object;
 use crate::reflector::ReflectorOptions;
-use crate::store::Indexers;
 
 use super::{InformerError, InformerScope, SharedIndexInformer};
 
@@ -348,45 +347,6 @@ impl Drop for InformerFactory {
     /// Stops every informer the factory started (their tasks end on their own).
     fn drop(&mut self) {
         self.cancel.cancel();
-    }
-}
-
-impl InformerFactory {
-    /// The shared informer for every `K` in every namespace (as
-    /// [`InformerFactory::informer`]) with every index `K` declares through
-    /// `#[derive(Reflect)]` added, unless an index of that name is already there.
-    ///
-    /// # Example
-    /// ```no_run
-    /// # use reflector_core::informer::InformerFactory;
-    /// # use reflector_core::reflect::Reflect;
-    /// # fn f<Widget: Reflect + serde::de::DeserializeOwned + std::fmt::Debug>(factory: &InformerFactory)
-    /// # where Widget::DynamicType: Default + Clone + Send + Sync + 'static {
-    /// let widgets = factory.reflected::<Widget>();
-    /// let again = factory.reflected::<Widget>(); // the same informer, indexes added once
-    /// # let _ = (widgets, again);
-    /// # }
-    /// ```
-    #[must_use]
-    pub fn reflected<K>(&self) -> SharedIndexInformer<K>
-    where
-        K: crate::reflect::Reflect + DeserializeOwned + Debug,
-        K::DynamicType: Default + Clone + Send + Sync + 'static,
-    {
-        let informer = self.informer::<K>();
-        let present = informer.indexer().indexers();
-        for (name, entry) in K::indexers().entries() {
-            if present.contains(name) {
-                continue;
-            }
-            let mut one = Indexers::new();
-            one.insert_entry(name, entry.clone());
-            // A concurrent `reflected` may have added it since: that is the same index.
-            if let Err(e) = informer.add_indexers(one) {
-                tracing::debug!(index = name, error = %e, "index already registered");
-            }
-        }
-        informer
     }
 }
 
