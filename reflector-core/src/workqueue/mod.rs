@@ -55,6 +55,7 @@
 mod metrics;
 mod queue;
 mod queue_config;
+mod queue_state;
 mod rate_limiter;
 
 pub use metrics::WorkQueueMetrics;
