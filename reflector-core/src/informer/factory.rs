@@ -194,9 +194,7 @@ impl InformerFactory {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        for p in paths {
-            self.skip.add(p.as_ref())?;
-        }
+        self.skip.merge(&FieldFilter::parse(paths)?);
         Ok(self)
     }
 

@@ -165,9 +165,7 @@ impl<K: Object> InformerOptions<K> {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        for p in paths {
-            self.skip.add(p.as_ref())?;
-        }
+        self.skip.merge(&FieldFilter::parse(paths)?);
         Ok(self)
     }
 
