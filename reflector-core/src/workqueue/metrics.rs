@@ -62,7 +62,8 @@ type FloatGauge = Gauge<f64, AtomicU64>;
 /// labelled `name` = the queue's name. Shared handles: clones report into the same
 /// families.
 ///
-/// A queue reports here once configured with [`QueueConfig::metrics`], which takes
+/// A queue reports here once configured with
+/// [`QueueConfig::metrics`](super::QueueConfig::metrics), which takes
 /// these families or anything holding them: the process-wide
 /// [`Metrics`](crate::metrics::Metrics) bundle, usually.
 ///
