@@ -1,14 +1,19 @@
 //! `InformerFactory` on the embedded API server: one informer per type and scope,
 //! start-once, a sync wait woken by the informers, a shutdown that waits for every
-//! task, a dropped factory that stops its informers, and managedFields dropped by
-//! default.
+//! task, a dropped factory that stops its informers, managedFields dropped by
+//! default, and one informer's own settings without a second factory.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
-use reflector::informer::{InformerFactory, InformerScope};
+use kube::ResourceExt;
+use reflector::ReflectorOptions;
+use reflector::informer::{Change, InformerFactory, InformerOptions, InformerScope};
 use reflector_testkit::{ApiServer, Verb};
+use tokio::sync::Notify;
 
 fn cm(ns: &str, name: &str) -> ConfigMap {
     let mut c = ConfigMap::default();
@@ -147,4 +152,84 @@ async fn dropping_a_factory_ends_its_watches_and_tasks() {
     .expect("every informer task ended");
     // The handles outlive the factory: their caches are still readable.
     assert_eq!(cms.indexer().len(), 3);
+}
+
+/// The `limit` of every list request to `path`, in request order.
+fn list_limits(s: &ApiServer, path: &str) -> Vec<Option<String>> {
+    s.request_log()
+        .iter()
+        .filter(|e| e.verb == Verb::List && e.path == path)
+        .map(|e| e.param("limit").map(str::to_owned))
+        .collect()
+}
+
+/// One factory, three informers: ConfigMaps in `a` and Pods with their own page
+/// sizes, ConfigMaps in `a` with their own resync, ConfigMaps in `b` with the
+/// factory's page size and resync. No second factory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_informer_page_size_and_resync_without_a_second_factory() {
+    let (s, factory) = seeded_factory().await;
+    let factory = factory
+        .default_resync(Duration::from_secs(3600))
+        .reflector_options(ReflectorOptions::default().page_size(7));
+    let in_a = factory.scoped::<ConfigMap>(
+        InformerOptions::default()
+            .scope(InformerScope::default().namespace("a"))
+            .reflector_options(ReflectorOptions::default().page_size(1))
+            .resync(Duration::from_secs(1)),
+    );
+    let in_b = factory.namespaced::<ConfigMap>("b");
+    let pods = factory.scoped::<Pod>(
+        InformerOptions::default().reflector_options(ReflectorOptions::default().page_size(2)),
+    );
+    // Asking again by scope alone is the same informer, with the settings it was made with.
+    let again = factory.namespaced::<ConfigMap>("a");
+
+    // Resyncs re-deliver an unchanged object: an update whose versions are equal.
+    let resyncs = |notify: Arc<Notify>, count: Arc<AtomicUsize>| {
+        move |change: Change<ConfigMap>| {
+            if let Change::Updated { old, new } = change
+                && old.resource_version() == new.resource_version()
+            {
+                count.fetch_add(1, Ordering::SeqCst);
+                notify.notify_one();
+            }
+        }
+    };
+    let (a_resynced, a_resyncs) = (Arc::new(Notify::new()), Arc::new(AtomicUsize::new(0)));
+    let b_resyncs = Arc::new(AtomicUsize::new(0));
+    let reg = in_a
+        .add_event_fn(resyncs(Arc::clone(&a_resynced), Arc::clone(&a_resyncs)))
+        .unwrap();
+    assert!(again.is_registered(&reg), "one informer per kind and scope");
+    in_b.add_event_fn(resyncs(Arc::new(Notify::new()), Arc::clone(&b_resyncs)))
+        .unwrap();
+
+    factory.start();
+    tokio::time::timeout(Duration::from_secs(10), factory.wait_synced())
+        .await
+        .expect("synced in time")
+        .expect("no informer stopped");
+    assert_eq!((in_a.indexer().len(), in_b.indexer().len()), (2, 1));
+
+    // Each informer's lists carried its own page size (the API server serves a
+    // resourceVersion=0 list in one page whatever the limit; the limit is still sent).
+    let one = Some("1".to_owned());
+    let seven = Some("7".to_owned());
+    let two = Some("2".to_owned());
+    assert_eq!(list_limits(&s, "/api/v1/namespaces/a/configmaps"), [one]);
+    assert_eq!(list_limits(&s, "/api/v1/namespaces/b/configmaps"), [seven]);
+    assert_eq!(list_limits(&s, "/api/v1/pods"), [two]);
+
+    // The informer in `a` resyncs every second; the one in `b` has the factory's hour.
+    tokio::time::timeout(Duration::from_secs(10), a_resynced.notified())
+        .await
+        .expect("the informer in a resynced within its 1 s period");
+    assert!(a_resyncs.load(Ordering::SeqCst) >= 1);
+    assert!(in_a.reflector_stats().resyncs >= 1);
+    assert_eq!(b_resyncs.load(Ordering::SeqCst), 0);
+    assert_eq!(in_b.reflector_stats().resyncs, 0);
+    assert_eq!(pods.reflector_stats().resyncs, 0);
+
+    factory.shutdown().await;
 }

@@ -37,6 +37,7 @@ use crate::object::Object;
 use crate::store::Indexers;
 
 mod index_query;
+mod reflected_informer;
 
 /// A Kubernetes kind whose indexes are declared with `#[derive(Reflect)]`.
 ///

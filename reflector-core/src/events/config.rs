@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::Metrics;
+use super::EventMetrics;
 
 /// How a [`Recorder`](super::Recorder) filters, buffers and writes. Every setting has
 /// a default; the defaults are client-go's.
@@ -30,7 +30,7 @@ pub struct RecorderConfig {
     pub(crate) cache_size: usize,
     pub(crate) retry_interval: Duration,
     pub(crate) max_tries: u32,
-    pub(crate) metrics: Option<Metrics>,
+    pub(crate) metrics: Option<EventMetrics>,
     pub(crate) cancel: Option<CancellationToken>,
 }
 
@@ -143,19 +143,20 @@ impl RecorderConfig {
         self
     }
 
-    /// Where `reflector_events_dropped_total{controller,reason}` is counted. Default:
-    /// a private, unregistered copy (counted, but not exported).
+    /// Where `reflector_events_dropped_total{controller,reason}` is counted: the
+    /// process's [`Metrics`](crate::metrics::Metrics) bundle, or the recorder's
+    /// [`EventMetrics`] alone. Default: a private, unregistered copy (counted, but
+    /// not exported).
     ///
     /// ```
-    /// use prometheus_client::registry::Registry;
-    /// use reflector_core::metrics::Metrics;
+    /// use reflector::metrics::{Metrics, Registry};
     /// let metrics = Metrics::registered(&mut Registry::default());
-    /// let c = reflector_core::events::RecorderConfig::default().metrics(&metrics);
+    /// let c = reflector::events::RecorderConfig::default().metrics(&metrics);
     /// # let _ = c;
     /// ```
     #[must_use]
-    pub fn metrics(mut self, metrics: &Metrics) -> Self {
-        self.metrics = Some(metrics.clone());
+    pub fn metrics(mut self, metrics: &impl AsRef<EventMetrics>) -> Self {
+        self.metrics = Some(metrics.as_ref().clone());
         self
     }
 

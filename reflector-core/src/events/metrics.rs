@@ -41,16 +41,55 @@ struct DroppedLabels {
     reason: DropReason,
 }
 
-/// The recorder's families; shared handles, cheap to clone. Registered through
-/// [`Metrics`](crate::metrics::Metrics); a recorder given no `Metrics` counts into its
-/// own, unregistered copy.
+/// The event recorders' metric family, owned by the recorder:
+/// `reflector_events_dropped_total{controller,reason}`, a counter of the Event
+/// occurrences a recorder dropped instead of writing; `reason` ∈ `spam_filter`,
+/// `buffer_full`, `rejected`, `retries_exhausted`. Shared handles: clones count into
+/// the same family.
+///
+/// Usually registered as part of the process's [`Metrics`](crate::metrics::Metrics)
+/// bundle and handed to [`RecorderConfig::metrics`](super::RecorderConfig::metrics)
+/// as that bundle; a recorder given none counts into its own, unregistered copy.
+///
+/// # Example
+/// ```
+/// use reflector::events::{EventMetrics, RecorderConfig};
+/// use reflector::metrics::Registry;
+///
+/// // A process with recorders but no controller: the recorders' family alone.
+/// let mut registry = Registry::default();
+/// let metrics = EventMetrics::registered(&mut registry);
+/// let config = RecorderConfig::default().metrics(&metrics);
+/// # let _ = config;
+/// ```
 #[derive(Clone, Debug, Default)]
-pub(crate) struct EventMetrics {
+pub struct EventMetrics {
     dropped: Family<DroppedLabels, Counter>,
 }
 
+impl AsRef<EventMetrics> for EventMetrics {
+    fn as_ref(&self) -> &EventMetrics {
+        self
+    }
+}
+
 impl EventMetrics {
-    pub(crate) fn register(&self, registry: &mut Registry) {
+    /// An empty family, not yet registered.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A new family, registered in `registry`.
+    #[must_use]
+    pub fn registered(registry: &mut Registry) -> Self {
+        let metrics = Self::new();
+        metrics.register(registry);
+        metrics
+    }
+
+    /// Registers the family in `registry`. Register once per registry.
+    pub fn register(&self, registry: &mut Registry) {
         registry.register(
             "reflector_events_dropped",
             "Event occurrences an event recorder dropped instead of writing, by reason",

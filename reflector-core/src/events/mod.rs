@@ -6,6 +6,7 @@
 //! - [`Recorder`]: the handle reconciles publish through; one background writer task;
 //! - [`Event`]: what is published (Normal or Warning, reason, action, note, related);
 //! - [`RecorderConfig`]: spam filter, buffer, series window, retries, metrics;
+//! - [`EventMetrics`]: the recorders' metric family;
 //! - [`EventError`]: what publishing or writing can meet.
 //!
 //! ```no_run
@@ -20,7 +21,7 @@
 mod config;
 mod error;
 mod event;
-pub(crate) mod metrics;
+mod metrics;
 mod object_id;
 mod recorder;
 mod reference;
@@ -31,4 +32,5 @@ mod writer;
 pub use config::RecorderConfig;
 pub use error::EventError;
 pub use event::Event;
+pub use metrics::EventMetrics;
 pub use recorder::Recorder;

@@ -146,11 +146,7 @@ impl Recorder {
         };
         validate(&controller, &instance, &config)?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| EventError::NoRuntime)?;
-        let metrics = config
-            .metrics
-            .as_ref()
-            .map(|m| m.events().clone())
-            .unwrap_or_default();
+        let metrics = config.metrics.clone().unwrap_or_default();
         let (tx, rx) = mpsc::channel(config.buffer);
         let writer = Writer {
             client,

@@ -25,6 +25,7 @@
 
 mod delta;
 mod delta_fifo;
+mod sink;
 
 #[cfg(test)]
 mod tests;
@@ -33,3 +34,4 @@ pub use delta::{Delta, DeltaType, Deltas};
 pub use delta_fifo::DeltaFifo;
 pub(crate) use delta_fifo::PoppedItem;
 pub(crate) use delta_fifo::TransformFunc;
+pub(crate) use sink::sink_for;

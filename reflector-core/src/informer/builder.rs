@@ -100,6 +100,12 @@ impl<K: Object> InformerBuilder<K> {
         self
     }
 
+    /// Runs an already shared `transform` (an [`InformerOptions`](super::InformerOptions)'s).
+    pub(super) fn shared_transform(mut self, transform: TransformFunc<K>) -> Self {
+        self.transform = Some(transform);
+        self
+    }
+
     /// Options of the informer's reflector: page size, backoff, watch timeout,
     /// watch-list streaming, internal-error retries, a watch-error handler. The
     /// informer sets the reflector's name, resync period and `should_resync` itself.

@@ -18,9 +18,8 @@ use serde_field_filter::{FieldFilter, FieldFilterError};
 use crate::listwatch::ApiListerWatcher;
 use crate::object::Object;
 use crate::reflector::ReflectorOptions;
-use crate::store::Indexers;
 
-use super::{InformerError, InformerScope, SharedIndexInformer};
+use super::{InformerError, InformerOptions, InformerScope, SharedIndexInformer};
 
 /// Which informer: type and scope.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -85,16 +84,23 @@ struct FactoryState {
 /// [`InformerFactory::keep_managed_fields`] keeps it; [`InformerFactory::skip_fields`]
 /// skips more paths. [`InformerFactory::reflector_options`] sets the reflector
 /// options of every informer it makes (tests use it to speed every informer up).
+/// One informer's own settings (page size, resync, skipped fields, transform,
+/// indexers) go in the [`InformerOptions`] it is asked for with: the factory's
+/// settings are the defaults of each.
 ///
 /// # Example
 /// ```no_run
 /// use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-/// use reflector_core::informer::InformerFactory;
+/// use reflector::ReflectorOptions;
+/// use reflector::informer::{InformerFactory, InformerOptions};
 /// # async fn f(client: kube::Client) {
 /// let factory = InformerFactory::new(client);
 /// let pods = factory.informer::<Pod>();
 /// let same = factory.informer::<Pod>(); // the same informer
 /// let cms = factory.namespaced::<ConfigMap>("kube-system");
+/// let big = factory.scoped::<ConfigMap>(
+///     InformerOptions::default().reflector_options(ReflectorOptions::default().page_size(100)),
+/// );
 /// factory.start();
 /// factory.wait_synced().await.unwrap();
 /// factory.shutdown().await; // or drop the factory
@@ -149,7 +155,8 @@ impl InformerFactory {
     }
 
     /// The default handler resync period of informers made from now on (default
-    /// zero: no resync, as `NewSharedInformerFactory(client, 0)`).
+    /// zero: no resync, as `NewSharedInformerFactory(client, 0)`); one informer's
+    /// own is [`InformerOptions::resync`].
     #[must_use]
     pub fn default_resync(mut self, period: Duration) -> Self {
         self.default_resync = period;
@@ -158,7 +165,8 @@ impl InformerFactory {
 
     /// The reflector options of every informer made from now on (default:
     /// [`ReflectorOptions::default`], client-go's reflector settings). Tests use it to
-    /// shorten every informer's backoff at once.
+    /// shorten every informer's backoff at once. One informer's own are
+    /// [`InformerOptions::reflector_options`].
     #[must_use]
     pub fn reflector_options(mut self, options: ReflectorOptions) -> Self {
         self.reflector_options = options;
@@ -186,17 +194,23 @@ impl InformerFactory {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        for p in paths {
-            self.skip.add(p.as_ref())?;
-        }
+        self.skip.merge(&FieldFilter::parse(paths)?);
         Ok(self)
     }
 
-    /// The paths skipped while decoding by informers made from now on.
+    /// The paths skipped while decoding by informers made from now on (those whose
+    /// [`InformerOptions`] add none).
     #[must_use]
     pub fn field_filter(&self) -> FieldFilter {
+        self.field_filter_with(false, &FieldFilter::new())
+    }
+
+    /// The factory's skipped paths plus `extra`, keeping `managedFields` if
+    /// `keep_managed_fields`.
+    fn field_filter_with(&self, keep_managed_fields: bool, extra: &FieldFilter) -> FieldFilter {
         let mut filter = self.skip.clone();
-        if self.skip_managed_fields {
+        filter.merge(extra);
+        if self.skip_managed_fields && !keep_managed_fields {
             filter.merge(&FieldFilter::managed_fields());
         }
         filter
@@ -213,7 +227,7 @@ impl InformerFactory {
         K: Object + DeserializeOwned + Debug,
         K::DynamicType: Default + Clone + Send + Sync + 'static,
     {
-        self.scoped::<K>(&InformerScope::default())
+        self.scoped::<K>(InformerScope::default())
     }
 
     /// The shared informer for `K` in one namespace.
@@ -223,11 +237,14 @@ impl InformerFactory {
         K: Object + Resource<Scope = NamespaceResourceScope> + DeserializeOwned + Debug,
         K::DynamicType: Default + Clone + Send + Sync + 'static,
     {
-        self.scoped::<K>(&InformerScope::default().namespace(namespace))
+        self.scoped::<K>(InformerScope::default().namespace(namespace))
     }
 
-    /// The shared informer for `K` within `scope` (namespace, label and field
-    /// selectors). Asking twice with the same scope returns the same informer.
+    /// The shared informer for `K` within a scope (namespace, label and field
+    /// selectors): an [`InformerScope`], with the factory's settings, or
+    /// [`InformerOptions`], which hold a scope and this informer's own settings.
+    /// Asking twice with the same scope returns the same informer, made with the
+    /// settings of the first ask.
     ///
     /// `K` = [`PartialObjectMeta<T>`](kube::core::PartialObjectMeta) gives a
     /// metadata-only informer: it lists and watches `PartialObjectMetadata` (see
@@ -246,40 +263,71 @@ impl InformerFactory {
     /// # }
     /// ```
     #[must_use]
-    pub fn scoped<K>(&self, scope: &InformerScope) -> SharedIndexInformer<K>
+    pub fn scoped<K>(&self, options: impl Into<InformerOptions<K>>) -> SharedIndexInformer<K>
     where
         K: Object + DeserializeOwned + Debug,
         K::DynamicType: Default + Clone + Send + Sync + 'static,
     {
+        let options = options.into();
         let key = InformerKey {
             type_id: TypeId::of::<K>(),
             type_name: std::any::type_name::<K>(),
-            scope: scope.clone(),
+            scope: options.scope.clone(),
         };
         let mut st = self.lock();
         if let Some(existing) = st.informers.get(&key)
             && let Some(informer) = existing.as_any().downcast_ref::<SharedIndexInformer<K>>()
         {
+            if !options.inherits_all() {
+                tracing::warn!(
+                    informer = %key.describe(),
+                    "informer already made: the settings of this ask are not applied"
+                );
+            }
             return informer.clone();
         }
+        let informer = self.make(options);
+        st.informers.insert(key, Arc::new(informer.clone()));
+        informer
+    }
+
+    /// A new informer as `options` say, the factory's settings filling the rest.
+    fn make<K>(&self, options: InformerOptions<K>) -> SharedIndexInformer<K>
+    where
+        K: Object + DeserializeOwned + Debug,
+        K::DynamicType: Default + Clone + Send + Sync + 'static,
+    {
+        let InformerOptions {
+            scope,
+            reflector_options,
+            resync,
+            keep_managed_fields,
+            skip,
+            transform,
+            indexers,
+        } = options;
         let dt = K::DynamicType::default();
         let api: Api<K> = Api::all_with(self.client.clone(), &dt);
         let mut lw = ApiListerWatcher::new_with(api, &dt)
             .in_namespace(scope.namespace.as_deref())
-            .field_filter(self.field_filter());
+            .field_filter(self.field_filter_with(keep_managed_fields, &skip));
         if let Some(l) = &scope.labels {
             lw = lw.labels(l);
         }
         if let Some(f) = &scope.fields {
             lw = lw.fields(f);
         }
-        let informer = SharedIndexInformer::builder(lw)
-            .resync(self.default_resync)
-            .reflector_options(self.reflector_options.clone())
-            .known_label_selector(scope.labels.clone())
-            .build();
-        st.informers.insert(key, Arc::new(informer.clone()));
-        informer
+        let mut builder = SharedIndexInformer::builder(lw)
+            .resync(resync.unwrap_or(self.default_resync))
+            .reflector_options(reflector_options.unwrap_or_else(|| self.reflector_options.clone()))
+            .known_label_selector(scope.labels);
+        if let Some(indexers) = indexers {
+            builder = builder.indexers(indexers);
+        }
+        if let Some(transform) = transform {
+            builder = builder.shared_transform(transform);
+        }
+        builder.build()
     }
 
     /// Starts every informer not yet started, each on its own task owned by the
@@ -348,45 +396,6 @@ impl Drop for InformerFactory {
     /// Stops every informer the factory started (their tasks end on their own).
     fn drop(&mut self) {
         self.cancel.cancel();
-    }
-}
-
-impl InformerFactory {
-    /// The shared informer for every `K` in every namespace (as
-    /// [`InformerFactory::informer`]) with every index `K` declares through
-    /// `#[derive(Reflect)]` added, unless an index of that name is already there.
-    ///
-    /// # Example
-    /// ```no_run
-    /// # use reflector_core::informer::InformerFactory;
-    /// # use reflector_core::reflect::Reflect;
-    /// # fn f<Widget: Reflect + serde::de::DeserializeOwned + std::fmt::Debug>(factory: &InformerFactory)
-    /// # where Widget::DynamicType: Default + Clone + Send + Sync + 'static {
-    /// let widgets = factory.reflected::<Widget>();
-    /// let again = factory.reflected::<Widget>(); // the same informer, indexes added once
-    /// # let _ = (widgets, again);
-    /// # }
-    /// ```
-    #[must_use]
-    pub fn reflected<K>(&self) -> SharedIndexInformer<K>
-    where
-        K: crate::reflect::Reflect + DeserializeOwned + Debug,
-        K::DynamicType: Default + Clone + Send + Sync + 'static,
-    {
-        let informer = self.informer::<K>();
-        let present = informer.indexer().indexers();
-        for (name, entry) in K::indexers().entries() {
-            if present.contains(name) {
-                continue;
-            }
-            let mut one = Indexers::new();
-            one.insert_entry(name, entry.clone());
-            // A concurrent `reflected` may have added it since: that is the same index.
-            if let Err(e) = informer.add_indexers(one) {
-                tracing::debug!(index = name, error = %e, "index already registered");
-            }
-        }
-        informer
     }
 }
 

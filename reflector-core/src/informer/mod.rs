@@ -15,7 +15,8 @@
 //!   and its listener goes on after a second.
 //! - A handler added after start first receives an add for every cached object; its
 //!   own [`Registration::has_synced`] turns true once those are handled.
-//! - [`InformerFactory`] shares one informer per type, namespace and selectors.
+//! - [`InformerFactory`] shares one informer per type, namespace and selectors;
+//!   [`InformerOptions`] tune one of its informers.
 //!
 //! Handlers are plain synchronous callbacks: keep them short (enqueue a key into a
 //! [`workqueue`](crate::workqueue) and return).
@@ -25,9 +26,11 @@ mod change;
 mod error;
 mod event_handler;
 mod factory;
+mod informer_options;
 mod notification;
 mod process_deltas;
 mod processor_listener;
+mod reflector_collector;
 mod registration;
 mod scope;
 mod shared_index_informer;
@@ -42,6 +45,8 @@ pub use change::Change;
 pub use error::InformerError;
 pub use event_handler::EventHandler;
 pub use factory::InformerFactory;
+pub use informer_options::InformerOptions;
+pub(crate) use reflector_collector::ReflectorCollector;
 pub use registration::Registration;
 pub use scope::InformerScope;
 pub use shared_index_informer::{MINIMUM_RESYNC_PERIOD, SharedIndexInformer};

@@ -15,13 +15,15 @@ use crate::object::Object;
 use crate::reflector::{Reflector, ReflectorOptions, ReflectorStats};
 use crate::store::{Indexer, Indexers, Store, StoreError};
 
+use super::InformerError;
 use super::builder::InformerBuilder;
 use super::notification::{Batch, Notification};
 use super::process_deltas::{newest_resource_version, process_deltas};
-use super::processor_listener::ProcessorListener;
-use super::registration::{Registration, Upstream, wait_for_progress};
-use super::shared_processor::{SharedProcessor, determine_resync_period};
-use super::{EventHandler, InformerError};
+use super::registration::Upstream;
+use super::shared_processor::SharedProcessor;
+
+mod handlers;
+mod waits;
 
 /// The smallest resync period a handler may ask for, as client-go's
 /// `minimumResyncPeriod` (1 s).
@@ -263,82 +265,6 @@ impl<K: Object> SharedIndexInformer<K> {
         stats
     }
 
-    /// Waits until the informer has synced: its initial list is in the cache and
-    /// was handed to every handler. Woken when it happens, never polled.
-    ///
-    /// # Errors
-    /// [`InformerError::StoppedBeforeSync`] if the informer stopped first.
-    ///
-    /// # Cancel safety
-    /// Cancel-safe: it only observes. Put it in a `tokio::time::timeout` for a
-    /// deadline.
-    pub async fn wait_synced(&self) -> Result<(), InformerError> {
-        self.wait_until(|| self.has_synced()).await
-    }
-
-    /// Waits until the cache has applied an object event whose `resourceVersion` is
-    /// at least `resource_version`, for read-your-writes: after a write answered
-    /// with resource version N, `wait_for_resource_version(N)` returns once the
-    /// informer's cache holds that write or a later state.
-    ///
-    /// Resource versions are compared as the integers an etcd3-backed API server
-    /// hands out. The event must be one
-    /// this informer watches (an object outside its namespace or selectors never
-    /// arrives); when the watch is idle and everything received is applied, the
-    /// reflector's last resource version (which bookmarks advance) counts too.
-    ///
-    /// # Errors
-    /// [`InformerError::InvalidResourceVersion`] at once for a version that is not an
-    /// integer; [`InformerError::StoppedBeforeSync`] if the informer stopped first.
-    ///
-    /// # Cancel safety
-    /// Cancel-safe: it only observes.
-    pub async fn wait_for_resource_version(
-        &self,
-        resource_version: &str,
-    ) -> Result<(), InformerError> {
-        let Ok(target) = resource_version.parse::<u64>() else {
-            return Err(InformerError::InvalidResourceVersion(
-                resource_version.to_owned(),
-            ));
-        };
-        let inner = &self.inner;
-        inner.rv_waiters.fetch_add(1, Ordering::SeqCst);
-        struct Unwait<'a>(&'a AtomicUsize);
-        impl Drop for Unwait<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, Ordering::SeqCst);
-            }
-        }
-        let _unwait = Unwait(&inner.rv_waiters);
-        self.wait_until(|| {
-            inner.applied_rv.load(Ordering::SeqCst) >= target || self.drained_past(target)
-        })
-        .await
-    }
-
-    /// Whether everything the reflector received is applied to the cache and its
-    /// last resource version is at least `target`.
-    fn drained_past(&self, target: u64) -> bool {
-        let (fifo, reflector) = {
-            let st = self.lock_state();
-            match (&st.fifo, &st.reflector) {
-                (Some(f), Some(r)) => (Arc::clone(f), Arc::clone(r)),
-                _ => return false,
-            }
-        };
-        let reached = reflector
-            .resource_version()
-            .and_then(|rv| rv.parse::<u64>().ok())
-            .is_some_and(|rv| rv >= target);
-        reached && fifo.is_drained()
-    }
-
-    /// Waits until `done()` is true, woken by the informer's progress signal.
-    async fn wait_until(&self, done: impl Fn() -> bool) -> Result<(), InformerError> {
-        wait_for_progress(&self.inner.progress, done, || self.is_stopped()).await
-    }
-
     /// Adds indexers, before or after start; cached objects are indexed at once.
     ///
     /// # Errors
@@ -348,102 +274,6 @@ impl<K: Object> SharedIndexInformer<K> {
             .indexer
             .add_indexers(indexers)
             .map_err(InformerError::Store)
-    }
-
-    /// Adds a handler with the informer's default resync period.
-    ///
-    /// # Errors
-    /// [`InformerError::Stopped`] if the informer has stopped.
-    pub fn add_event_handler(
-        &self,
-        handler: impl EventHandler<K>,
-    ) -> Result<Registration, InformerError> {
-        self.add_event_handler_with_resync(handler, self.inner.default_event_handler_resync_period)
-    }
-
-    /// Adds a handler that also receives a resync (updates with unchanged objects)
-    /// every `resync_period` (zero: never; at least [`MINIMUM_RESYNC_PERIOD`]; the
-    /// informer checks at the smallest period asked for before start, and periods
-    /// asked for after start are raised to that).
-    ///
-    /// # Errors
-    /// [`InformerError::Stopped`] if the informer has stopped.
-    pub fn add_event_handler_with_resync(
-        &self,
-        handler: impl EventHandler<K>,
-        resync_period: Duration,
-    ) -> Result<Registration, InformerError> {
-        let mut st = self.lock_state();
-        if st.stopped {
-            return Err(InformerError::Stopped);
-        }
-        let mut period = resync_period;
-        if !period.is_zero() {
-            if period < MINIMUM_RESYNC_PERIOD {
-                tracing::warn!(?period, "resync period too small; using the minimum of 1 s");
-                period = MINIMUM_RESYNC_PERIOD;
-            }
-            if period < st.resync_check_period {
-                if st.started {
-                    tracing::warn!(?period, check = ?st.resync_check_period,
-                        "informer already started; resync period raised to its check period");
-                    period = st.resync_check_period;
-                } else {
-                    st.resync_check_period = period;
-                    self.inner.processor.resync_check_period_changed(period);
-                }
-            }
-        }
-        let listener = Arc::new(ProcessorListener::new(
-            next_id(),
-            Arc::new(handler),
-            period,
-            determine_resync_period(period, st.resync_check_period),
-            Arc::clone(&self.inner.progress),
-            Arc::clone(&self.inner.handler_panics),
-        ));
-        let registration = Registration::new(
-            self.inner.id,
-            listener.id,
-            Arc::clone(&listener.pending_initial),
-            Arc::new(self.downgrade()),
-        );
-        if !st.started {
-            self.inner.processor.add_listener(listener);
-            return Ok(registration);
-        }
-        drop(st);
-        let _block = self
-            .inner
-            .block_deltas
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        for obj in self.inner.indexer.list() {
-            listener.add(Notification::Add {
-                obj,
-                is_in_initial_list: true,
-            });
-        }
-        self.inner.processor.add_listener(listener);
-        Ok(registration)
-    }
-
-    /// Removes a handler: it gets no notification after this returns. Idempotent; a
-    /// registration of another informer is ignored.
-    pub fn remove_event_handler(&self, registration: &Registration) {
-        if registration.informer_id != self.inner.id {
-            return;
-        }
-        self.inner
-            .processor
-            .remove_listener(registration.listener_id);
-    }
-
-    /// Whether `registration` is a live handler of this informer.
-    #[must_use]
-    pub fn is_registered(&self, registration: &Registration) -> bool {
-        registration.informer_id == self.inner.id
-            && self.inner.processor.has_listener(registration.listener_id)
     }
 
     /// Lists, watches and notifies until `cancel` fires, then stops every handler's
@@ -637,7 +467,7 @@ impl<K: Object> SharedIndexInformer<K> {
         (st.resync_check_period, st.started)
     }
 
-    pub(crate) fn listener_resync_period(&self, reg: &Registration) -> Option<Duration> {
+    pub(crate) fn listener_resync_period(&self, reg: &super::Registration) -> Option<Duration> {
         self.inner.processor.listener_resync_period(reg.listener_id)
     }
 

@@ -2,18 +2,25 @@
 
 use prometheus_client::registry::Registry;
 
-use crate::events::metrics::EventMetrics;
-use crate::workqueue::PrometheusMetricsProvider;
-
 use super::leader_election_metrics::LeaderElectionMetrics;
 use super::sharding_metrics::ShardingMetrics;
 use super::{ReconcileMetrics, ReflectorCollector};
+use crate::events::EventMetrics;
 use crate::informer::SharedIndexInformer;
 use crate::object::Object;
+use crate::workqueue::WorkQueueMetrics;
 
 /// Every family a controller reports to: controller-runtime's `controller_runtime_*`,
 /// client-go's `workqueue_*` (one queue per controller, named after it) and the
 /// `reflector_*` counters of the informers' reflectors.
+///
+/// Each subsystem owns its families ([`WorkQueueMetrics`], [`EventMetrics`], the
+/// informers' reflector counters, ...); this bundle holds one handle to each, so a
+/// process registers everything at once and hands the same `Metrics` to every
+/// controller, queue, recorder and leader election. Setters that take metrics
+/// (such as [`QueueConfig::metrics`](crate::workqueue::QueueConfig::metrics)) take
+/// the bundle or their subsystem's families alone: the bundle implements
+/// [`AsRef`] for each.
 ///
 /// controller-runtime's controller metrics, each labelled `controller` = the
 /// controller's name:
@@ -28,8 +35,8 @@ use crate::object::Object;
 /// | `controller_runtime_max_concurrent_reconciles` | gauge |
 /// | `controller_runtime_active_workers` | gauge (workers inside a reconcile) |
 ///
-/// client-go's work-queue metrics, each labelled `name` = the queue's name
-/// ([`QueueConfig::metrics`](crate::workqueue::QueueConfig::metrics)):
+/// client-go's work-queue metrics ([`WorkQueueMetrics`]), each labelled `name` =
+/// the queue's name ([`QueueConfig::metrics`](crate::workqueue::QueueConfig::metrics)):
 ///
 /// | metric | type |
 /// |---|---|
@@ -54,7 +61,8 @@ use crate::object::Object;
 /// | `reflector_leader_election_lost_races_total` | counter (a 409 on acquire or renew) |
 /// | `reflector_leader_election_errors_total` | counter (other failed lease reads and writes) |
 ///
-/// The event recorders' drops, reported to by an [`events::Recorder`](crate::events::Recorder)
+/// The event recorders' drops ([`EventMetrics`]), reported to by an
+/// [`events::Recorder`](crate::events::Recorder)
 /// configured with [`RecorderConfig::metrics`](crate::events::RecorderConfig::metrics):
 ///
 /// | metric | type |
@@ -78,21 +86,20 @@ use crate::object::Object;
 ///
 /// # Example
 /// ```
-/// use prometheus_client::registry::Registry;
-/// use reflector_core::metrics::{render_metrics, Metrics};
+/// use reflector::metrics::{render_metrics, Metrics, Registry};
 ///
 /// let mut registry = Registry::default();
 /// let metrics = Metrics::registered(&mut registry);
 /// # use k8s_openapi::api::core::v1::ConfigMap;
-/// # let informer = reflector_core::informer::SharedIndexInformer::builder(
-/// #     reflector_core::listwatch::FakeSource::<ConfigMap>::new()).build();
+/// # let informer = reflector::informer::SharedIndexInformer::builder(
+/// #     reflector::listwatch::FakeSource::<ConfigMap>::new()).build();
 /// metrics.informer("configmaps", &informer);
 /// assert!(render_metrics(&registry).contains("reflector_lists_total{name=\"configmaps\"} 0"));
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct Metrics {
     reconcile: ReconcileMetrics,
-    workqueue: PrometheusMetricsProvider,
+    workqueue: WorkQueueMetrics,
     reflectors: ReflectorCollector,
     leader_election: LeaderElectionMetrics,
     events: EventMetrics,
@@ -155,11 +162,6 @@ impl Metrics {
         &self.reconcile
     }
 
-    /// The `workqueue_*` families.
-    pub(crate) fn workqueue(&self) -> &PrometheusMetricsProvider {
-        &self.workqueue
-    }
-
     /// The `reflector_*` collector.
     pub(crate) fn reflectors(&self) -> &ReflectorCollector {
         &self.reflectors
@@ -169,9 +171,18 @@ impl Metrics {
     pub(crate) fn leader_election(&self) -> &LeaderElectionMetrics {
         &self.leader_election
     }
+}
 
-    /// The event recorders' family.
-    pub(crate) fn events(&self) -> &EventMetrics {
+/// The work queues' families, for [`QueueConfig::metrics`](crate::workqueue::QueueConfig::metrics).
+impl AsRef<WorkQueueMetrics> for Metrics {
+    fn as_ref(&self) -> &WorkQueueMetrics {
+        &self.workqueue
+    }
+}
+
+/// The event recorders' family, for [`RecorderConfig::metrics`](crate::events::RecorderConfig::metrics).
+impl AsRef<EventMetrics> for Metrics {
+    fn as_ref(&self) -> &EventMetrics {
         &self.events
     }
 }

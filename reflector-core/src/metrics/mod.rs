@@ -1,8 +1,10 @@
 //! Metrics: controller-runtime's and client-go's names, in `prometheus-client`.
 //!
-//! A process registers one [`Metrics`] in its [`Registry`](prometheus_client::registry::Registry)
-//! and gives a clone to each [`Controller`](crate::controller::Controller). Each
-//! controller then reports, labelled with its name:
+//! A process registers one [`Metrics`] in its [`Registry`] (re-exported here, as is
+//! the whole [`prometheus_client`] crate for metrics of your own: no direct
+//! dependency needed) and gives a clone to each
+//! [`Controller`](crate::controller::Controller). Each controller then reports,
+//! labelled with its name:
 //!
 //! - `controller_runtime_reconcile_total{controller,result}`,
 //!   `controller_runtime_reconcile_errors_total`,
@@ -24,19 +26,24 @@
 //! bundle report their ring's `reflector_sharding_*` families (assignments, moves,
 //! drains started and acknowledged, ring members), labelled `ring`.
 //!
+//! Each subsystem owns its families (the work queue's
+//! [`WorkQueueMetrics`](crate::workqueue::WorkQueueMetrics), the event recorder's
+//! [`EventMetrics`](crate::events::EventMetrics), the informers' reflector
+//! counters, ...); this module gathers them into the [`Metrics`] bundle, which every
+//! setter taking metrics accepts, and serves them.
+//!
 //! [`render_metrics`] encodes a registry in the text exposition format; with the
 //! `metrics-server` feature, `MetricsServer` serves it on `GET /metrics`, with
 //! `/healthz` and `/readyz` answered from a [`Health`].
 //!
 //! ```
-//! use prometheus_client::registry::Registry;
-//! use reflector_core::metrics::{render_metrics, Metrics};
-//! use reflector_core::workqueue::{QueueConfig, WorkQueue};
+//! use reflector::metrics::{render_metrics, Metrics, Registry};
+//! use reflector::workqueue::{QueueConfig, WorkQueue};
 //!
 //! let mut registry = Registry::default();
 //! let metrics = Metrics::registered(&mut registry);
 //! let queue: WorkQueue<String> = WorkQueue::with_config(
-//!     std::sync::Arc::new(reflector_core::workqueue::DefaultRateLimiter::default()),
+//!     std::sync::Arc::new(reflector::workqueue::DefaultRateLimiter::default()),
 //!     QueueConfig::default().name("widgets").metrics(&metrics),
 //! );
 //! queue.add("ns/a".to_string());
@@ -50,19 +57,30 @@ mod error;
 mod health;
 mod leader_election_metrics;
 mod reconcile_metrics;
-mod reflector_collector;
 mod render;
 #[cfg(feature = "metrics-server")]
 mod server;
 mod sharding_metrics;
 
+pub(crate) use crate::informer::ReflectorCollector;
 pub use bundle::Metrics;
 /// The metrics endpoint's error, with the endpoint (feature `metrics-server`).
 #[cfg(feature = "metrics-server")]
 pub use error::MetricsError;
 pub use health::Health;
+/// The `prometheus-client` crate the metrics are built with, for registering metrics
+/// of your own in the same [`Registry`] (the same version, no direct dependency).
+pub use prometheus_client;
+/// The registry metrics are registered in and encoded from (`prometheus-client`'s).
+///
+/// ```
+/// use reflector::metrics::{Metrics, Registry};
+/// let mut registry = Registry::default();
+/// let metrics = Metrics::registered(&mut registry);
+/// # let _ = metrics;
+/// ```
+pub use prometheus_client::registry::Registry;
 pub(crate) use reconcile_metrics::{ControllerRecorder, ReconcileMetrics, ReconcileResult};
-pub(crate) use reflector_collector::ReflectorCollector;
 pub use render::{METRICS_CONTENT_TYPE, render_metrics};
 #[cfg(feature = "metrics-server")]
 pub use server::MetricsServer;

@@ -9,6 +9,7 @@ mod retry_with_deadline;
 mod stats;
 mod temporary_store;
 mod watch_handler;
+mod watch_list;
 
 #[cfg(test)]
 mod tests;
@@ -22,9 +23,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::backoff::Backoff;
+use crate::fifo::sink_for;
 use crate::listwatch::{ListWatchError, ListerWatcher, WatchStream};
 use crate::object::Object;
-use crate::store::{Store, StoreSink, sink_for};
+use crate::store::{Store, StoreSink};
 
 pub use error::ReflectorError;
 pub use options::ReflectorOptions;
@@ -34,7 +36,6 @@ use options::DEFAULT_PAGE_SIZE;
 use resync_timer::ResyncTimer;
 use retry_with_deadline::RetryWithDeadline;
 use stats::{StatsCounters, bump};
-use temporary_store::TemporaryStore;
 use watch_handler::{RunVersions, WatchContext, WatchEnd, handle_watch};
 
 /// Keeps a [`Store`] in step with the API server by list-then-watch.
@@ -500,106 +501,6 @@ where
             }
             return Ok(());
         }
-    }
-
-    /// Streams the initial state with a watch-list request. `Ok(None)` when
-    /// cancelled; `Ok(Some(stream))` with the store replaced (or the streamed list
-    /// ended: `TemporaryStore::finish`) and the stream open.
-    async fn watch_list(
-        &self,
-        cancel: &CancellationToken,
-    ) -> Result<Option<WatchStream<K>>, ReflectorError> {
-        loop {
-            if cancel.is_cancelled() {
-                return Ok(None);
-            }
-            let last_known = self.rewatch_resource_version();
-            let temporary = TemporaryStore::<K>::new(Arc::clone(&self.store));
-            let params = WatchParams {
-                bookmarks: true,
-                send_initial_events: true,
-                timeout: Some(self.watch_timeout_secs()),
-                ..WatchParams::default()
-            };
-            let start = Instant::now();
-            bump(&self.stats.watches);
-            let started = tokio::select! {
-                () = cancel.cancelled() => return Ok(None),
-                r = self.lister_watcher.watch(&params, &last_known) => r,
-            };
-            let mut stream = match started {
-                Ok(stream) => stream,
-                Err(source) => {
-                    self.stats.count_error(&source);
-                    if self.watch_list_retriable(&source, cancel).await {
-                        continue;
-                    }
-                    return Err(ReflectorError::Watch {
-                        resource: self.name.clone(),
-                        source,
-                    });
-                }
-            };
-            let mut resource_version = String::new();
-            let mut set_rv = |versions: RunVersions<'_>| {
-                let last = versions.iter().filter(|(_, past)| *past).last();
-                if let Some((rv, _)) = last {
-                    rv.clone_into(&mut resource_version);
-                }
-            };
-            let ctx = WatchContext {
-                name: &self.name,
-                store: &temporary,
-                stats: &self.stats,
-                cancel,
-                resync: None,
-                exit_on_initial_events_end: true,
-            };
-            match handle_watch(ctx, start, &mut stream, &mut set_rv).await {
-                Ok(WatchEnd::Stopped) => return Ok(None),
-                Ok(WatchEnd::InitialEventsEnd) => {
-                    self.lock_state().unavailable = false;
-                    bump(&self.stats.lists);
-                    let relist = std::mem::replace(&mut self.lock_state().listed_once, true);
-                    if relist {
-                        bump(&self.stats.relists);
-                    }
-                    temporary
-                        .finish(&resource_version)
-                        .map_err(|source| ReflectorError::Sync {
-                            resource: self.name.clone(),
-                            source,
-                        })?;
-                    self.set_resource_version(&resource_version);
-                    return Ok(Some(stream));
-                }
-                Ok(WatchEnd::Closed { .. }) => {}
-                Err(e) => {
-                    let Some(source) = e.list_watch_error() else {
-                        return Err(e);
-                    };
-                    self.stats.count_error(source);
-                    if !self.watch_list_retriable(source, cancel).await {
-                        return Err(e);
-                    }
-                }
-            }
-        }
-    }
-
-    /// client-go's `isErrorRetriableWithSideEffectsFn` for watch-list: back off on
-    /// 429/refused; forget the resource version on 410/too large.
-    async fn watch_list_retriable(&self, e: &ListWatchError, cancel: &CancellationToken) -> bool {
-        if is_watch_error_retriable(e) {
-            tracing::debug!(reflector = %self.name, error = %e, "watch-list failed; backing off");
-            self.sleep_backoff(cancel).await;
-            return true;
-        }
-        if e.is_expired() || e.is_too_large_resource_version() {
-            self.lock_state().unavailable = true;
-            return true;
-        }
-        false
     }
 
     /// Sleeps one backoff step; returns true if cancelled meanwhile.

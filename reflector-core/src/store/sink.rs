@@ -1,12 +1,13 @@
 //! The reflector's side of a store: what it hands a store besides the [`Store`]
-//! verbs. Crate-private: only the [`DeltaFifo`] (and the [`Indexer`]) use these
-//! hooks; any other store gets the plain behaviour, one call per event.
+//! verbs. Crate-private: only the queues of [`fifo`](crate::fifo) (and the
+//! [`Indexer`]) use these hooks; any other store gets the plain behaviour, one call
+//! per event. The store layer knows no queue: the FIFO implements [`StoreSink`]
+//! itself, and `fifo::sink_for` recognises it before asking [`sink_for`] here.
 
 use std::any::Any;
 use std::sync::Arc;
 
 use super::{Indexer, Store, StoreError};
-use crate::fifo::DeltaFifo;
 use crate::object::{Object, ObjectKey};
 
 /// The store call a watch event stands for: `ADDED` → [`Store::add`],
@@ -61,7 +62,7 @@ pub(crate) fn apply_each<K: Object, S: Store<K> + ?Sized>(
 }
 
 /// A [`Store`] as the reflector writes through it: the store verbs plus the
-/// batching and streaming hooks only the [`DeltaFifo`] implements (and
+/// batching and streaming hooks only the `DeltaFifo` implements (and
 /// `cached_unchanged`, which the [`Indexer`] answers too). Every hook defaults to
 /// what a plain store does with the verbs alone.
 pub(crate) trait StoreSink<K: Object>: Store<K> {
@@ -163,15 +164,12 @@ impl<K: Object> Store<K> for PlainStore<K> {
 
 impl<K: Object> StoreSink<K> for PlainStore<K> {}
 
-/// The sink a reflector writes `store` through: the [`DeltaFifo`]'s and the
-/// [`Indexer`]'s own hooks when `store` is one of them (as client-go asserts a
-/// store's type for its optional interfaces), every hook's default otherwise.
+/// The sink a reflector writes `store` through, as far as the store layer knows:
+/// the [`Indexer`]'s own hooks when `store` is one (as client-go asserts a store's
+/// type for its optional interfaces), every hook's default otherwise. The reflector
+/// asks `fifo::sink_for`, which recognises the FIFO first and then asks this.
 pub(crate) fn sink_for<K: Object>(store: Arc<dyn Store<K>>) -> Arc<dyn StoreSink<K>> {
     let any: Arc<dyn Any + Send + Sync> = store.clone();
-    let any = match any.downcast::<DeltaFifo<K>>() {
-        Ok(fifo) => return fifo,
-        Err(any) => any,
-    };
     if let Ok(indexer) = any.downcast::<Indexer<K>>() {
         return indexer;
     }
@@ -192,17 +190,10 @@ mod tests {
         Arc::new(cm)
     }
 
-    /// A DeltaFifo handed over as a plain `dyn Store` keeps its own hooks (the
-    /// informer's fast path), as does an Indexer; any other store gets the defaults.
+    /// An Indexer handed over as a plain `dyn Store` keeps its own hooks; any other
+    /// store gets the defaults.
     #[test]
-    fn sink_for_recognises_the_fifo_and_the_indexer() {
-        let fifo: Arc<dyn Store<ConfigMap>> = Arc::new(DeltaFifo::<ConfigMap>::new());
-        assert!(
-            sink_for(fifo)
-                .stream_list_page(&[cm("a", "1")], true)
-                .unwrap()
-        );
-
+    fn sink_for_recognises_the_indexer() {
         let indexer = Arc::new(Indexer::<ConfigMap>::new(Indexers::new()));
         let a = cm("a", "1");
         indexer.add(a.clone()).unwrap();

@@ -1,6 +1,7 @@
-//! Work-queue metrics: the [`QueueMetrics`] hook (client-go's
-//! `MetricsProvider`/`queueMetrics`) and a `prometheus-client` implementation
-//! exposing client-go's metric names.
+//! Work-queue metrics: the [`QueueMetrics`] hook (client-go's `queueMetrics`) and
+//! [`WorkQueueMetrics`], the `prometheus-client` families with client-go's metric
+//! names (client-go's `MetricsProvider`). The work queue owns these; the
+//! [`metrics`](crate::metrics) bundle only holds a handle to them.
 
 use std::fmt;
 use std::sync::Arc;
@@ -57,13 +58,43 @@ impl MetricConstructor<Histogram> for DurationBuckets {
 
 type FloatGauge = Gauge<f64, AtomicU64>;
 
-/// Work-queue metrics in `prometheus-client`, with client-go's names, each
-/// labelled `name` = the queue's name
-/// (names and types: see [`Metrics`](crate::metrics::Metrics)).
+/// client-go's `workqueue_*` metric families in `prometheus-client`, each series
+/// labelled `name` = the queue's name. Shared handles: clones report into the same
+/// families.
 ///
-/// Register the families once, then hand each queue its own hook.
+/// A queue reports here once configured with
+/// [`QueueConfig::metrics`](super::QueueConfig::metrics), which takes
+/// these families or anything holding them: the process-wide
+/// [`Metrics`](crate::metrics::Metrics) bundle, usually.
+///
+/// | metric | type |
+/// |---|---|
+/// | `workqueue_depth` | gauge |
+/// | `workqueue_adds_total` | counter |
+/// | `workqueue_queue_duration_seconds` | histogram, client-go's buckets (10 ns – 10 s, ×10) |
+/// | `workqueue_work_duration_seconds` | histogram, the same buckets |
+/// | `workqueue_retries_total` | counter |
+/// | `workqueue_unfinished_work_seconds` | gauge (float) |
+/// | `workqueue_longest_running_processor_seconds` | gauge (float) |
+///
+/// # Example
+/// A queue's metrics without the rest of the bundle:
+/// ```
+/// use reflector::metrics::{Registry, render_metrics};
+/// use reflector::workqueue::{QueueConfig, WorkQueue, WorkQueueMetrics};
+///
+/// let mut registry = Registry::default();
+/// let metrics = WorkQueueMetrics::registered(&mut registry);
+/// let queue: WorkQueue<String> = WorkQueue::with_config(
+///     std::sync::Arc::new(reflector::workqueue::DefaultRateLimiter::default()),
+///     QueueConfig::default().name("widgets").metrics(&metrics),
+/// );
+/// queue.add("ns/a".to_string());
+/// assert!(render_metrics(&registry).contains("workqueue_adds_total{name=\"widgets\"} 1"));
+/// ```
+#[doc(alias = "MetricsProvider")]
 #[derive(Clone, Debug)]
-pub struct PrometheusMetricsProvider {
+pub struct WorkQueueMetrics {
     depth: Family<QueueLabels, Gauge>,
     adds: Family<QueueLabels, Counter>,
     queue_duration: Family<QueueLabels, Histogram, DurationBuckets>,
@@ -73,17 +104,23 @@ pub struct PrometheusMetricsProvider {
     longest_running: Family<QueueLabels, FloatGauge>,
 }
 
-impl Default for PrometheusMetricsProvider {
+impl Default for WorkQueueMetrics {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl PrometheusMetricsProvider {
+impl AsRef<WorkQueueMetrics> for WorkQueueMetrics {
+    fn as_ref(&self) -> &WorkQueueMetrics {
+        self
+    }
+}
+
+impl WorkQueueMetrics {
     /// Empty metric families, not yet registered.
     #[must_use]
     pub fn new() -> Self {
-        PrometheusMetricsProvider {
+        WorkQueueMetrics {
             depth: Family::default(),
             adds: Family::default(),
             queue_duration: Family::new_with_constructor(DurationBuckets),
@@ -94,8 +131,16 @@ impl PrometheusMetricsProvider {
         }
     }
 
+    /// New families, registered in `registry`.
+    #[must_use]
+    pub fn registered(registry: &mut Registry) -> Self {
+        let metrics = Self::new();
+        metrics.register(registry);
+        metrics
+    }
+
     /// Registers the seven families in `registry` (counters get their
-    /// `_total` suffix from the encoder).
+    /// `_total` suffix from the encoder). Register once per registry.
     pub fn register(&self, registry: &mut Registry) {
         registry.register(
             "workqueue_depth",
@@ -134,10 +179,9 @@ impl PrometheusMetricsProvider {
         );
     }
 
-    /// The hook for the queue called `name`; pass it to
-    /// [`QueueConfig::metrics`](super::QueueConfig::metrics).
+    /// The hook for the queue called `name`.
     #[must_use]
-    pub fn queue_metrics(&self, name: &str) -> Arc<dyn QueueMetrics> {
+    pub(crate) fn queue_metrics(&self, name: &str) -> Arc<dyn QueueMetrics> {
         let labels = QueueLabels {
             name: name.to_owned(),
         };
@@ -153,7 +197,7 @@ impl PrometheusMetricsProvider {
     }
 }
 
-/// One queue's handles into the provider's families.
+/// One queue's handles into the families.
 struct PrometheusQueueMetrics {
     depth: Gauge,
     adds: Counter,

@@ -49,14 +49,16 @@
 //! key being processed is done.
 //!
 //! Metrics: none by default; [`QueueConfig::metrics`] reports client-go's
-//! `workqueue_*` metrics to a [`Metrics`](crate::metrics::Metrics) bundle.
+//! `workqueue_*` metrics ([`WorkQueueMetrics`]) to the process's
+//! [`Metrics`](crate::metrics::Metrics) bundle, or to the work-queue families alone.
 
 mod metrics;
 mod queue;
 mod queue_config;
+mod queue_state;
 mod rate_limiter;
 
-pub(crate) use metrics::PrometheusMetricsProvider;
+pub use metrics::WorkQueueMetrics;
 pub use queue::WorkQueue;
 pub use queue_config::QueueConfig;
 pub use rate_limiter::{

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::metrics::Metrics;
+use super::WorkQueueMetrics;
 
 /// Configuration of a work queue.
 #[derive(Clone, Default)]
@@ -14,7 +14,7 @@ pub struct QueueConfig {
     /// Where the queue reports client-go's `workqueue_*` metrics, labelled with its
     /// name. Default: none, which records nothing and reads no clock (as client-go's
     /// `noopMetricsProvider`). Set with [`QueueConfig::metrics`].
-    pub(crate) metrics: Option<Metrics>,
+    pub(crate) metrics: Option<WorkQueueMetrics>,
 }
 
 impl QueueConfig {
@@ -26,15 +26,16 @@ impl QueueConfig {
     }
 
     /// Reports client-go's `workqueue_*` metrics (`workqueue_depth`,
-    /// `workqueue_adds_total`, `workqueue_queue_duration_seconds`, ...) to `metrics`,
-    /// labelled `name="<the queue's name>"`.
+    /// `workqueue_adds_total`, `workqueue_queue_duration_seconds`, ...; see
+    /// [`WorkQueueMetrics`]) to `metrics`, labelled `name="<the queue's name>"`:
+    /// the process's [`Metrics`](crate::metrics::Metrics) bundle, or the work-queue
+    /// families alone.
     ///
     /// # Example
     /// ```
     /// use std::sync::Arc;
-    /// use prometheus_client::registry::Registry;
-    /// use reflector_core::metrics::{render_metrics, Metrics};
-    /// use reflector_core::workqueue::{QueueConfig, WorkQueue, DefaultRateLimiter};
+    /// use reflector::metrics::{render_metrics, Metrics, Registry};
+    /// use reflector::workqueue::{QueueConfig, WorkQueue, DefaultRateLimiter};
     ///
     /// let mut registry = Registry::default();
     /// let metrics = Metrics::registered(&mut registry);
@@ -46,8 +47,8 @@ impl QueueConfig {
     /// assert!(render_metrics(&registry).contains("workqueue_depth{name=\"widgets\"} 1"));
     /// ```
     #[must_use]
-    pub fn metrics(mut self, metrics: &Metrics) -> Self {
-        self.metrics = Some(metrics.clone());
+    pub fn metrics(mut self, metrics: &impl AsRef<WorkQueueMetrics>) -> Self {
+        self.metrics = Some(metrics.as_ref().clone());
         self
     }
 }

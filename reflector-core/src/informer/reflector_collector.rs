@@ -1,4 +1,6 @@
-//! [`ReflectorCollector`]: reflector counters, read at scrape time.
+//! [`ReflectorCollector`]: the `reflector_*` counters of informers' reflectors, read
+//! at scrape time. The informer owns them; the [`metrics`](crate::metrics) bundle
+//! holds a handle.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -10,7 +12,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::registry::Registry;
 
-use crate::informer::SharedIndexInformer;
+use super::SharedIndexInformer;
 use crate::object::Object;
 use crate::reflector::ReflectorStats;
 
@@ -94,7 +96,7 @@ const ERROR_REASONS: [(&str, Read); 8] = [
 /// when the registry is encoded (a `prometheus-client` [`Collector`]), in the spirit
 /// of client-go's reflector metrics. Every series is labelled `name` = the label the
 /// informer was added under
-/// (names: see [`Metrics::informer`](super::Metrics::informer)).
+/// (names: see [`Metrics::informer`](crate::metrics::Metrics::informer)).
 ///
 /// Cloning gives another handle to the same set of informers. Adding under a label
 /// already present replaces the earlier source.
