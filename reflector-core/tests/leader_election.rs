@@ -868,3 +868,69 @@ async fn lost_leadership_awaits_reconciles_only_until_the_lease_could_be_taken()
     server.faults().remove(id);
     watch.abort();
 }
+
+/// The released lease, as the server stores it, is the record client-go's
+/// `release()` writes (through `LeaseLock`'s spec conversion): `holderIdentity`
+/// present and empty, `leaseDurationSeconds: 1`, `acquireTime` and `renewTime` the
+/// release time, `leaseTransitions` as it was; no other spec field.
+#[tokio::test(start_paused = true)]
+async fn a_released_lease_is_the_record_client_go_writes() {
+    let server = ApiServer::start().await.unwrap();
+    // Released by another replica after four hand-overs: taking it is the fifth.
+    let mut free = Lease::default();
+    free.metadata.name = Some(LEASE.into());
+    free.metadata.namespace = Some(NS.into());
+    free.spec = Some(LeaseSpec {
+        holder_identity: Some(String::new()),
+        lease_duration_seconds: Some(1),
+        lease_transitions: Some(4),
+        ..LeaseSpec::default()
+    });
+    server.insert(&free).unwrap();
+    let e = election(&server, config("a").release_on_cancel(true));
+    let stop = CancellationToken::new();
+    let run = tokio::spawn({
+        let (e, stop) = (e.clone(), stop.clone());
+        async move { e.run(stop).await }
+    });
+    until("leads", Duration::from_secs(5), || e.is_leader()).await;
+    tokio::time::sleep(DEFAULT_RETRY_PERIOD * 2).await;
+    assert_eq!(lease(&server).unwrap().lease_transitions, Some(5));
+
+    let before = Timestamp::now();
+    stop.cancel();
+    run.await.unwrap().unwrap();
+    let after = Timestamp::now();
+    let stored = server
+        .object_json::<Lease>(Some(NS), LEASE)
+        .unwrap()
+        .unwrap();
+    let spec = stored["spec"].as_object().unwrap();
+    let mut fields: Vec<&str> = spec.keys().map(String::as_str).collect();
+    fields.sort_unstable();
+    assert_eq!(
+        fields,
+        [
+            "acquireTime",
+            "holderIdentity",
+            "leaseDurationSeconds",
+            "leaseTransitions",
+            "renewTime"
+        ],
+        "{stored}"
+    );
+    assert_eq!(spec["holderIdentity"], "");
+    assert_eq!(spec["leaseDurationSeconds"], 1);
+    assert_eq!(spec["leaseTransitions"], 5, "transitions kept");
+    assert_eq!(
+        spec["acquireTime"], spec["renewTime"],
+        "both the release time"
+    );
+    let at: Timestamp = spec["renewTime"].as_str().unwrap().parse().unwrap();
+    // MicroTime keeps microseconds: `before` may be up to 1 µs later than its record.
+    let slack = SignedDuration::from_micros(1);
+    assert!(
+        before - slack <= at && at <= after,
+        "released at {at}, between {before} and {after}"
+    );
+}

@@ -45,9 +45,11 @@ use super::{LeaderElectionConfig, LeaderElectionError, LeaderState};
 /// - **Record.** `holderIdentity`, `leaseDurationSeconds`, `acquireTime` (kept while
 ///   the holder does not change), `renewTime`, and `leaseTransitions`, incremented
 ///   each time the holder changes.
-/// - **Release.** With `release_on_cancel`, a graceful stop of the leader writes an
-///   empty `holderIdentity` and `leaseDurationSeconds: 1`; a follower sees it
-///   through its watch and takes over at once.
+/// - **Release.** With `release_on_cancel`, a graceful stop of the leader writes the
+///   record client-go's `release` writes: `holderIdentity: ""`,
+///   `leaseDurationSeconds: 1`, `acquireTime` and `renewTime` the release time,
+///   `leaseTransitions` kept; a follower sees it through its watch and takes over
+///   at once.
 ///
 /// The handle is cheap to clone; clones share the state. Run it yourself with
 /// [`run`](Self::run), or give it to
