@@ -124,7 +124,7 @@ impl<K: Object, P> Controller<K, P> {
             } = self;
             let gate = shard
                 .as_ref()
-                .map(|s| Arc::new(ShardGate::new(&s.ring, metrics.as_ref())));
+                .map(|s| Arc::new(ShardGate::new(&s.ring, metrics.as_ref().map(Into::into))));
             let cache = primary.indexer().clone();
             sources.insert(
                 0,

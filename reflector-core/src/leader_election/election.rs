@@ -132,8 +132,7 @@ impl Drop for RunGuard {
         self.shared.set_takeover_bound(None);
         self.shared.state.send_replace(LeaderState::Stopped);
         if let Some(m) = &self.shared.config.metrics {
-            m.leader_election()
-                .set_leading(&self.shared.lock.name, false);
+            m.set_leading(&self.shared.lock.name, false);
         }
         self.shared.running.store(false, Ordering::SeqCst);
     }
@@ -176,7 +175,7 @@ impl LeaderElection {
             None => default_identity()?,
         };
         if let Some(m) = &config.metrics {
-            m.leader_election().set_leading(name, false);
+            m.set_leading(name, false);
         }
         Ok(LeaderElection {
             shared: Arc::new(Shared {

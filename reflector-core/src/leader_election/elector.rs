@@ -120,21 +120,21 @@ impl Elector {
             changed
         });
         if let Some(m) = &self.guard.shared.config.metrics {
-            m.leader_election().set_leading(self.name(), leading);
+            m.set_leading(self.name(), leading);
         }
     }
 
     fn lost_race(&self, what: &str) {
         tracing::debug!(lease = %self.name(), identity = %self.identity(), "lost the race to {what} the lease");
         if let Some(m) = &self.guard.shared.config.metrics {
-            m.leader_election().lost_race(self.name());
+            m.lost_race(self.name());
         }
     }
 
     fn failed(&self, what: &str, error: &kube::Error) {
         tracing::warn!(lease = %self.name(), identity = %self.identity(), %error, "cannot {what} the lease");
         if let Some(m) = &self.guard.shared.config.metrics {
-            m.leader_election().error(self.name());
+            m.error(self.name());
         }
     }
 

@@ -33,6 +33,7 @@ mod election;
 mod elector;
 mod error;
 mod lease_lock;
+mod metrics;
 mod observed_lease;
 mod state;
 
@@ -42,6 +43,7 @@ pub use config::{
 pub use election::LeaderElection;
 pub(crate) use election::RunGuard;
 pub use error::LeaderElectionError;
+pub use metrics::LeaderElectionMetrics;
 pub(crate) use observed_lease::ObservedLease;
 pub use state::LeaderState;
 pub(crate) use state::not_leading;

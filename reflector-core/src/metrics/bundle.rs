@@ -5,11 +5,11 @@ use prometheus_client::registry::Registry;
 use crate::events::metrics::EventMetrics;
 use crate::workqueue::PrometheusMetricsProvider;
 
-use super::leader_election_metrics::LeaderElectionMetrics;
-use super::sharding_metrics::ShardingMetrics;
 use super::{ReconcileMetrics, ReflectorCollector};
 use crate::informer::SharedIndexInformer;
+use crate::leader_election::LeaderElectionMetrics;
 use crate::object::Object;
+use crate::sharding::ShardingMetrics;
 
 /// Every family a controller reports to: controller-runtime's `controller_runtime_*`,
 /// client-go's `workqueue_*` (one queue per controller, named after it) and the
