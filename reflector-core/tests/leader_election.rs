@@ -8,6 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -138,21 +139,16 @@ impl Replica {
         health.leader_election(&election);
         let terms = Terms::default();
         let watcher = tokio::spawn({
-            let (mut rx, terms) = (election.subscribe(), Arc::clone(&terms));
+            let (mut transitions, terms) = (election.transitions(), Arc::clone(&terms));
             async move {
-                loop {
-                    let leading = rx.borrow_and_update().is_leading();
-                    {
-                        let mut terms = terms.lock().unwrap();
-                        let open = matches!(terms.last(), Some((_, None)));
-                        if leading && !open {
-                            terms.push((Instant::now(), None));
-                        } else if !leading && open {
-                            terms.last_mut().unwrap().1 = Some(Instant::now());
-                        }
-                    }
-                    if rx.changed().await.is_err() {
-                        return;
+                while let Some(state) = transitions.next().await {
+                    let leading = state.is_leading();
+                    let mut terms = terms.lock().unwrap();
+                    let open = matches!(terms.last(), Some((_, None)));
+                    if leading && !open {
+                        terms.push((Instant::now(), None));
+                    } else if !leading && open {
+                        terms.last_mut().unwrap().1 = Some(Instant::now());
                     }
                 }
             }
@@ -932,5 +928,44 @@ async fn a_released_lease_is_the_record_client_go_writes() {
     assert!(
         before - slack <= at && at <= after,
         "released at {at}, between {before} and {after}"
+    );
+}
+
+/// `transitions()` hands over every change, none merged, however late it is read:
+/// acquire, lose (renewals failing past the renew deadline), acquire again as soon as
+/// the API answers (the lease still names this replica), stop — all read only after
+/// the last of them, where a watch of the state would show the last one alone.
+#[tokio::test(start_paused = true)]
+async fn transitions_are_never_merged_even_when_read_late() {
+    let server = ApiServer::start().await.unwrap();
+    let e = election(&server, config("a"));
+    let mut transitions = e.transitions();
+    let stop = CancellationToken::new();
+    let run = tokio::spawn({
+        let (e, stop) = (e.clone(), stop.clone());
+        async move { e.run(stop).await }
+    });
+    until("leads", Duration::from_secs(5), || e.is_leader()).await;
+    let failing = server.inject(
+        Matcher::any().resource("leases").every(),
+        Fault::InternalError,
+    );
+    until("loses", DEFAULT_LEASE_DURATION, || !e.is_leader()).await;
+    server.faults().remove(failing);
+    until("leads again", DEFAULT_LEASE_DURATION, || e.is_leader()).await;
+    stop.cancel();
+    run.await.unwrap().unwrap();
+
+    let seen: Vec<LeaderState> =
+        std::iter::from_fn(|| transitions.next().now_or_never().flatten()).collect();
+    assert_eq!(
+        seen,
+        [
+            LeaderState::Stopped,
+            LeaderState::Leading,
+            LeaderState::Following { holder: None },
+            LeaderState::Leading,
+            LeaderState::Stopped,
+        ]
     );
 }

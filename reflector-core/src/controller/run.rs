@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::leader_election::{LeaderElection, LeaderState, not_leading};
+use crate::leader_election::{LeaderElection, LeaderTransitions};
 use crate::object::Object;
 use crate::sharding::ShardGate;
 use crate::workqueue::{QueueConfig, WorkQueue};
@@ -219,7 +219,7 @@ impl<K: Object, P> Controller<K, P> {
                     recorder,
                     gate: gate.clone(),
                 });
-                let mut leadership = membership.map(LeaderElection::subscribe);
+                let mut leadership = membership.map(LeaderElection::transitions);
                 let mut tick = tokio::time::interval(UNFINISHED_WORK_PERIOD);
                 // One term per leadership (one only without an election).
                 loop {
@@ -228,7 +228,7 @@ impl<K: Object, P> Controller<K, P> {
                         tokio::select! {
                             biased;
                             () = cancel.cancelled() => return Ok(()),
-                            _ = rx.wait_for(LeaderState::is_leading) => {}
+                            () = rx.acquired() => {}
                         }
                         tracing::info!(controller = %name, "leading: reconciling every cached object");
                         for key in shared.cache.list_keys() {
@@ -246,7 +246,7 @@ impl<K: Object, P> Controller<K, P> {
                     let lost = loop {
                         tokio::select! {
                             () = cancel.cancelled() => break false,
-                            () = not_leading(leadership.as_mut()) => break true,
+                            () = lost(leadership.as_mut()) => break true,
                             _ = tick.tick(), if metrics.is_some() => queue.update_unfinished_work(),
                             Some(joined) = workers.join_next() => {
                                 // Workers only end on cancel or shutdown; log anything else.
@@ -318,5 +318,16 @@ impl<K: Object, P> Controller<K, P> {
             () = stop => cancel.cancel(),
         }
         run.await
+    }
+}
+
+/// Resolves at the next loss of `leadership`; never without it.
+///
+/// # Cancel safety
+/// Cancel-safe, as [`LeaderTransitions::lost`].
+async fn lost(leadership: Option<&mut LeaderTransitions>) {
+    match leadership {
+        Some(t) => t.lost().await,
+        None => std::future::pending().await,
     }
 }

@@ -114,11 +114,7 @@ impl Elector {
 
     fn publish(&self, state: LeaderState) {
         let leading = state.is_leading();
-        self.guard.shared.state.send_if_modified(|s| {
-            let changed = *s != state;
-            *s = state;
-            changed
-        });
+        self.guard.shared.state.publish(state);
         if let Some(m) = &self.guard.shared.config.metrics {
             m.set_leading(self.name(), leading);
         }
