@@ -323,8 +323,45 @@ impl<K: Object, P> Controller<K, P> {
     }
 
     /// What to do with a key whose reconcile failed: any [`ErrorPolicy`](super::ErrorPolicy), e.g. a
-    /// `fn(&ObjectRef<K>, &Error, Arc<Ctx>) -> Action`, or a fixed [`Action`].
+    /// `fn(&Request<K>, &Error, Arc<Ctx>) -> Action`, or a fixed [`Action`].
     /// Default: [`Action::requeue_rate_limited`].
+    ///
+    /// The policy gets the failed reconcile's [`Request`](super::Request): the key, and
+    /// the object it saw (`None` once deleted), which a Warning Event is published
+    /// about:
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector::controller::{Action, Controller, Request};
+    /// use reflector::events::{Event, Recorder};
+    ///
+    /// struct Ctx {
+    ///     recorder: Recorder,
+    /// }
+    ///
+    /// async fn reconcile(_: Request<ConfigMap>, _: Arc<Ctx>) -> Result<Action, kube::Error> {
+    ///     Ok(Action::done())
+    /// }
+    ///
+    /// fn on_error(req: &Request<ConfigMap>, err: &kube::Error, ctx: Arc<Ctx>) -> Action {
+    ///     if let Some(cm) = &req.object {
+    ///         let warning = Event::warning("ReconcileFailed", "Reconcile").note(err.to_string());
+    ///         if let Err(e) = ctx.recorder.publish(cm.as_ref(), warning) {
+    ///             eprintln!("{}: cannot record the failure: {e}", req.key);
+    ///         }
+    ///     }
+    ///     Action::requeue_rate_limited()
+    /// }
+    ///
+    /// # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// let ctx = Arc::new(Ctx { recorder: Recorder::new(client.clone(), "configmap-controller")? });
+    /// Controller::<ConfigMap>::for_kind(client)
+    ///     .error_policy(on_error)
+    ///     .run(reconcile, ctx)
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn error_policy<Q>(self, policy: Q) -> Controller<K, Q> {
         Controller {

@@ -132,8 +132,9 @@ where
         let active = ActiveGuard::enter(recorder);
         let queue = &self.queue;
         let started = Instant::now();
-        let typed = ObjectRef::<K>::from_key(key.clone());
-        let request = Request::new(typed.clone(), cached);
+        // The error policy gets what the reconcile saw (two reference counts).
+        let request = Request::new(ObjectRef::<K>::from_key(key.clone()), cached);
+        let seen = request.clone();
         let outcome =
             AssertUnwindSafe(async { (self.reconcile)(request, Arc::clone(&self.ctx)).await })
                 .catch_unwind()
@@ -158,7 +159,7 @@ where
             Ok(Err(err)) => {
                 tracing::error!(controller = %self.name, %key, error = %err, "reconciler error");
                 let policy = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    self.error_policy.on_error(&typed, &err, &self.ctx)
+                    self.error_policy.on_error(&seen, &err, &self.ctx)
                 }));
                 let action = policy.unwrap_or_else(|payload| {
                     tracing::error!(controller = %self.name, %key,
