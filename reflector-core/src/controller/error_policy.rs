@@ -14,14 +14,49 @@ use super::{Action, Request};
 /// always and the cached object when there was one (`None` for a deleted object), so
 /// it can record a Warning Event about the object with
 /// [`events::Recorder::publish`](crate::events::Recorder::publish), no reference to
-/// build (see [`Controller::error_policy`](super::Controller::error_policy)).
+/// build (first example).
 ///
 /// The answer means: [`Action::requeue_rate_limited`] — retry after the key's
 /// exponential backoff; [`Action::requeue_after`] — retry after a fixed delay,
 /// keeping the backoff count; [`Action::done`] — a terminal error, not retried
 /// (controller-runtime's `TerminalError`).
 ///
-/// # Example
+/// # Examples
+/// A Warning Event about the object whose reconcile failed:
+/// ```no_run
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use reflector::controller::{Action, Controller, Request};
+/// use reflector::events::{Event, Recorder};
+///
+/// struct Ctx {
+///     recorder: Recorder,
+/// }
+///
+/// async fn reconcile(_: Request<ConfigMap>, _: Arc<Ctx>) -> Result<Action, kube::Error> {
+///     Ok(Action::done())
+/// }
+///
+/// fn on_error(req: &Request<ConfigMap>, err: &kube::Error, ctx: Arc<Ctx>) -> Action {
+///     if let Some(cm) = &req.object {
+///         let warning = Event::warning("ReconcileFailed", "Reconcile").note(err.to_string());
+///         if let Err(e) = ctx.recorder.publish(cm.as_ref(), warning) {
+///             eprintln!("{}: cannot record the failure: {e}", req.key);
+///         }
+///     }
+///     Action::requeue_rate_limited()
+/// }
+///
+/// # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+/// let ctx = Arc::new(Ctx { recorder: Recorder::new(client.clone(), "configmap-controller")? });
+/// Controller::<ConfigMap>::for_kind(client)
+///     .error_policy(on_error)
+///     .run(reconcile, ctx)
+///     .await?;
+/// # Ok(()) }
+/// ```
+///
+/// A policy by the kind of error:
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
@@ -37,10 +72,10 @@ use super::{Action, Request};
 ///     Unavailable,
 /// }
 ///
-/// fn policy(req: &Request<ConfigMap>, err: &Error, _ctx: Arc<()>) -> Action {
+/// fn policy(_req: &Request<ConfigMap>, err: &Error, _ctx: Arc<()>) -> Action {
 ///     match err {
-///         Error::Invalid if req.object.is_some() => Action::done(), // retrying will not help
-///         _ => Action::requeue_after(Duration::from_secs(10)),
+///         Error::Invalid => Action::done(), // retrying will not help
+///         Error::Unavailable => Action::requeue_after(Duration::from_secs(10)),
 ///     }
 /// }
 /// let req = Request::new(ObjectRef::new(Some("demo"), "web"), Some(Arc::new(ConfigMap::default())));

@@ -132,6 +132,6 @@ pub use error::ShardingError;
 pub use metrics::ShardingMetrics;
 pub use rendezvous::winner;
 pub use ring::Ring;
-pub(crate) use shard_gate::ShardGate;
+pub(crate) use shard_gate::{InFlight, ShardGate};
 pub use shard_key::shard_key;
 pub use sharder::Sharder;

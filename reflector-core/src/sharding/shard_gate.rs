@@ -94,11 +94,6 @@ impl ShardGate {
         }
     }
 
-    /// The ring this gate is a shard of.
-    pub(crate) fn ring(&self) -> &Ring {
-        &self.ring
-    }
-
     fn lock(&self) -> MutexGuard<'_, GateState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -356,7 +351,7 @@ mod tests {
     #[tokio::test]
     async fn objects_that_moved_away_get_no_deletion_reconcile() {
         let gate = gate();
-        assert!(!gate.ring().is_member());
+        assert!(!gate.ring.is_member());
         for last in [meta("a", Some("b")), meta("b", None), meta("a", None)] {
             assert!(!gate.admit_delete(&key(), &last), "{last:?}");
             assert!(gate.begin(&key(), None).is_none());
