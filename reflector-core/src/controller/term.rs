@@ -179,3 +179,58 @@ impl<K: Object, P> Controller<K, P> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use futures::FutureExt;
+    use kube::Api;
+
+    use super::*;
+    use crate::leader_election::{LeaderElectionConfig, LeaderState};
+
+    /// An election whose client is never used: these tests publish its states.
+    fn election() -> LeaderElection {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        let config = LeaderElectionConfig::default().identity("me");
+        LeaderElection::new(Api::namespaced(client, "ns"), "lease", config).unwrap()
+    }
+
+    /// A lease lost and taken back before the term looks still ends the term, and
+    /// the next term starts with every cached object queued again.
+    #[tokio::test]
+    async fn a_loss_and_a_retake_seen_late_are_two_terms() {
+        let election = election();
+        let mut term = Term::leased("c", election.clone(), |_| Box::pin(async {}), None);
+        let cancel = CancellationToken::new();
+        election.publish(LeaderState::Leading);
+        election.publish(LeaderState::Following { holder: None });
+        election.publish(LeaderState::Leading);
+
+        let mut requeues = 0;
+        assert!(term.acquired(&cancel, || requeues += 1).await);
+        assert!(
+            term.lost().now_or_never().is_some(),
+            "the loss was merged into the retake"
+        );
+        assert!(term.acquired(&cancel, || requeues += 1).await);
+        assert_eq!(requeues, 2, "each term starts with every object queued");
+        assert!(term.lost().now_or_never().is_none(), "leading now");
+        cancel.cancel();
+        assert!(!term.acquired(&cancel, || requeues += 1).await);
+        assert_eq!(requeues, 2);
+    }
+
+    /// Without a lease: one term, acquired at once (no requeue: the informers'
+    /// initial lists queued every object) and never lost; none after a cancel.
+    #[tokio::test]
+    async fn without_a_lease_one_endless_term() {
+        let cancel = CancellationToken::new();
+        let mut term = Term::endless("c");
+        assert!(term.acquired(&cancel, || panic!("no requeue")).await);
+        assert!(term.lost().now_or_never().is_none());
+        let mut cancelled = Term::endless("c");
+        cancel.cancel();
+        assert!(!cancelled.acquired(&cancel, || panic!("no requeue")).await);
+    }
+}

@@ -288,6 +288,13 @@ impl LeaderElection {
         })
     }
 
+    /// Publishes `state` as if the election had reached it (for tests of its
+    /// observers).
+    #[cfg(test)]
+    pub(crate) fn publish(&self, state: LeaderState) {
+        self.shared.state.publish(state);
+    }
+
     /// While leading: the earliest instant another replica could take the lease.
     pub(crate) fn takeover_bound(&self) -> Option<Instant> {
         *self
