@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event as EventObject;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -119,17 +119,6 @@ fn failure_note(e: &FinalizerError<Error>) -> String {
         cause = c.source();
     }
     e.to_string()
-}
-
-/// The reference of a widget known only by its key (the error policy has no object).
-fn reference(key: &ObjectRef<Widget>) -> ObjectReference {
-    ObjectReference {
-        api_version: Some(Widget::api_version(&()).into_owned()),
-        kind: Some(Widget::kind(&()).into_owned()),
-        namespace: key.namespace().map(str::to_owned),
-        name: Some(key.name().to_owned()),
-        ..ObjectReference::default()
-    }
 }
 
 fn config_map_name(widget: &str) -> String {
@@ -393,16 +382,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             peers.into_iter().chain(ObjectRef::from_obj(w).ok())
         })
         .error_policy(
-            |key: &ObjectRef<Widget>, e: &FinalizerError<Error>, ctx: Arc<Ctx>| {
+            |req: &Request<Widget>, e: &FinalizerError<Error>, ctx: Arc<Ctx>| {
                 ctx.errors.fetch_add(1, Ordering::Relaxed);
                 let message = match std::error::Error::source(e) {
                     Some(cause) => format!("{e}: {cause}"),
                     None => e.to_string(),
                 };
-                println!("  {key}: {message}; retrying with backoff");
-                let warning = Event::warning("ReconcileFailed", "Reconcile").note(failure_note(e));
-                if let Err(e) = ctx.recorder.publish_ref(&reference(key), warning) {
-                    println!("  cannot record ReconcileFailed: {e}");
+                println!("  {}: {message}; retrying with backoff", req.key);
+                // The widget the reconcile saw (a deleted one has none to report on).
+                if let Some(widget) = &req.object {
+                    let warning =
+                        Event::warning("ReconcileFailed", "Reconcile").note(failure_note(e));
+                    if let Err(e) = ctx.recorder.publish(widget.as_ref(), warning) {
+                        println!("  cannot record ReconcileFailed: {e}");
+                    }
                 }
                 Action::requeue_rate_limited()
             },

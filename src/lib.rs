@@ -108,7 +108,8 @@ pub use serde_field_filter;
 /// What an operator author needs, in one `use reflector::prelude::*;`: the
 /// controller and its request, action and stop token; the informer factory, its
 /// informers, listers and events; the typed key; `Reflect` (the derive and the
-/// trait); leader election (`LeaderElection` and its config).
+/// trait); leader election (`LeaderElection`, its config, and the `LeaderState` its
+/// `state()` and `transitions()` report).
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -130,7 +131,7 @@ pub use serde_field_filter;
 pub mod prelude {
     pub use reflector_core::controller::{Action, Controller, Request};
     pub use reflector_core::informer::{Change, InformerFactory, SharedIndexInformer};
-    pub use reflector_core::leader_election::{LeaderElection, LeaderElectionConfig};
+    pub use reflector_core::leader_election::{LeaderElection, LeaderElectionConfig, LeaderState};
     pub use reflector_core::lister::Lister;
     pub use reflector_core::object::ObjectRef;
     pub use reflector_core::reflect::Reflect;

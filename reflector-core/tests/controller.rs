@@ -997,8 +997,8 @@ async fn error_policy_decides_what_follows_a_failure() {
     let record = Record::shared();
     let run = Running::spawn(
         Controller::new(informer(&source)).error_policy(
-            |key: &ObjectRef<ConfigMap>, e: &Error, _: Arc<Record>| {
-                assert_eq!(key.namespace(), Some("ns"));
+            |req: &Request<ConfigMap>, e: &Error, _: Arc<Record>| {
+                assert_eq!(req.key.namespace(), Some("ns"));
                 match e {
                     Error::Invalid => Action::done(),
                     Error::Unavailable => Action::requeue_after(Duration::from_secs(7)),

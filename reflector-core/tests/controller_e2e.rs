@@ -1,19 +1,21 @@
 //! The controller end to end over real HTTP: a Deployment controller owning
 //! ConfigMaps, on informers from an `InformerFactory` against the embedded API
-//! server of `reflector-testkit`.
+//! server of `reflector-testkit`; an error policy recording Warning Events.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::events::v1::Event as EventObject;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use prometheus_client::registry::Registry;
 use reflector_core::controller::{Action, Controller, Request};
+use reflector_core::events::{Event, Recorder};
 use reflector_core::informer::InformerFactory;
 use reflector_core::metrics::{Metrics, render_metrics};
-use reflector_core::object::ObjectKey;
+use reflector_core::object::{ObjectKey, ObjectRef};
 use reflector_testkit::ApiServer;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -135,5 +137,102 @@ async fn deployment_controller_over_http() {
     );
     factory.shutdown().await;
     assert!(deployments_informer.is_stopped());
+    server.shutdown().await;
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("the data is invalid")]
+struct Invalid;
+
+/// What an error policy was handed: the key, and the object if there was one.
+type Failure = (ObjectRef<ConfigMap>, Option<Arc<ConfigMap>>);
+
+async fn next_failure(rx: &mut mpsc::UnboundedReceiver<Failure>) -> Failure {
+    tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .expect("a failure in time")
+        .expect("controller running")
+}
+
+struct PolicyCtx {
+    recorder: Recorder,
+    failures: mpsc::UnboundedSender<Failure>,
+}
+
+/// The error policy receives what the failed reconcile saw — the key, and the cached
+/// object when there is one — so it publishes a Warning Event about the object with
+/// `events::Recorder::publish`, no reference built by hand: the stored Event's
+/// `regarding` is the object's reference field by field (apiVersion, kind, namespace,
+/// name, uid, resourceVersion). A deleted object's failure reaches the policy with its
+/// key and no object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_policy_gets_the_object_and_records_a_warning_about_it() {
+    let server = ApiServer::start().await.expect("server");
+    let mut broken = ConfigMap::default();
+    broken.metadata.name = Some("broken".into());
+    broken.metadata.namespace = Some("e2e".into());
+    server.insert(&broken).expect("insert");
+    let stored: ConfigMap = server.get(Some("e2e"), "broken").unwrap().unwrap();
+
+    let (tx, mut failures) = mpsc::unbounded_channel();
+    let recorder = Recorder::new(server.client(), "configmap-controller").expect("recorder");
+    let ctx = Arc::new(PolicyCtx {
+        recorder: recorder.clone(),
+        failures: tx,
+    });
+    let cancel = CancellationToken::new();
+    let run = tokio::spawn(
+        Controller::for_api(Api::<ConfigMap>::namespaced(server.client(), "e2e"))
+            .error_policy(
+                |req: &Request<ConfigMap>, err: &Invalid, ctx: Arc<PolicyCtx>| {
+                    if let Some(cm) = &req.object {
+                        let warning =
+                            Event::warning("ReconcileFailed", "Reconcile").note(err.to_string());
+                        ctx.recorder
+                            .publish(cm.as_ref(), warning)
+                            .expect("published");
+                    }
+                    let _ = ctx.failures.send((req.key.clone(), req.object.clone()));
+                    Action::done()
+                },
+            )
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(
+                |_: Request<ConfigMap>, _: Arc<PolicyCtx>| async { Err::<Action, _>(Invalid) },
+                ctx,
+            ),
+    );
+    let (key, object) = next_failure(&mut failures).await;
+    assert_eq!(key, ObjectRef::new(Some("e2e"), "broken"));
+    let object = object.expect("the policy got the cached object");
+    assert_eq!(object.metadata.uid, stored.metadata.uid);
+
+    recorder.flush().await.expect("written");
+    let events: Api<EventObject> = Api::namespaced(server.client(), "e2e");
+    let listed = events.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let event = &listed[0];
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    assert_eq!(event.reason.as_deref(), Some("ReconcileFailed"));
+    assert_eq!(event.note.as_deref(), Some("the data is invalid"));
+    let regarding = event.regarding.as_ref().expect("regarding");
+    assert_eq!(regarding.api_version.as_deref(), Some("v1"));
+    assert_eq!(regarding.kind.as_deref(), Some("ConfigMap"));
+    assert_eq!(regarding.namespace.as_deref(), Some("e2e"));
+    assert_eq!(regarding.name.as_deref(), Some("broken"));
+    assert_eq!(regarding.uid, stored.metadata.uid);
+    assert!(regarding.uid.is_some());
+    assert_eq!(regarding.resource_version, stored.metadata.resource_version);
+    assert_eq!(regarding.field_path, None);
+
+    let cms: Api<ConfigMap> = Api::namespaced(server.client(), "e2e");
+    cms.delete("broken", &DeleteParams::default())
+        .await
+        .expect("delete");
+    let (key, object) = next_failure(&mut failures).await;
+    assert_eq!(key, ObjectRef::new(Some("e2e"), "broken"));
+    assert!(object.is_none(), "a deleted object has no object");
+    cancel.cancel();
+    run.await.unwrap().unwrap();
     server.shutdown().await;
 }

@@ -8,6 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -138,21 +139,16 @@ impl Replica {
         health.leader_election(&election);
         let terms = Terms::default();
         let watcher = tokio::spawn({
-            let (mut rx, terms) = (election.subscribe(), Arc::clone(&terms));
+            let (mut transitions, terms) = (election.transitions(), Arc::clone(&terms));
             async move {
-                loop {
-                    let leading = rx.borrow_and_update().is_leading();
-                    {
-                        let mut terms = terms.lock().unwrap();
-                        let open = matches!(terms.last(), Some((_, None)));
-                        if leading && !open {
-                            terms.push((Instant::now(), None));
-                        } else if !leading && open {
-                            terms.last_mut().unwrap().1 = Some(Instant::now());
-                        }
-                    }
-                    if rx.changed().await.is_err() {
-                        return;
+                while let Some(state) = transitions.next().await {
+                    let leading = state.is_leading();
+                    let mut terms = terms.lock().unwrap();
+                    let open = matches!(terms.last(), Some((_, None)));
+                    if leading && !open {
+                        terms.push((Instant::now(), None));
+                    } else if !leading && open {
+                        terms.last_mut().unwrap().1 = Some(Instant::now());
                     }
                 }
             }
@@ -867,4 +863,109 @@ async fn lost_leadership_awaits_reconciles_only_until_the_lease_could_be_taken()
     );
     server.faults().remove(id);
     watch.abort();
+}
+
+/// The released lease, as the server stores it, is the record client-go's
+/// `release()` writes (through `LeaseLock`'s spec conversion): `holderIdentity`
+/// present and empty, `leaseDurationSeconds: 1`, `acquireTime` and `renewTime` the
+/// release time, `leaseTransitions` as it was; no other spec field.
+#[tokio::test(start_paused = true)]
+async fn a_released_lease_is_the_record_client_go_writes() {
+    let server = ApiServer::start().await.unwrap();
+    // Released by another replica after four hand-overs: taking it is the fifth.
+    let mut free = Lease::default();
+    free.metadata.name = Some(LEASE.into());
+    free.metadata.namespace = Some(NS.into());
+    free.spec = Some(LeaseSpec {
+        holder_identity: Some(String::new()),
+        lease_duration_seconds: Some(1),
+        lease_transitions: Some(4),
+        ..LeaseSpec::default()
+    });
+    server.insert(&free).unwrap();
+    let e = election(&server, config("a").release_on_cancel(true));
+    let stop = CancellationToken::new();
+    let run = tokio::spawn({
+        let (e, stop) = (e.clone(), stop.clone());
+        async move { e.run(stop).await }
+    });
+    until("leads", Duration::from_secs(5), || e.is_leader()).await;
+    tokio::time::sleep(DEFAULT_RETRY_PERIOD * 2).await;
+    assert_eq!(lease(&server).unwrap().lease_transitions, Some(5));
+
+    let before = Timestamp::now();
+    stop.cancel();
+    run.await.unwrap().unwrap();
+    let after = Timestamp::now();
+    let stored = server
+        .object_json::<Lease>(Some(NS), LEASE)
+        .unwrap()
+        .unwrap();
+    let spec = stored["spec"].as_object().unwrap();
+    let mut fields: Vec<&str> = spec.keys().map(String::as_str).collect();
+    fields.sort_unstable();
+    assert_eq!(
+        fields,
+        [
+            "acquireTime",
+            "holderIdentity",
+            "leaseDurationSeconds",
+            "leaseTransitions",
+            "renewTime"
+        ],
+        "{stored}"
+    );
+    assert_eq!(spec["holderIdentity"], "");
+    assert_eq!(spec["leaseDurationSeconds"], 1);
+    assert_eq!(spec["leaseTransitions"], 5, "transitions kept");
+    assert_eq!(
+        spec["acquireTime"], spec["renewTime"],
+        "both the release time"
+    );
+    let at: Timestamp = spec["renewTime"].as_str().unwrap().parse().unwrap();
+    // MicroTime keeps microseconds: `before` may be up to 1 µs later than its record.
+    let slack = SignedDuration::from_micros(1);
+    assert!(
+        before - slack <= at && at <= after,
+        "released at {at}, between {before} and {after}"
+    );
+}
+
+/// `transitions()` hands over every change, none merged, however late it is read:
+/// acquire, lose (renewals failing past the renew deadline), acquire again as soon as
+/// the API answers (the lease still names this replica), stop — all read only after
+/// the last of them, where a watch of the state would show the last one alone.
+#[tokio::test(start_paused = true)]
+async fn transitions_are_never_merged_even_when_read_late() {
+    let server = ApiServer::start().await.unwrap();
+    let e = election(&server, config("a"));
+    let mut transitions = e.transitions();
+    let stop = CancellationToken::new();
+    let run = tokio::spawn({
+        let (e, stop) = (e.clone(), stop.clone());
+        async move { e.run(stop).await }
+    });
+    until("leads", Duration::from_secs(5), || e.is_leader()).await;
+    let failing = server.inject(
+        Matcher::any().resource("leases").every(),
+        Fault::InternalError,
+    );
+    until("loses", DEFAULT_LEASE_DURATION, || !e.is_leader()).await;
+    server.faults().remove(failing);
+    until("leads again", DEFAULT_LEASE_DURATION, || e.is_leader()).await;
+    stop.cancel();
+    run.await.unwrap().unwrap();
+
+    let seen: Vec<LeaderState> =
+        std::iter::from_fn(|| transitions.next().now_or_never().flatten()).collect();
+    assert_eq!(
+        seen,
+        [
+            LeaderState::Stopped,
+            LeaderState::Leading,
+            LeaderState::Following { holder: None },
+            LeaderState::Leading,
+            LeaderState::Stopped,
+        ]
+    );
 }

@@ -313,7 +313,11 @@ async fn membership_appears_is_released_and_expires() {
     let stopped = Instant::now();
     a.stop().await;
     let lease: Lease = server.get(Some(LEASE_NS), "cms-a").unwrap().unwrap();
-    assert_eq!(lease.spec.unwrap().holder_identity, None, "released");
+    assert_eq!(
+        lease.spec.unwrap().holder_identity.as_deref(),
+        Some(""),
+        "released as client-go releases"
+    );
     until("a leaves at once", SECS(1), || {
         c.ring.members() == set(&["b", "c"])
     })

@@ -1,8 +1,8 @@
-//! [`Controller`]: the builder (its `run` loop is in `run.rs`, sharding in `sharded.rs`).
+//! [`Controller`]: the builder (its `run` is in `run.rs`; the terms a leader-elected
+//! or sharded controller reconciles in, in `term.rs` and `sharded.rs`).
 
 use std::fmt::Debug;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,11 +14,13 @@ use crate::leader_election::LeaderElection;
 use crate::lister::Lister;
 use crate::metrics::Metrics;
 use crate::object::{Object, ObjectKey, ObjectRef};
+use crate::sharding::Ring;
 use crate::workqueue::{DefaultRateLimiter, RateLimiter};
 
 use super::action::Action;
 use super::owner_mapping::OwnerMapping;
 use super::sharded::Shard;
+use super::shutdown::Trigger;
 use super::source::{InformerSource, KeyMapping, WatchSource};
 
 /// 30 s, as controller-runtime's manager `GracefulShutdownTimeout`.
@@ -117,7 +119,7 @@ pub struct Controller<K: Object, P = Action> {
     pub(super) start_informers: bool,
     pub(super) shutdown_on_signal: bool,
     /// Resolves to start the graceful shutdown (`graceful_shutdown_on`).
-    pub(super) shutdown: Option<Pin<Box<dyn Future<Output = ()> + Send + 'static>>>,
+    pub(super) shutdown: Option<Trigger>,
     pub(super) election: Option<LeaderElection>,
     /// Set by `sharded`.
     pub(super) shard: Option<Shard<K>>,
@@ -256,6 +258,74 @@ where
     ) -> Self {
         self.source(children, move |c: &C| mapping.owners(c), true)
     }
+
+    /// Shards this controller over `ring`: it reconciles only the objects the ring's
+    /// [`Sharder`](crate::sharding::Sharder) assigned to this replica's shard, and
+    /// hands them over without overlap when they move.
+    ///
+    /// - **Its share only.** The primary informer and every owned one
+    ///   ([`owns`](Self::owns)) must select [`Ring::selector`]. A controller made by
+    ///   [`for_kind`](Controller::for_kind) or [`for_api`](Controller::for_api) adds
+    ///   it to its own primary informer; given informers must come from an
+    ///   [`InformerFactory`](crate::informer::InformerFactory) scope with
+    ///   [`InformerScope::labels`](crate::informer::InformerScope::labels)`(ring.selector())`,
+    ///   or `run` fails with
+    ///   [`ControllerError::Sharding`](super::ControllerError::Sharding) (never a
+    ///   silently unsharded controller). [`watches`](Self::watches) sources are not
+    ///   checked.
+    /// - **Membership.** `run` runs the ring ([`Ring::run`]: its membership lease and
+    ///   the observation of the others), so do not run it yourself. Reconciles run
+    ///   only while this shard holds its lease, in terms as with
+    ///   [`leader_elected`](Self::leader_elected) (which cannot be combined with
+    ///   this); on a graceful shutdown the workers are drained first and the lease
+    ///   is released after them, so the objects move only once no reconcile runs.
+    /// - **Drains.** When an object carries the drain annotation
+    ///   (`shard.reflector.rs/<ring>-drain`), its key is no longer reconciled here;
+    ///   once a reconcile of it in flight has ended, the shard removes its label and
+    ///   the annotation in one patch (`resourceVersion` precondition; a 409 is
+    ///   retried from the fresh cached object, a 404 ends it) and the sharder
+    ///   assigns it to its new shard. The object then leaves this shard's cache
+    ///   without a `None` reconcile: only a deletion gets one.
+    /// - **Children** follow their controller owner's shard: run a
+    ///   [`Sharder::owned`](crate::sharding::Sharder::owned) per owned kind beside the
+    ///   primary's [`Sharder`](crate::sharding::Sharder) (both on this ring). A key
+    ///   mapped from a child whose owner is not in this shard's cache is skipped.
+    ///
+    /// With [`metrics`](Self::metrics), the shard counts its acknowledged drains in
+    /// `reflector_sharding_drains_acknowledged_total{ring}`.
+    ///
+    /// Wiring the sharders and the informers: see the [sharding module](crate::sharding).
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    /// # use reflector_core::controller::{Action, Controller, Request};
+    /// # use reflector_core::informer::{InformerFactory, InformerScope};
+    /// # use reflector_core::sharding::Ring;
+    /// # async fn reconcile(_: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
+    /// # async fn f(ring: Ring, factory: InformerFactory) -> Result<(), reflector_core::controller::ControllerError> {
+    /// let mine = InformerScope::default().labels(ring.selector());
+    /// Controller::new(factory.scoped::<ConfigMap>(&mine))
+    ///     .owns(factory.scoped::<Secret>(&mine))
+    ///     .sharded(&ring)
+    ///     .shutdown_on_signal()
+    ///     .run(reconcile, Arc::new(()))
+    ///     .await
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn sharded(mut self, ring: &Ring) -> Self {
+        if let Some(rescope) = &self.rescope {
+            self.primary = rescope(&ring.selector());
+        }
+        self.shard = Some(Shard {
+            ring: ring.clone(),
+            acknowledge: |gate, cache, cancel| {
+                Box::pin(async move { gate.acknowledge(&cache, &cancel).await })
+            },
+        });
+        self
+    }
 }
 
 impl<K: Object, P> Controller<K, P> {
@@ -323,8 +393,12 @@ impl<K: Object, P> Controller<K, P> {
     }
 
     /// What to do with a key whose reconcile failed: any [`ErrorPolicy`](super::ErrorPolicy), e.g. a
-    /// `fn(&ObjectRef<K>, &Error, Arc<Ctx>) -> Action`, or a fixed [`Action`].
+    /// `fn(&Request<K>, &Error, Arc<Ctx>) -> Action`, or a fixed [`Action`].
     /// Default: [`Action::requeue_rate_limited`].
+    ///
+    /// The policy gets the failed reconcile's [`Request`](super::Request) (the key,
+    /// and the object it saw), so it can record a Warning Event about the object:
+    /// see [`ErrorPolicy`](super::ErrorPolicy).
     #[must_use]
     pub fn error_policy<Q>(self, policy: Q) -> Controller<K, Q> {
         Controller {

@@ -29,6 +29,14 @@
 //! the same path. The queue never hands one key to two workers at once, and a key
 //! that changes while it is reconciled is reconciled once more afterwards.
 //!
+//! Workers run in **terms**. A plain controller has one, from sync to shutdown. A
+//! leader-elected one ([`Controller::leader_elected`]) and a sharded one
+//! ([`Controller::sharded`], whose terms are its shard's membership of the ring) hold
+//! a lease: each acquisition starts a term (every cached object queued, workers
+//! started), each loss ends it (no new reconcile; those in flight may finish until
+//! another replica could take the lease over), and on shutdown the lease is released
+//! only after the workers drained.
+//!
 //! Metrics (controller-runtime's and client-go's names) are reported to a shared
 //! [`Metrics`](crate::metrics::Metrics) given with [`Controller::metrics`].
 
@@ -38,13 +46,18 @@ mod controller;
 mod error;
 mod error_policy;
 mod finalizer;
+mod key_gate;
 mod owner_mapping;
 mod request;
 mod run;
 mod sharded;
+mod shutdown;
 mod signal;
 mod source;
+mod term;
+mod watching;
 mod worker;
+mod workers;
 
 pub use action::Action;
 pub use controller::{Controller, DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT};

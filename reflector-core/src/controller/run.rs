@@ -1,17 +1,13 @@
-//! [`Controller::run`]: the informers' handlers, the workers, the terms of leadership
-//! or shard membership, and the graceful shutdown.
+//! [`Controller::run`]: the informers, the terms (of a lease, or one endless term),
+//! the workers of each term, and the graceful shutdown — in that order.
 
 use std::fmt::Display;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::leader_election::{LeaderElection, LeaderState, not_leading};
-use crate::object::Object;
-use crate::sharding::ShardGate;
+use crate::object::{Object, ObjectKey};
 use crate::workqueue::{QueueConfig, WorkQueue};
 
 use super::action::Action;
@@ -19,13 +15,10 @@ use super::controller::Controller;
 use super::error::ControllerError;
 use super::error_policy::ErrorPolicy;
 use super::request::Request;
-use super::signal::Signals;
-use super::source::{ActiveRegistration, InformerSource, KeyMapping, wait_for_sync};
-use super::worker::{CurrentKey, WorkerShared, shut_down_workers, stop_workers};
-
-/// How often the queue's unfinished-work gauges are refreshed (500 ms, as client-go's
-/// `updateUnfinishedWorkLoop`).
-const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
+use super::shutdown::Shutdown;
+use super::watching::Watching;
+use super::worker::WorkerShared;
+use super::workers::Workers;
 
 impl<K: Object, P> Controller<K, P> {
     /// Runs the controller until a shutdown signal (with
@@ -40,11 +33,13 @@ impl<K: Object, P> Controller<K, P> {
     ///   `Box<dyn Error + Send + Sync>` — logged, counted and handed to the error
     ///   policy. A panicking `reconcile` counts as an error and backs off.
     ///
-    /// Steps: registers a handler on every informer; starts those not started
-    /// (unless told otherwise); waits for every handler to sync; starts
-    /// `concurrency` workers; on shutdown, shuts the queue down, waits for in-flight
-    /// reconciles up to the graceful-shutdown timeout, removes its handlers, stops
-    /// the informers it started and returns.
+    /// Steps: claims the term's lease if there is one (leader election, a shard's
+    /// membership); registers a handler on every informer; starts those not started
+    /// (unless told otherwise) and the lease; waits for every handler to sync; then,
+    /// term after term, starts `concurrency` workers once the term is acquired and
+    /// stops them when it is lost; on shutdown, shuts the queue down, waits for
+    /// in-flight reconciles up to the graceful-shutdown timeout, releases the lease,
+    /// removes its handlers, stops the informers it started and returns.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -67,7 +62,10 @@ impl<K: Object, P> Controller<K, P> {
     /// - [`ControllerError::CacheSyncTimeout`] if the informers did not sync in time;
     /// - [`ControllerError::GracefulShutdownTimeout`] if reconciles had to be aborted;
     /// - [`ControllerError::Signal`] if the signal handlers cannot be installed;
-    /// - [`ControllerError::LeaderElection`] if the election is already running.
+    /// - [`ControllerError::LeaderElection`] if the election (or the ring) is already
+    ///   running;
+    /// - [`ControllerError::Sharding`] if a sharded controller watches more than its
+    ///   share, or is leader-elected too.
     ///
     /// A shutdown before the informers synced is a clean stop (`Ok`).
     ///
@@ -87,236 +85,70 @@ impl<K: Object, P> Controller<K, P> {
         P: ErrorPolicy<K, E, Ctx>,
         Ctx: Send + Sync + 'static,
     {
-        let shutdown = self.shutdown.take();
-        let shard = self.shard.take();
-        let ring_claimed = match &shard {
-            Some(shard) => Some(self.check_sharded(&shard.ring)?),
-            None => None,
-        };
-        let claimed = match &self.election {
-            Some(e) => Some(e.claim().map_err(ControllerError::LeaderElection)?),
-            None => None,
-        };
-        let mut signals = if self.shutdown_on_signal {
-            Some(Signals::install().map_err(|e| ControllerError::Signal(Arc::new(e)))?)
-        } else {
-            None
-        };
-        // `cancel` starts the graceful shutdown of the loop below.
-        let cancel = CancellationToken::new();
-        let run = async {
-            let Controller {
-                name,
-                primary,
-                mut sources,
-                concurrency,
-                rate_limiter,
-                metrics,
-                graceful_shutdown_timeout,
-                cache_sync_timeout,
-                start_informers,
-                shutdown_on_signal: _,
-                shutdown: _,
-                election,
-                shard: _,
-                rescope: _,
-                error_policy,
-            } = self;
-            let gate = shard
-                .as_ref()
-                .map(|s| Arc::new(ShardGate::new(&s.ring, metrics.as_ref())));
-            let cache = primary.indexer().clone();
-            sources.insert(
-                0,
-                Box::new(InformerSource::new(primary, KeyMapping::Own, false)),
-            );
-            let labels: Vec<String> = sources
-                .iter()
-                .map(|s| format!("{name}/{}", s.kind()))
-                .collect();
-
-            let mut queue_config = QueueConfig::default().name(name.clone());
-            if let Some(m) = &metrics {
-                queue_config = queue_config.metrics(m);
-            }
-            let queue = WorkQueue::with_config(rate_limiter, queue_config);
-            let recorder = metrics
-                .as_ref()
-                .map(|m| m.reconcile().init_controller(&name, concurrency));
-            if let Some(m) = &metrics {
-                for (s, label) in sources.iter().zip(&labels) {
-                    s.export_stats(m.reflectors(), label);
-                }
-            }
-
-            // Handlers first, so no event between sync and workers is lost.
-            let mut registrations: Vec<(String, ActiveRegistration)> = Vec::new();
-            for (i, (s, label)) in sources.iter().zip(&labels).enumerate() {
-                // The primary (first) passes its own keys through the shard's gate.
-                let r = s
-                    .register(&queue, gate.as_ref().filter(|_| i == 0))
-                    .map_err(|source| ControllerError::Informer {
-                        informer: label.clone(),
-                        source,
-                    })?;
-                registrations.push((label.clone(), r));
-            }
-
-            // Informers this run started: stopped by `informer_cancel` (a child of
-            // `cancel`, also cancelled when this future is dropped).
-            let informer_cancel = cancel.child_token();
-            let _stop_informers = informer_cancel.clone().drop_guard();
-            let mut informer_tasks = JoinSet::new();
-            if start_informers {
-                for (s, label) in sources.iter().zip(&labels) {
-                    if let Some(run) = s.start(informer_cancel.clone()) {
-                        tracing::debug!(controller = %name, informer = %label, "starting informer");
-                        informer_tasks.spawn(run);
-                    }
-                }
-            }
-
-            // The election runs from the start (informers sync while following) and
-            // stops only after the workers (so a release never precedes their end).
-            let election_stop = CancellationToken::new();
-            let mut election_task = JoinSet::new();
-            if let Some(guard) = claimed {
-                election_task.spawn(LeaderElection::run_claimed(guard, election_stop.clone()));
-            }
-            // A sharded controller's ring runs the same way: its lease is released
-            // (on a graceful stop) only after the workers and the acknowledgements.
-            if let (Some(guard), Some(gate)) = (ring_claimed, &gate) {
-                let (ring, stop) = (gate.ring().clone(), election_stop.clone());
-                election_task.spawn(async move { ring.run_claimed(guard, stop).await });
-            }
-            let ack_stop = CancellationToken::new();
-            let mut ack_task = JoinSet::new();
-            if let (Some(shard), Some(gate)) = (&shard, &gate) {
-                ack_task.spawn((shard.acknowledge)(
-                    Arc::clone(gate),
-                    cache.clone(),
-                    ack_stop.clone(),
-                ));
-            }
-            // Terms follow the election, or a sharded controller's membership.
-            let membership = election
-                .as_ref()
-                .or_else(|| gate.as_ref().map(|g| g.ring().membership()));
-
-            let result = async {
-                tracing::info!(controller = %name, "waiting for caches to sync");
-                if !wait_for_sync(&registrations, &cancel, cache_sync_timeout).await? {
-                    return Ok(());
-                }
-                tracing::info!(controller = %name, workers = concurrency, "starting workers");
-                let shared = Arc::new(WorkerShared {
-                    name: name.clone(),
-                    queue: queue.clone(),
-                    cache,
-                    reconcile,
-                    error_policy,
-                    ctx,
-                    recorder,
-                    gate: gate.clone(),
-                });
-                let mut leadership = membership.map(LeaderElection::subscribe);
-                let mut tick = tokio::time::interval(UNFINISHED_WORK_PERIOD);
-                // One term per leadership (one only without an election).
-                loop {
-                    if let Some(rx) = leadership.as_mut() {
-                        tracing::info!(controller = %name, "waiting to lead");
-                        tokio::select! {
-                            biased;
-                            () = cancel.cancelled() => return Ok(()),
-                            _ = rx.wait_for(LeaderState::is_leading) => {}
-                        }
-                        tracing::info!(controller = %name, "leading: reconciling every cached object");
-                        for key in shared.cache.list_keys() {
-                            queue.add(key);
-                        }
-                    }
-                    let term = cancel.child_token();
-                    let mut workers = JoinSet::new();
-                    let mut slots: Vec<CurrentKey> = Vec::with_capacity(concurrency);
-                    for _ in 0..concurrency {
-                        let slot: CurrentKey = Arc::new(Mutex::new(None));
-                        slots.push(Arc::clone(&slot));
-                        workers.spawn(Arc::clone(&shared).worker(slot, term.clone()));
-                    }
-                    let lost = loop {
-                        tokio::select! {
-                            () = cancel.cancelled() => break false,
-                            () = not_leading(leadership.as_mut()) => break true,
-                            _ = tick.tick(), if metrics.is_some() => queue.update_unfinished_work(),
-                            Some(joined) = workers.join_next() => {
-                                // Workers only end on cancel or shutdown; log anything else.
-                                if let Err(e) = joined {
-                                    tracing::error!(controller = %name, error = %e, "a worker ended unexpectedly");
-                                }
-                            }
-                        }
-                    };
-                    if !lost {
-                        tracing::info!(controller = %name, "shutdown signal received, waiting for workers to finish");
-                        queue.shutdown();
-                        return shut_down_workers(&name, workers, &slots, graceful_shutdown_timeout).await;
-                    }
-                    term.cancel();
-                    let until = membership.and_then(LeaderElection::takeover_bound);
-                    tracing::warn!(controller = %name, "lost leadership: no new reconciles; waiting for those in flight");
-                    let (_, keys) = stop_workers(&name, &mut workers, &slots, until).await;
-                    for key in keys {
-                        queue.done(&key);
-                        queue.add(key);
-                    }
-                }
-            }
-            .await;
-
-            ack_stop.cancel();
-            while let Some(joined) = ack_task.join_next().await {
-                if let Err(e) = joined {
-                    tracing::error!(controller = %name, error = %e, "the drain acknowledgement task failed");
-                }
-            }
-            election_stop.cancel();
-            while let Some(joined) = election_task.join_next().await {
-                if let Err(e) = joined {
-                    tracing::error!(controller = %name, error = %e, "the leader election task failed");
-                }
-            }
-
-            drop(registrations);
-            informer_cancel.cancel();
-            while let Some(joined) = informer_tasks.join_next().await {
-                if let Err(e) = joined {
-                    tracing::error!(controller = %name, error = %e, "an informer task failed");
-                }
-            }
-            tracing::info!(controller = %name, "controller stopped");
-            result
-        };
-        let mut run = std::pin::pin!(run);
-        let stop = async {
-            let trigger = async {
-                match shutdown {
-                    Some(trigger) => trigger.await,
-                    None => std::future::pending().await,
-                }
-            };
-            match signals.as_mut() {
-                Some(signals) => tokio::select! {
-                    () = trigger => {}
-                    () = signals.recv() => {}
-                },
-                None => trigger.await,
-            }
-        };
-        tokio::select! {
-            biased;
-            result = &mut run => return result,
-            () = stop => cancel.cancel(),
+        // What can fail before anything starts: the signal listeners, the lease's claim.
+        let shutdown = Shutdown::install(self.shutdown.take(), self.shutdown_on_signal)?;
+        let mut term = self.term()?;
+        let name = self.name.clone();
+        let queue = self.queue();
+        let cache = self.primary.indexer().clone();
+        let (primary, sources) = (self.primary.clone(), std::mem::take(&mut self.sources));
+        let metrics = self.metrics.as_ref();
+        let mut watching =
+            Watching::register(&name, primary, sources, &queue, term.gate(), metrics)?;
+        if self.start_informers {
+            watching.start_informers();
         }
-        run.await
+        term.start();
+        let shared = Arc::new(WorkerShared {
+            name: name.clone(),
+            queue: queue.clone(),
+            cache: cache.clone(),
+            reconcile,
+            error_policy: self.error_policy,
+            ctx,
+            recorder: metrics.map(|m| m.reconcile().init_controller(&name, self.concurrency)),
+            gate: term.gate().cloned(),
+        });
+        // Starts the graceful shutdown: the workers drain, then the run ends.
+        let graceful = CancellationToken::new();
+        let terms = async {
+            if !watching.synced(&graceful, self.cache_sync_timeout).await? {
+                return Ok(());
+            }
+            let requeue = || cache.list_keys().into_iter().for_each(|key| queue.add(key));
+            while term.acquired(&graceful, requeue).await {
+                tracing::info!(controller = %name, workers = self.concurrency, "starting workers");
+                let worker = |slot, stop| Arc::clone(&shared).worker(slot, stop);
+                let mut workers = Workers::spawn(&name, self.concurrency, &graceful, worker);
+                let until = tokio::select! {
+                    () = graceful.cancelled() => {
+                        queue.shutdown();
+                        return workers.shut_down(self.graceful_shutdown_timeout).await;
+                    }
+                    until = term.lost() => until,
+                    never = workers.tend(&queue, metrics.is_some()) => match never {},
+                };
+                for key in workers.end_term(until).await {
+                    queue.done(&key);
+                    queue.add(key);
+                }
+            }
+            Ok(())
+        };
+        let result = shutdown.drive(terms, &graceful).await;
+        // The lease is given up only now that no reconcile runs.
+        term.release().await;
+        watching.stop().await;
+        tracing::info!(controller = %name, "controller stopped");
+        result
+    }
+
+    /// The work queue, named after the controller, with its metrics.
+    fn queue(&self) -> WorkQueue<ObjectKey> {
+        let mut config = QueueConfig::default().name(self.name.clone());
+        if let Some(m) = &self.metrics {
+            config = config.metrics(m);
+        }
+        WorkQueue::with_config(Arc::clone(&self.rate_limiter), config)
     }
 }

@@ -3,7 +3,6 @@
 //! handler).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
@@ -13,10 +12,9 @@ use crate::metrics::ReflectorCollector;
 use crate::object::{
     MaybeTombstone, Object, ObjectKey, deletion_handling_key, meta_namespace_key, short_type_name,
 };
-use crate::sharding::ShardGate;
 use crate::workqueue::WorkQueue;
 
-use super::error::ControllerError;
+use super::key_gate::KeyGate;
 
 /// Maps a watched object to the keys of the primaries to reconcile.
 pub(crate) type Mapper<O> = Arc<dyn Fn(&O) -> Vec<ObjectKey> + Send + Sync>;
@@ -42,8 +40,8 @@ impl<O> Clone for KeyMapping<O> {
 struct EnqueueHandler<O> {
     queue: WorkQueue<ObjectKey>,
     mapping: KeyMapping<O>,
-    /// A sharded controller's gate: its primary's own keys pass through it.
-    gate: Option<Arc<ShardGate>>,
+    /// The term's gate: the primary's own keys pass through it.
+    gate: Option<Arc<dyn KeyGate>>,
 }
 
 impl<O: Object> EnqueueHandler<O> {
@@ -133,15 +131,14 @@ pub(crate) trait WatchSource: Send + Sync {
     /// The watched type's short name (`ConfigMap`); `<controller>/<Kind>` names the
     /// informer in logs and metrics.
     fn kind(&self) -> &'static str;
-    /// Registers the enqueueing handler; a sharded controller's primary passes its
-    /// own keys through `gate`.
+    /// Registers the enqueueing handler; the primary passes its own keys through
+    /// the term's `gate`, if it has one.
     fn register(
         &self,
         queue: &WorkQueue<ObjectKey>,
-        gate: Option<&Arc<ShardGate>>,
+        gate: Option<&Arc<dyn KeyGate>>,
     ) -> Result<ActiveRegistration, InformerError>;
-    /// Whether this source holds the controller's owned children (`owns`), which a
-    /// sharded controller must select by the shard's label.
+    /// Whether this source holds the controller's owned children (`owns`).
     fn is_owned(&self) -> bool;
     /// The informer's label selector, when known (see
     /// [`SharedIndexInformer::label_selector`]).
@@ -183,7 +180,7 @@ impl<O: Object> WatchSource for InformerSource<O> {
     fn register(
         &self,
         queue: &WorkQueue<ObjectKey>,
-        gate: Option<&Arc<ShardGate>>,
+        gate: Option<&Arc<dyn KeyGate>>,
     ) -> Result<ActiveRegistration, InformerError> {
         let registration = self.informer.add_event_handler(EnqueueHandler {
             queue: queue.clone(),
@@ -211,43 +208,5 @@ impl<O: Object> WatchSource for InformerSource<O> {
 
     fn export_stats(&self, collector: &ReflectorCollector, label: &str) {
         collector.add(label, &self.informer);
-    }
-}
-
-/// Waits until every handler has synced: `Ok(true)`; `Ok(false)` if `cancel`
-/// fired first. Woken by the informers and handlers, never polled.
-///
-/// # Cancel safety
-/// Cancel-safe: it only observes.
-pub(crate) async fn wait_for_sync(
-    registrations: &[(String, ActiveRegistration)],
-    cancel: &CancellationToken,
-    timeout: Duration,
-) -> Result<bool, ControllerError> {
-    let all = async {
-        for (label, r) in registrations {
-            r.wait_synced()
-                .await
-                .map_err(|source| ControllerError::Informer {
-                    informer: label.clone(),
-                    source,
-                })?;
-        }
-        Ok(())
-    };
-    tokio::select! {
-        biased;
-        () = cancel.cancelled() => Ok(false),
-        synced = tokio::time::timeout(timeout, all) => match synced {
-            Ok(result) => result.map(|()| true),
-            Err(_elapsed) => Err(ControllerError::CacheSyncTimeout {
-                timeout,
-                unsynced: registrations
-                    .iter()
-                    .filter(|(_, r)| !r.has_synced())
-                    .map(|(label, _)| label.clone())
-                    .collect(),
-            }),
-        },
     }
 }

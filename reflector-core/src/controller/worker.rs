@@ -4,24 +4,22 @@
 use std::fmt::Display;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::Arc;
 
 use futures::FutureExt;
-use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::{ControllerRecorder, ReconcileResult};
 use crate::object::{Object, ObjectKey, ObjectRef};
-use crate::sharding::ShardGate;
 use crate::store::Indexer;
 use crate::workqueue::WorkQueue;
 
 use super::action::{Action, ActionKind};
-use super::error::ControllerError;
 use super::error_policy::ErrorPolicy;
+use super::key_gate::KeyGate;
 use super::request::Request;
+use super::workers::{CurrentKey, set_current};
 
 /// What every worker of one `run` shares.
 pub(crate) struct WorkerShared<K: Object, R, P, Ctx> {
@@ -33,20 +31,9 @@ pub(crate) struct WorkerShared<K: Object, R, P, Ctx> {
     pub(crate) error_policy: P,
     pub(crate) ctx: Arc<Ctx>,
     pub(crate) recorder: Option<ControllerRecorder>,
-    /// A sharded controller's gate: asked before each reconcile.
-    pub(crate) gate: Option<Arc<ShardGate>>,
-}
-
-/// The key a worker is reconciling, for the shutdown log; guarded by its own
-/// mutex, held only to read or write the slot.
-pub(crate) type CurrentKey = Arc<Mutex<Option<ObjectKey>>>;
-
-pub(crate) fn set_current(slot: &CurrentKey, key: Option<ObjectKey>) {
-    *slot.lock().unwrap_or_else(PoisonError::into_inner) = key;
-}
-
-pub(crate) fn current(slot: &CurrentKey) -> Option<ObjectKey> {
-    slot.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    /// The term's gate of the primary's keys, if it has one: asked before each
+    /// reconcile.
+    pub(crate) gate: Option<Arc<dyn KeyGate>>,
 }
 
 /// Counts a worker in `controller_runtime_active_workers` while alive, so an
@@ -104,22 +91,21 @@ where
             };
             set_current(&slot, Some(key.clone()));
             let cached = self.cache.get(&key);
-            match &self.gate {
+            let meta = cached.as_deref().map(|o| o.meta());
+            match self.gate.as_deref().map(|gate| gate.begin(&key, meta)) {
                 None => {
                     self.process(&key, cached).await;
                 }
-                Some(gate) => match gate.begin(&key, cached.as_deref().map(|o| o.meta())) {
-                    Some(in_flight) => {
-                        if !self.process(&key, cached).await {
-                            in_flight.finished();
-                        }
+                Some(Some(pass)) => {
+                    if !self.process(&key, cached).await {
+                        pass.settled();
                     }
-                    None => {
-                        // Draining, or not this shard's object: not reconciled here.
-                        self.queue.forget(&key);
-                        self.queue.done(&key);
-                    }
-                },
+                }
+                Some(None) => {
+                    // Not to be reconciled here (the gate said so).
+                    self.queue.forget(&key);
+                    self.queue.done(&key);
+                }
             }
             set_current(&slot, None);
         }
@@ -132,8 +118,9 @@ where
         let active = ActiveGuard::enter(recorder);
         let queue = &self.queue;
         let started = Instant::now();
-        let typed = ObjectRef::<K>::from_key(key.clone());
-        let request = Request::new(typed.clone(), cached);
+        // The error policy gets what the reconcile saw (two reference counts).
+        let request = Request::new(ObjectRef::<K>::from_key(key.clone()), cached);
+        let seen = request.clone();
         let outcome =
             AssertUnwindSafe(async { (self.reconcile)(request, Arc::clone(&self.ctx)).await })
                 .catch_unwind()
@@ -158,7 +145,7 @@ where
             Ok(Err(err)) => {
                 tracing::error!(controller = %self.name, %key, error = %err, "reconciler error");
                 let policy = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    self.error_policy.on_error(&typed, &err, &self.ctx)
+                    self.error_policy.on_error(&seen, &err, &self.ctx)
                 }));
                 let action = policy.unwrap_or_else(|payload| {
                     tracing::error!(controller = %self.name, %key,
@@ -202,62 +189,4 @@ where
         drop(active);
         requeued
     }
-}
-
-/// Lets the workers finish their reconcile within `timeout`, then aborts the rest.
-///
-/// # Cancel safety
-/// Dropping the future drops the workers (aborting them).
-pub(crate) async fn shut_down_workers(
-    name: &str,
-    mut workers: JoinSet<()>,
-    slots: &[CurrentKey],
-    timeout: Duration,
-) -> Result<(), ControllerError> {
-    let (aborted, _) =
-        stop_workers(name, &mut workers, slots, Some(Instant::now() + timeout)).await;
-    if aborted == 0 {
-        Ok(())
-    } else {
-        Err(ControllerError::GracefulShutdownTimeout { timeout, aborted })
-    }
-}
-
-/// Lets the workers (already told to stop) finish their reconcile until `deadline`
-/// (`None`: no limit), then aborts the rest; answers how many were aborted and the
-/// keys they were reconciling.
-///
-/// # Cancel safety
-/// Dropping the future leaves the workers to the `JoinSet`'s owner.
-pub(crate) async fn stop_workers(
-    name: &str,
-    workers: &mut JoinSet<()>,
-    slots: &[CurrentKey],
-    deadline: Option<Instant>,
-) -> (usize, Vec<ObjectKey>) {
-    let drain = async {
-        while let Some(joined) = workers.join_next().await {
-            if let Err(e) = joined {
-                tracing::error!(controller = %name, error = %e, "a worker ended unexpectedly");
-            }
-        }
-    };
-    let drained = match deadline {
-        Some(deadline) => tokio::time::timeout_at(deadline, drain).await.is_ok(),
-        None => {
-            drain.await;
-            true
-        }
-    };
-    if drained {
-        return (0, Vec::new());
-    }
-    let aborted = workers.len();
-    let keys: Vec<ObjectKey> = slots.iter().filter_map(current).collect();
-    for key in &keys {
-        tracing::error!(controller = %name, %key, "reconcile still running at its deadline; aborting it");
-    }
-    workers.abort_all();
-    while workers.join_next().await.is_some() {}
-    (aborted, keys)
 }

@@ -2,9 +2,7 @@
 
 use std::time::Duration;
 
-use crate::metrics::Metrics;
-
-use super::LeaderElectionError;
+use super::{LeaderElectionError, LeaderElectionMetrics};
 
 /// 15 s, as client-go's leaderelection (`LeaseDuration` in its examples and
 /// controller-runtime's manager default).
@@ -46,7 +44,7 @@ pub struct LeaderElectionConfig {
     pub(crate) retry_period: Duration,
     pub(crate) identity: Option<String>,
     pub(crate) release_on_cancel: bool,
-    pub(crate) metrics: Option<Metrics>,
+    pub(crate) metrics: Option<LeaderElectionMetrics>,
 }
 
 impl Default for LeaderElectionConfig {
@@ -109,10 +107,11 @@ impl LeaderElectionConfig {
     }
 
     /// Reports `leader_election_master_status{name}` (1 while leading, else 0, as
-    /// client-go's) and the lost-race and error counters to `metrics`. Default: no
-    /// metrics.
-    pub fn metrics(mut self, metrics: &Metrics) -> Self {
-        self.metrics = Some(metrics.clone());
+    /// client-go's) and the lost-race and error counters ([`LeaderElectionMetrics`])
+    /// to `metrics`: the process's [`Metrics`](crate::metrics::Metrics) bundle, given
+    /// as `&metrics`. Default: no metrics.
+    pub fn metrics(mut self, metrics: impl Into<LeaderElectionMetrics>) -> Self {
+        self.metrics = Some(metrics.into());
         self
     }
 

@@ -6,14 +6,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::config::default_identity;
 use super::elector::Elector;
 use super::lease_lock::LeaseLock;
-use super::{LeaderElectionConfig, LeaderElectionError, LeaderState};
+use super::transitions::StatePublisher;
+use super::{LeaderElectionConfig, LeaderElectionError, LeaderState, LeaderTransitions};
 
 /// Leader election on a `coordination.k8s.io/v1` Lease, with client-go's
 /// `tools/leaderelection` semantics: among the replicas running an election on the
@@ -45,9 +45,11 @@ use super::{LeaderElectionConfig, LeaderElectionError, LeaderState};
 /// - **Record.** `holderIdentity`, `leaseDurationSeconds`, `acquireTime` (kept while
 ///   the holder does not change), `renewTime`, and `leaseTransitions`, incremented
 ///   each time the holder changes.
-/// - **Release.** With `release_on_cancel`, a graceful stop of the leader writes an
-///   empty `holderIdentity` and `leaseDurationSeconds: 1`; a follower sees it
-///   through its watch and takes over at once.
+/// - **Release.** With `release_on_cancel`, a graceful stop of the leader writes the
+///   record client-go's `release` writes: `holderIdentity: ""`,
+///   `leaseDurationSeconds: 1`, `acquireTime` and `renewTime` the release time,
+///   `leaseTransitions` kept; a follower sees it through its watch and takes over
+///   at once.
 ///
 /// The handle is cheap to clone; clones share the state. Run it yourself with
 /// [`run`](Self::run), or give it to
@@ -90,8 +92,8 @@ pub(crate) struct Shared {
     pub(crate) lock: LeaseLock,
     pub(crate) identity: String,
     pub(crate) config: LeaderElectionConfig,
-    /// The published state; the watch channel has its own lock.
-    pub(crate) state: watch::Sender<LeaderState>,
+    /// Where this replica stands, and its transitions streams (locks of their own).
+    pub(crate) state: StatePublisher,
     /// Whether a `run` is under way; atomic, no lock.
     running: AtomicBool,
     /// While leading: the earliest instant another replica could take the lease
@@ -114,7 +116,7 @@ impl std::fmt::Debug for LeaderElection {
         f.debug_struct("LeaderElection")
             .field("name", &self.shared.lock.name)
             .field("identity", &self.shared.identity)
-            .field("state", &*self.shared.state.borrow())
+            .field("state", &self.shared.state.current())
             .finish_non_exhaustive()
     }
 }
@@ -128,10 +130,9 @@ pub(crate) struct RunGuard {
 impl Drop for RunGuard {
     fn drop(&mut self) {
         self.shared.set_takeover_bound(None);
-        self.shared.state.send_replace(LeaderState::Stopped);
+        self.shared.state.publish(LeaderState::Stopped);
         if let Some(m) = &self.shared.config.metrics {
-            m.leader_election()
-                .set_leading(&self.shared.lock.name, false);
+            m.set_leading(&self.shared.lock.name, false);
         }
         self.shared.running.store(false, Ordering::SeqCst);
     }
@@ -174,7 +175,7 @@ impl LeaderElection {
             None => default_identity()?,
         };
         if let Some(m) = &config.metrics {
-            m.leader_election().set_leading(name, false);
+            m.set_leading(name, false);
         }
         Ok(LeaderElection {
             shared: Arc::new(Shared {
@@ -185,7 +186,7 @@ impl LeaderElection {
                 },
                 identity,
                 config,
-                state: watch::Sender::new(LeaderState::Stopped),
+                state: StatePublisher::new(),
                 running: AtomicBool::new(false),
                 takeover_bound: Mutex::new(None),
             }),
@@ -207,19 +208,24 @@ impl LeaderElection {
     /// Where this replica stands now.
     #[must_use]
     pub fn state(&self) -> LeaderState {
-        self.shared.state.borrow().clone()
+        self.shared.state.current()
     }
 
     /// Whether this replica leads now.
     #[must_use]
     pub fn is_leader(&self) -> bool {
-        self.shared.state.borrow().is_leading()
+        self.shared.state.is_leading()
     }
 
-    /// Every change of [`state`](Self::state), as a `tokio::sync::watch` receiver.
-    #[must_use]
-    pub fn subscribe(&self) -> watch::Receiver<LeaderState> {
-        self.shared.state.subscribe()
+    /// Every state this replica passes through from now on, none merged: the state
+    /// now, then each acquisition, loss and stop in order (client-go's
+    /// `OnStartedLeading` / `OnStoppedLeading` / `OnNewLeader`), however late the
+    /// stream is read. See [`LeaderTransitions`].
+    #[doc(alias = "OnStartedLeading")]
+    #[doc(alias = "OnStoppedLeading")]
+    #[doc(alias = "OnNewLeader")]
+    pub fn transitions(&self) -> LeaderTransitions {
+        self.shared.state.stream()
     }
 
     /// Resolves once this replica leads (at once if it does).
@@ -227,7 +233,7 @@ impl LeaderElection {
     /// # Cancel safety
     /// Cancel-safe: it only observes.
     pub async fn leading(&self) {
-        let mut rx = self.subscribe();
+        let mut rx = self.shared.state.latest();
         // The sender lives in `self.shared`, so the channel cannot close here.
         let _ = rx.wait_for(LeaderState::is_leading).await;
     }
@@ -238,7 +244,7 @@ impl LeaderElection {
     /// # Cancel safety
     /// Cancel-safe: it only observes.
     pub async fn not_leading(&self) {
-        let mut rx = self.subscribe();
+        let mut rx = self.shared.state.latest();
         let _ = rx.wait_for(|s| !s.is_leading()).await;
     }
 
@@ -280,6 +286,13 @@ impl LeaderElection {
         Ok(RunGuard {
             shared: Arc::clone(&self.shared),
         })
+    }
+
+    /// Publishes `state` as if the election had reached it (for tests of its
+    /// observers).
+    #[cfg(test)]
+    pub(crate) fn publish(&self, state: LeaderState) {
+        self.shared.state.publish(state);
     }
 
     /// While leading: the earliest instant another replica could take the lease.

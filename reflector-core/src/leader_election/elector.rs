@@ -114,27 +114,23 @@ impl Elector {
 
     fn publish(&self, state: LeaderState) {
         let leading = state.is_leading();
-        self.guard.shared.state.send_if_modified(|s| {
-            let changed = *s != state;
-            *s = state;
-            changed
-        });
+        self.guard.shared.state.publish(state);
         if let Some(m) = &self.guard.shared.config.metrics {
-            m.leader_election().set_leading(self.name(), leading);
+            m.set_leading(self.name(), leading);
         }
     }
 
     fn lost_race(&self, what: &str) {
         tracing::debug!(lease = %self.name(), identity = %self.identity(), "lost the race to {what} the lease");
         if let Some(m) = &self.guard.shared.config.metrics {
-            m.leader_election().lost_race(self.name());
+            m.lost_race(self.name());
         }
     }
 
     fn failed(&self, what: &str, error: &kube::Error) {
         tracing::warn!(lease = %self.name(), identity = %self.identity(), %error, "cannot {what} the lease");
         if let Some(m) = &self.guard.shared.config.metrics {
-            m.leader_election().error(self.name());
+            m.error(self.name());
         }
     }
 
@@ -158,7 +154,7 @@ impl Elector {
             && let (Some(lease), Some(o)) = (self.lease.clone(), self.observed.as_ref())
         {
             let spec = record(
-                Some(&identity),
+                &identity,
                 seconds,
                 o.spec.acquire_time.clone(),
                 now.clone(),
@@ -182,7 +178,7 @@ impl Elector {
         let lease = match lock.get().await {
             Ok(Some(lease)) => lease,
             Ok(None) => {
-                let spec = record(Some(&identity), seconds, Some(now.clone()), now, 0);
+                let spec = record(&identity, seconds, Some(now.clone()), now, 0);
                 let write = lock.create(spec).await;
                 return self.settle(write, "create", sent);
             }
@@ -209,7 +205,7 @@ impl Elector {
             .unwrap_or_default();
         let spec = if self.observed_as_holder() {
             record(
-                Some(&identity),
+                &identity,
                 seconds,
                 old.acquire_time,
                 now,
@@ -217,7 +213,7 @@ impl Elector {
             )
         } else {
             record(
-                Some(&identity),
+                &identity,
                 seconds,
                 Some(now.clone()),
                 now,
@@ -388,8 +384,9 @@ impl Elector {
         }
     }
 
-    /// Gives the lease up if this replica still holds it, as client-go's `release`:
-    /// empty holder, `leaseDurationSeconds` 1, transitions kept. Bounded by the
+    /// Gives the lease up if this replica still holds it, writing the record
+    /// client-go's `release` writes: `holderIdentity: ""`, `leaseDurationSeconds: 1`,
+    /// `acquireTime` and `renewTime` now, `leaseTransitions` kept. Bounded by the
     /// renew deadline; a failure is logged (the lease then expires normally).
     async fn release(&mut self) {
         let deadline = self.guard.shared.config.renew_deadline;
@@ -410,7 +407,7 @@ impl Elector {
                 .as_ref()
                 .and_then(|o| o.spec.lease_transitions)
                 .unwrap_or(0);
-            let spec = record(None, 1, Some(now.clone()), now, transitions);
+            let spec = record("", 1, Some(now.clone()), now, transitions);
             match lock.update(lease, spec).await {
                 Write::Done(lease) => {
                     self.observe(*lease);
@@ -464,13 +461,7 @@ mod tests {
     fn lease(holder: &str, seconds: i32, renew_secs: i64) -> Lease {
         let mut l = Lease::default();
         let t = Timestamp::from_second(renew_secs).unwrap();
-        l.spec = Some(record(
-            Some(holder),
-            seconds,
-            Some(MicroTime(t)),
-            MicroTime(t),
-            0,
-        ));
+        l.spec = Some(record(holder, seconds, Some(MicroTime(t)), MicroTime(t), 0));
         l
     }
 
@@ -502,7 +493,7 @@ mod tests {
     async fn a_released_record_names_nobody_and_expires_in_a_second() {
         let mut e = elector();
         let mut released = lease("x", 1, 5);
-        released.spec.as_mut().unwrap().holder_identity = None;
+        released.spec.as_mut().unwrap().holder_identity = Some(String::new());
         e.observe(released);
         let seen = Instant::now();
         assert_eq!(e.observed_other_holder(), None);

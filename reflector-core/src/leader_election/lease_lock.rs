@@ -133,17 +133,18 @@ fn classify(result: Result<Lease, kube::Error>) -> Write {
     }
 }
 
-/// The spec client-go writes for a `LeaderElectionRecord` (strategy and preferred
-/// holder unset: no coordinated election).
+/// The spec client-go writes for a `LeaderElectionRecord`
+/// (`LeaderElectionRecordToLeaseSpec`): `holderIdentity` always, `""` for no holder
+/// (a release); strategy and preferred holder unset (no coordinated election).
 pub(crate) fn record(
-    holder: Option<&str>,
+    holder: &str,
     lease_duration_seconds: i32,
     acquire_time: Option<MicroTime>,
     renew_time: MicroTime,
     lease_transitions: i32,
 ) -> LeaseSpec {
     LeaseSpec {
-        holder_identity: holder.map(str::to_owned),
+        holder_identity: Some(holder.to_owned()),
         lease_duration_seconds: Some(lease_duration_seconds),
         acquire_time,
         renew_time: Some(renew_time),

@@ -6,8 +6,12 @@
 //!   period 2 s (client-go's defaults), the identity, `release_on_cancel`, metrics;
 //! - [`LeaderElection`]: one replica's handle: [`run`](LeaderElection::run) it, ask
 //!   [`is_leader`](LeaderElection::is_leader), await
-//!   [`leading`](LeaderElection::leading) / [`not_leading`](LeaderElection::not_leading);
+//!   [`leading`](LeaderElection::leading) / [`not_leading`](LeaderElection::not_leading),
+//!   or follow every change with [`transitions`](LeaderElection::transitions);
 //! - [`LeaderState`]: stopped, following (whom), or leading;
+//! - [`LeaderTransitions`]: every state the replica passes through, none merged (a
+//!   `Stream`);
+//! - [`LeaderElectionMetrics`]: the families an election reports to;
 //! - [`LeaderElectionError`]: invalid configuration, or a second run.
 //!
 //! A [`Controller`](crate::controller::Controller) given an election with
@@ -33,8 +37,10 @@ mod election;
 mod elector;
 mod error;
 mod lease_lock;
+mod metrics;
 mod observed_lease;
 mod state;
+mod transitions;
 
 pub use config::{
     DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LeaderElectionConfig,
@@ -42,6 +48,7 @@ pub use config::{
 pub use election::LeaderElection;
 pub(crate) use election::RunGuard;
 pub use error::LeaderElectionError;
+pub use metrics::LeaderElectionMetrics;
 pub(crate) use observed_lease::ObservedLease;
 pub use state::LeaderState;
-pub(crate) use state::not_leading;
+pub use transitions::LeaderTransitions;

@@ -1,12 +1,10 @@
 //! [`LeaderState`]: where one replica stands in an election.
 
-use tokio::sync::watch;
-
-/// Where this replica stands in its election, as [`LeaderElection::state`] and
-/// [`LeaderElection::subscribe`] report it.
+/// Where this replica stands in its election, as [`LeaderElection::state`] reports
+/// it and [`LeaderElection::transitions`] streams each change of it.
 ///
 /// [`LeaderElection::state`]: super::LeaderElection::state
-/// [`LeaderElection::subscribe`]: super::LeaderElection::subscribe
+/// [`LeaderElection::transitions`]: super::LeaderElection::transitions
 ///
 /// # Example
 /// ```
@@ -47,20 +45,5 @@ impl std::fmt::Display for LeaderState {
             LeaderState::Following { holder: None } => f.write_str("following (no holder)"),
             LeaderState::Leading => f.write_str("leading"),
         }
-    }
-}
-
-/// Resolves once `leadership` reports that this replica does not lead; never
-/// without an election.
-///
-/// # Cancel safety
-/// Cancel-safe: it only observes.
-pub(crate) async fn not_leading(leadership: Option<&mut watch::Receiver<LeaderState>>) {
-    match leadership {
-        Some(rx) => {
-            // The election outlives this receiver's use, so the channel stays open.
-            let _ = rx.wait_for(|s| !s.is_leading()).await;
-        }
-        None => std::future::pending().await,
     }
 }

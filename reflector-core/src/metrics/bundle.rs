@@ -2,12 +2,12 @@
 
 use prometheus_client::registry::Registry;
 
-use super::leader_election_metrics::LeaderElectionMetrics;
-use super::sharding_metrics::ShardingMetrics;
 use super::{ReconcileMetrics, ReflectorCollector};
 use crate::events::EventMetrics;
 use crate::informer::SharedIndexInformer;
+use crate::leader_election::LeaderElectionMetrics;
 use crate::object::Object;
+use crate::sharding::ShardingMetrics;
 use crate::workqueue::WorkQueueMetrics;
 
 /// Every family a controller reports to: controller-runtime's `controller_runtime_*`,

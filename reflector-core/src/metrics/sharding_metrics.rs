@@ -1,86 +1,14 @@
-//! [`ShardingMetrics`]: a sharding ring's assignments, moves, drains and size.
+//! The bundle's sharding families, handed to a sharder: what makes
+//! `Sharder::metrics(&metrics)` take the bundle while the `sharding` module never
+//! names it.
 
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
+use crate::sharding::ShardingMetrics;
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RingLabels {
-    ring: String,
-}
+use super::Metrics;
 
-impl RingLabels {
-    fn of(ring: &str) -> Self {
-        RingLabels {
-            ring: ring.to_owned(),
-        }
-    }
-}
-
-/// The sharding families, labelled with the ring's name.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct ShardingMetrics {
-    assignments: Family<RingLabels, Counter>,
-    moves: Family<RingLabels, Counter>,
-    drains_started: Family<RingLabels, Counter>,
-    drains_acknowledged: Family<RingLabels, Counter>,
-    members: Family<RingLabels, Gauge>,
-}
-
-impl ShardingMetrics {
-    pub(crate) fn register(&self, registry: &mut Registry) {
-        registry.register(
-            "reflector_sharding_assignments",
-            "Assignment labels the ring's sharder wrote (an object labelled with its shard)",
-            self.assignments.clone(),
-        );
-        registry.register(
-            "reflector_sharding_moves",
-            "Objects the sharder moved off a shard: drains started plus relabels off an unavailable shard",
-            self.moves.clone(),
-        );
-        registry.register(
-            "reflector_sharding_drains_started",
-            "Drain annotations the sharder wrote on objects of a live shard",
-            self.drains_started.clone(),
-        );
-        registry.register(
-            "reflector_sharding_drains_acknowledged",
-            "Drains a shard acknowledged (its label and the drain annotation removed)",
-            self.drains_acknowledged.clone(),
-        );
-        registry.register(
-            "reflector_sharding_ring_members",
-            "Available shards of the ring, as this replica observes them",
-            self.members.clone(),
-        );
-    }
-
-    pub(crate) fn assigned(&self, ring: &str) {
-        self.assignments.get_or_create(&RingLabels::of(ring)).inc();
-    }
-
-    pub(crate) fn moved(&self, ring: &str) {
-        self.moves.get_or_create(&RingLabels::of(ring)).inc();
-    }
-
-    pub(crate) fn drain_started(&self, ring: &str) {
-        self.drains_started
-            .get_or_create(&RingLabels::of(ring))
-            .inc();
-    }
-
-    pub(crate) fn drain_acknowledged(&self, ring: &str) {
-        self.drains_acknowledged
-            .get_or_create(&RingLabels::of(ring))
-            .inc();
-    }
-
-    pub(crate) fn set_members(&self, ring: &str, members: usize) {
-        self.members
-            .get_or_create(&RingLabels::of(ring))
-            .set(i64::try_from(members).unwrap_or(i64::MAX));
+impl From<&Metrics> for ShardingMetrics {
+    /// The bundle's sharding families (shared, not copied).
+    fn from(metrics: &Metrics) -> Self {
+        metrics.sharding().clone()
     }
 }

@@ -121,6 +121,7 @@ mod error;
 mod labels;
 mod members;
 mod metadata_patch;
+mod metrics;
 mod rendezvous;
 mod ring;
 mod shard_gate;
@@ -128,8 +129,9 @@ mod shard_key;
 mod sharder;
 
 pub use error::ShardingError;
+pub use metrics::ShardingMetrics;
 pub use rendezvous::winner;
 pub use ring::Ring;
-pub(crate) use shard_gate::ShardGate;
+pub(crate) use shard_gate::{InFlight, ShardGate};
 pub use shard_key::shard_key;
 pub use sharder::Sharder;

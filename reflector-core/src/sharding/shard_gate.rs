@@ -16,14 +16,13 @@ use serde_json::json;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::Metrics;
 use crate::object::{Object, ObjectKey};
 use crate::store::Indexer;
 use crate::workqueue::WorkQueue;
 
-use super::Ring;
 use super::labels;
 use super::metadata_patch::{Outcome, patch_metadata};
+use super::{Ring, ShardingMetrics};
 
 /// The field manager of a shard's acknowledgements.
 const FIELD_MANAGER: &str = "reflector-shard";
@@ -57,7 +56,7 @@ pub(crate) struct ShardGate {
     idle: Notify,
     /// Drained keys to acknowledge, with per-key backoff for failed patches.
     acks: WorkQueue<ObjectKey>,
-    metrics: Option<Metrics>,
+    metrics: Option<ShardingMetrics>,
 }
 
 /// A reconcile the gate let start; dropping it (also when the worker is aborted)
@@ -83,7 +82,7 @@ impl InFlight<'_> {
 }
 
 impl ShardGate {
-    pub(crate) fn new(ring: &Ring, metrics: Option<&Metrics>) -> Self {
+    pub(crate) fn new(ring: &Ring, metrics: Option<ShardingMetrics>) -> Self {
         ShardGate {
             label: ring.assignment_label(),
             drain: labels::drain_annotation(ring.name()),
@@ -91,13 +90,8 @@ impl ShardGate {
             state: Mutex::new(GateState::default()),
             idle: Notify::new(),
             acks: WorkQueue::new(),
-            metrics: metrics.cloned(),
+            metrics,
         }
-    }
-
-    /// The ring this gate is a shard of.
-    pub(crate) fn ring(&self) -> &Ring {
-        &self.ring
     }
 
     fn lock(&self) -> MutexGuard<'_, GateState> {
@@ -207,7 +201,7 @@ impl ShardGate {
                 Outcome::Written => {
                     tracing::debug!(ring = %self.ring.name(), %key, "drain acknowledged");
                     if let Some(m) = &self.metrics {
-                        m.sharding().drain_acknowledged(self.ring.name());
+                        m.drain_acknowledged(self.ring.name());
                     }
                     self.acks.forget(&key);
                 }
@@ -357,7 +351,7 @@ mod tests {
     #[tokio::test]
     async fn objects_that_moved_away_get_no_deletion_reconcile() {
         let gate = gate();
-        assert!(!gate.ring().is_member());
+        assert!(!gate.ring.is_member());
         for last in [meta("a", Some("b")), meta("b", None), meta("a", None)] {
             assert!(!gate.admit_delete(&key(), &last), "{last:?}");
             assert!(gate.begin(&key(), None).is_none());

@@ -9,13 +9,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::informer::{Change, InformerFactory, SharedIndexInformer};
 use crate::leader_election::LeaderElection;
-use crate::metrics::Metrics;
 use crate::object::{Object, ObjectKey, meta_namespace_key};
 use crate::workqueue::WorkQueue;
 
 use super::labels;
 use super::metadata_patch::{Outcome, patch_metadata};
-use super::{Ring, ShardingError, shard_key, winner};
+use super::{Ring, ShardingError, ShardingMetrics, shard_key, winner};
 
 /// The field manager of the sharder's patches.
 const FIELD_MANAGER: &str = "reflector-sharder";
@@ -83,7 +82,7 @@ pub struct Sharder<K: Object> {
     /// Whether a move off a live shard goes through a drain (primaries) or is a
     /// relabel (owned children, which nobody reconciles by their own key).
     drains: bool,
-    metrics: Option<Metrics>,
+    metrics: Option<ShardingMetrics>,
 }
 
 impl<K: Object> Debug for Sharder<K> {
@@ -177,8 +176,8 @@ where
     /// # Ok(()) }
     /// ```
     #[must_use]
-    pub fn metrics(mut self, metrics: &Metrics) -> Self {
-        self.metrics = Some(metrics.clone());
+    pub fn metrics(mut self, metrics: impl Into<ShardingMetrics>) -> Self {
+        self.metrics = Some(metrics.into());
         self
     }
 
@@ -220,7 +219,7 @@ where
             let mut members = self.ring.subscribe();
             loop {
                 let size = members.borrow_and_update().len();
-                metrics.sharding().set_members(self.ring.name(), size);
+                metrics.set_members(self.ring.name(), size);
                 tokio::select! {
                     biased;
                     () = cancel.cancelled() => return,
@@ -375,7 +374,6 @@ where
         if let Outcome::Written = outcome {
             tracing::debug!(%ring, %key, from = ?current, to = %desired, ?write, "written");
             if let Some(m) = &self.metrics {
-                let m = m.sharding();
                 match write {
                     Write::Assign => m.assigned(ring),
                     Write::Move => {
