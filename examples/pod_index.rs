@@ -2,7 +2,8 @@
 //! handlers sharing the one watch.
 //!
 //! By default it starts the embedded API server (reflector-testkit), schedules a few
-//! pods onto nodes, moves and deletes some, and prints pods per node from the index.
+//! pods onto nodes, schedules one more through the `binding` subresource (as a scheduler
+//! does), deletes one, and prints pods per node from the index.
 //! With `--cluster` it uses the current kubeconfig instead and runs until Ctrl+C.
 //!
 //! ```sh
@@ -15,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use reflector::informer::{Change, SharedIndexInformer};
 use reflector::listwatch::ApiListerWatcher;
 use reflector::store::{Indexers, StoreError};
@@ -31,10 +32,10 @@ fn node_of(p: &Pod) -> Vec<String> {
         .collect()
 }
 
-fn pod(name: &str, node: &str) -> Pod {
+fn pod(name: &str, node: Option<&str>) -> Pod {
     let mut p = Pod {
         spec: Some(PodSpec {
-            node_name: Some(node.to_owned()),
+            node_name: node.map(str::to_owned),
             ..PodSpec::default()
         }),
         ..Pod::default()
@@ -97,7 +98,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Change::Updated { old, new } => {
             if node_of(&old) != node_of(&new) {
                 println!(
-                    "~ {} moved {:?} -> {:?}",
+                    "~ {} node {:?} -> {:?}",
                     new.metadata.name.as_deref().unwrap_or("?"),
                     node_of(&old),
                     node_of(&new)
@@ -133,18 +134,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         for i in 0..9 {
             pods.create(
                 &PostParams::default(),
-                &pod(&format!("web-{i}"), nodes[i % 3]),
+                &pod(&format!("web-{i}"), Some(nodes[i % 3])),
             )
             .await?;
         }
-        // Pods move between nodes only by being recreated in Kubernetes; the
-        // embedded server lets us patch spec.nodeName to show the index following.
-        let patch = serde_json::json!({ "spec": { "nodeName": "node-c" } });
-        pods.patch("web-0", &PatchParams::default(), &Patch::Merge(&patch))
+        // A pod's node is set once, by a binding (what a scheduler posts); the
+        // index follows the update from no node to node-c.
+        pods.create(&PostParams::default(), &pod("web-9", None))
+            .await?;
+        let binding = serde_json::json!({
+            "apiVersion": "v1", "kind": "Binding",
+            "metadata": { "name": "web-9" },
+            "target": { "apiVersion": "v1", "kind": "Node", "name": "node-c" },
+        });
+        let _: serde_json::Value = pods
+            .create_subresource("binding", "web-9", &PostParams::default(), &binding)
             .await?;
         pods.delete("web-4", &DeleteParams::default()).await?;
 
-        let want: BTreeMap<&str, usize> = [("node-a", 2), ("node-b", 2), ("node-c", 4)].into();
+        let want: BTreeMap<&str, usize> = [("node-a", 3), ("node-b", 2), ("node-c", 4)].into();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         loop {
             let got = nodes
