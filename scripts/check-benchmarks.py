@@ -8,9 +8,13 @@ A `cargo bench` anywhere else in the page (inline code, other blocks) is an
 error: it would escape the check.
 
 For each command:
-1. `cargo bench <its cargo options> --no-run --locked` builds the bench (one
-   build per distinct set of cargo options; the release build is the bulk of
-   the cost, and it is what the command itself would build);
+1. `cargo bench … --no-run --locked` builds the bench in the profile the
+   command builds it in. Commands that pass the same options besides `-p` and
+   `--bench` (the same features) are built by one cargo invocation naming all
+   their packages and benches, so the release build of the dependencies, the
+   bulk of the cost, is done once per feature set; if that build fails, each of
+   its commands is built alone to name the one that fails. (`cargo check`
+   would be cheaper but leaves no binary to parse the arguments with.)
 2. the arguments after `--` are parsed by the bench binary itself, run from its
    package's directory as `cargo bench` runs it:
    - a criterion bench (its source calls `criterion_main!`) runs with the
@@ -139,9 +143,31 @@ def option_values(words, names):
     return values
 
 
+def other_options(command):
+    """The command's cargo options besides its package and bench (features and the like)."""
+    words, rest, skip = command.cargo_options, [], False
+    for i, word in enumerate(words):
+        if skip:
+            skip = False
+        elif word in ("-p", "--package", "--bench"):
+            skip = True
+        elif not word.startswith(("--package=", "--bench=")):
+            rest.append(word)
+    return rest
+
+
+def group_by_options(commands):
+    """The commands in lists that share their other cargo options, in page order."""
+    groups = {}
+    for command in commands:
+        groups.setdefault(tuple(other_options(command)), []).append(command)
+    return list(groups.values())
+
+
 def build(options):
     """Builds the benches `options` select; returns {(package, bench): (executable, source)} or an error."""
     argv = ["cargo", "bench", *options, "--no-run", "--locked", "--message-format=json-render-diagnostics"]
+    print(f"== {shlex.join(argv[:-1])}", flush=True)
     result = subprocess.run(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True)
     if result.returncode != 0:
         return None, f"`{shlex.join(argv)}` failed (exit {result.returncode}; cargo's message is above)"
@@ -184,6 +210,7 @@ def check_args(command, executable, source):
                 f"{command}: bench {command.bench} has no argument check (neither criterion "
                 "nor a `--check-args` mode), so its commands may pass no arguments"
             )
+        print(f"ok   {command} (built; it takes no arguments)")
         return None
     extra = "--list" if kind == "criterion" else "--check-args"
     argv = [executable, "--bench", *command.bench_args, extra]
@@ -201,8 +228,9 @@ def check_args(command, executable, source):
     except subprocess.TimeoutExpired:
         return f"{command}: `{extra}` did not finish within {ARG_CHECK_TIMEOUT_SECS} s"
     if result.returncode != 0:
-        reason = (result.stderr.strip() or result.stdout.strip()).splitlines()
-        return f"{command}: the bench rejects its arguments: {reason[-1] if reason else 'exit ' + str(result.returncode)}"
+        reason = [l.strip() for l in (result.stderr or result.stdout).splitlines() if l.strip()]
+        said = " / ".join(reason[:3]) or f"exit {result.returncode}"
+        return f"{command}: the bench rejects its arguments: {said}"
     if kind == "criterion":
         listed = [l for l in result.stdout.splitlines() if l.endswith(": benchmark")]
         if not listed:
@@ -228,19 +256,36 @@ def main():
     commands, errors = extract(page)
     if not commands and not errors:
         errors.append(f"{page.name} has no command in a ```sh block")
-    builds = {}
-    for command in commands:
-        key = tuple(command.cargo_options)
-        if key not in builds:
-            print(f"== cargo bench {shlex.join(key)} --no-run --locked", flush=True)
-            builds[key] = build(key)
-        built, error = builds[key]
-        if error:
-            errors.append(f"{command}: {error}")
+    built = {}  # id(command) -> what its build produced, for commands that built
+    for group in group_by_options(commands):
+        options = []
+        for package in sorted({c.package for c in group}):
+            options += ["-p", package]
+        for bench in sorted({c.bench for c in group}):
+            options += ["--bench", bench]
+        options += other_options(group[0])
+        group_built, error = build(options)
+        if error is None:
+            built.update((id(command), group_built) for command in group)
             continue
-        target = built.get((command.package, command.bench))
+        print("== the shared build failed: each of its commands alone", flush=True)
+        alone = {}
+        for command in group:
+            key = tuple(command.cargo_options)
+            if key not in alone:
+                alone[key] = build(command.cargo_options)
+            command_built, error = alone[key]
+            if error is None:
+                built[id(command)] = command_built
+            else:
+                errors.append(f"{command}: {error}")
+    for command in commands:
+        built_here = built.get(id(command))
+        if built_here is None:
+            continue
+        target = built_here.get((command.package, command.bench))
         if target is None:
-            errors.append(f"{command}: cargo built no bench {command.bench} of package {command.package}")
+            errors.append(f"{command}: package {command.package} has no bench {command.bench}")
             continue
         error = check_args(command, *target)
         if error:
