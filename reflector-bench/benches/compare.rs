@@ -13,7 +13,10 @@
 //! Options: `--objects N` (default 10,000), `--runs R` (default 3), `--scenario NAME`
 //! (repeatable; default all), `--churn E` (default 100,000 MODIFIED events), `--paged`
 //! (after the tables of the real shape, the same scenarios against a second server that
-//! pages `resourceVersion=0` lists, as a second set of tables).
+//! pages `resourceVersion=0` lists, as a second set of tables). Counts must be at least 1;
+//! an unknown option or scenario is an error. `--check-args` parses and checks the other
+//! arguments, prints what they select and exits without measuring (what
+//! `scripts/check-benchmarks.py` runs for each command in `BENCHMARKS.md`).
 //!
 //! # Server shapes
 //!
@@ -23,8 +26,7 @@
 //! fallback); kube-runtime's default watcher sends `limit=500` without a resource version
 //! (kube's request builder drops `resourceVersion=0` next to a limit), which a real
 //! server pages too. The floor lists in one request. With `--paged` a second server
-//! pages `resourceVersion=0` lists by their `limit` (the shape every figure before
-//! session 7 was measured on) and the floor lists in pages of 500.
+//! pages `resourceVersion=0` lists by their `limit`, and the floor lists in pages of 500.
 //!
 //! # Scenarios
 //!
@@ -113,9 +115,15 @@ pub(crate) struct Args {
     /// Also run every scenario against a server that pages `resourceVersion=0` lists
     /// (the second set of tables); in a child: the floor lists in pages of 500.
     pub paged: bool,
+    /// Only check the arguments: print what they select and exit without measuring.
+    pub check_args: bool,
 }
 
-fn parse_args() -> Result<Args, String> {
+/// The options `parse_args` knows, for its error message.
+const USAGE: &str =
+    "--objects N, --runs R, --churn E, --scenario NAME (repeatable), --paged, --check-args";
+
+fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, String> {
     let mut args = Args {
         objects: 10_000,
         runs: 3,
@@ -124,42 +132,64 @@ fn parse_args() -> Result<Args, String> {
         child: None,
         url: None,
         paged: false,
+        check_args: false,
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = argv.into_iter();
     while let Some(arg) = it.next() {
         let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
         match arg.as_str() {
-            "--objects" => {
-                args.objects = value("--objects")?
-                    .parse()
-                    .map_err(|e| format!("--objects: {e}"))?;
-            }
-            "--runs" => {
-                args.runs = value("--runs")?
-                    .parse()
-                    .map_err(|e| format!("--runs: {e}"))?;
-            }
-            "--churn" => {
-                args.churn = value("--churn")?
-                    .parse()
-                    .map_err(|e| format!("--churn: {e}"))?;
-            }
+            "--objects" => args.objects = count("--objects", &value("--objects")?)?,
+            "--runs" => args.runs = count("--runs", &value("--runs")?)?,
+            "--churn" => args.churn = count("--churn", &value("--churn")?)?,
             "--scenario" => args.scenarios.push(value("--scenario")?),
             "--child" => args.child = Some(value("--child")?),
             "--url" => args.url = Some(value("--url")?),
             "--paged" => args.paged = true,
-            // `cargo bench` passes `--bench`; ignore it and anything unknown.
-            _ => {}
+            "--check-args" => args.check_args = true,
+            // `cargo bench` passes `--bench` to every bench binary.
+            "--bench" => {}
+            other => return Err(format!("unknown argument {other:?}; known: {USAGE}")),
         }
     }
     Ok(args)
 }
 
+/// `value` as a count of at least 1, or an error naming `option`.
+fn count(option: &str, value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(0) => Err(format!("{option} must be at least 1")),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{option} {value:?}: {e}")),
+    }
+}
+
+/// What `--check-args` prints: the run the arguments select.
+fn describe(args: &Args) -> Result<String, String> {
+    let (selected, index) = scenario::select(&args.scenarios)?;
+    let mut names: Vec<&str> = selected.iter().map(|s| s.name).collect();
+    if index {
+        names.push(scenario::INDEX);
+    }
+    Ok(format!(
+        "{} objects, {} runs, {} churn events{}; scenarios: {}",
+        args.objects,
+        args.runs,
+        args.churn,
+        if args.paged { ", also paged" } else { "" },
+        names.join(", ")
+    ))
+}
+
 fn main() {
-    let result = parse_args().and_then(|args| match (&args.child, &args.url) {
-        (Some(name), Some(url)) => child::run(name, url, args.objects, args.paged),
-        (Some(_), None) => Err("--child needs --url".to_owned()),
-        _ => parent::run(&args),
+    let result = parse_args(std::env::args().skip(1)).and_then(|args| {
+        if args.check_args {
+            return describe(&args).map(|run| println!("compare: arguments OK: {run}"));
+        }
+        match (&args.child, &args.url) {
+            (Some(name), Some(url)) => child::run(name, url, args.objects, args.paged),
+            (Some(_), None) => Err("--child needs --url".to_owned()),
+            _ => parent::run(&args),
+        }
     });
     if let Err(error) = result {
         eprintln!("compare: {error}");

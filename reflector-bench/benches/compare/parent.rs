@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::Args;
 use crate::index::{self, QueryFigure};
 use crate::mem::MB;
-use crate::scenario::{self, ALL, Cache, INDEX, Phase, SHARDS, Scenario};
+use crate::scenario::{self, Cache, Phase, SHARDS, Scenario};
 
 /// Writes the server's event log keeps: enough for the initial objects plus one churn.
 const HISTORY: usize = 200_000;
@@ -38,19 +38,7 @@ fn loadavg() -> String {
 
 /// Runs the selected scenarios and prints the tables.
 pub fn run(args: &Args) -> Result<(), String> {
-    let mut selected = Vec::new();
-    for name in &args.scenarios {
-        if name != INDEX {
-            selected.push(scenario::find(name).ok_or(format!(
-                "unknown scenario {name}; known: {}, {INDEX}",
-                ALL.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
-            ))?);
-        }
-    }
-    if args.scenarios.is_empty() {
-        selected = ALL.to_vec();
-    }
-    let run_index = args.scenarios.is_empty() || args.scenarios.iter().any(|s| s == INDEX);
+    let (selected, run_index) = scenario::select(&args.scenarios)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

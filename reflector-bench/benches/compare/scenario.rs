@@ -120,3 +120,22 @@ const fn s(name: &'static str, cache: Cache, phase: Phase) -> Scenario {
 pub fn find(name: &str) -> Option<Scenario> {
     ALL.iter().copied().find(|s| s.name == name)
 }
+
+/// The scenarios `names` select (all of them when `names` is empty), and whether the
+/// index query comparison ([`INDEX`]) runs; an unknown name is an error naming the known
+/// ones.
+pub fn select(names: &[String]) -> Result<(Vec<Scenario>, bool), String> {
+    if names.is_empty() {
+        return Ok((ALL.to_vec(), true));
+    }
+    let mut selected = Vec::new();
+    for name in names.iter().filter(|name| *name != INDEX) {
+        selected.push(find(name).ok_or_else(|| {
+            format!(
+                "unknown scenario {name}; known: {}, {INDEX}",
+                ALL.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+            )
+        })?);
+    }
+    Ok((selected, names.iter().any(|name| name == INDEX)))
+}
