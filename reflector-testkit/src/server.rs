@@ -396,8 +396,9 @@ impl ApiServer {
             .ok_or_else(|| TestkitError::UnknownResource(format!("{api_version}/{kind}")))
     }
 
-    /// Stores `obj` directly (create or replace, no HTTP, no preconditions, no CRD schema
-    /// pruning or validation; a stored CustomResourceDefinition is served), as one write
+    /// Stores `obj` directly (create or replace, no HTTP, no preconditions, no admission —
+    /// its namespace need not exist —, no CRD schema pruning or validation; a stored
+    /// CustomResourceDefinition is served), as one write
     /// with a new resourceVersion that watches see. Sets `uid`, `creationTimestamp` and
     /// (for kinds that track it) `generation` when missing. Returns the new resourceVersion.
     pub fn insert<K>(&self, obj: &K) -> Result<u64, TestkitError>

@@ -15,8 +15,8 @@ use serde_json::json;
 
 mod support;
 use support::{
-    Widget, WidgetSpec, WidgetStatus, assert_status, continue_too_old, create, merge, rv_of,
-    serve_configmaps, serve_widgets, status_of, watch_with,
+    Widget, WidgetSpec, WidgetStatus, assert_status, continue_too_old, create, create_namespace,
+    merge, rv_of, serve_configmaps, serve_widgets, status_of, watch_with,
 };
 
 fn cm(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
@@ -269,6 +269,7 @@ async fn label_and_field_selectors_on_list() {
     create(&api, &cm("a", &[("app", "web"), ("tier", "fe")])).await;
     create(&api, &cm("b", &[("app", "web"), ("tier", "be")])).await;
     create(&api, &cm("c", &[("app", "db")])).await;
+    create_namespace(&server, "other").await;
     let other: Api<ConfigMap> = Api::namespaced(server.client(), "other");
     create(&other, &cm("a", &[("app", "web")])).await;
 

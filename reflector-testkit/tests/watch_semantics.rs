@@ -10,7 +10,7 @@ use reflector_testkit::{ApiServer, bench_objects};
 use serde_json::json;
 
 mod support;
-use support::{assert_status, create, serve_configmaps, start, watch_with};
+use support::{assert_status, create, create_namespace, serve_configmaps, start, watch_with};
 
 const GUARD: Duration = Duration::from_secs(10);
 
@@ -123,6 +123,7 @@ async fn watcher_falling_behind_bounded_history_gets_410() {
 #[tokio::test]
 async fn bookmarks_carry_current_resource_version() {
     let server = start(ApiServer::builder().bookmark_interval(Duration::from_millis(50))).await;
+    create_namespace(&server, "other").await;
     let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
     create(&api, &cm("a")).await;
     let rv = server.current_resource_version();

@@ -108,6 +108,7 @@ impl State {
         for info in crate::resource::builtins() {
             state.register(info);
         }
+        state.seed_system_namespaces();
         state
     }
 
@@ -360,8 +361,8 @@ impl State {
                 ),
             ));
         }
+        self.admit_in_namespace(&info, namespace, &name, true)?;
         validate_write(&info, &name, &body)?;
-        self.check_namespace_accepts(&info, namespace, &name)?;
         crate::crd::admit(self, rid, &name, &mut body, None)?;
         let key = key_of(namespace.filter(|_| info.namespaced), &name);
         if self.objects[rid].contains_key(&key) {
@@ -386,22 +387,8 @@ impl State {
                 json!({"phase": "Pending", "qosClass": qos_class}),
             );
         }
-        if self.is_namespace_resource(rid)
-            && let Value::Object(m) = &mut body
-        {
-            // The real Namespace strategy: the controller's finalizer, `Active`, and the
-            // name as a label.
-            m.insert("spec".to_owned(), json!({"finalizers": ["kubernetes"]}));
-            m.insert("status".to_owned(), json!({"phase": "Active"}));
-            let labels = metadata_mut(&mut body)
-                .entry("labels")
-                .or_insert_with(|| json!({}));
-            if let Value::Object(labels) = labels {
-                labels.insert(
-                    "kubernetes.io/metadata.name".to_owned(),
-                    Value::String(name.clone()),
-                );
-            }
+        if self.is_namespace_resource(rid) {
+            namespace_lifecycle::set_namespace_defaults(&name, &mut body);
         }
         let meta = metadata_mut(&mut body);
         meta.insert("name".to_owned(), Value::String(name));
@@ -441,6 +428,7 @@ impl State {
         }
         Self::normalize(&info, &mut body, namespace)?;
         metadata_mut(&mut body).insert("name".to_owned(), Value::String(name.to_owned()));
+        self.admit_in_namespace(&info, namespace, name, false)?;
         let key = key_of(namespace.filter(|_| info.namespaced), name);
         let old = self
             .get(rid, &key)

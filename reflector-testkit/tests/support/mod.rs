@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::CustomResource;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::core::Status;
@@ -55,6 +55,17 @@ pub fn config_map(name: &str, data: &[(&str, &str)]) -> ConfigMap {
             .collect::<BTreeMap<_, _>>(),
     );
     cm
+}
+
+/// Creates the namespace `name` through the API, as a user must before writing objects
+/// in it (the server answers writes in a missing namespace with 404, as the real one).
+pub async fn create_namespace(server: &ApiServer, name: &str) {
+    let mut namespace = Namespace::default();
+    namespace.metadata.name = Some(name.to_owned());
+    Api::<Namespace>::all(server.client())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap_or_else(|e| panic!("creating namespace {name}: {e}"));
 }
 
 /// Starts `builder`'s server; panics if it cannot.
