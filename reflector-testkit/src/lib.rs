@@ -383,6 +383,7 @@ mod admin;
 mod apply;
 pub mod bench_objects;
 mod bookmark_schedule;
+mod builder;
 mod continue_token;
 mod crd;
 mod discovery;
@@ -415,11 +416,12 @@ mod table;
 mod unknown_fields;
 mod watch;
 
+pub use builder::ApiServerBuilder;
 pub use error::TestkitError;
 pub use fault::{BadLine, Fault, FaultId, Faults, Matcher};
 pub use request_log::{RequestLogEntry, Verb};
 pub use resource::ResourceInfo;
-pub use server::{ApiServer, ApiServerBuilder};
+pub use server::ApiServer;
 
 /// The README's examples, compiled as doctests.
 #[cfg(doctest)]
