@@ -15,8 +15,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 mod support {
+    pub mod namespaces;
     pub mod widget;
 }
+use support::namespaces::create_namespaces;
 use support::widget::{Widget, WidgetIndexes, WidgetSpec};
 
 const N: usize = 200;
@@ -128,6 +130,7 @@ async fn typed_queries_follow_200_widgets_through_sync_updates_and_deletes() {
     let server = ApiServer::start().await.expect("server");
     server.register::<Widget>();
     let client = server.client();
+    create_namespaces(&client, &["ns-0", "ns-1"]).await;
     let mut model = Model::new();
     for i in 0..N {
         let (ns, name, owner, tags, parent, app) = initial(i);
@@ -216,6 +219,7 @@ async fn typed_queries_follow_200_widgets_through_sync_updates_and_deletes() {
 async fn factory_reflected_informer_answers_typed_queries() {
     let server = ApiServer::start().await.expect("server");
     server.register::<Widget>();
+    create_namespaces(&server.client(), &["ns"]).await;
     let api: Api<Widget> = Api::namespaced(server.client(), "ns");
     for (name, owner) in [("a", "alice"), ("b", "bob"), ("c", "alice")] {
         let w = Widget::new(name, WidgetSpec::owned_by(owner, vec![], None));

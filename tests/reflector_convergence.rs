@@ -23,8 +23,10 @@ use reflector::listwatch::ApiListerWatcher;
 use reflector_testkit::{ApiServer, BadLine, Fault, Matcher, Verb};
 
 mod support {
+    pub mod namespaces;
     pub mod running;
 }
+use support::namespaces::create_namespaces;
 use support::running::Running;
 
 const NS: &str = "e2e";
@@ -115,6 +117,7 @@ async fn converge(seed: u64) -> Result<(), String> {
         .start()
         .await
         .map_err(|e| e.to_string())?;
+    create_namespaces(&server.client(), &[NS]).await;
     let initial: Vec<ConfigMap> = (0..OBJECTS).map(|i| cm(&format!("cm-{i}"), 0)).collect();
     server
         .insert_many(initial.iter())

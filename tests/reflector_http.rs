@@ -12,8 +12,10 @@ use reflector::listwatch::ApiListerWatcher;
 use reflector_testkit::{ApiServer, Fault, Matcher, RequestLogEntry, Verb, bench_objects};
 
 mod support {
+    pub mod namespaces;
     pub mod running;
 }
+use support::namespaces::create_namespaces;
 use support::running::Running;
 
 async fn server_with(n: usize) -> ApiServer {
@@ -22,6 +24,7 @@ async fn server_with(n: usize) -> ApiServer {
         .start()
         .await
         .expect("server starts");
+    create_namespaces(&server.client(), &[bench_objects::NAMESPACE]).await;
     let objs = bench_objects::config_maps(n);
     server.insert_many(objs.iter()).expect("insert");
     server

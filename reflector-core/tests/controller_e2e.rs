@@ -20,6 +20,11 @@ use reflector_testkit::ApiServer;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+mod support {
+    pub mod namespaces;
+}
+use support::namespaces::create_namespaces;
+
 #[derive(Debug, thiserror::Error)]
 #[error("never")]
 struct Never;
@@ -42,6 +47,7 @@ async fn next(rx: &mut mpsc::UnboundedReceiver<(ObjectKey, bool)>) -> (ObjectKey
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deployment_controller_over_http() {
     let server = ApiServer::start().await.expect("server");
+    create_namespaces(&server.client(), &["e2e"]).await;
     server.register_resource::<Deployment>();
     let deployment = Deployment {
         metadata: ObjectMeta {
@@ -168,6 +174,7 @@ struct PolicyCtx {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_policy_gets_the_object_and_records_a_warning_about_it() {
     let server = ApiServer::start().await.expect("server");
+    create_namespaces(&server.client(), &["e2e"]).await;
     let mut broken = ConfigMap::default();
     broken.metadata.name = Some("broken".into());
     broken.metadata.namespace = Some("e2e".into());

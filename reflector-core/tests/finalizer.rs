@@ -16,6 +16,11 @@ use reflector_core::controller::{
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
 use tokio_util::sync::CancellationToken;
 
+mod support {
+    pub mod namespaces;
+}
+use support::namespaces::create_namespaces;
+
 const NAME: &str = "example.com/cleanup";
 const NS: &str = "fin";
 
@@ -103,6 +108,7 @@ impl Running {
 /// A server holding `obj` in `NS`, and the `NS` ConfigMaps.
 async fn serve(obj: &ConfigMap) -> (ApiServer, Api<ConfigMap>) {
     let server = ApiServer::start().await.unwrap();
+    create_namespaces(&server.client(), &[NS]).await;
     let api = Api::<ConfigMap>::namespaced(server.client(), NS);
     api.create(&PostParams::default(), obj).await.unwrap();
     (server, api)

@@ -12,12 +12,18 @@ use reflector_core::informer::{InformerFactory, SharedIndexInformer};
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
 use serde_json::json;
 
+mod support {
+    pub mod namespaces;
+}
+use support::namespaces::create_namespaces;
+
 const NS: &str = "meta";
 /// How long any one wait may take before the test fails.
 const GUARD: Duration = Duration::from_secs(20);
 
 async fn server_with(n: usize) -> ApiServer {
     let server = ApiServer::start().await.expect("server");
+    create_namespaces(&server.client(), &[NS]).await;
     for i in 0..n {
         let cm: ConfigMap = serde_json::from_value(json!({
             "metadata": {"name": format!("cm-{i}"), "namespace": NS, "labels": {"i": i.to_string()}},
