@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use reflector::Reflect;
@@ -16,9 +15,11 @@ use tokio_util::sync::CancellationToken;
 
 mod support {
     pub mod namespaces;
+    pub mod patience;
     pub mod widget;
 }
 use support::namespaces::create_namespaces;
+use support::patience::PATIENCE;
 use support::widget::{Widget, WidgetIndexes, WidgetSpec};
 
 const N: usize = 200;
@@ -107,9 +108,9 @@ fn assert_queries(q: &impl WidgetIndexes, model: &Model, phase: &str) {
     }
 }
 
-/// Receives `n` events of `kind` within 30 s.
+/// Receives `n` events of `kind` (a hang after [`PATIENCE`] fails).
 async fn expect_events(rx: &mut mpsc::UnboundedReceiver<&'static str>, kind: &str, n: usize) {
-    let got = tokio::time::timeout(Duration::from_secs(30), async {
+    let got = tokio::time::timeout(PATIENCE, async {
         let mut got = 0;
         while got < n {
             match rx.recv().await {
@@ -164,14 +165,14 @@ async fn typed_queries_follow_200_widgets_through_sync_updates_and_deletes() {
         let cancel = cancel.clone();
         async move { informer.run(cancel).await }
     });
-    tokio::time::timeout(Duration::from_secs(30), informer.wait_synced())
+    tokio::time::timeout(PATIENCE, informer.wait_synced())
         .await
         .expect("sync in time")
         .expect("not stopped");
     expect_events(&mut rx, "added", N).await;
     // The handler sent its last initial event before returning; the registration
     // counts as synced once it has returned.
-    tokio::time::timeout(Duration::from_secs(30), reg.wait_synced())
+    tokio::time::timeout(PATIENCE, reg.wait_synced())
         .await
         .expect("registration synced in time")
         .expect("not stopped");
@@ -230,7 +231,7 @@ async fn factory_reflected_informer_answers_typed_queries() {
     let factory = InformerFactory::new(server.client());
     let widgets = factory.reflected::<Widget>();
     factory.start();
-    tokio::time::timeout(Duration::from_secs(30), factory.wait_synced())
+    tokio::time::timeout(PATIENCE, factory.wait_synced())
         .await
         .expect("sync in time")
         .expect("not stopped");

@@ -3,7 +3,6 @@
 //! server of `reflector-testkit`; an error policy recording Warning Events.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -22,8 +21,10 @@ use tokio_util::sync::CancellationToken;
 
 mod support {
     pub mod namespaces;
+    pub mod patience;
 }
 use support::namespaces::create_namespaces;
+use support::patience::{PATIENCE, POLL};
 
 #[derive(Debug, thiserror::Error)]
 #[error("never")]
@@ -34,7 +35,7 @@ struct Ctx {
 }
 
 async fn next(rx: &mut mpsc::UnboundedReceiver<(ObjectKey, bool)>) -> (ObjectKey, bool) {
-    tokio::time::timeout(Duration::from_secs(20), rx.recv())
+    tokio::time::timeout(PATIENCE, rx.recv())
         .await
         .expect("a reconcile in time")
         .expect("controller running")
@@ -119,9 +120,9 @@ async fn deployment_controller_over_http() {
     // counted once it has returned.
     let success =
         "controller_runtime_reconcile_total{controller=\"deployment\",result=\"success\"} 3";
-    let counted = tokio::time::timeout(Duration::from_secs(5), async {
+    let counted = tokio::time::timeout(PATIENCE, async {
         while !render_metrics(&registry).contains(success) {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(POLL).await;
         }
     })
     .await;
@@ -154,7 +155,7 @@ struct Invalid;
 type Failure = (ObjectRef<ConfigMap>, Option<Arc<ConfigMap>>);
 
 async fn next_failure(rx: &mut mpsc::UnboundedReceiver<Failure>) -> Failure {
-    tokio::time::timeout(Duration::from_secs(20), rx.recv())
+    tokio::time::timeout(PATIENCE, rx.recv())
         .await
         .expect("a failure in time")
         .expect("controller running")
