@@ -19,7 +19,6 @@ use support::namespaces::create_namespaces;
 use support::patience::{PATIENCE, POLL};
 
 const NS: &str = "meta";
-/// How long any one wait may take before the test fails.
 
 async fn server_with(n: usize) -> ApiServer {
     let server = ApiServer::start().await.expect("server");
