@@ -45,6 +45,15 @@ pub struct FlunderSpec {
     pub reference: String,
 }
 
+/// Hang detector of every wait on real time in these suites: the test harness's
+/// slow-test mark (libtest reports a test still running after 60 s). Each wait ends as
+/// soon as what it waits for happens; a passing run never reaches this bound.
+pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Poll period of a wait on a condition nothing notifies (a store's contents, the
+/// request log, a child process's exit): short against the round trips awaited.
+pub const POLL: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// ConfigMap `name` (no namespace: the `Api` gives it one) with `data`.
 pub fn config_map(name: &str, data: &[(&str, &str)]) -> ConfigMap {
     let mut cm = ConfigMap::default();
