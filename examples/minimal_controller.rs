@@ -36,7 +36,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 mod embedded {
     use std::time::Duration;
 
-    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
     use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 
     pub async fn client_unless_cluster() -> Result<kube::Client, Box<dyn std::error::Error>> {
@@ -59,6 +59,12 @@ mod embedded {
     async fn story(
         server: &reflector_testkit::ApiServer,
     ) -> Result<(), Box<dyn std::error::Error>> {
+        // The namespace first: the API server refuses objects in one that does not exist.
+        let mut namespace = Namespace::default();
+        namespace.metadata.name = Some("demo".into());
+        Api::<Namespace>::all(server.client())
+            .create(&PostParams::default(), &namespace)
+            .await?;
         let api: Api<ConfigMap> = Api::namespaced(server.client(), "demo");
         let step = || tokio::time::sleep(Duration::from_millis(300));
         for name in ["web", "db"] {

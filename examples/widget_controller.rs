@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::events::v1::Event as EventObject;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -497,6 +497,12 @@ async fn demo(
     server: &reflector_testkit::ApiServer,
     client: &kube::Client,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    // The namespace first: the API server refuses objects in one that does not exist.
+    let mut namespace = Namespace::default();
+    namespace.metadata.name = Some(NS.into());
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await?;
     let api: Api<Widget> = Api::namespaced(client.clone(), NS);
     // One failed ConfigMap create, so the controller records a Warning and retries.
     server.inject(

@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use reflector::Reflect;
@@ -15,8 +14,12 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 mod support {
+    pub mod namespaces;
+    pub mod patience;
     pub mod widget;
 }
+use support::namespaces::create_namespaces;
+use support::patience::PATIENCE;
 use support::widget::{Widget, WidgetIndexes, WidgetSpec};
 
 const N: usize = 200;
@@ -105,9 +108,9 @@ fn assert_queries(q: &impl WidgetIndexes, model: &Model, phase: &str) {
     }
 }
 
-/// Receives `n` events of `kind` within 30 s.
+/// Receives `n` events of `kind` (a hang after [`PATIENCE`] fails).
 async fn expect_events(rx: &mut mpsc::UnboundedReceiver<&'static str>, kind: &str, n: usize) {
-    let got = tokio::time::timeout(Duration::from_secs(30), async {
+    let got = tokio::time::timeout(PATIENCE, async {
         let mut got = 0;
         while got < n {
             match rx.recv().await {
@@ -128,6 +131,7 @@ async fn typed_queries_follow_200_widgets_through_sync_updates_and_deletes() {
     let server = ApiServer::start().await.expect("server");
     server.register::<Widget>();
     let client = server.client();
+    create_namespaces(&client, &["ns-0", "ns-1"]).await;
     let mut model = Model::new();
     for i in 0..N {
         let (ns, name, owner, tags, parent, app) = initial(i);
@@ -161,14 +165,14 @@ async fn typed_queries_follow_200_widgets_through_sync_updates_and_deletes() {
         let cancel = cancel.clone();
         async move { informer.run(cancel).await }
     });
-    tokio::time::timeout(Duration::from_secs(30), informer.wait_synced())
+    tokio::time::timeout(PATIENCE, informer.wait_synced())
         .await
         .expect("sync in time")
         .expect("not stopped");
     expect_events(&mut rx, "added", N).await;
     // The handler sent its last initial event before returning; the registration
     // counts as synced once it has returned.
-    tokio::time::timeout(Duration::from_secs(30), reg.wait_synced())
+    tokio::time::timeout(PATIENCE, reg.wait_synced())
         .await
         .expect("registration synced in time")
         .expect("not stopped");
@@ -216,6 +220,7 @@ async fn typed_queries_follow_200_widgets_through_sync_updates_and_deletes() {
 async fn factory_reflected_informer_answers_typed_queries() {
     let server = ApiServer::start().await.expect("server");
     server.register::<Widget>();
+    create_namespaces(&server.client(), &["ns"]).await;
     let api: Api<Widget> = Api::namespaced(server.client(), "ns");
     for (name, owner) in [("a", "alice"), ("b", "bob"), ("c", "alice")] {
         let w = Widget::new(name, WidgetSpec::owned_by(owner, vec![], None));
@@ -226,7 +231,7 @@ async fn factory_reflected_informer_answers_typed_queries() {
     let factory = InformerFactory::new(server.client());
     let widgets = factory.reflected::<Widget>();
     factory.start();
-    tokio::time::timeout(Duration::from_secs(30), factory.wait_synced())
+    tokio::time::timeout(PATIENCE, factory.wait_synced())
         .await
         .expect("sync in time")
         .expect("not stopped");

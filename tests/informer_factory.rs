@@ -15,6 +15,11 @@ use reflector::informer::{Change, InformerFactory, InformerOptions, InformerScop
 use reflector_testkit::{ApiServer, Verb};
 use tokio::sync::Notify;
 
+mod support {
+    pub mod patience;
+}
+use support::patience::{PATIENCE, POLL};
+
 fn cm(ns: &str, name: &str) -> ConfigMap {
     let mut c = ConfigMap::default();
     c.metadata.name = Some(name.into());
@@ -60,7 +65,7 @@ async fn one_informer_per_type_namespace_and_selectors() {
 
     factory.start();
     factory.start(); // starting again starts nothing new
-    tokio::time::timeout(Duration::from_secs(10), factory.wait_synced())
+    tokio::time::timeout(PATIENCE, factory.wait_synced())
         .await
         .expect("synced in time")
         .expect("no informer stopped");
@@ -114,9 +119,9 @@ async fn managed_fields_are_dropped_by_default_and_kept_on_request() {
 /// Waits until the server sees no open watch (it notices a closed connection on its
 /// next poll).
 async fn no_open_watches(s: &ApiServer) {
-    tokio::time::timeout(Duration::from_secs(5), async {
+    tokio::time::timeout(PATIENCE, async {
         while s.open_watches() > 0 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(POLL).await;
         }
     })
     .await
@@ -132,9 +137,9 @@ async fn dropping_a_factory_ends_its_watches_and_tasks() {
     let pods = factory.informer::<Pod>();
     factory.start();
     factory.wait_synced().await.unwrap();
-    tokio::time::timeout(Duration::from_secs(5), async {
+    tokio::time::timeout(PATIENCE, async {
         while s.open_watches() < 2 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(POLL).await;
         }
     })
     .await
@@ -143,9 +148,9 @@ async fn dropping_a_factory_ends_its_watches_and_tasks() {
     drop(factory);
     no_open_watches(&s).await;
     // The informers' tasks ended: each run returned and marked its informer stopped.
-    tokio::time::timeout(Duration::from_secs(5), async {
+    tokio::time::timeout(PATIENCE, async {
         while !(cms.is_stopped() && pods.is_stopped()) {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(POLL).await;
         }
     })
     .await
@@ -206,7 +211,7 @@ async fn per_informer_page_size_and_resync_without_a_second_factory() {
         .unwrap();
 
     factory.start();
-    tokio::time::timeout(Duration::from_secs(10), factory.wait_synced())
+    tokio::time::timeout(PATIENCE, factory.wait_synced())
         .await
         .expect("synced in time")
         .expect("no informer stopped");
@@ -222,9 +227,9 @@ async fn per_informer_page_size_and_resync_without_a_second_factory() {
     assert_eq!(list_limits(&s, "/api/v1/pods"), [two]);
 
     // The informer in `a` resyncs every second; the one in `b` has the factory's hour.
-    tokio::time::timeout(Duration::from_secs(10), a_resynced.notified())
+    tokio::time::timeout(PATIENCE, a_resynced.notified())
         .await
-        .expect("the informer in a resynced within its 1 s period");
+        .expect("the informer in a resynced (its period is 1 s)");
     assert!(a_resyncs.load(Ordering::SeqCst) >= 1);
     assert!(in_a.reflector_stats().resyncs >= 1);
     assert_eq!(b_resyncs.load(Ordering::SeqCst), 0);

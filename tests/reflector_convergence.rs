@@ -23,8 +23,12 @@ use reflector::listwatch::ApiListerWatcher;
 use reflector_testkit::{ApiServer, BadLine, Fault, Matcher, Verb};
 
 mod support {
+    pub mod namespaces;
+    pub mod patience;
     pub mod running;
 }
+use support::namespaces::create_namespaces;
+use support::patience::{PATIENCE, POLL};
 use support::running::Running;
 
 const NS: &str = "e2e";
@@ -48,11 +52,11 @@ struct Seen {
     tombstones: usize,
 }
 
-/// Waits until `cond` holds, polling; an error after `secs` seconds.
-async fn wait_for(secs: u64, what: &str, mut cond: impl FnMut() -> bool) -> Result<(), String> {
-    tokio::time::timeout(Duration::from_secs(secs), async {
+/// Waits until `cond` holds, polling; an error once [`PATIENCE`] has passed.
+async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) -> Result<(), String> {
+    tokio::time::timeout(PATIENCE, async {
         while !cond() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(POLL).await;
         }
     })
     .await
@@ -63,7 +67,7 @@ async fn wait_for(secs: u64, what: &str, mut cond: impl FnMut() -> bool) -> Resu
 /// server has actually applied it, so every seed exercises every fault.
 async fn inject_fault(server: &ApiServer, which: usize, plain_text: bool) -> Result<(), String> {
     let faults = server.faults();
-    wait_for(5, "an open watch", || server.open_watches() > 0).await?;
+    wait_for("an open watch", || server.open_watches() > 0).await?;
     match which {
         0 => {
             // The server drops every watch; the reflector re-watches from its RV.
@@ -77,7 +81,7 @@ async fn inject_fault(server: &ApiServer, which: usize, plain_text: bool) -> Res
             server.compact();
             let id = faults.inject(Matcher::verb(Verb::Watch), Fault::WatchGone);
             faults.drop_watches();
-            wait_for(5, "the 410 watch", || faults.hits(id) == 1).await?;
+            wait_for("the 410 watch", || faults.hits(id) == 1).await?;
         }
         2 => {
             let id = faults.inject(
@@ -88,13 +92,13 @@ async fn inject_fault(server: &ApiServer, which: usize, plain_text: bool) -> Res
                 },
             );
             faults.drop_watches();
-            wait_for(5, "three 429s", || faults.hits(id) == 3).await?;
+            wait_for("three 429s", || faults.hits(id) == 3).await?;
         }
         3 => {
             let watch = faults.inject(Matcher::verb(Verb::Watch), Fault::InternalError);
             let list = faults.inject(Matcher::verb(Verb::List).times(2), Fault::InternalError);
             faults.drop_watches();
-            wait_for(5, "the 500s", || {
+            wait_for("the 500s", || {
                 faults.hits(watch) == 1 && faults.hits(list) == 2
             })
             .await?;
@@ -115,6 +119,7 @@ async fn converge(seed: u64) -> Result<(), String> {
         .start()
         .await
         .map_err(|e| e.to_string())?;
+    create_namespaces(&server.client(), &[NS]).await;
     let initial: Vec<ConfigMap> = (0..OBJECTS).map(|i| cm(&format!("cm-{i}"), 0)).collect();
     server
         .insert_many(initial.iter())
@@ -166,7 +171,7 @@ async fn converge(seed: u64) -> Result<(), String> {
             }
         })
         .map_err(|e| e.to_string())?;
-    let running = Running::until_synced(&informer, Duration::from_secs(20))
+    let running = Running::until_synced(&informer, PATIENCE)
         .await
         .map_err(|e| format!("seed {seed}: {e}"))?;
 
@@ -218,12 +223,12 @@ async fn converge(seed: u64) -> Result<(), String> {
         v.sort();
         v
     };
-    let converged = tokio::time::timeout(Duration::from_secs(5), async {
+    let converged = tokio::time::timeout(PATIENCE, async {
         loop {
             if cache(&informer) == want {
                 return;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(POLL).await;
         }
     })
     .await;
@@ -239,7 +244,7 @@ async fn converge(seed: u64) -> Result<(), String> {
     }
     // The handler, fed through its own buffer, converges to the same state.
     let want_map: BTreeMap<String, String> = want.iter().cloned().collect();
-    wait_for(5, "the handler's view", || {
+    wait_for("the handler's view", || {
         seen.lock().unwrap().view == want_map
     })
     .await

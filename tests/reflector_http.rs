@@ -12,9 +12,17 @@ use reflector::listwatch::ApiListerWatcher;
 use reflector_testkit::{ApiServer, Fault, Matcher, RequestLogEntry, Verb, bench_objects};
 
 mod support {
+    pub mod namespaces;
+    pub mod patience;
     pub mod running;
 }
+use support::namespaces::create_namespaces;
+use support::patience::{PATIENCE, POLL};
 use support::running::Running;
+
+/// client-go's very-short-watch rule (the reflector's too): a watch that ends within 1 s
+/// of its start with no event is a failure, answered with a relist.
+const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
 
 async fn server_with(n: usize) -> ApiServer {
     let server = ApiServer::builder()
@@ -22,6 +30,7 @@ async fn server_with(n: usize) -> ApiServer {
         .start()
         .await
         .expect("server starts");
+    create_namespaces(&server.client(), &[bench_objects::NAMESPACE]).await;
     let objs = bench_objects::config_maps(n);
     server.insert_many(objs.iter()).expect("insert");
     server
@@ -35,7 +44,7 @@ fn informer(server: &ApiServer, opts: ReflectorOptions) -> SharedIndexInformer<C
 }
 
 async fn synced(i: &SharedIndexInformer<ConfigMap>) -> Running {
-    Running::until_synced(i, Duration::from_secs(10))
+    Running::until_synced(i, PATIENCE)
         .await
         .expect("synced in time")
 }
@@ -51,9 +60,9 @@ async fn running_informer(
 }
 
 async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    tokio::time::timeout(Duration::from_secs(10), async {
+    tokio::time::timeout(PATIENCE, async {
         while !cond() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(POLL).await;
         }
     })
     .await
@@ -178,9 +187,11 @@ async fn expired_resource_version_relists_from_empty() {
     let server = server_with(20).await;
     let (i, running) = running_informer(&server, ReflectorOptions::default()).await;
     wait_for("the watch", || server.open_watches() > 0).await;
-    // Let the watch outlive client-go's "very short watch" rule (1 s with no event),
-    // or dropping it would count as a failure and relist before re-watching.
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    // Let the watch outlive client-go's "very short watch" rule, or dropping it would
+    // count as a failure and relist before re-watching: the rule's threshold from when
+    // the watch was seen open (the reflector started timing it earlier), plus one poll
+    // period for the wait that saw it.
+    tokio::time::sleep(VERY_SHORT_WATCH + POLL).await;
     let rv = i.reflector_resource_version().unwrap_or_default();
     server.clear_request_log();
 
@@ -208,7 +219,7 @@ async fn cancel_closes_the_watch() {
     let server = server_with(5).await;
     let (i, running) = running_informer(&server, ReflectorOptions::default()).await;
     wait_for("the watch", || server.open_watches() == 1).await;
-    tokio::time::timeout(Duration::from_secs(5), running.stop())
+    tokio::time::timeout(PATIENCE, running.stop())
         .await
         .expect("run returns promptly")
         .expect("no panic");

@@ -3,7 +3,6 @@
 //! server of `reflector-testkit`; an error policy recording Warning Events.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -20,6 +19,13 @@ use reflector_testkit::ApiServer;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+mod support {
+    pub mod namespaces;
+    pub mod patience;
+}
+use support::namespaces::create_namespaces;
+use support::patience::{PATIENCE, POLL};
+
 #[derive(Debug, thiserror::Error)]
 #[error("never")]
 struct Never;
@@ -29,7 +35,7 @@ struct Ctx {
 }
 
 async fn next(rx: &mut mpsc::UnboundedReceiver<(ObjectKey, bool)>) -> (ObjectKey, bool) {
-    tokio::time::timeout(Duration::from_secs(20), rx.recv())
+    tokio::time::timeout(PATIENCE, rx.recv())
         .await
         .expect("a reconcile in time")
         .expect("controller running")
@@ -42,6 +48,7 @@ async fn next(rx: &mut mpsc::UnboundedReceiver<(ObjectKey, bool)>) -> (ObjectKey
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deployment_controller_over_http() {
     let server = ApiServer::start().await.expect("server");
+    create_namespaces(&server.client(), &["e2e"]).await;
     server.register_resource::<Deployment>();
     let deployment = Deployment {
         metadata: ObjectMeta {
@@ -113,9 +120,9 @@ async fn deployment_controller_over_http() {
     // counted once it has returned.
     let success =
         "controller_runtime_reconcile_total{controller=\"deployment\",result=\"success\"} 3";
-    let counted = tokio::time::timeout(Duration::from_secs(5), async {
+    let counted = tokio::time::timeout(PATIENCE, async {
         while !render_metrics(&registry).contains(success) {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(POLL).await;
         }
     })
     .await;
@@ -148,7 +155,7 @@ struct Invalid;
 type Failure = (ObjectRef<ConfigMap>, Option<Arc<ConfigMap>>);
 
 async fn next_failure(rx: &mut mpsc::UnboundedReceiver<Failure>) -> Failure {
-    tokio::time::timeout(Duration::from_secs(20), rx.recv())
+    tokio::time::timeout(PATIENCE, rx.recv())
         .await
         .expect("a failure in time")
         .expect("controller running")
@@ -168,6 +175,7 @@ struct PolicyCtx {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_policy_gets_the_object_and_records_a_warning_about_it() {
     let server = ApiServer::start().await.expect("server");
+    create_namespaces(&server.client(), &["e2e"]).await;
     let mut broken = ConfigMap::default();
     broken.metadata.name = Some("broken".into());
     broken.metadata.namespace = Some("e2e".into());

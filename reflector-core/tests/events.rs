@@ -14,6 +14,11 @@ use reflector_core::metrics::{Metrics, render_metrics};
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
 use tokio_util::sync::CancellationToken;
 
+mod support {
+    pub mod namespaces;
+}
+use support::namespaces::create_namespaces;
+
 const NS: &str = "apps";
 const CONTROLLER: &str = "widget-controller";
 
@@ -80,6 +85,7 @@ fn requests(server: &ApiServer, verb: Verb) -> usize {
 #[tokio::test(start_paused = true)]
 async fn a_burst_of_identical_events_is_one_event_counting_what_the_spam_filter_passed() {
     let server = ApiServer::start().await.unwrap();
+    create_namespaces(&server.client(), &[NS]).await;
     let (recorder, registry) = new_recorder(&server, RecorderConfig::default());
     for _ in 0..100 {
         recorder
@@ -136,6 +142,7 @@ async fn a_burst_of_identical_events_is_one_event_counting_what_the_spam_filter_
 #[tokio::test(start_paused = true)]
 async fn an_identical_event_after_the_series_window_is_a_new_event() {
     let server = ApiServer::start().await.unwrap();
+    create_namespaces(&server.client(), &[NS]).await;
     let config = RecorderConfig::default().series_window(Duration::from_secs(60));
     let (recorder, _registry) = new_recorder(&server, config);
     recorder
@@ -158,6 +165,7 @@ async fn an_identical_event_after_the_series_window_is_a_new_event() {
 #[tokio::test(start_paused = true)]
 async fn a_repeat_with_another_note_joins_the_series_and_keeps_the_first_note() {
     let server = ApiServer::start().await.unwrap();
+    create_namespaces(&server.client(), &[NS]).await;
     let (recorder, _registry) = new_recorder(&server, RecorderConfig::default());
     let failed = |note: &str| Event::warning("ReconcileFailed", "Reconcile").note(note);
     recorder
@@ -185,6 +193,7 @@ async fn a_repeat_with_another_note_joins_the_series_and_keeps_the_first_note() 
 #[tokio::test(start_paused = true)]
 async fn regarding_is_the_objects_reference_with_its_resource_version() {
     let server = ApiServer::start().await.unwrap();
+    create_namespaces(&server.client(), &[NS]).await;
     let (recorder, _registry) = new_recorder(&server, RecorderConfig::default());
     let config_maps: Api<ConfigMap> = Api::namespaced(server.client(), NS);
     let mut cm = ConfigMap::default();
@@ -237,6 +246,7 @@ async fn regarding_is_the_objects_reference_with_its_resource_version() {
 #[tokio::test(start_paused = true)]
 async fn events_about_different_objects_are_not_aggregated_together() {
     let server = ApiServer::start().await.unwrap();
+    create_namespaces(&server.client(), &[NS]).await;
     let (recorder, registry) = new_recorder(&server, RecorderConfig::default());
     for name in ["anvil", "bolt"] {
         let failed = Event::warning("ReconcileFailed", "Reconcile").note("500 from the API");
@@ -279,6 +289,7 @@ async fn events_about_different_objects_are_not_aggregated_together() {
 #[tokio::test(start_paused = true)]
 async fn a_regarding_name_field_selector_lists_one_objects_events() {
     let server = ApiServer::start().await.unwrap();
+    create_namespaces(&server.client(), &[NS]).await;
     let (recorder, _registry) = new_recorder(&server, RecorderConfig::default());
     for name in ["anvil", "bolt", "anvil-2"] {
         recorder
@@ -307,6 +318,7 @@ async fn a_regarding_name_field_selector_lists_one_objects_events() {
 #[tokio::test(start_paused = true)]
 async fn a_full_buffer_drops_and_counts_without_blocking_the_caller() {
     let server = ApiServer::start().await.unwrap();
+    create_namespaces(&server.client(), &[NS]).await;
     let (recorder, registry) = new_recorder(&server, RecorderConfig::default().buffer(2));
     // Synchronous calls on the one test thread: the writer cannot drain in between.
     for i in 0..10 {
@@ -330,6 +342,7 @@ async fn a_full_buffer_drops_and_counts_without_blocking_the_caller() {
 #[tokio::test(start_paused = true)]
 async fn a_rejected_write_is_counted_and_not_retried() {
     let server = ApiServer::start().await.unwrap();
+    create_namespaces(&server.client(), &[NS]).await;
     let (recorder, registry) = new_recorder(&server, RecorderConfig::default());
     let fault = server.inject(
         Matcher::verb(Verb::Create).resource("events").times(1),
@@ -388,6 +401,7 @@ async fn connection_errors_are_retried_then_counted() {
 #[tokio::test(start_paused = true)]
 async fn invalid_events_and_configurations_are_typed_errors() {
     let server = ApiServer::start().await.unwrap();
+    create_namespaces(&server.client(), &[NS]).await;
     let (recorder, _registry) = new_recorder(&server, RecorderConfig::default());
     let cases = [
         (regarding("a"), Event::normal("", "Reconcile"), "reason"),

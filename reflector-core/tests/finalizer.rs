@@ -4,9 +4,8 @@
 //! deleted, and an object deleted while the controller was down is cleaned up when
 //! it comes back.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -15,6 +14,13 @@ use reflector_core::controller::{
 };
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
 use tokio_util::sync::CancellationToken;
+
+mod support {
+    pub mod namespaces;
+    pub mod patience;
+}
+use support::namespaces::create_namespaces;
+use support::patience::{PATIENCE, POLL};
 
 const NAME: &str = "example.com/cleanup";
 const NS: &str = "fin";
@@ -28,6 +34,9 @@ struct Ctx {
     finalizer: Finalizer,
     applies: AtomicUsize,
     cleanups: AtomicUsize,
+    /// The resourceVersion of the last object a reconcile was handed. Guarded by this
+    /// mutex; never held across an await.
+    reconciled: Mutex<Option<String>>,
     /// Cleanup attempts that fail on purpose before one succeeds.
     failing_cleanups: AtomicUsize,
 }
@@ -39,6 +48,7 @@ impl Ctx {
             finalizer: Finalizer::new(NAME),
             applies: AtomicUsize::new(0),
             cleanups: AtomicUsize::new(0),
+            reconciled: Mutex::new(None),
             failing_cleanups: AtomicUsize::new(failing_cleanups),
         })
     }
@@ -48,6 +58,9 @@ async fn reconcile(
     req: Request<ConfigMap>,
     ctx: Arc<Ctx>,
 ) -> Result<Action, FinalizerError<NotYet>> {
+    if let Some(object) = &req.object {
+        *ctx.reconciled.lock().unwrap() = object.metadata.resource_version.clone();
+    }
     let api = Api::<ConfigMap>::namespaced(ctx.client.clone(), NS);
     ctx.finalizer
         .reconcile(&api, req, |event| async {
@@ -103,6 +116,7 @@ impl Running {
 /// A server holding `obj` in `NS`, and the `NS` ConfigMaps.
 async fn serve(obj: &ConfigMap) -> (ApiServer, Api<ConfigMap>) {
     let server = ApiServer::start().await.unwrap();
+    create_namespaces(&server.client(), &[NS]).await;
     let api = Api::<ConfigMap>::namespaced(server.client(), NS);
     api.create(&PostParams::default(), obj).await.unwrap();
     (server, api)
@@ -118,9 +132,9 @@ async fn applied(server: &ApiServer, failing_cleanups: usize) -> (Arc<Ctx>, Runn
 }
 
 async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    tokio::time::timeout(Duration::from_secs(20), async {
+    tokio::time::timeout(PATIENCE, async {
         while !cond() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(POLL).await;
         }
     })
     .await
@@ -188,13 +202,20 @@ async fn finalizer_is_never_added_back_during_deletion() {
     })
     .await;
     // More changes to the object being deleted: reconciled, never re-finalized.
+    let mut last = None;
     for i in 0..3 {
         let patch = serde_json::json!({ "metadata": { "labels": { "touch": i.to_string() } } });
-        api.patch("c", &PatchParams::default(), &Patch::Merge(&patch))
+        let patched = api
+            .patch("c", &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .unwrap();
+        last = patched.metadata.resource_version;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Woken once the controller has reconciled the last change.
+    eventually("the last change reconciled", || {
+        *ctx.reconciled.lock().unwrap() == last
+    })
+    .await;
     let c = stored(&server, "c").unwrap();
     assert!(c.metadata.deletion_timestamp.is_some());
     assert_eq!(finalizers(&c), ["other.example.com/keep"]);
@@ -215,8 +236,8 @@ async fn object_deleted_while_down_is_cleaned_up_on_return() {
     .await;
     running.stop().await;
 
+    // Nothing runs against the object now: the DELETE's answer is its state.
     api.delete("d", &DeleteParams::default()).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(
         stored(&server, "d").is_some_and(|c| c.metadata.deletion_timestamp.is_some()),
         "the finalizer did not hold the object"

@@ -28,7 +28,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 mod paused;
+mod support {
+    pub mod namespaces;
+}
 use paused::until;
+use support::namespaces::create_namespaces;
 
 const LEASE: &str = "widgets";
 const NS: &str = "le";
@@ -213,6 +217,7 @@ async fn leader_then_follower(
 
 async fn seeded_server() -> ApiServer {
     let server = ApiServer::start().await.unwrap();
+    create_namespaces(&server.client(), &[NS]).await;
     for i in 0..3 {
         let mut cm = ConfigMap::default();
         cm.metadata.name = Some(format!("cm-{i}"));
@@ -554,6 +559,7 @@ async fn leader_whose_renewals_fail_steps_down_by_the_renew_deadline() {
 #[tokio::test(start_paused = true)]
 async fn racing_candidates_count_lost_races_not_errors() {
     let server = ApiServer::start().await.unwrap();
+    create_namespaces(&server.client(), &[NS]).await;
     for (verb, round) in [(Verb::Create, "create"), (Verb::Update, "update")] {
         if verb == Verb::Update {
             // A released lease: no holder, so both candidates try to take it at once.
@@ -629,6 +635,7 @@ async fn racing_candidates_count_lost_races_not_errors() {
 async fn expiry_is_measured_on_the_local_clock_not_from_renew_time() {
     for skew in [-3600, 3600] {
         let server = ApiServer::start().await.unwrap();
+        create_namespaces(&server.client(), &[NS]).await;
         let renew = Timestamp::now()
             .checked_add(SignedDuration::from_secs(skew))
             .unwrap();
@@ -732,6 +739,7 @@ async fn transitions_metric_and_readiness_follow_the_hand_overs() {
 #[tokio::test(start_paused = true)]
 async fn bad_configuration_and_double_runs_are_typed_errors() {
     let server = ApiServer::start().await.unwrap();
+    create_namespaces(&server.client(), &[NS]).await;
     let api = || Api::<Lease>::namespaced(server.client(), NS);
     assert!(matches!(
         LeaderElection::new(api(), "", config("a")),
@@ -872,6 +880,7 @@ async fn lost_leadership_awaits_reconciles_only_until_the_lease_could_be_taken()
 #[tokio::test(start_paused = true)]
 async fn a_released_lease_is_the_record_client_go_writes() {
     let server = ApiServer::start().await.unwrap();
+    create_namespaces(&server.client(), &[NS]).await;
     // Released by another replica after four hand-overs: taking it is the fifth.
     let mut free = Lease::default();
     free.metadata.name = Some(LEASE.into());
@@ -938,6 +947,7 @@ async fn a_released_lease_is_the_record_client_go_writes() {
 #[tokio::test(start_paused = true)]
 async fn transitions_are_never_merged_even_when_read_late() {
     let server = ApiServer::start().await.unwrap();
+    create_namespaces(&server.client(), &[NS]).await;
     let e = election(&server, config("a"));
     let mut transitions = e.transitions();
     let stop = CancellationToken::new();

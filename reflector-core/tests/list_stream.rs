@@ -15,9 +15,15 @@ use reflector_core::informer::{InformerFactory, SharedIndexInformer};
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
 use serde_json::json;
 
+mod support {
+    pub mod patience;
+}
+use support::patience::{PATIENCE, POLL};
+
 const NS: &str = "stream";
-/// How long any one wait may take before the test fails.
-const GUARD: Duration = Duration::from_secs(60);
+/// client-go's very-short-watch rule (the reflector's too): a watch that ends within 1 s
+/// of its start with no event is a failure, answered with a relist.
+const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
 const OBJECTS: usize = 1_200;
 
 /// A ConfigMap whose data tests the scanner: escapes, multi-byte characters, brackets
@@ -93,7 +99,7 @@ fn cached(informer: &SharedIndexInformer<ConfigMap>) -> Summary {
 async fn synced(factory: &InformerFactory) -> SharedIndexInformer<ConfigMap> {
     let informer = factory.informer::<ConfigMap>();
     factory.start();
-    tokio::time::timeout(GUARD, factory.wait_synced())
+    tokio::time::timeout(PATIENCE, factory.wait_synced())
         .await
         .expect("synced in time")
         .expect("synced");
@@ -150,15 +156,24 @@ async fn a_forced_relist_streams_and_converges() {
     let factory = InformerFactory::new(server.client());
     let informer = synced(&factory).await;
     let changed: Vec<ConfigMap> = (0..OBJECTS).step_by(7).map(|i| config_map(i, 1)).collect();
-    // The watch ends and the next one is answered 410: the informer lists again.
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    // The watch ends and the next one is answered 410: the informer lists again. The
+    // watch first outlives the very-short-watch rule, counted from when it is seen open
+    // (the reflector started timing it earlier), plus the poll period of that wait.
+    tokio::time::timeout(PATIENCE, async {
+        while server.open_watches() == 0 {
+            tokio::time::sleep(POLL).await;
+        }
+    })
+    .await
+    .expect("the informer watches");
+    tokio::time::sleep(VERY_SHORT_WATCH + POLL).await;
     server.inject(Matcher::verb(Verb::Watch), Fault::WatchGone);
     server.faults().drop_watches();
     server.insert_many(&changed).unwrap();
     let expected = on_server(&server, false).await;
-    tokio::time::timeout(GUARD, async {
+    tokio::time::timeout(PATIENCE, async {
         while cached(&informer) != expected {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(POLL).await;
         }
     })
     .await

@@ -3,7 +3,6 @@
 //! the cache follows lists, watch events and relists like a full informer.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -12,12 +11,18 @@ use reflector_core::informer::{InformerFactory, SharedIndexInformer};
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
 use serde_json::json;
 
+mod support {
+    pub mod namespaces;
+    pub mod patience;
+}
+use support::namespaces::create_namespaces;
+use support::patience::{PATIENCE, POLL};
+
 const NS: &str = "meta";
-/// How long any one wait may take before the test fails.
-const GUARD: Duration = Duration::from_secs(20);
 
 async fn server_with(n: usize) -> ApiServer {
     let server = ApiServer::start().await.expect("server");
+    create_namespaces(&server.client(), &[NS]).await;
     for i in 0..n {
         let cm: ConfigMap = serde_json::from_value(json!({
             "metadata": {"name": format!("cm-{i}"), "namespace": NS, "labels": {"i": i.to_string()}},
@@ -64,7 +69,7 @@ async fn synced_metadata_informer(
     let factory = InformerFactory::new(server.client());
     let informer = factory.informer::<PartialObjectMeta<ConfigMap>>();
     factory.start();
-    tokio::time::timeout(GUARD, factory.wait_synced())
+    tokio::time::timeout(PATIENCE, factory.wait_synced())
         .await
         .expect("synced in time")
         .expect("synced");
@@ -72,9 +77,9 @@ async fn synced_metadata_informer(
 }
 
 async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    tokio::time::timeout(GUARD, async {
+    tokio::time::timeout(PATIENCE, async {
         while !done() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(POLL).await;
         }
     })
     .await
@@ -128,7 +133,7 @@ async fn metadata_informer_lists_and_watches_partial_object_metadata() {
     .unwrap();
     api.delete("cm-4", &DeleteParams::default()).await.unwrap();
     let last = server.current_resource_version().to_string();
-    tokio::time::timeout(GUARD, informer.wait_for_resource_version(&last))
+    tokio::time::timeout(PATIENCE, informer.wait_for_resource_version(&last))
         .await
         .expect("caught up in time")
         .expect("caught up");

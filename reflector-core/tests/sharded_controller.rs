@@ -30,8 +30,12 @@ use tokio_util::sync::CancellationToken;
 
 mod paused;
 mod ring;
+mod support {
+    pub mod namespaces;
+}
 use paused::until;
 use ring::{History, LEASE_NS, NS, RING, SECS, drain_of, label_of, objects, record_history, set};
+use support::namespaces::create_namespaces;
 
 /// How long one reconcile takes (paused time), so reconciles are in flight.
 const RECONCILE_TIME: Duration = Duration::from_secs(1);
@@ -150,6 +154,7 @@ async fn reconcile(req: Request<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, Inf
 /// `n` ConfigMaps `cm-<i>`, each the controller owner of a Secret `sec-<i>`.
 async fn server_with(n: usize) -> ApiServer {
     let server = ApiServer::start().await.expect("server");
+    create_namespaces(&server.client(), &[NS, LEASE_NS]).await;
     let cms: Vec<ConfigMap> = (0..n)
         .map(|i| {
             serde_json::from_value(json!({

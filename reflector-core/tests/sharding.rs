@@ -26,14 +26,19 @@ use tokio_util::sync::CancellationToken;
 
 mod paused;
 mod ring;
+mod support {
+    pub mod namespaces;
+}
 use paused::until;
 use ring::{
     DRAIN, History, LABEL, LEASE_NS, NS, RING, SECS, drain_of, label_of, objects, record_history,
     set,
 };
+use support::namespaces::create_namespaces;
 
 async fn server_with(n: usize) -> ApiServer {
     let server = ApiServer::start().await.expect("server");
+    create_namespaces(&server.client(), &[NS, LEASE_NS]).await;
     let objects: Vec<ConfigMap> = (0..n)
         .map(|i| {
             serde_json::from_value(json!({

@@ -10,19 +10,19 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use axum::response::Response;
-use http::Method;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::{Value, json};
 
-use crate::object::{key_of, meta_str, metadata, metadata_mut, now_timestamp};
-use crate::patch::Patch;
+use crate::object::{key_of, meta_str, now_timestamp};
 use crate::resource::ResourceInfo;
-use crate::router::{RequestBody, json_response};
 use crate::schema_validation::{self, FieldError};
-use crate::server::Shared;
 use crate::state::{EventType, ResourceId, State};
 use crate::status::{ApiError, go_quote};
+
+mod scale;
+
+pub(crate) use scale::scale;
+use scale::{ScalePaths, json_path};
 
 /// The CRD resource's group.
 pub(crate) const GROUP: &str = "apiextensions.k8s.io";
@@ -40,14 +40,6 @@ pub(crate) struct Served {
     pub schema: Option<Arc<Value>>,
     /// The version's `scale` subresource.
     pub scale: Option<ScalePaths>,
-}
-
-/// `subresources.scale` of a CRD version: JSON paths (`.spec.replicas`) split into keys.
-#[derive(Debug, Clone)]
-pub(crate) struct ScalePaths {
-    pub spec_replicas: Vec<String>,
-    pub status_replicas: Vec<String>,
-    pub label_selector: Option<Vec<String>>,
 }
 
 /// Resources served from CRD objects. Lives in `State` (guarded by `Shared::state`).
@@ -505,147 +497,6 @@ fn establish(state: &mut State, rid: ResourceId, name: &str, value: &Value) {
     if let Err(error) = state.update(rid, None, name, updated, true, writer) {
         tracing::warn!(crd = name, message = %error.message, "could not establish CRD");
     }
-}
-
-/// Splits a CRD JSON path (`.spec.replicas`) into keys.
-fn json_path(path: &str) -> Vec<String> {
-    path.split('.')
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-fn get_path<'a>(value: &'a Value, path: &[String]) -> Option<&'a Value> {
-    path.iter().try_fold(value, |v, key| v.get(key))
-}
-
-fn set_path(value: &mut Value, path: &[String], new: Value) {
-    let Some((last, parents)) = path.split_last() else {
-        return;
-    };
-    let mut target = value;
-    for key in parents {
-        if !target.get(key).is_some_and(Value::is_object) {
-            target[key.as_str()] = json!({});
-        }
-        target = &mut target[key.as_str()];
-    }
-    target[last.as_str()] = new;
-}
-
-/// The `autoscaling/v1` Scale of a custom object, as the real `scaleFromCustomResource`.
-fn scale_of(object: &Value, paths: &ScalePaths) -> Value {
-    let replicas = |path: &[String]| get_path(object, path).and_then(Value::as_i64).unwrap_or(0);
-    let meta = metadata(object).cloned().unwrap_or_default();
-    let mut scale_meta = serde_json::Map::new();
-    for field in [
-        "name",
-        "namespace",
-        "uid",
-        "resourceVersion",
-        "creationTimestamp",
-    ] {
-        if let Some(v) = meta.get(field) {
-            scale_meta.insert(field.to_owned(), v.clone());
-        }
-    }
-    let spec_replicas = replicas(&paths.spec_replicas);
-    let mut status = json!({"replicas": replicas(&paths.status_replicas)});
-    if let Some(selector) = paths
-        .label_selector
-        .as_deref()
-        .and_then(|p| get_path(object, p))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-    {
-        status["selector"] = json!(selector);
-    }
-    json!({
-        "kind": "Scale",
-        "apiVersion": "autoscaling/v1",
-        "metadata": scale_meta,
-        "spec": if spec_replicas == 0 { json!({}) } else { json!({"replicas": spec_replicas}) },
-        "status": status,
-    })
-}
-
-/// `GET`, `PUT` and `PATCH` on `{object}/scale` of a custom resource with a `scale`
-/// subresource. A write sets the object's `specReplicasPath` (a `metadata.resourceVersion`
-/// in the Scale is a precondition, as on the real server) and answers the new Scale.
-pub(crate) fn scale(
-    shared: &Shared,
-    method: &Method,
-    rid: ResourceId,
-    namespace: Option<&str>,
-    name: &str,
-    body: Option<&RequestBody>,
-) -> Result<Response, ApiError> {
-    let mut state = shared.state();
-    let info = state.resources[rid].clone();
-    let paths = state
-        .custom
-        .scale(rid)
-        .cloned()
-        .ok_or_else(ApiError::path_not_found)?;
-    let object = state
-        .get(rid, &key_of(namespace, name))
-        .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?
-        .value();
-    let current = scale_of(&object, &paths);
-    let requested = match (method.as_str(), body) {
-        ("GET", _) => return Ok(scale_response(&current)),
-        ("PUT", Some(body)) => serde_json::from_slice::<Value>(&body.bytes).map_err(|e| {
-            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
-        })?,
-        ("PATCH", Some(body)) => {
-            let mut patched = current.clone();
-            let scale = crate::strategic_merge::Kind {
-                group: "autoscaling",
-                kind: "Scale",
-            };
-            Patch::decode(body.media_type(), &body.bytes)?.apply(scale, &mut patched)?;
-            patched
-        }
-        (other, _) => return Err(ApiError::method_not_allowed(other)),
-    };
-    let Some(replicas) = requested
-        .pointer("/spec/replicas")
-        .map_or(Some(0), Value::as_i64)
-    else {
-        return Err(ApiError::bad_request(
-            "Scale in version \"v1\" cannot be handled as a Scale: spec.replicas must be an integer",
-        ));
-    };
-    if replicas < 0 {
-        return Err(ApiError::invalid(
-            "Scale",
-            "autoscaling",
-            name,
-            "spec.replicas",
-            "FieldValueInvalid",
-            &format!("Invalid value: {replicas}: must be greater than or equal to 0"),
-        ));
-    }
-    let mut updated = object;
-    set_path(&mut updated, &paths.spec_replicas, json!(replicas));
-    let rv = requested
-        .pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
-        .filter(|rv| !rv.is_empty());
-    match rv {
-        Some(rv) => metadata_mut(&mut updated).insert("resourceVersion".to_owned(), json!(rv)),
-        None => metadata_mut(&mut updated).remove("resourceVersion"),
-    };
-    // A scale write has no `fieldManager` of its own here: the user agent's product.
-    let manager =
-        crate::managed_fields::manager_of(None, body.map_or("", |b| b.user_agent.as_str()));
-    let writer = crate::managed_fields::Writer::Update(&manager);
-    let stored = state.update(rid, namespace, name, updated, false, writer)?;
-    Ok(scale_response(&scale_of(&stored.value(), &paths)))
-}
-
-fn scale_response(scale: &Value) -> Response {
-    json_response(200, serde_json::to_vec(scale).unwrap_or_default())
 }
 
 /// The CRD object `ApiServer::register` stores for `crd`, keeping the versions an earlier

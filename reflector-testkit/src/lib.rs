@@ -75,8 +75,14 @@
 //! * Core ConfigMaps and Secrets hold at most 1 MiB of data (the real `MaxSecretSize`):
 //!   a create or update past it is the real 422 (`ConfigMap "x" is invalid: []: Too long:
 //!   may not be more than 1048576 bytes`; a Secret's field is `data`).
-//! * Namespaces need not exist before objects are created in them (the real server
-//!   answers 404 `namespaces "x" not found`; not modelled). A Namespace created through
+//! * The server starts with the namespaces the real one creates for itself: `default`,
+//!   `kube-system`, `kube-public` and `kube-node-lease` (each `Active`, labelled, with
+//!   the `kubernetes` finalizer). Any other namespace must be created (through the API,
+//!   `Api::<Namespace>::all(client).create(..)`) before objects are written in it: a
+//!   create, update, patch or apply in a namespace that does not exist is the real 404
+//!   `namespaces "x" not found` (reason `NotFound`, details `{name: x, kind:
+//!   namespaces}`), as the `NamespaceLifecycle` admission answers it. Direct storage
+//!   ([`ApiServer::insert`]) skips admission, as writing to etcd would. A Namespace created through
 //!   the API gets `spec.finalizers: [kubernetes]`, `status.phase: Active` and the
 //!   `kubernetes.io/metadata.name` label; deleting it runs the real lifecycle: it goes
 //!   `Terminating` (the DELETE answers it so), every object in it is deleted (those with
@@ -106,7 +112,8 @@
 //!   `activeDeadlineSeconds`, `tolerations` and `terminationGracePeriodSeconds`: the real
 //!   422; `POST pods/{name}/binding` assigns the node once, as a scheduler does), graceful
 //!   deletion (a Pod
-//!   without finalizers goes at once), and the 404 for a namespace that does not exist.
+//!   without finalizers goes at once), and the 403 for deleting `default`, `kube-system`
+//!   or `kube-public`.
 //!
 //! ## Patch types
 //!
@@ -376,6 +383,7 @@ mod admin;
 mod apply;
 pub mod bench_objects;
 mod bookmark_schedule;
+mod builder;
 mod continue_token;
 mod crd;
 mod discovery;
@@ -408,11 +416,12 @@ mod table;
 mod unknown_fields;
 mod watch;
 
+pub use builder::ApiServerBuilder;
 pub use error::TestkitError;
 pub use fault::{BadLine, Fault, FaultId, Faults, Matcher};
 pub use request_log::{RequestLogEntry, Verb};
 pub use resource::ResourceInfo;
-pub use server::{ApiServer, ApiServerBuilder};
+pub use server::ApiServer;
 
 /// The README's examples, compiled as doctests.
 #[cfg(doctest)]

@@ -15,8 +15,8 @@ use serde_json::json;
 
 mod support;
 use support::{
-    Widget, WidgetSpec, WidgetStatus, assert_status, continue_too_old, create, merge, rv_of,
-    serve_configmaps, serve_widgets, status_of, watch_with,
+    PATIENCE, Widget, WidgetSpec, WidgetStatus, assert_status, continue_too_old, create,
+    create_namespace, merge, rv_of, serve_configmaps, serve_widgets, status_of, watch_with,
 };
 
 fn cm(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
@@ -269,6 +269,7 @@ async fn label_and_field_selectors_on_list() {
     create(&api, &cm("a", &[("app", "web"), ("tier", "fe")])).await;
     create(&api, &cm("b", &[("app", "web"), ("tier", "be")])).await;
     create(&api, &cm("c", &[("app", "db")])).await;
+    create_namespace(&server, "other").await;
     let other: Api<ConfigMap> = Api::namespaced(server.client(), "other");
     create(&other, &cm("a", &[("app", "web")])).await;
 
@@ -341,7 +342,7 @@ async fn label_selector_on_watch_turns_changes_into_added_and_deleted() {
 
     let mut seen = Vec::new();
     while seen.len() < 4 {
-        let event = tokio::time::timeout(std::time::Duration::from_secs(10), stream.try_next())
+        let event = tokio::time::timeout(PATIENCE, stream.try_next())
             .await
             .expect("hang guard")
             .unwrap()
@@ -532,7 +533,7 @@ async fn partial_object_metadata_for_metadata_requests() {
         .unwrap()
         .boxed();
     api.delete("b", &DeleteParams::default()).await.unwrap();
-    match tokio::time::timeout(std::time::Duration::from_secs(10), stream.try_next())
+    match tokio::time::timeout(PATIENCE, stream.try_next())
         .await
         .unwrap()
         .unwrap()

@@ -1,8 +1,6 @@
 //! Bad input never panics or hangs: every case answers a `kind: Status` with the code the
 //! real kube-apiserver uses.
 
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, PostParams};
 use reflector_testkit::ApiServer;
@@ -10,9 +8,8 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod support;
-use support::assert_status;
+use support::{PATIENCE, assert_status};
 
-const GUARD: Duration = Duration::from_secs(10);
 /// (case, method, path, content type, body, expected code)
 type BodyCase = (
     &'static str,
@@ -45,7 +42,7 @@ async fn send(
     stream.write_all(request.as_bytes()).await.unwrap();
     stream.write_all(body).await.unwrap();
     let mut raw = Vec::new();
-    tokio::time::timeout(GUARD, stream.read_to_end(&mut raw))
+    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut raw))
         .await
         .expect("connection must not hang")
         .unwrap();

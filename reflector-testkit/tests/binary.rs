@@ -5,15 +5,12 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod support;
-use support::names_in;
-
-const GUARD: Duration = Duration::from_secs(20);
+use support::{PATIENCE, POLL, names_in};
 
 /// The running binary; killed if the test ends early.
 struct Running(std::process::Child);
@@ -39,7 +36,7 @@ async fn sigterm_ends_watches_cleanly_and_exits_zero() {
     let mut seen = Vec::new();
     let mut buf = [0u8; 4096];
     while String::from_utf8_lossy(&seen).matches("\"ADDED\"").count() < 3 {
-        let n = tokio::time::timeout(GUARD, stream.read(&mut buf))
+        let n = tokio::time::timeout(PATIENCE, stream.read(&mut buf))
             .await
             .expect("events arrive")
             .unwrap();
@@ -51,7 +48,7 @@ async fn sigterm_ends_watches_cleanly_and_exits_zero() {
     let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     assert!(status.success());
     // The watch ends with the terminating zero-length chunk, then the connection closes.
-    tokio::time::timeout(GUARD, stream.read_to_end(&mut seen))
+    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut seen))
         .await
         .expect("the watch ends")
         .unwrap();
@@ -59,13 +56,13 @@ async fn sigterm_ends_watches_cleanly_and_exits_zero() {
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     assert!(text.contains("transfer-encoding: chunked"), "{text}");
     assert!(text.ends_with("\r\n0\r\n\r\n"), "no final chunk: {text:?}");
-    let deadline = tokio::time::Instant::now() + GUARD;
+    let deadline = tokio::time::Instant::now() + PATIENCE;
     let exit = loop {
         if let Some(exit) = child.0.try_wait().unwrap() {
             break exit;
         }
         assert!(tokio::time::Instant::now() < deadline, "still running");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(POLL).await;
     };
     assert_eq!(exit.code(), Some(0), "{exit:?}");
     drop(stdout);
@@ -390,7 +387,7 @@ async fn admin_api_injects_lists_and_clears_faults_over_http() {
     );
     let (code, dropped) = send(&client, "POST", "/testkit/admin/watches/drop", "").await;
     assert_eq!((code, &dropped["watches"]), (200, &serde_json::json!(1)));
-    let end = tokio::time::timeout(GUARD, lines.next())
+    let end = tokio::time::timeout(PATIENCE, lines.next())
         .await
         .expect("the watch ends");
     assert!(end.is_none(), "ended cleanly: {end:?}");

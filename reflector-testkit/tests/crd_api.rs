@@ -2,8 +2,6 @@
 //! envtest users rely on: create → Established → served (discovery, CRUD, watch, status,
 //! scale) → schema validation (422) and pruning → delete → 404.
 
-use std::time::Duration;
-
 use futures::TryStreamExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
@@ -19,8 +17,8 @@ use serde_json::{Value, json};
 
 mod support;
 use support::{
-    api_status, assert_status, create, expect_initial_events_end, lists_nothing, merge, names_in,
-    status_of, watch_from,
+    PATIENCE, api_status, assert_status, create, expect_initial_events_end, lists_nothing, merge,
+    names_in, status_of, watch_from,
 };
 
 const CRD_NAME: &str = "gadgets.example.com";
@@ -85,7 +83,7 @@ async fn create_established(server: &ApiServer) -> CustomResourceDefinition {
         .await
         .expect("CRD created");
     tokio::time::timeout(
-        Duration::from_secs(10),
+        PATIENCE,
         await_condition(crds.clone(), CRD_NAME, conditions::is_crd_established()),
     )
     .await
@@ -410,7 +408,7 @@ async fn register_stores_the_crd_so_it_is_established_and_its_schema_applies() {
     server.register::<Sprocket>();
     let crds: Api<CustomResourceDefinition> = Api::all(server.client());
     let crd = tokio::time::timeout(
-        Duration::from_secs(10),
+        PATIENCE,
         await_condition(crds, Sprocket::crd_name(), conditions::is_crd_established()),
     )
     .await

@@ -9,9 +9,7 @@ use reflector_testkit::{ApiServer, BadLine, Fault, Matcher, Verb};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod support;
-use support::{assert_status, continue_too_old, create, status_of};
-
-const GUARD: Duration = Duration::from_secs(10);
+use support::{PATIENCE, assert_status, continue_too_old, create, status_of};
 
 fn cm(name: &str) -> ConfigMap {
     let mut cm = ConfigMap::default();
@@ -48,7 +46,7 @@ async fn watch(api: &Api<ConfigMap>, rv: &str) -> Events {
 }
 
 async fn next(stream: &mut Events) -> Option<kube::Result<WatchEvent<ConfigMap>>> {
-    tokio::time::timeout(GUARD, stream.next())
+    tokio::time::timeout(PATIENCE, stream.next())
         .await
         .expect("hang guard")
 }
@@ -68,7 +66,7 @@ async fn raw_get(server: &ApiServer, path_and_query: &str) -> (String, String) {
         format!("GET {path_and_query} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut raw = Vec::new();
-    let _ = tokio::time::timeout(GUARD, stream.read_to_end(&mut raw))
+    let _ = tokio::time::timeout(PATIENCE, stream.read_to_end(&mut raw))
         .await
         .expect("hang guard");
     let text = String::from_utf8_lossy(&raw).into_owned();
@@ -96,12 +94,12 @@ async fn drop_watches_ends_open_watches_cleanly() {
                 format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
             stream.write_all(request.as_bytes()).await.unwrap();
             let mut raw = Vec::new();
-            let _ = tokio::time::timeout(GUARD, stream.read_to_end(&mut raw)).await;
+            let _ = tokio::time::timeout(PATIENCE, stream.read_to_end(&mut raw)).await;
             String::from_utf8_lossy(&raw).into_owned()
         }
     });
     // Drop once the watch is open.
-    tokio::time::timeout(GUARD, async {
+    tokio::time::timeout(PATIENCE, async {
         while server.open_watches() == 0 {
             tokio::task::yield_now().await;
         }
@@ -148,7 +146,7 @@ async fn abort_watch_cuts_the_connection_mid_chunk() {
     let api = api(&server);
     let mut stream = watch(&api, "0").await;
     assert_eq!(added_name(next(&mut stream).await), "cm-0");
-    let rest: Vec<_> = tokio::time::timeout(GUARD, stream.collect::<Vec<_>>())
+    let rest: Vec<_> = tokio::time::timeout(PATIENCE, stream.collect::<Vec<_>>())
         .await
         .expect("hang guard");
     assert!(

@@ -14,10 +14,9 @@ use serde_json::json;
 use tokio::task::JoinHandle;
 
 mod support;
-use support::{create, merge};
+use support::{PATIENCE, POLL, create, merge};
 
 const NS: &str = "default";
-const GUARD: Duration = Duration::from_secs(10);
 
 fn cm(name: &str) -> ConfigMap {
     let mut cm = ConfigMap::default();
@@ -75,9 +74,9 @@ where
     K::DynamicType: Eq + std::hash::Hash + Clone,
 {
     let on_server = || server.versions::<ConfigMap>(Some(NS)).unwrap();
-    let result = tokio::time::timeout(GUARD, async {
+    let result = tokio::time::timeout(PATIENCE, async {
         while store_versions(store) != on_server() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(POLL).await;
         }
     })
     .await;
@@ -111,12 +110,12 @@ fn requests(server: &ApiServer, verb: Verb) -> usize {
         .count()
 }
 
-/// Polls every 2 ms until `done` holds; the timeout is only a hang guard.
+/// Polls every [`POLL`] until `done` holds; the timeout is only a hang guard.
 async fn poll(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + GUARD;
+    let deadline = tokio::time::Instant::now() + PATIENCE;
     while !done() {
         assert!(tokio::time::Instant::now() < deadline, "{what}");
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        tokio::time::sleep(POLL).await;
     }
 }
 

@@ -6,7 +6,7 @@ use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
 mod support;
-use support::send_json;
+use support::{send_json, send_raw};
 
 async fn send(server: &ApiServer, method: &str, uri: &str, body: Option<Value>) -> (u16, Value) {
     send_json(server, method, uri, body.unwrap_or(Value::Null)).await
@@ -86,4 +86,92 @@ async fn a_deleted_namespace_terminates_deletes_its_objects_then_goes() {
     let (code, status) = send(&server, "GET", "/api/v1/namespaces/doomed", None).await;
     assert_eq!(code, 404, "{status}");
     assert_eq!(status["message"], "namespaces \"doomed\" not found");
+}
+
+/// The real `NamespaceLifecycle` admission answers a write in a namespace that does not
+/// exist with the namespace's own `NotFound`: a create, an update, and an apply that would
+/// create are all refused before anything is stored.
+#[tokio::test]
+async fn a_write_in_a_missing_namespace_is_the_namespace_not_found() {
+    let server = ApiServer::start().await.unwrap();
+    let cms = "/api/v1/namespaces/nowhere/configmaps";
+    let expect_namespace_not_found = |(code, status): (u16, Value)| {
+        assert_eq!(code, 404, "{status}");
+        assert_eq!(status["kind"], "Status", "{status}");
+        assert_eq!(status["status"], "Failure", "{status}");
+        assert_eq!(status["reason"], "NotFound", "{status}");
+        assert_eq!(status["code"], 404, "{status}");
+        assert_eq!(status["message"], "namespaces \"nowhere\" not found");
+        assert_eq!(
+            status["details"],
+            json!({"name": "nowhere", "kind": "namespaces"})
+        );
+    };
+    let cm = json!({"metadata": {"name": "lost"}});
+    expect_namespace_not_found(send(&server, "POST", cms, Some(cm.clone())).await);
+    expect_namespace_not_found(send(&server, "PUT", &format!("{cms}/lost"), Some(cm)).await);
+    let applied = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "lost"}});
+    let answer = send_raw(
+        &server,
+        "PATCH",
+        &format!("{cms}/lost?fieldManager=test"),
+        &[("content-type", "application/apply-patch+yaml")],
+        serde_json::to_vec(&applied).unwrap(),
+    )
+    .await;
+    expect_namespace_not_found((answer.code, answer.json()));
+    let (code, listed) = send(&server, "GET", cms, None).await;
+    assert_eq!(code, 200, "{listed}");
+    assert_eq!(listed["items"], json!([]), "nothing was stored");
+    // Once the namespace exists, the same create succeeds.
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "nowhere"}});
+    assert_eq!(
+        send(&server, "POST", "/api/v1/namespaces", Some(ns))
+            .await
+            .0,
+        201
+    );
+    let cm = json!({"metadata": {"name": "found"}});
+    assert_eq!(send(&server, "POST", cms, Some(cm)).await.0, 201);
+}
+
+/// The namespaces the real server creates for itself are there from the start, each
+/// `Active`, labelled with its name, and held by the namespace controller's finalizer.
+#[tokio::test]
+async fn the_system_namespaces_exist_from_the_start() {
+    let server = ApiServer::start().await.unwrap();
+    let (code, list) = send(&server, "GET", "/api/v1/namespaces", None).await;
+    assert_eq!(code, 200, "{list}");
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|ns| ns["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["default", "kube-node-lease", "kube-public", "kube-system"]
+    );
+    for ns in list["items"].as_array().unwrap() {
+        let name = ns["metadata"]["name"].as_str().unwrap();
+        assert_eq!(ns["status"], json!({"phase": "Active"}), "{ns}");
+        assert_eq!(ns["spec"], json!({"finalizers": ["kubernetes"]}), "{ns}");
+        assert_eq!(
+            ns["metadata"]["labels"],
+            json!({"kubernetes.io/metadata.name": name}),
+            "{ns}"
+        );
+        assert!(ns["metadata"]["uid"].is_string(), "{ns}");
+        assert!(ns["metadata"]["creationTimestamp"].is_string(), "{ns}");
+    }
+    // Objects can be created in them at once.
+    let cm = json!({"metadata": {"name": "first"}});
+    let (code, created) = send(
+        &server,
+        "POST",
+        "/api/v1/namespaces/kube-system/configmaps",
+        Some(cm),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
 }

@@ -10,7 +10,7 @@ use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
 mod support;
-use support::Flunder;
+use support::{Flunder, create_namespace};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 
@@ -713,6 +713,7 @@ async fn a_legacy_watch_with_bookmarks_ends_its_initial_events_with_the_annotate
 /// seconds, writes a ConfigMap in another namespace one second in (the RV moves past
 /// the watch's start), and returns the watch's events with their arrival times.
 async fn bookmarks_of_a_watch(server: &ApiServer, timeout: u64) -> Vec<(Duration, String)> {
+    create_namespace(server, "other").await;
     let rv = server.current_resource_version();
     let uri = format!(
         "{CMS}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds={timeout}"

@@ -3,7 +3,6 @@
 //! `DELETED`, a metadata-only watch) must each still get their own, correct line.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -12,9 +11,7 @@ use kube::core::metadata::PartialObjectMeta;
 use serde_json::json;
 
 mod support;
-use support::{create, serve_configmaps};
-
-const GUARD: Duration = Duration::from_secs(10);
+use support::{PATIENCE, create, serve_configmaps};
 
 /// `(type, name, label app, data k)` of the next event.
 async fn next<K, S>(stream: &mut S) -> (String, String, Option<String>, Option<String>)
@@ -22,7 +19,7 @@ where
     K: kube::Resource + serde::Serialize,
     S: Stream<Item = kube::Result<WatchEvent<K>>> + Unpin,
 {
-    let event = tokio::time::timeout(GUARD, stream.try_next())
+    let event = tokio::time::timeout(PATIENCE, stream.try_next())
         .await
         .expect("hang guard")
         .unwrap()

@@ -10,9 +10,9 @@ use reflector_testkit::{ApiServer, bench_objects};
 use serde_json::json;
 
 mod support;
-use support::{assert_status, create, serve_configmaps, start, watch_with};
-
-const GUARD: Duration = Duration::from_secs(10);
+use support::{
+    PATIENCE, POLL, assert_status, create, create_namespace, serve_configmaps, start, watch_with,
+};
 
 fn cm(name: &str) -> ConfigMap {
     let mut cm = ConfigMap::default();
@@ -24,7 +24,7 @@ async fn next<S>(stream: &mut S) -> Option<WatchEvent<ConfigMap>>
 where
     S: Stream<Item = kube::Result<WatchEvent<ConfigMap>>> + Unpin,
 {
-    tokio::time::timeout(GUARD, stream.try_next())
+    tokio::time::timeout(PATIENCE, stream.try_next())
         .await
         .expect("hang guard")
         .unwrap()
@@ -123,6 +123,7 @@ async fn watcher_falling_behind_bounded_history_gets_410() {
 #[tokio::test]
 async fn bookmarks_carry_current_resource_version() {
     let server = start(ApiServer::builder().bookmark_interval(Duration::from_millis(50))).await;
+    create_namespace(&server, "other").await;
     let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
     create(&api, &cm("a")).await;
     let rv = server.current_resource_version();
@@ -185,7 +186,7 @@ async fn dropping_the_server_ends_watches_and_stops_listening() {
     drop(server);
     // The watch task is stopped by the server's cancellation token: the stream ends.
     loop {
-        match tokio::time::timeout(GUARD, stream.next())
+        match tokio::time::timeout(PATIENCE, stream.next())
             .await
             .expect("hang guard")
         {
@@ -195,9 +196,9 @@ async fn dropping_the_server_ends_watches_and_stops_listening() {
         }
     }
     // And the listener is gone.
-    tokio::time::timeout(GUARD, async {
+    tokio::time::timeout(PATIENCE, async {
         while tokio::net::TcpStream::connect(addr).await.is_ok() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(POLL).await;
         }
     })
     .await

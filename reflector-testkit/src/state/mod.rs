@@ -21,9 +21,14 @@ use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 use crate::watch::EventLines;
 
+mod delete;
+mod direct_write;
 mod list_page;
 mod namespace_lifecycle;
+mod pod_binding;
 mod validation;
+
+pub(crate) use delete::{Deleted, Preconditions};
 
 pub(crate) use list_page::ObjectFilter;
 use validation::{pod_qos_class, validate_pod_update, validate_write};
@@ -55,22 +60,6 @@ pub(crate) struct LogEvent {
     /// The event's watch lines, encoded once on first use and shared by every watcher
     /// (and every clone of this event).
     pub lines: Arc<EventLines>,
-}
-
-/// What a DELETE did.
-#[derive(Debug)]
-pub(crate) enum Deleted {
-    /// The object is gone; this is its last state (carrying the delete's RV).
-    Removed(Arc<StoredObject>),
-    /// The object has finalizers: it stays, with `deletionTimestamp` set.
-    Pending(Arc<StoredObject>),
-}
-
-/// Delete preconditions from `DeleteOptions.preconditions`.
-#[derive(Debug, Default)]
-pub(crate) struct Preconditions {
-    pub resource_version: Option<String>,
-    pub uid: Option<String>,
 }
 
 /// All server state. Guarded by `Shared::state`.
@@ -108,6 +97,7 @@ impl State {
         for info in crate::resource::builtins() {
             state.register(info);
         }
+        state.seed_system_namespaces();
         state
     }
 
@@ -360,8 +350,8 @@ impl State {
                 ),
             ));
         }
+        self.admit_in_namespace(&info, namespace, &name, true)?;
         validate_write(&info, &name, &body)?;
-        self.check_namespace_accepts(&info, namespace, &name)?;
         crate::crd::admit(self, rid, &name, &mut body, None)?;
         let key = key_of(namespace.filter(|_| info.namespaced), &name);
         if self.objects[rid].contains_key(&key) {
@@ -386,22 +376,8 @@ impl State {
                 json!({"phase": "Pending", "qosClass": qos_class}),
             );
         }
-        if self.is_namespace_resource(rid)
-            && let Value::Object(m) = &mut body
-        {
-            // The real Namespace strategy: the controller's finalizer, `Active`, and the
-            // name as a label.
-            m.insert("spec".to_owned(), json!({"finalizers": ["kubernetes"]}));
-            m.insert("status".to_owned(), json!({"phase": "Active"}));
-            let labels = metadata_mut(&mut body)
-                .entry("labels")
-                .or_insert_with(|| json!({}));
-            if let Value::Object(labels) = labels {
-                labels.insert(
-                    "kubernetes.io/metadata.name".to_owned(),
-                    Value::String(name.clone()),
-                );
-            }
+        if self.is_namespace_resource(rid) {
+            namespace_lifecycle::set_namespace_defaults(&name, &mut body);
         }
         let meta = metadata_mut(&mut body);
         meta.insert("name".to_owned(), Value::String(name));
@@ -441,6 +417,7 @@ impl State {
         }
         Self::normalize(&info, &mut body, namespace)?;
         metadata_mut(&mut body).insert("name".to_owned(), Value::String(name.to_owned()));
+        self.admit_in_namespace(&info, namespace, name, false)?;
         let key = key_of(namespace.filter(|_| info.namespaced), name);
         let old = self
             .get(rid, &key)
@@ -537,202 +514,5 @@ impl State {
             EventType::Modified
         };
         Ok(self.commit(rid, key, new, event_type))
-    }
-
-    /// DELETE. With finalizers the object gets `deletionTimestamp` and stays; otherwise it
-    /// is removed.
-    pub(crate) fn delete(
-        &mut self,
-        rid: ResourceId,
-        namespace: Option<&str>,
-        name: &str,
-        preconditions: &Preconditions,
-    ) -> Result<Deleted, ApiError> {
-        let info = self.resources[rid].clone();
-        let key = key_of(namespace.filter(|_| info.namespaced), name);
-        let old = self
-            .get(rid, &key)
-            .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
-        let mut value = old.value();
-        // The real server checks preconditions in `BeforeDelete` and names the object by
-        // its Kind there, not by its plural resource.
-        if let Some(rv) = preconditions
-            .resource_version
-            .as_deref()
-            .filter(|rv| !rv.is_empty())
-            && rv != old.rv.to_string()
-        {
-            return Err(ApiError::conflict_because(
-                &info.kind,
-                &info.group,
-                name,
-                &format!(
-                    "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
-                    old.rv
-                ),
-            ));
-        }
-        let uid = meta_str(&value, "uid").unwrap_or_default().to_owned();
-        if let Some(want) = preconditions.uid.as_deref().filter(|u| !u.is_empty())
-            && want != uid
-        {
-            return Err(ApiError::conflict_because(
-                &info.kind,
-                &info.group,
-                name,
-                &format!(
-                    "the UID in the precondition ({want}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
-                ),
-            ));
-        }
-        if self.is_namespace_resource(rid) {
-            return Ok(self.terminate_namespace(rid, key, value, old));
-        }
-        let has_finalizers = metadata(&value)
-            .and_then(|m| m.get("finalizers"))
-            .and_then(Value::as_array)
-            .is_some_and(|f| !f.is_empty());
-        if !has_finalizers {
-            return Ok(Deleted::Removed(self.commit(
-                rid,
-                key,
-                value,
-                EventType::Deleted,
-            )));
-        }
-        let meta = metadata_mut(&mut value);
-        if meta.contains_key("deletionTimestamp") {
-            return Ok(Deleted::Pending(old));
-        }
-        // Starting deletion bumps a generation the object has; it adds none.
-        if let Some(generation) = meta.get("generation").and_then(Value::as_i64) {
-            meta.insert("generation".to_owned(), json!(generation + 1));
-        }
-        meta.insert("deletionTimestamp".to_owned(), now_timestamp());
-        meta.insert("deletionGracePeriodSeconds".to_owned(), json!(0));
-        Ok(Deleted::Pending(self.commit(
-            rid,
-            key,
-            value,
-            EventType::Modified,
-        )))
-    }
-
-    /// A Pod's binding to `node`: sets `spec.nodeName` and the `PodScheduled` condition,
-    /// as the real `BindingREST`. 404 for a missing Pod, the real 409 when it already
-    /// has a node.
-    pub(crate) fn bind(
-        &mut self,
-        rid: ResourceId,
-        namespace: &str,
-        name: &str,
-        node: &str,
-    ) -> Result<(), ApiError> {
-        let info = self.resources[rid].clone();
-        let key = key_of(Some(namespace), name);
-        let old = self
-            .get(rid, &key)
-            .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
-        let mut value = old.value();
-        if let Some(assigned) = value
-            .pointer("/spec/nodeName")
-            .and_then(Value::as_str)
-            .filter(|n| !n.is_empty())
-        {
-            return Err(ApiError::conflict_because(
-                "pods/binding",
-                "",
-                name,
-                &format!("pod {name} is already assigned to node {assigned:?}"),
-            ));
-        }
-        if let Some(spec) = value.get_mut("spec").and_then(Value::as_object_mut) {
-            spec.insert("nodeName".to_owned(), Value::String(node.to_owned()));
-        }
-        if let Some(status) = value.get_mut("status").and_then(Value::as_object_mut) {
-            let conditions = status.entry("conditions").or_insert_with(|| json!([]));
-            if let Value::Array(conditions) = conditions {
-                conditions.retain(|c| c["type"] != "PodScheduled");
-                conditions.push(json!({"type": "PodScheduled", "status": "True",
-                    "lastProbeTime": null, "lastTransitionTime": now_timestamp()}));
-            }
-        }
-        self.commit(rid, key, value, EventType::Modified);
-        Ok(())
-    }
-
-    /// Direct create-or-replace, bypassing preconditions and subresource rules.
-    pub(crate) fn upsert(
-        &mut self,
-        rid: ResourceId,
-        mut value: Value,
-    ) -> Result<Arc<StoredObject>, String> {
-        let info = self.resources[rid].clone();
-        if !value.is_object() {
-            return Err("object is not a JSON object".to_owned());
-        }
-        let name = meta_str(&value, "name")
-            .ok_or("metadata.name is required")?
-            .to_owned();
-        let namespace = meta_str(&value, "namespace").map(str::to_owned);
-        if info.namespaced && namespace.is_none() {
-            return Err(format!(
-                "{} is namespaced: metadata.namespace is required",
-                info.kind
-            ));
-        }
-        Self::normalize(&info, &mut value, namespace.as_deref()).map_err(|e| e.message.clone())?;
-        let key = key_of(namespace.as_deref().filter(|_| info.namespaced), &name);
-        let old = self.get(rid, &key).map(|o| o.value());
-        let meta = metadata_mut(&mut value);
-        let old_meta = old.as_ref().and_then(metadata);
-        for field in ["uid", "creationTimestamp"] {
-            if !meta.contains_key(field) {
-                let v = old_meta
-                    .and_then(|m| m.get(field).cloned())
-                    .unwrap_or_else(|| {
-                        if field == "uid" {
-                            Value::String(new_uid())
-                        } else {
-                            now_timestamp()
-                        }
-                    });
-                meta.insert(field.to_owned(), v);
-            }
-        }
-        if info.generation && !meta.contains_key("generation") {
-            let old_generation = old_meta
-                .and_then(|m| m.get("generation"))
-                .and_then(Value::as_i64);
-            let generation = match (&old, old_generation) {
-                (Some(o), Some(g)) => {
-                    if spec_part(o) == spec_part(&value) {
-                        g
-                    } else {
-                        g + 1
-                    }
-                }
-                _ => 1,
-            };
-            metadata_mut(&mut value).insert("generation".to_owned(), json!(generation));
-        }
-        let event_type = if old.is_some() {
-            EventType::Modified
-        } else {
-            EventType::Added
-        };
-        Ok(self.commit(rid, key, value, event_type))
-    }
-
-    /// Direct removal (no finalizer handling). Returns whether the object existed.
-    pub(crate) fn remove(&mut self, rid: ResourceId, key: &str) -> bool {
-        match self.get(rid, key) {
-            Some(old) => {
-                let value = old.value();
-                self.commit(rid, old.key.clone(), value, EventType::Deleted);
-                true
-            }
-            None => false,
-        }
     }
 }

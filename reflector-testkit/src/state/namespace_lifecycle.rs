@@ -1,5 +1,8 @@
 //! Namespace lifecycle, as the real namespace strategy, `NamespaceLifecycle` admission and
-//! namespace controller run it: deleting a namespace marks it `Terminating`
+//! namespace controller run it: the server starts with the namespaces the real one
+//! creates for itself (`default`, `kube-system`, `kube-public`, `kube-node-lease`); a write
+//! of a namespaced object in a namespace that does not exist is the real 404
+//! `namespaces "x" not found`; deleting a namespace marks it `Terminating`
 //! (`deletionTimestamp`, `status.phase`), deletes every object in it (objects with
 //! finalizers wait for them), and removes the namespace once nothing is left in it; a
 //! create in a terminating namespace is the real 403. Here the controller's work is done
@@ -10,11 +13,59 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{Deleted, EventType, Preconditions, ResourceId, State};
-use crate::object::{StoredObject, key_of, metadata, metadata_mut, now_timestamp};
+use crate::object::{StoredObject, key_of, metadata, metadata_mut, new_uid, now_timestamp};
 use crate::resource::ResourceInfo;
 use crate::status::{ApiError, status_details};
 
+/// The namespaces the real API server creates for itself at start (its `default`,
+/// `kube-system` and `kube-public`; `kube-node-lease` from the node lease controller).
+pub(crate) const SYSTEM_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// The real Namespace strategy on create: the namespace controller's finalizer, `Active`,
+/// and the name as the `kubernetes.io/metadata.name` label.
+pub(super) fn set_namespace_defaults(name: &str, body: &mut Value) {
+    if let Value::Object(m) = body {
+        m.insert("spec".to_owned(), json!({"finalizers": ["kubernetes"]}));
+        m.insert("status".to_owned(), json!({"phase": "Active"}));
+    }
+    let labels = metadata_mut(body)
+        .entry("labels")
+        .or_insert_with(|| json!({}));
+    if let Value::Object(labels) = labels {
+        labels.insert(
+            "kubernetes.io/metadata.name".to_owned(),
+            Value::String(name.to_owned()),
+        );
+    }
+}
+
 impl State {
+    /// Stores the [`SYSTEM_NAMESPACES`] as part of the initial state: at the starting
+    /// resourceVersion, before the event log begins (a watch from "now" does not see them
+    /// arrive; a list, or a watch from `0`, does).
+    pub(super) fn seed_system_namespaces(&mut self) {
+        let Some(rid) = self.find("", "v1", "namespaces") else {
+            return;
+        };
+        for name in SYSTEM_NAMESPACES {
+            let mut value = json!({
+                "kind": "Namespace",
+                "apiVersion": "v1",
+                "metadata": {
+                    "name": name,
+                    "uid": new_uid(),
+                    "creationTimestamp": now_timestamp(),
+                    "resourceVersion": self.rv.to_string(),
+                },
+            });
+            set_namespace_defaults(name, &mut value);
+            let key = key_of(None, name);
+            let object = StoredObject::from_value(key.clone(), self.rv, &value);
+            self.objects[rid].insert(key, Arc::new(object));
+        }
+    }
+
     /// Whether `rid` is the core Namespace resource.
     pub(super) fn is_namespace_resource(&self, rid: ResourceId) -> bool {
         let info = &self.resources[rid];
@@ -27,20 +78,26 @@ impl State {
         Some((rid, self.get(rid, name)?))
     }
 
-    /// The real 403 for a create of `name` (of `info`) in a terminating namespace.
-    pub(super) fn check_namespace_accepts(
+    /// `NamespaceLifecycle` admission of a write of `name` (of `info`; a create when
+    /// `create`): the real 404 `namespaces "x" not found` when its namespace does not
+    /// exist, and for a create the real 403 when it is terminating. Deletes are not
+    /// admitted here: the real plugin lets them through.
+    pub(super) fn admit_in_namespace(
         &self,
         info: &ResourceInfo,
         namespace: Option<&str>,
         name: &str,
+        create: bool,
     ) -> Result<(), ApiError> {
         let Some(namespace) = namespace.filter(|_| info.namespaced) else {
             return Ok(());
         };
-        let terminating = self.namespace_object(namespace).is_some_and(|(_, ns)| {
-            metadata(&ns.value()).is_some_and(|m| m.contains_key("deletionTimestamp"))
-        });
-        if !terminating {
+        let Some((_, stored)) = self.namespace_object(namespace) else {
+            return Err(ApiError::not_found("namespaces", "", namespace));
+        };
+        let terminating =
+            metadata(&stored.value()).is_some_and(|m| m.contains_key("deletionTimestamp"));
+        if !create || !terminating {
             return Ok(());
         }
         let mut details = status_details(name, &info.group, &info.plural);

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::CustomResource;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::core::Status;
@@ -45,6 +45,15 @@ pub struct FlunderSpec {
     pub reference: String,
 }
 
+/// Hang detector of every wait on real time in these suites: the test harness's
+/// slow-test mark (libtest reports a test still running after 60 s). Each wait ends as
+/// soon as what it waits for happens; a passing run never reaches this bound.
+pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Poll period of a wait on a condition nothing notifies (a store's contents, the
+/// request log, a child process's exit): short against the round trips awaited.
+pub const POLL: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// ConfigMap `name` (no namespace: the `Api` gives it one) with `data`.
 pub fn config_map(name: &str, data: &[(&str, &str)]) -> ConfigMap {
     let mut cm = ConfigMap::default();
@@ -55,6 +64,17 @@ pub fn config_map(name: &str, data: &[(&str, &str)]) -> ConfigMap {
             .collect::<BTreeMap<_, _>>(),
     );
     cm
+}
+
+/// Creates the namespace `name` through the API, as a user must before writing objects
+/// in it (the server answers writes in a missing namespace with 404, as the real one).
+pub async fn create_namespace(server: &ApiServer, name: &str) {
+    let mut namespace = Namespace::default();
+    namespace.metadata.name = Some(name.to_owned());
+    Api::<Namespace>::all(server.client())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap_or_else(|e| panic!("creating namespace {name}: {e}"));
 }
 
 /// Starts `builder`'s server; panics if it cannot.
