@@ -98,6 +98,8 @@
 //! [`kube`]: https://docs.rs/kube
 //! [`k8s_openapi`]: https://docs.rs/k8s-openapi
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub use reflector_core::reflect::Reflect;
 pub use reflector_core::*;
 pub use reflector_derive::Reflect;
