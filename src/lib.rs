@@ -140,3 +140,7 @@ pub mod prelude {
     pub use reflector_derive::Reflect;
     pub use tokio_util::sync::CancellationToken;
 }
+
+#[cfg(doctest)]
+#[doc = include_str!("../MIGRATING.md")]
+struct MigratingDoctests;
