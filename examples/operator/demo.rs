@@ -4,126 +4,59 @@
 //! Events, `/readyz`, `/metrics`), then stops it. With `--cluster`, only the
 //! kubeconfig's client: no story, the operator runs until a signal.
 
+#[path = "../support/embedded.rs"]
+mod embedded;
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::wait::{Condition, await_condition, conditions};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{CustomResourceExt, ResourceExt};
-use reflector_testkit::ApiServer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::oneshot;
 
 use crate::{Widget, WidgetSpec};
-
-type Error = Box<dyn std::error::Error + Send + Sync>;
+use embedded::{Embedded, Error};
 
 /// The namespace the story's widgets live in.
 const NS: &str = "demo";
 /// How long the story waits for any one thing the operator should do.
 const WAIT: Duration = Duration::from_secs(10);
 
-/// The client the operator uses, and on the embedded server, the story's outcome.
-pub struct Demo {
-    client: kube::Client,
-    server: Option<ApiServer>,
-    done: Option<oneshot::Sender<Result<(), Error>>>,
-    outcome: Option<oneshot::Receiver<Result<(), Error>>>,
-}
+/// The operator's client and, on the embedded server, the story that checks it.
+pub struct Demo(Embedded);
 
 impl Demo {
-    /// The kubeconfig's client with `--cluster`; else an embedded API server with
-    /// the `Widget` CRD installed and established.
+    /// The kubeconfig's client with `--cluster`; else an embedded API server with the
+    /// `Widget` CRD installed and the demo namespace created.
     pub async fn start() -> Result<Self, Box<dyn std::error::Error>> {
-        if std::env::args().any(|a| a == "--cluster") {
-            let client = kube::Client::try_default().await?;
-            println!("operator running against the current kubeconfig; Ctrl+C to stop");
-            return Ok(Demo {
-                client,
-                server: None,
-                done: None,
-                outcome: None,
-            });
-        }
-        let server = ApiServer::start().await?;
-        let client = server.client();
-        let crds = Api::<CustomResourceDefinition>::all(client.clone());
-        crds.create(&PostParams::default(), &Widget::crd()).await?;
-        let established = await_condition(
-            crds,
-            "widgets.example.com",
-            conditions::is_crd_established(),
-        );
-        tokio::time::timeout(WAIT, established).await??;
-        println!(
-            "embedded API server at {}, CRD widgets.example.com established",
-            server.url()
-        );
-        let (done, outcome) = oneshot::channel();
-        Ok(Demo {
-            client,
-            server: Some(server),
-            done: Some(done),
-            outcome: Some(outcome),
-        })
+        Ok(Demo(Embedded::start(Widget::crd(), NS).await?))
     }
 
     /// A client of the API server.
     pub fn client(&self) -> kube::Client {
-        self.client.clone()
+        self.0.client()
     }
 
     /// The story against the operator whose metrics are served on `addr`: resolves
     /// once it has ended, which stops the operator. Never resolves with `--cluster`.
     pub fn story(&mut self, addr: SocketAddr) -> impl Future<Output = ()> + Send + 'static {
-        let client = self.client.clone();
-        let done = self.done.take();
-        async move {
-            let Some(done) = done else {
-                return std::future::pending().await;
-            };
-            let outcome = story(client, addr).await;
-            match &outcome {
-                Ok(()) => println!("\nthe story checked out; stopping the operator"),
-                Err(e) => println!("\nthe story failed ({e}); stopping the operator"),
-            }
-            let _ = done.send(outcome);
-        }
+        self.0.story(move |client, _server| story(client, addr))
     }
 
     /// Shuts the embedded server down; the story's outcome (`Ok` with `--cluster`).
     pub async fn outcome(self) -> Result<(), Box<dyn std::error::Error>> {
-        if let Some(server) = self.server {
-            server.shutdown().await;
-        }
-        match self.outcome {
-            None => Ok(()),
-            Some(outcome) => match outcome.await {
-                Ok(result) => result.map_err(|e| format!("demo failed: {e}").into()),
-                Err(_) => Err("the operator stopped before the story ended".into()),
-            },
-        }
+        self.0.finish().await
     }
 }
 
 async fn story(client: kube::Client, addr: SocketAddr) -> Result<(), Error> {
     wait_ready(addr).await?;
-    let namespace = Namespace {
-        metadata: kube::api::ObjectMeta {
-            name: Some(NS.into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &namespace)
-        .await?;
     let widgets = Api::<Widget>::namespaced(client.clone(), NS);
     let config_maps = Api::<ConfigMap>::namespaced(client.clone(), NS);
 

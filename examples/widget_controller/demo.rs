@@ -4,100 +4,52 @@
 //! the Events and a summary, then stops the controller. With `--cluster`, only the
 //! kubeconfig's client: no story, the controller runs until a signal.
 
+#[path = "../support/embedded.rs"]
+mod embedded;
+
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event as EventObject;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::wait::{await_condition, conditions};
 use kube::{CustomResourceExt, Resource, ResourceExt};
 use reflector::metrics::{Registry, render_metrics};
 use reflector::prelude::*;
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
-use tokio::sync::oneshot;
 
 use crate::{Widget, WidgetIndexes, WidgetSpec, config_map_name, desired_data};
-
-type Error = Box<dyn std::error::Error + Send + Sync>;
+use embedded::{Embedded, Error};
 
 /// The namespace the demo's widgets live in.
 const NS: &str = "demo";
 
-/// The client the controller uses, and on the embedded server, the story's outcome.
-pub struct Demo {
-    client: kube::Client,
-    server: Option<Arc<ApiServer>>,
-    done: Option<oneshot::Sender<Result<(), Error>>>,
-    outcome: Option<oneshot::Receiver<Result<(), Error>>>,
-}
+/// The controller's client and, on the embedded server, the story that drives it.
+pub struct Demo(Embedded);
 
 impl Demo {
-    /// The kubeconfig's client with `--cluster`; else an embedded API server with
-    /// the Widget CRD installed and the demo namespace created.
+    /// The kubeconfig's client with `--cluster`; else an embedded API server with the
+    /// Widget CRD installed and the demo namespace created.
     pub async fn start() -> Result<Self, Box<dyn std::error::Error>> {
-        if std::env::args().any(|a| a == "--cluster") {
-            let client = kube::Client::try_default().await?;
-            println!("controller running against the current kubeconfig; Ctrl+C to stop");
-            return Ok(Demo {
-                client,
-                server: None,
-                done: None,
-                outcome: None,
-            });
-        }
-        let server = ApiServer::start().await?;
-        let client = server.client();
-        let crds = Api::<CustomResourceDefinition>::all(client.clone());
-        crds.create(&PostParams::default(), &Widget::crd()).await?;
-        let established = await_condition(
-            crds,
-            "widgets.example.com",
-            conditions::is_crd_established(),
-        );
-        tokio::time::timeout(Duration::from_secs(10), established).await??;
-        let mut namespace = Namespace::default();
-        namespace.metadata.name = Some(NS.into());
-        Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &namespace)
-            .await?;
-        println!(
-            "embedded API server at {} (Widget CRD installed, namespace {NS})",
-            server.url()
-        );
-        let (done, outcome) = oneshot::channel();
-        Ok(Demo {
-            client,
-            server: Some(Arc::new(server)),
-            done: Some(done),
-            outcome: Some(outcome),
-        })
+        Ok(Demo(Embedded::start(Widget::crd(), NS).await?))
     }
 
     /// A client of the API server.
     pub fn client(&self) -> kube::Client {
-        self.client.clone()
+        self.0.client()
     }
 
     /// The story: resolves once it has ended, which stops the controller. Never
     /// resolves with `--cluster`.
     pub fn story(&mut self) -> impl Future<Output = ()> + Send + 'static {
-        let client = self.client.clone();
-        let server = self.server.clone();
-        let done = self.done.take();
-        async move {
-            let (Some(server), Some(done)) = (server, done) else {
-                return std::future::pending().await;
-            };
-            let _ = done.send(story(&server, &client).await);
-        }
+        self.0
+            .story(|client, server| async move { story(&server, &client).await })
     }
 
     /// Prints the Events and a summary of what the controller did, shuts the
-    /// embedded server down, and returns the story's outcome (`Ok` with `--cluster`).
+    /// embedded server down, and returns the story's outcome (`Ok` with `--cluster`,
+    /// where the Events and the summary are those of the `demo` namespace).
     pub async fn finish(
         self,
         widgets: &SharedIndexInformer<Widget>,
@@ -105,23 +57,16 @@ impl Demo {
         reconciles: usize,
         errors: usize,
     ) -> Result<(), Box<dyn std::error::Error>> {
-        let (Some(server), Some(outcome)) = (self.server, self.outcome) else {
-            return Ok(());
-        };
-        let outcome = match outcome.await {
-            Ok(result) => result.map_err(|e| format!("demo failed: {e}").into()),
-            Err(_) => Err("the controller stopped before the story ended".into()),
-        };
-        print_events(&self.client).await?;
+        let client = self.0.client();
+        print_events(&client).await?;
+        let lp = ListParams::default();
+        let listed_widgets = Api::<Widget>::namespaced(client.clone(), NS)
+            .list(&lp)
+            .await?;
+        let listed_config_maps = Api::<ConfigMap>::namespaced(client, NS).list(&lp).await?;
         println!("\nsummary");
-        println!(
-            "  widgets           {}",
-            server.count::<Widget>().unwrap_or(0)
-        );
-        println!(
-            "  configmaps        {}",
-            server.count::<ConfigMap>().unwrap_or(0)
-        );
+        println!("  widgets           {}", listed_widgets.items.len());
+        println!("  configmaps        {}", listed_config_maps.items.len());
         println!("  reconciles        {reconciles}");
         println!("  errors (requeued) {errors}");
         for index in Widget::INDEX_NAMES {
@@ -150,10 +95,7 @@ impl Demo {
         if let Some(line) = text.lines().find(success) {
             println!("  metrics           {line}");
         }
-        if let Ok(server) = Arc::try_unwrap(server) {
-            server.shutdown().await;
-        }
-        outcome
+        self.0.finish().await
     }
 }
 
