@@ -17,7 +17,8 @@
 //! updates and deletes some, prints what happens and a summary, and exits 0 once the
 //! expected end state is reached (non-zero with a message if not). With `--cluster`
 //! it uses the current kubeconfig (install the CRD first: `--print-crd` prints it)
-//! and runs until Ctrl+C.
+//! and runs until Ctrl+C. Everything but `mod demo` is the controller; the demo driver
+//! is `examples/widget_controller/demo.rs`.
 //!
 //! ```sh
 //! cargo run --example widget_controller
@@ -26,20 +27,17 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use k8s_openapi::api::events::v1::Event as EventObject;
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{CustomResource, CustomResourceExt, Resource, ResourceExt};
 use reflector::Reflect;
 use reflector::controller::{Finalizer, FinalizerError, FinalizerStep};
 use reflector::events::{Event, Recorder, RecorderConfig};
-use reflector::metrics::{Metrics, Registry, render_metrics};
+use reflector::metrics::{Metrics, Registry};
 use reflector::prelude::*;
 use reflector::store::StoreError;
-use reflector_testkit::{Fault, Matcher, Verb};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -74,8 +72,6 @@ pub struct WidgetStatus {
     observed_generation: Option<i64>,
     ready: bool,
 }
-
-const NS: &str = "demo";
 
 #[derive(Debug, thiserror::Error)]
 enum Error {
@@ -272,96 +268,18 @@ fn ignore_not_found(r: Result<(), kube::Error>) -> Result<bool, Error> {
     }
 }
 
-fn widget(name: &str, owner: &str, tags: &[&str], app: &str, size: u32) -> Widget {
-    let mut w = Widget::new(
-        name,
-        WidgetSpec {
-            owner: owner.into(),
-            tags: tags.iter().map(|t| (*t).to_owned()).collect(),
-            parent: None,
-            size,
-        },
-    );
-    w.metadata.namespace = Some(NS.into());
-    w.metadata.labels = Some(BTreeMap::from([("app".to_owned(), app.to_owned())]));
-    w
-}
-
-/// The end state the demo expects: every widget ready at its generation with a
-/// ConfigMap matching it, and no ConfigMap without a widget.
-fn end_state_problems(server: &reflector_testkit::ApiServer) -> Vec<String> {
-    let mut problems = Vec::new();
-    let widgets: Vec<Widget> = server
-        .versions::<Widget>(Some(NS))
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|(k, _)| server.get::<Widget>(Some(NS), k.rsplit('/').next()?).ok()?)
-        .collect();
-    let mut by_owner: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for w in &widgets {
-        by_owner
-            .entry(&w.spec.owner)
-            .or_default()
-            .push(w.name_any());
-    }
-    for w in &widgets {
-        let name = w.name_any();
-        let ready = w
-            .status
-            .as_ref()
-            .is_some_and(|s| s.ready && s.observed_generation == w.meta().generation);
-        if !ready {
-            problems.push(format!(
-                "{name} not ready at generation {:?}",
-                w.meta().generation
-            ));
-        }
-        let mut peers = by_owner[w.spec.owner.as_str()].clone();
-        peers.retain(|p| p != &name);
-        peers.sort();
-        let want = desired_data(w, peers.join(","));
-        match server.get::<ConfigMap>(Some(NS), &config_map_name(&name)) {
-            Ok(Some(cm)) if cm.data.as_ref() == Some(&want) => {}
-            Ok(Some(cm)) => problems.push(format!(
-                "{name}: ConfigMap has {:?}, want {want:?}",
-                cm.data
-            )),
-            _ => problems.push(format!("{name}: no ConfigMap")),
-        }
-    }
-    let live: Vec<String> = widgets
-        .iter()
-        .map(|w| config_map_name(&w.name_any()))
-        .collect();
-    for (key, _) in server.versions::<ConfigMap>(Some(NS)).unwrap_or_default() {
-        let cm = key.rsplit('/').next().unwrap_or_default().to_owned();
-        if !live.contains(&cm) {
-            problems.push(format!("orphan ConfigMap {cm}"));
-        }
-    }
-    problems
-}
+#[path = "widget_controller/demo.rs"]
+mod demo;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
-    if args.iter().any(|a| a == "--print-crd") {
+    if std::env::args().any(|a| a == "--print-crd") {
         println!("{}", serde_json::to_string_pretty(&Widget::crd())?);
         return Ok(());
     }
-    let cluster = args.iter().any(|a| a == "--cluster");
-
-    let mut server = None;
-    let client = if cluster {
-        kube::Client::try_default().await?
-    } else {
-        let s = reflector_testkit::ApiServer::start().await?;
-        s.register::<Widget>();
-        println!("embedded API server at {} (Widget CRD registered)", s.url());
-        let c = s.client();
-        server = Some(s);
-        c
-    };
+    // With --cluster, the kubeconfig; without, the embedded server with the CRD installed.
+    let mut demo = demo::Demo::start().await?;
+    let client = demo.client();
 
     // One shared informer per type; the Widget one carries every declared index.
     // The controller starts them and stops them when it returns.
@@ -370,40 +288,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config_maps = factory.informer::<ConfigMap>();
     let mut registry = Registry::default();
     let metrics = Metrics::registered(&mut registry);
-    let peers_of = widgets.clone();
-    let controller = Controller::new(widgets.clone())
-        .owns(config_maps.clone())
-        // A widget's change concerns every widget of the same owner (their peers).
-        .watches(widgets.clone(), move |w: &Widget| {
-            let peers = peers_of.by_owner_keys(&w.spec.owner).unwrap_or_else(|e| {
-                println!("  cannot map the peers of {}: {e}", w.name_any());
-                Vec::new()
-            });
-            peers.into_iter().chain(ObjectRef::from_obj(w).ok())
-        })
-        .error_policy(
-            |req: &Request<Widget>, e: &FinalizerError<Error>, ctx: Arc<Ctx>| {
-                ctx.errors.fetch_add(1, Ordering::Relaxed);
-                let message = match std::error::Error::source(e) {
-                    Some(cause) => format!("{e}: {cause}"),
-                    None => e.to_string(),
-                };
-                println!("  {}: {message}; retrying with backoff", req.key);
-                // The widget the reconcile saw (a deleted one has none to report on).
-                if let Some(widget) = &req.object {
-                    let warning =
-                        Event::warning("ReconcileFailed", "Reconcile").note(failure_note(e));
-                    if let Err(e) = ctx.recorder.publish(widget.as_ref(), warning) {
-                        println!("  cannot record ReconcileFailed: {e}");
-                    }
-                }
-                Action::requeue_rate_limited()
-            },
-        )
-        .concurrency(2)
-        .name("widget")
-        .metrics(&metrics)
-        .shutdown_on_signal();
     // Events are written by the recorder's own task; its drop counter is registered
     // with the other metrics.
     let recorder = Recorder::with_config(
@@ -412,7 +296,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         RecorderConfig::default().metrics(&metrics),
     )?;
     let ctx = Arc::new(Ctx {
-        client: client.clone(),
+        client,
         finalizer: Finalizer::new("example.com/cleanup"),
         recorder,
         widgets: widgets.clone(),
@@ -420,186 +304,51 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         reconciles: AtomicUsize::new(0),
         errors: AtomicUsize::new(0),
     });
-    let Some(server) = server.take() else {
-        println!("controller running against the current kubeconfig; Ctrl+C to stop");
-        controller.run(reconcile, ctx).await?;
-        return Ok(());
-    };
-    let stop = CancellationToken::new();
-    let run = tokio::spawn(
-        controller
-            .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(reconcile, ctx.clone()),
-    );
-    let outcome = demo(&server, &client).await;
-    // Wait for the recorder's writes, then read the Events back from the server.
-    ctx.recorder.flush().await?;
-    print_events(&client).await?;
-
-    {
-        println!("\nsummary");
-        println!(
-            "  widgets           {}",
-            server.count::<Widget>().unwrap_or(0)
-        );
-        println!(
-            "  configmaps        {}",
-            server.count::<ConfigMap>().unwrap_or(0)
-        );
-        println!(
-            "  reconciles        {}",
-            ctx.reconciles.load(Ordering::Relaxed)
-        );
-        println!("  errors (requeued) {}", ctx.errors.load(Ordering::Relaxed));
-        for index in Widget::INDEX_NAMES {
-            let values = widgets.indexer().index_values(index);
-            let mut parts: Vec<String> = values
-                .iter()
-                .map(|v| {
-                    format!(
-                        "{v}={}",
-                        widgets
-                            .indexer()
-                            .index_keys(index, v)
-                            .map(|k| k.len())
-                            .unwrap_or(0)
-                    )
-                })
-                .collect();
-            parts.sort();
-            println!("  index {index:<10} {}", parts.join(" "));
-        }
-        println!("  alice's widgets   {:?}", {
-            let mut v: Vec<String> = widgets
-                .by_owner("alice")?
-                .iter()
-                .map(|w| w.name_any())
-                .collect();
-            v.sort();
-            v
-        });
-        let text = render_metrics(&registry);
-        if let Some(line) = text
-            .lines()
-            .find(|l| l.starts_with("controller_runtime_reconcile_total") && l.contains("success"))
-        {
-            println!("  metrics           {line}");
-        }
-    }
-
-    stop.cancel();
-    run.await??;
-    server.shutdown().await;
-    outcome
-}
-
-async fn demo(
-    server: &reflector_testkit::ApiServer,
-    client: &kube::Client,
-) -> Result<(), Box<dyn std::error::Error>> {
-    // The namespace first: the API server refuses objects in one that does not exist.
-    let mut namespace = Namespace::default();
-    namespace.metadata.name = Some(NS.into());
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &namespace)
+    let peers_of = widgets.clone();
+    Controller::new(widgets.clone())
+        .owns(config_maps)
+        // A widget's change concerns every widget of the same owner (their peers).
+        .watches(widgets.clone(), move |w: &Widget| {
+            let peers = peers_of.by_owner_keys(&w.spec.owner).unwrap_or_else(|e| {
+                println!("  cannot map the peers of {}: {e}", w.name_any());
+                Vec::new()
+            });
+            peers.into_iter().chain(ObjectRef::from_obj(w).ok())
+        })
+        .error_policy(error_policy)
+        .concurrency(2)
+        .name("widget")
+        .metrics(&metrics)
+        .shutdown_on_signal()
+        .graceful_shutdown_on(demo.story()) // never resolves with --cluster
+        .run(reconcile, ctx.clone())
         .await?;
-    let api: Api<Widget> = Api::namespaced(client.clone(), NS);
-    // One failed ConfigMap create, so the controller records a Warning and retries.
-    server.inject(
-        Matcher::verb(Verb::Create).resource("configmaps").times(1),
-        Fault::InternalError,
-    );
-    println!("\ncreating widgets (the first ConfigMap create answers 500 once)");
-    for w in [
-        widget("anvil", "alice", &["metal", "heavy"], "forge", 3),
-        widget("bolt", "alice", &["metal"], "forge", 1),
-        widget("cog", "bob", &["metal", "round"], "mill", 2),
-        widget("dial", "bob", &["glass"], "mill", 1),
-        widget("easel", "carol", &["wood"], "studio", 5),
-        widget("flute", "carol", &["wood", "round"], "studio", 1),
-    ] {
-        api.create(&PostParams::default(), &w).await?;
-    }
-    settle(server, "all widgets ready").await?;
-
-    println!("\nupdating: anvil grows, dial moves from bob to alice");
-    api.patch(
-        "anvil",
-        &PatchParams::default(),
-        &Patch::Merge(&serde_json::json!({ "spec": { "size": 4 } })),
+    // Wait for the recorder's writes before the demo reads the Events back.
+    ctx.recorder.flush().await?;
+    let reconciles = ctx.reconciles.load(Ordering::Relaxed);
+    demo.finish(
+        &widgets,
+        &registry,
+        reconciles,
+        ctx.errors.load(Ordering::Relaxed),
     )
-    .await?;
-    api.patch(
-        "dial",
-        &PatchParams::default(),
-        &Patch::Merge(&serde_json::json!({ "spec": { "owner": "alice" } })),
-    )
-    .await?;
-    settle(server, "updates reconciled").await?;
-
-    println!("\ndeleting easel and cog (finalizer cleanup)");
-    api.delete("easel", &DeleteParams::default()).await?;
-    api.delete("cog", &DeleteParams::default()).await?;
-    settle(server, "deletes cleaned up").await?;
-    if server.count::<Widget>()? != 4 {
-        return Err("deleted widgets are still there".into());
-    }
-    println!("\nend state reached: 4 widgets, each ready with its ConfigMap");
-    Ok(())
+    .await
 }
 
-/// Prints the Events recorded in the demo namespace, then one widget's as
-/// `kubectl events --for widget/anvil` lists them (field selector `regarding.name`).
-async fn print_events(client: &kube::Client) -> Result<(), kube::Error> {
-    let api: Api<EventObject> = Api::namespaced(client.clone(), NS);
-    let line = |e: &EventObject| {
-        let regarding = e.regarding.clone().unwrap_or_default();
-        format!(
-            "  {:<8} {:<16} {}/{} x{}: {}",
-            e.type_.as_deref().unwrap_or_default(),
-            e.reason.as_deref().unwrap_or_default(),
-            regarding.kind.unwrap_or_default().to_lowercase(),
-            regarding.name.unwrap_or_default(),
-            e.series.as_ref().map_or(1, |s| s.count),
-            e.note.as_deref().unwrap_or_default(),
-        )
+/// A failed reconcile: counted, recorded as a Warning Event on the widget the
+/// reconcile saw (a deleted one has none to report on), retried with backoff.
+fn error_policy(req: &Request<Widget>, e: &FinalizerError<Error>, ctx: Arc<Ctx>) -> Action {
+    ctx.errors.fetch_add(1, Ordering::Relaxed);
+    let message = match std::error::Error::source(e) {
+        Some(cause) => format!("{e}: {cause}"),
+        None => e.to_string(),
     };
-    let sorted = |mut events: Vec<EventObject>| {
-        events.sort_by_key(|e| e.event_time.as_ref().map(|t| t.0));
-        events
-    };
-    let all = sorted(api.list(&ListParams::default()).await?.items);
-    println!("\nevents in {NS} (from the server)");
-    for e in &all {
-        println!("{}", line(e));
-    }
-    let anvil = sorted(
-        api.list(&ListParams::default().fields("regarding.name=anvil"))
-            .await?
-            .items,
-    );
-    println!("\nkubectl events --for widget/anvil");
-    for e in &anvil {
-        println!("{}", line(e));
-    }
-    Ok(())
-}
-
-/// Waits up to 20 s for the expected end state.
-async fn settle(
-    server: &reflector_testkit::ApiServer,
-    what: &str,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let problems = end_state_problems(server);
-        if problems.is_empty() {
-            println!("  -> {what}");
-            return Ok(());
+    println!("  {}: {message}; retrying with backoff", req.key);
+    if let Some(widget) = &req.object {
+        let warning = Event::warning("ReconcileFailed", "Reconcile").note(failure_note(e));
+        if let Err(e) = ctx.recorder.publish(widget.as_ref(), warning) {
+            println!("  cannot record ReconcileFailed: {e}");
         }
-        if tokio::time::Instant::now() > deadline {
-            return Err(format!("{what}: not reached after 20 s: {problems:#?}").into());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    Action::requeue_rate_limited()
 }

@@ -1,11 +1,56 @@
 //! # reflector
 //!
-//! Kubernetes client-go's informer machinery — Reflector, DeltaFifo,
-//! SharedIndexInformer, Indexer, WorkQueue — for async Rust on [`kube`] and
+//! Kubernetes controllers in async Rust with client-go's semantics — Reflector,
+//! DeltaFifo, SharedIndexInformer, Indexer, WorkQueue — on [`kube`] and
 //! [`k8s_openapi`].
 //!
-//! This facade re-exports [`reflector_core`]; see its modules, which follow the data
-//! path: [`listwatch`] → [`Reflector`] → [`store`].
+//! Newcomers start with the [`Controller`](controller::Controller) builder: it
+//! builds the shared informers, the work queue and the workers, and calls your
+//! `reconcile` with each changed object's typed key and cached state.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use reflector::prelude::*;
+//!
+//! async fn reconcile(req: Request<ConfigMap>, _ctx: Arc<()>) -> Result<Action, kube::Error> {
+//!     match req.object {
+//!         Some(cm) => println!("{}: {:?}", req.key, cm.data), // the cached object
+//!         None => println!("{}: deleted", req.key),
+//!     }
+//!     Ok(Action::done())
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let client = kube::Client::try_default().await?;
+//!     Controller::<ConfigMap>::for_kind(client)
+//!         .shutdown_on_signal()
+//!         .run(reconcile, Arc::new(()))
+//!         .await?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! As the operator grows (the repository's `examples/operator.rs` has all of it):
+//!
+//! - owned objects and other watched kinds: [`Controller::owns`](controller::Controller::owns),
+//!   [`Controller::watches`](controller::Controller::watches);
+//! - cleanup before deletion: [`controller::Finalizer`];
+//! - Events (`kubectl events`): [`events::Recorder`];
+//! - one active replica: [`leader_election`], [`Controller::leader_elected`](controller::Controller::leader_elected);
+//!   several active replicas: [`sharding`];
+//! - metrics with controller-runtime's names, `/metrics`, `/healthz` and `/readyz`:
+//!   [`metrics`] (the server needs the `metrics-server` feature);
+//! - typed index queries on a custom resource: `#[derive(Reflect)]`, below.
+//!
+//! Every part is also usable on its own, in the order of the data path:
+//! [`listwatch`] → [`Reflector`] → [`fifo`] → [`informer`] → [`store`] and [`lister`];
+//! [`workqueue`] feeds the controller's workers. Test against the embedded API server of
+//! [`reflector-testkit`](https://docs.rs/reflector-testkit).
+//!
+//! Features: `metrics-server` (`metrics::MetricsServer`), `testing`
+//! (`listwatch::FakeSource`, an in-memory lister-watcher for unit tests).
 //!
 //! # `#[derive(Reflect)]`: typed plumbing for a kind
 //!
@@ -98,6 +143,8 @@
 //! [`kube`]: https://docs.rs/kube
 //! [`k8s_openapi`]: https://docs.rs/k8s-openapi
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub use reflector_core::reflect::Reflect;
 pub use reflector_core::*;
 pub use reflector_derive::Reflect;
@@ -138,3 +185,11 @@ pub mod prelude {
     pub use reflector_derive::Reflect;
     pub use tokio_util::sync::CancellationToken;
 }
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../MIGRATING.md")]
+struct MigratingDoctests;

@@ -22,6 +22,8 @@
 //! [`reflect`] holds what `#[derive(Reflect)]` builds on: the [`reflect::Reflect`]
 //! trait, whose derive also generates typed index queries.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod backoff;
 pub mod controller;
 pub mod events;

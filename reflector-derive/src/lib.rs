@@ -8,6 +8,8 @@
 //! error it emits every `compile_error!` plus stub items, so the user sees the real
 //! messages and not a cascade of "no method named `by_owner`".
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod ast;
 mod attr;
 mod ctxt;

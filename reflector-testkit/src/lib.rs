@@ -379,6 +379,8 @@
 //! `examples/testkit/` holds the CRD and object of the README's walk-through, which
 //! `scripts/kubectl-walkthrough.sh` runs with Debian's kubectl.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod admin;
 mod apply;
 pub mod bench_objects;

@@ -17,6 +17,8 @@
 //!
 //! The path syntax is described on [`FieldFilter`].
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod adapter;
 mod error;
 mod filter;

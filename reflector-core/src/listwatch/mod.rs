@@ -43,6 +43,7 @@ use kube::core::Status;
 pub use api_lister_watcher::ApiListerWatcher;
 pub(crate) use boxed::BoxListerWatcher;
 #[cfg(any(test, feature = "testing"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub use fake_source::FakeSource;
 pub(crate) use list_stream::list_page;
 pub(crate) use watch_decoder::WatchDecoder;

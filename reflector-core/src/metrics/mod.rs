@@ -66,6 +66,7 @@ pub(crate) use crate::informer::ReflectorCollector;
 pub use bundle::Metrics;
 /// The metrics endpoint's error, with the endpoint (feature `metrics-server`).
 #[cfg(feature = "metrics-server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics-server")))]
 pub use error::MetricsError;
 pub use health::Health;
 /// The `prometheus-client` crate the metrics are built with, for registering metrics
@@ -83,4 +84,5 @@ pub use prometheus_client::registry::Registry;
 pub(crate) use reconcile_metrics::{ControllerRecorder, ReconcileMetrics, ReconcileResult};
 pub use render::{METRICS_CONTENT_TYPE, render_metrics};
 #[cfg(feature = "metrics-server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics-server")))]
 pub use server::MetricsServer;
