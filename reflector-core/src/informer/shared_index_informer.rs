@@ -371,7 +371,7 @@ impl<K: Object> SharedIndexInformer<K> {
             let mut out = Vec::new();
             loop {
                 match fifo
-                    .pop_batch(POP_BATCH, |items| {
+                    .pop_batch(POP_BATCH, |items, _watermark| {
                         self.handle_batch(items, popped_key_is_cache_key, &mut out);
                     })
                     .await
