@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+use super::resource_version::StoreVersion;
 use super::thread_safe_store::{BatchWriter, ThreadSafeStore};
 use super::{KeyListerGetter, Store, StoreError};
 use crate::object::{KeyError, KeyFunc, Object, ObjectKey, meta_namespace_key};
@@ -251,6 +252,8 @@ struct Inner<K> {
     key_fn: KeyFunc<K>,
     /// Items and indices.
     store: ThreadSafeStore<K>,
+    /// The resource version the items stand at.
+    version: StoreVersion,
 }
 
 impl<K> Clone for Indexer<K> {
@@ -276,6 +279,7 @@ impl<K: Object> Indexer<K> {
                 key_fn: Arc::new(meta_namespace_key::<K>),
                 // Its keys are `ns/name`: the namespace index may read them.
                 store: ThreadSafeStore::with_key_namespaces(indexers, true),
+                version: StoreVersion::default(),
             }),
         }
     }
@@ -308,6 +312,7 @@ impl<K: Object> Indexer<K> {
             inner: Arc::new(Inner {
                 key_fn: Arc::new(key_fn) as KeyFunc<K>,
                 store: ThreadSafeStore::new(indexers),
+                version: StoreVersion::default(),
             }),
         }
     }
@@ -322,6 +327,33 @@ impl<K: Object> Indexer<K> {
     /// through another handle (the lock is not reentrant).
     pub(crate) fn write_batch<R>(&self, apply: impl FnOnce(&mut BatchWriter<'_, K>) -> R) -> R {
         self.inner.store.write_batch(apply)
+    }
+
+    /// The resource version the cache has reached, as client-go's
+    /// `LastStoreSyncResourceVersion`: every list, watch event and bookmark its
+    /// reflector handed over through it is applied (so bookmarks advance it too).
+    /// `None` before the first list. An informer sets it after each applied batch;
+    /// a reflector writing straight into an `Indexer` sets it with each list and
+    /// run of events.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector::store::{Indexer, Indexers, Store};
+    /// let cache = Indexer::<ConfigMap>::new(Indexers::new());
+    /// assert_eq!(cache.resource_version(), None);
+    /// cache.replace(Vec::new(), "42").unwrap();
+    /// assert_eq!(cache.resource_version().as_deref(), Some("42"));
+    /// ```
+    #[doc(alias = "LastStoreSyncResourceVersion")]
+    #[must_use]
+    pub fn resource_version(&self) -> Option<String> {
+        self.inner.version.get()
+    }
+
+    /// The resource version and its waits.
+    pub(crate) fn version(&self) -> &StoreVersion {
+        &self.inner.version
     }
 
     /// Removes the object under `key`, as the informer does for a tombstone whose
@@ -449,14 +481,15 @@ impl<K: Object> Store<K> for Indexer<K> {
         Indexer::get(self, key)
     }
 
-    /// Keys every item first; on a key error nothing is replaced. The resource
-    /// version is not recorded.
-    fn replace(&self, items: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
+    /// Keys every item first; on a key error nothing is replaced. The cache then
+    /// stands at `resource_version`.
+    fn replace(&self, items: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
         let keyed = items
             .into_iter()
             .map(|obj| Ok((self.key_of(&obj)?, obj)))
             .collect::<Result<Vec<_>, StoreError>>()?;
         self.inner.store.replace(keyed);
+        self.inner.version.set(resource_version);
         Ok(())
     }
 
@@ -467,6 +500,11 @@ impl<K: Object> Store<K> for Indexer<K> {
 }
 
 impl<K: Object> super::StoreSink<K> for Indexer<K> {
+    /// Every event handed over is applied already: the cache stands at the version.
+    fn handed_over(&self, resource_version: &str) {
+        self.inner.version.set(resource_version);
+    }
+
     fn cached_unchanged(&self, obj: &K) -> Option<Arc<K>> {
         if Indexer::is_empty(self) {
             return None;

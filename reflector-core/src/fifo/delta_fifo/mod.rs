@@ -297,13 +297,6 @@ impl<K> DeltaFifo<K> {
         self.lock().queue.is_empty()
     }
 
-    /// Whether no key is queued and none is being processed: everything written so
-    /// far has been popped and its `pop` callback has returned.
-    pub(crate) fn is_drained(&self) -> bool {
-        let _processing = self.lock_processing();
-        self.lock().queue.is_empty()
-    }
-
     /// A copy of the pending deltas of `obj`'s key, as client-go's `Get`.
     ///
     /// # Errors

@@ -76,3 +76,18 @@ fn namespace_index_follows_objects_under_custom_keys() {
     cache.delete(cm(Some("b"), "x")).unwrap();
     assert!(names_in(&cache, "b").is_empty());
 }
+
+/// Fed straight by a reflector, the cache stands at each list's version and at
+/// the version each run of events (or a bookmark) was handed over through.
+#[test]
+fn stale_indexer_fed_directly_stands_at_the_handed_over_version() {
+    use crate::store::StoreSink;
+    let cache = Indexer::new(Indexers::<ConfigMap>::new());
+    assert_eq!(cache.resource_version(), None);
+    cache.replace(vec![cm(Some("a"), "x")], "10").unwrap();
+    assert_eq!(cache.resource_version().as_deref(), Some("10"));
+    cache.add(cm(Some("a"), "y")).unwrap();
+    cache.handed_over("15");
+    assert_eq!(cache.resource_version().as_deref(), Some("15"));
+    assert_eq!(cache.version().numeric(), Some(15));
+}
