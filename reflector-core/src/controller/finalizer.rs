@@ -72,6 +72,10 @@ pub enum FinalizerError<E> {
 /// then fails with 409 or finds the object gone). Keep one `Finalizer` per
 /// controller, in its context: a new one (a restarted process) knows of no cleanup.
 ///
+/// Its writes are recorded on the request ([`Request::wrote`]): with the
+/// controller's default [`read_your_writes`](super::Controller::read_your_writes),
+/// the next reconcile of the key waits until the cache has seen them.
+///
 /// # Example
 /// ```no_run
 /// use std::sync::Arc;
@@ -140,12 +144,12 @@ impl Finalizer {
         reconcile: F,
     ) -> Result<Action, FinalizerError<E>>
     where
-        K: Resource + Clone + DeserializeOwned + Debug,
+        K: Resource + Clone + DeserializeOwned + Debug + 'static,
         F: FnOnce(FinalizerStep<K>) -> Fut,
         Fut: Future<Output = Result<Action, E>>,
     {
         let key = req.key.key();
-        let Some(obj) = req.object else {
+        let Some(obj) = req.object.clone() else {
             // Gone from the cache: its deletion is over.
             self.cleaned().remove(key);
             return Ok(Action::done());
@@ -164,9 +168,10 @@ impl Finalizer {
             (false, false) => {
                 let mut finalizers = obj.finalizers().to_vec();
                 finalizers.push(self.name.clone());
-                write_finalizers(api, &name, &obj, finalizers)
+                let written = write_finalizers(api, &name, &obj, finalizers)
                     .await
                     .map_err(FinalizerError::AddFinalizer)?;
+                req.wrote(&written);
                 Ok(Action::done())
             }
             (false, true) => reconcile(FinalizerStep::Apply(obj))
@@ -190,7 +195,7 @@ impl Finalizer {
                     .cloned()
                     .collect();
                 match write_finalizers(api, &name, &obj, rest).await {
-                    Ok(()) => {}
+                    Ok(written) => req.wrote(&written),
                     Err(kube::Error::Api(s)) if s.code == 404 => {}
                     Err(e) => return Err(FinalizerError::RemoveFinalizer(e)),
                 }
@@ -224,7 +229,7 @@ async fn write_finalizers<K>(
     name: &str,
     obj: &K,
     finalizers: Vec<String>,
-) -> Result<(), kube::Error>
+) -> Result<K, kube::Error>
 where
     K: Resource + Clone + DeserializeOwned + Debug,
 {
@@ -236,5 +241,4 @@ where
     });
     api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
-        .map(drop)
 }

@@ -34,6 +34,7 @@ use crate::workqueue::WorkQueueMetrics;
 /// | `controller_runtime_reconcile_time_seconds` | histogram, controller-runtime's buckets (5 ms – 60 s) |
 /// | `controller_runtime_max_concurrent_reconciles` | gauge |
 /// | `controller_runtime_active_workers` | gauge (workers inside a reconcile) |
+/// | `stale_sync_skips_total` | counter (reconciles deferred until the cache reached the controller's own last write; kube-controller-manager's name) |
 ///
 /// client-go's work-queue metrics ([`WorkQueueMetrics`]), each labelled `name` =
 /// the queue's name ([`QueueConfig::metrics`](crate::workqueue::QueueConfig::metrics)):

@@ -252,8 +252,9 @@ struct Inner<K> {
     key_fn: KeyFunc<K>,
     /// Items and indices.
     store: ThreadSafeStore<K>,
-    /// The resource version the items stand at.
-    version: StoreVersion,
+    /// The resource version the items stand at (shared with the controllers that
+    /// wait on it).
+    version: Arc<StoreVersion>,
 }
 
 impl<K> Clone for Indexer<K> {
@@ -279,7 +280,7 @@ impl<K: Object> Indexer<K> {
                 key_fn: Arc::new(meta_namespace_key::<K>),
                 // Its keys are `ns/name`: the namespace index may read them.
                 store: ThreadSafeStore::with_key_namespaces(indexers, true),
-                version: StoreVersion::default(),
+                version: Arc::default(),
             }),
         }
     }
@@ -312,7 +313,7 @@ impl<K: Object> Indexer<K> {
             inner: Arc::new(Inner {
                 key_fn: Arc::new(key_fn) as KeyFunc<K>,
                 store: ThreadSafeStore::new(indexers),
-                version: StoreVersion::default(),
+                version: Arc::default(),
             }),
         }
     }
@@ -352,7 +353,7 @@ impl<K: Object> Indexer<K> {
     }
 
     /// The resource version and its waits.
-    pub(crate) fn version(&self) -> &StoreVersion {
+    pub(crate) fn version(&self) -> &Arc<StoreVersion> {
         &self.inner.version
     }
 
