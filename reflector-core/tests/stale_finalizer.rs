@@ -8,7 +8,7 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams};
 use reflector_core::controller::{
@@ -96,8 +96,17 @@ enum Faults {
 /// Creates `OBJECTS` ConfigMaps, runs a finalizing controller that requeues every
 /// key all along, deletes every object once each was applied, and returns the
 /// cleanups per uid once every object is gone from the controller's cache.
-async fn delete_all_while_requeued(faults: Faults) -> HashMap<String, usize> {
+async fn delete_all_while_requeued(
+    faults: Faults,
+    read_your_writes: bool,
+) -> HashMap<String, usize> {
     let server = ApiServer::start().await.unwrap();
+    let mut ns = Namespace::default();
+    ns.metadata.name = Some(NS.to_owned());
+    Api::<Namespace>::all(server.client())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
     let api = Api::<ConfigMap>::namespaced(server.client(), NS);
     for i in 0..OBJECTS {
         let mut cm = ConfigMap::default();
@@ -115,6 +124,7 @@ async fn delete_all_while_requeued(faults: Faults) -> HashMap<String, usize> {
     let run = tokio::spawn(
         Controller::for_api(api.clone())
             .concurrency(4)
+            .read_your_writes(read_your_writes)
             .graceful_shutdown_on(stop.clone().cancelled_owned())
             .run(reconcile, Arc::clone(&ctx)),
     );
@@ -176,12 +186,21 @@ fn assert_cleaned_once(cleanups: &HashMap<String, usize>) {
 /// requeued key reconciled before the DELETED event arrives must not clean up again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stale_cache_never_cleans_up_twice() {
-    assert_cleaned_once(&delete_all_while_requeued(Faults::None).await);
+    assert_cleaned_once(&delete_all_while_requeued(Faults::None, true).await);
 }
 
 /// The same with 409s and 500s on the finalizer's patches (retried) and the watches
 /// dropped every 30 deletions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stale_cache_never_cleans_up_twice_through_patch_errors_and_watch_drops() {
-    assert_cleaned_once(&delete_all_while_requeued(Faults::PatchErrorsAndWatchDrops).await);
+    assert_cleaned_once(&delete_all_while_requeued(Faults::PatchErrorsAndWatchDrops, true).await);
+}
+
+/// The finalizer on its own, in a controller that does not wait for its writes
+/// (`read_your_writes(false)`): still one cleanup per deletion, through the same
+/// faults.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_cache_never_cleans_up_twice_without_read_your_writes() {
+    let cleanups = delete_all_while_requeued(Faults::PatchErrorsAndWatchDrops, false).await;
+    assert_cleaned_once(&cleanups);
 }
