@@ -140,15 +140,12 @@ impl ConsistencyStore {
         let Some(record) = records.get_mut(key) else {
             return Readiness::Ready;
         };
-        if record.since.elapsed() >= MAX_STALE_WAIT {
-            tracing::warn!(%key, wait = ?MAX_STALE_WAIT,
-                "the cache did not reach the controller's last write in time; reconciling anyway");
-        } else {
-            let behind = record
-                .targets
-                .iter()
-                .find(|(c, target)| !self.caches[*c].version.reached(*target).is_over());
-            if let Some(&(cache, target)) = behind {
+        let behind = record
+            .targets
+            .iter()
+            .find(|(c, target)| !self.caches[*c].version.reached(*target).is_over());
+        if let Some(&(cache, target)) = behind {
+            if record.since.elapsed() < MAX_STALE_WAIT {
                 let park = record.parked != Some((cache, target));
                 record.parked = Some((cache, target));
                 return Readiness::Wait {
@@ -157,6 +154,8 @@ impl ConsistencyStore {
                     park,
                 };
             }
+            tracing::warn!(%key, target, wait = ?MAX_STALE_WAIT,
+                "the cache did not reach the controller's last write in time; reconciling anyway");
         }
         records.remove(key);
         self.count_locked(&records);
