@@ -8,6 +8,14 @@
 //! the last (the informer sync and the controller's cache-sync wait are excluded).
 //! Throughput is counted in reconciles.
 //!
+//! `workers/N` runs the controller as built by default, so each reconcile first asks
+//! whether its key waits for a write of the controller (none does: no write is
+//! recorded); `workers_read_your_writes_off/N` is the same with
+//! `read_your_writes(false)`. With `BENCH_CPU=1` in the environment, a sample counts
+//! the CPU time every thread of the process ran from the controller's start to the
+//! last reconcile (from `/proc/self/task/*/schedstat`), steadier than wall-clock time
+//! on a loaded machine.
+//!
 //! Run: `CARGO_TARGET_DIR=/work/target cargo bench -p reflector-core --bench controller -- --sample-size 10`
 
 #![allow(
@@ -66,7 +74,19 @@ async fn reconcile(_req: Request<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, Ne
     }
 }
 
-fn run(rt: &Runtime, iters: u64, workers: usize) -> Duration {
+/// The CPU time every thread of the process has run so far (Linux).
+fn process_cpu() -> Duration {
+    let tasks = std::fs::read_dir("/proc/self/task").expect("Linux /proc");
+    let ns: u64 = tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    Duration::from_nanos(ns)
+}
+
+/// One sample of `iters` × `KEYS` reconciles on `workers` workers, waiting for the
+/// controller's writes or not; answers wall-clock time, or CPU time with `cpu`.
+fn run(rt: &Runtime, iters: u64, workers: usize, read_your_writes: bool, cpu: bool) -> Duration {
     rt.block_on(async {
         let source = FakeSource::<ConfigMap>::new();
         for i in 0..KEYS {
@@ -98,21 +118,24 @@ fn run(rt: &Runtime, iters: u64, workers: usize) -> Duration {
             done: Notify::new(),
         });
         let cancel = CancellationToken::new();
+        let cpu_before = process_cpu();
         let controller = tokio::spawn(
             Controller::new(informer)
                 .concurrency(workers)
+                .read_your_writes(read_your_writes)
                 .start_informers(false)
                 .graceful_shutdown_on(cancel.clone().cancelled_owned())
                 .run(reconcile, Arc::clone(&ctx)),
         );
         ctx.done.notified().await;
+        let cpu_spent = process_cpu().saturating_sub(cpu_before);
         cancel.cancel();
         controller.await.unwrap().unwrap();
         informer_cancel.cancel();
         informer_task.await.unwrap();
         let first = ctx.first.lock().unwrap().unwrap();
         let last = ctx.last.lock().unwrap().unwrap();
-        last - first
+        if cpu { cpu_spent } else { last - first }
     })
 }
 
@@ -125,10 +148,13 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("controller_noop_reconcile_10k_keys");
     group.throughput(Throughput::Elements(KEYS as u64));
     group.measurement_time(Duration::from_secs(5));
-    for workers in [1, 4] {
-        group.bench_with_input(BenchmarkId::new("workers", workers), &workers, |b, &w| {
-            b.iter_custom(|iters| run(&rt, iters, w));
-        });
+    let cpu = std::env::var_os("BENCH_CPU").is_some();
+    for (name, read_your_writes) in [("workers", true), ("workers_read_your_writes_off", false)] {
+        for workers in [1, 4] {
+            group.bench_with_input(BenchmarkId::new(name, workers), &workers, |b, &w| {
+                b.iter_custom(|iters| run(&rt, iters, w, read_your_writes, cpu));
+            });
+        }
     }
     group.finish();
 }

@@ -113,6 +113,25 @@ impl<K: Object> Lister<K> {
         }
     }
 
+    /// The resource version the cache has reached, as client-go's
+    /// `LastStoreSyncResourceVersion` (see [`Indexer::resource_version`]): every
+    /// event and bookmark of the informer's watch through it is in the cache.
+    /// `None` before the first list.
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector::lister::Lister;
+    /// use reflector::store::{Indexer, Indexers, Store};
+    /// let cache = Indexer::<ConfigMap>::new(Indexers::new());
+    /// cache.replace(Vec::new(), "7").unwrap();
+    /// assert_eq!(Lister::new(cache).resource_version().as_deref(), Some("7"));
+    /// ```
+    #[doc(alias = "LastStoreSyncResourceVersion")]
+    #[must_use]
+    pub fn resource_version(&self) -> Option<String> {
+        self.indexer.resource_version()
+    }
+
     /// The indexer underneath.
     #[must_use]
     pub fn indexer(&self) -> &Indexer<K> {

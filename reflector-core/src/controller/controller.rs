@@ -60,6 +60,9 @@ pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 ///   the queue shuts down and workers take no more keys; reconciles in flight get
 ///   the graceful-shutdown timeout to finish; stragglers are aborted and logged.
 ///   Dropping the `run` future stops everything at once.
+/// - **Never behind its own writes** (on by default; see
+///   [`read_your_writes`](Self::read_your_writes)): a reconcile never sees an
+///   object older than the controller's last write to it.
 ///
 /// # Example
 /// ```no_run
@@ -127,6 +130,8 @@ pub struct Controller<K: Object, P = Action> {
     /// (`for_kind`, `for_api`: the controller made the informer, so `sharded` can
     /// remake it); `None` for a given informer.
     pub(super) rescope: Option<Rescope<K>>,
+    /// Whether a reconcile waits for the caches to reach the controller's own writes.
+    pub(super) read_your_writes: bool,
     pub(super) error_policy: P,
 }
 
@@ -181,6 +186,7 @@ where
             election: None,
             shard: None,
             rescope: None,
+            read_your_writes: true,
             error_policy: Action::requeue_rate_limited(),
             name,
         }
@@ -416,8 +422,29 @@ impl<K: Object, P> Controller<K, P> {
             election: self.election,
             shard: self.shard,
             rescope: self.rescope,
+            read_your_writes: self.read_your_writes,
             error_policy: policy,
         }
+    }
+
+    /// Whether a reconcile waits until the caches have seen the controller's own
+    /// writes (client-go's staleness mitigation). Default: true.
+    ///
+    /// Each write recorded for a reconcile ([`Request::wrote`](super::Request::wrote);
+    /// the [`Finalizer`](super::Finalizer)'s own) defers the next reconcile of that
+    /// key until the cache of the written kind (the primary's, or an
+    /// [`owns`](Self::owns) informer's) has reached the write's resource version:
+    /// the key is parked, holding no worker, and queued again when that informer
+    /// applies the version (an event or a bookmark), or after 10 s at the latest,
+    /// then reconciled whatever the cache shows (that fallback requeue fires also
+    /// for a key woken earlier: one more reconcile, of a fresh cache). Counted in `stale_sync_skips_total{controller}`. Writes by
+    /// others, and writes of kinds the controller has no informer for, are not
+    /// waited for. With `false`, nothing is recorded or waited for.
+    #[doc(alias = "ConsistencyStore")]
+    #[must_use]
+    pub fn read_your_writes(mut self, wait: bool) -> Self {
+        self.read_your_writes = wait;
+        self
     }
 
     /// Reports to `metrics` (shared by every controller of a process; register it

@@ -1,7 +1,7 @@
 //! [`Finalizer`]: cleanup that runs before an object disappears, as kube-runtime's
 //! `finalizer` helper, on a controller's [`Request`].
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fmt::Debug;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -11,6 +11,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use super::{Action, Request};
+use crate::object::ObjectKey;
 
 /// What a reconcile behind a [`Finalizer`] is asked to do (kube-runtime's
 /// `finalizer::Event`).
@@ -61,9 +62,19 @@ pub enum FinalizerError<E> {
 /// - an object being deleted without the finalizer, or gone from the cache: nothing
 ///   (the finalizer is never added back to an object being deleted).
 ///
-/// A cleanup that succeeded is remembered (by uid) until its finalizer is removed,
-/// so a failed removal is retried without cleaning up twice. Keep one `Finalizer`
-/// per controller, in its context.
+/// **A cleanup runs once per deletion** (within one process): a cleanup that
+/// succeeded is remembered, with the object's uid, under its key until the cache
+/// shows the object gone (a request with no object) or without the finalizer, not
+/// merely until the removal patch returned — the cache may still show the object
+/// with its finalizer after the removal succeeded, and a requeued key reconciled in
+/// that window must not clean up again. A failed removal (a 409, a 500) is retried
+/// without cleaning up again, and so is a removal replayed from a stale cache (it
+/// then fails with 409 or finds the object gone). Keep one `Finalizer` per
+/// controller, in its context: a new one (a restarted process) knows of no cleanup.
+///
+/// Its writes are recorded on the request ([`Request::wrote`]): with the
+/// controller's default [`read_your_writes`](super::Controller::read_your_writes),
+/// the next reconcile of the key waits until the cache has seen them.
 ///
 /// # Example
 /// ```no_run
@@ -89,9 +100,10 @@ pub enum FinalizerError<E> {
 #[derive(Debug)]
 pub struct Finalizer {
     name: String,
-    /// Uids whose cleanup succeeded and whose finalizer is not known to be removed.
-    /// Guarded by its own mutex, never held across an await.
-    cleaned: Mutex<HashSet<String>>,
+    /// The uid whose cleanup succeeded, by key, until the cache shows that object
+    /// gone or without the finalizer. Guarded by its own mutex, never held across an
+    /// await.
+    cleaned: Mutex<HashMap<ObjectKey, String>>,
 }
 
 impl Finalizer {
@@ -100,7 +112,7 @@ impl Finalizer {
     pub fn new(name: impl Into<String>) -> Self {
         Finalizer {
             name: name.into(),
-            cleaned: Mutex::new(HashSet::new()),
+            cleaned: Mutex::new(HashMap::new()),
         }
     }
 
@@ -110,7 +122,7 @@ impl Finalizer {
         &self.name
     }
 
-    fn cleaned(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+    fn cleaned(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, String>> {
         self.cleaned.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -132,11 +144,14 @@ impl Finalizer {
         reconcile: F,
     ) -> Result<Action, FinalizerError<E>>
     where
-        K: Resource + Clone + DeserializeOwned + Debug,
+        K: Resource + Clone + DeserializeOwned + Debug + 'static,
         F: FnOnce(FinalizerStep<K>) -> Fut,
         Fut: Future<Output = Result<Action, E>>,
     {
-        let Some(obj) = req.object else {
+        let key = req.key.key();
+        let Some(obj) = req.object.clone() else {
+            // Gone from the cache: its deletion is over.
+            self.cleaned().remove(key);
             return Ok(Action::done());
         };
         let (Some(name), Some(uid)) = (obj.meta().name.clone(), obj.uid()) else {
@@ -144,27 +159,33 @@ impl Finalizer {
         };
         let has_finalizer = obj.finalizers().contains(&self.name);
         let deleting = obj.meta().deletion_timestamp.is_some();
+        if !(deleting && has_finalizer) {
+            // The cache shows this object without the finalizer (its removal is
+            // seen), or another object under the key: what was remembered is over.
+            self.forget(key, &uid, deleting);
+        }
         match (deleting, has_finalizer) {
             (false, false) => {
                 let mut finalizers = obj.finalizers().to_vec();
                 finalizers.push(self.name.clone());
-                write_finalizers(api, &name, &obj, finalizers)
+                let written = write_finalizers(api, &name, &obj, finalizers)
                     .await
                     .map_err(FinalizerError::AddFinalizer)?;
+                req.wrote(&written);
                 Ok(Action::done())
             }
             (false, true) => reconcile(FinalizerStep::Apply(obj))
                 .await
                 .map_err(FinalizerError::ApplyFailed),
             (true, true) => {
-                let already = self.cleaned().contains(&uid);
+                let already = self.cleaned().get(key) == Some(&uid);
                 let action = if already {
                     Action::done()
                 } else {
                     let action = reconcile(FinalizerStep::Cleanup(Arc::clone(&obj)))
                         .await
                         .map_err(FinalizerError::CleanupFailed)?;
-                    self.cleaned().insert(uid.clone());
+                    self.cleaned().insert(key.clone(), uid.clone());
                     action
                 };
                 let rest: Vec<String> = obj
@@ -174,14 +195,28 @@ impl Finalizer {
                     .cloned()
                     .collect();
                 match write_finalizers(api, &name, &obj, rest).await {
-                    Ok(()) => {}
+                    Ok(written) => req.wrote(&written),
                     Err(kube::Error::Api(s)) if s.code == 404 => {}
                     Err(e) => return Err(FinalizerError::RemoveFinalizer(e)),
                 }
-                self.cleaned().remove(&uid);
+                // Still remembered: the cache may show the object with the
+                // finalizer a while longer.
                 Ok(action)
             }
             (true, false) => Ok(Action::done()),
+        }
+    }
+}
+
+impl Finalizer {
+    /// Forgets the cleanup remembered under `key` once the cache shows its object
+    /// `deleting` without the finalizer (same uid), or another object (a new uid).
+    fn forget(&self, key: &ObjectKey, uid: &str, deleting: bool) {
+        let mut cleaned = self.cleaned();
+        if let Some(remembered) = cleaned.get(key)
+            && (deleting || remembered != uid)
+        {
+            cleaned.remove(key);
         }
     }
 }
@@ -194,7 +229,7 @@ async fn write_finalizers<K>(
     name: &str,
     obj: &K,
     finalizers: Vec<String>,
-) -> Result<(), kube::Error>
+) -> Result<K, kube::Error>
 where
     K: Resource + Clone + DeserializeOwned + Debug,
 {
@@ -206,5 +241,4 @@ where
     });
     api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
-        .map(drop)
 }

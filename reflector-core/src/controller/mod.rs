@@ -41,6 +41,7 @@
 //! [`Metrics`](crate::metrics::Metrics) given with [`Controller::metrics`].
 
 mod action;
+mod consistency;
 #[allow(clippy::module_inception)]
 mod controller;
 mod error;

@@ -98,6 +98,9 @@ impl<K: Object, P> Controller<K, P> {
         if self.start_informers {
             watching.start_informers();
         }
+        let consistency = self
+            .read_your_writes
+            .then(|| Arc::new(watching.consistency()));
         term.start();
         let shared = Arc::new(WorkerShared {
             name: name.clone(),
@@ -108,6 +111,7 @@ impl<K: Object, P> Controller<K, P> {
             ctx,
             recorder: metrics.map(|m| m.reconcile().init_controller(&name, self.concurrency)),
             gate: term.gate().cloned(),
+            consistency,
         });
         // Starts the graceful shutdown: the workers drain, then the run ends.
         let graceful = CancellationToken::new();

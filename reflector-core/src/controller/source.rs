@@ -2,6 +2,7 @@
 //! keys of the controller's queue (controller-runtime's `source.Kind` plus an event
 //! handler).
 
+use std::any::TypeId;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -14,6 +15,7 @@ use crate::object::{
 };
 use crate::workqueue::WorkQueue;
 
+use super::consistency::Cache;
 use super::key_gate::KeyGate;
 
 /// Maps a watched object to the keys of the primaries to reconcile.
@@ -148,6 +150,9 @@ pub(crate) trait WatchSource: Send + Sync {
     /// both believe they own the run).
     fn start(&self, cancel: CancellationToken) -> Option<BoxFuture<'static, ()>>;
     fn export_stats(&self, collector: &ReflectorCollector, label: &str);
+
+    /// The informer's cache, as writes of its type are recorded against it.
+    fn cache(&self) -> Cache;
 }
 
 pub(crate) struct InformerSource<O: Object> {
@@ -208,5 +213,12 @@ impl<O: Object> WatchSource for InformerSource<O> {
 
     fn export_stats(&self, collector: &ReflectorCollector, label: &str) {
         collector.add(label, &self.informer);
+    }
+
+    fn cache(&self) -> Cache {
+        Cache {
+            type_id: TypeId::of::<O>(),
+            version: Arc::clone(self.informer.indexer().version()),
+        }
     }
 }

@@ -12,6 +12,7 @@ use crate::metrics::Metrics;
 use crate::object::{Object, ObjectKey};
 use crate::workqueue::WorkQueue;
 
+use super::consistency::ConsistencyStore;
 use super::error::ControllerError;
 use super::key_gate::KeyGate;
 use super::source::{ActiveRegistration, InformerSource, KeyMapping, WatchSource};
@@ -72,6 +73,18 @@ impl Watching {
             stop,
             informers: JoinSet::new(),
         })
+    }
+
+    /// The store of the controller's own writes, recorded against the primary's
+    /// cache and each owned informer's (not the caches of `watches` sources).
+    pub(crate) fn consistency(&self) -> ConsistencyStore {
+        let caches = self.sources.iter().enumerate();
+        ConsistencyStore::new(
+            caches
+                .filter(|(i, s)| *i == 0 || s.is_owned())
+                .map(|(_, s)| s.cache())
+                .collect(),
+        )
     }
 
     /// Starts the informers nobody started; this run stops them when it ends.

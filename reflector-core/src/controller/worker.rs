@@ -11,11 +11,12 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::{ControllerRecorder, ReconcileResult};
-use crate::object::{Object, ObjectKey, ObjectRef};
+use crate::object::{Object, ObjectKey};
 use crate::store::Indexer;
 use crate::workqueue::WorkQueue;
 
 use super::action::{Action, ActionKind};
+use super::consistency::{ConsistencyStore, MAX_STALE_WAIT, Readiness};
 use super::error_policy::ErrorPolicy;
 use super::key_gate::KeyGate;
 use super::request::Request;
@@ -34,6 +35,9 @@ pub(crate) struct WorkerShared<K: Object, R, P, Ctx> {
     /// The term's gate of the primary's keys, if it has one: asked before each
     /// reconcile.
     pub(crate) gate: Option<Arc<dyn KeyGate>>,
+    /// The controller's own writes, per primary: a key whose caches have not
+    /// reached them is deferred. `None` with `read_your_writes(false)`.
+    pub(crate) consistency: Option<Arc<ConsistencyStore>>,
 }
 
 /// Counts a worker in `controller_runtime_active_workers` while alive, so an
@@ -90,7 +94,18 @@ where
                 return;
             };
             set_current(&slot, Some(key.clone()));
+            if self.deferred(&key) {
+                set_current(&slot, None);
+                continue;
+            }
+            // Read after the readiness check: the cache holds what its version says.
             let cached = self.cache.get(&key);
+            if let Some(consistency) = &self.consistency {
+                let uid = cached
+                    .as_deref()
+                    .map(|o| o.meta().uid.as_deref().unwrap_or(""));
+                consistency.clear(&key, uid);
+            }
             let meta = cached.as_deref().map(|o| o.meta());
             match self.gate.as_deref().map(|gate| gate.begin(&key, meta)) {
                 None => {
@@ -111,6 +126,36 @@ where
         }
     }
 
+    /// Whether the reconcile of `key` waits for a cache to reach the controller's
+    /// own write (then the key is done for now, and queued again when that cache
+    /// reaches it — woken by the informer, holding no worker — or after
+    /// [`MAX_STALE_WAIT`] at the latest). Counted in `stale_sync_skips_total`.
+    fn deferred(&self, key: &ObjectKey) -> bool {
+        let Some(consistency) = &self.consistency else {
+            return false;
+        };
+        let Readiness::Wait {
+            version,
+            target,
+            park,
+        } = consistency.ensure_ready(key)
+        else {
+            return false;
+        };
+        tracing::debug!(controller = %self.name, %key, target, "cache behind the controller's last write; reconcile deferred");
+        if park {
+            // Queued while processing, the key is handed out again after `done`.
+            let (queue, parked) = (self.queue.clone(), key.clone());
+            version.wake_at(target, Box::new(move || queue.add(parked)));
+            self.queue.add_after(key.clone(), MAX_STALE_WAIT);
+        }
+        if let Some(r) = &self.recorder {
+            r.stale_sync_skipped();
+        }
+        self.queue.done(key);
+        true
+    }
+
     /// Reconciles one key with its object as `cached` when the worker took it, and
     /// files it back in the queue; answers whether it was queued again.
     async fn process(&self, key: &ObjectKey, cached: Option<Arc<K>>) -> bool {
@@ -119,7 +164,7 @@ where
         let queue = &self.queue;
         let started = Instant::now();
         // The error policy gets what the reconcile saw (two reference counts).
-        let request = Request::new(ObjectRef::<K>::from_key(key.clone()), cached);
+        let request = Request::recorded(key.clone(), cached, self.consistency.clone());
         let seen = request.clone();
         let outcome =
             AssertUnwindSafe(async { (self.reconcile)(request, Arc::clone(&self.ctx)).await })

@@ -86,21 +86,3 @@ pub(super) fn process_deltas<K: Object>(
         }
     }
 }
-
-/// The largest object resource version among `items`' deltas (0 if none parses).
-pub(super) fn newest_resource_version<K: Object>(items: &[PoppedItem<K>]) -> u64 {
-    items
-        .iter()
-        .flat_map(|item| item.deltas.as_slice())
-        .filter_map(|d| {
-            d.object
-                .object()
-                .meta()
-                .resource_version
-                .as_deref()?
-                .parse()
-                .ok()
-        })
-        .max()
-        .unwrap_or(0)
-}

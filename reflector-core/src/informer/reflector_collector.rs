@@ -10,6 +10,7 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
 use super::SharedIndexInformer;
@@ -92,8 +93,8 @@ const ERROR_REASONS: [(&str, Read); 8] = [
     ("other", |s| s.errors_other),
 ];
 
-/// Exports each added informer's [`ReflectorStats`] as Prometheus counters, read
-/// when the registry is encoded (a `prometheus-client` [`Collector`]), in the spirit
+/// Exports each added informer's [`ReflectorStats`] as Prometheus counters (and the
+/// `store_resource_version` gauge), read when the registry is encoded (a `prometheus-client` [`Collector`]), in the spirit
 /// of client-go's reflector metrics. Every series is labelled `name` = the label the
 /// informer was added under
 /// (names: see [`Metrics::informer`](crate::metrics::Metrics::informer)).
@@ -172,6 +173,20 @@ impl Collector for ReflectorCollector {
                 ConstCounter::new(read(stats)).encode(series)?;
             }
         }
+        // KCM's name (client-go labels it by group, version and resource; here the
+        // `name` every informer series carries).
+        let mut family = encoder.encode_descriptor(
+            "store_resource_version",
+            "The resource version the informer's cache has reached (0 before the first list)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (name, stats) in &snapshot {
+            let labels = [("name", name.as_str())];
+            let series = family.encode_family(&labels)?;
+            let rv = i64::try_from(stats.store_resource_version).unwrap_or(i64::MAX);
+            ConstGauge::new(rv).encode(series)?;
+        }
         let mut family = encoder.encode_descriptor(
             "reflector_errors",
             "Total number of list and watch errors per reflector and reason",
@@ -201,6 +216,7 @@ mod tests {
         ReflectorStats {
             lists,
             errors_expired: expired,
+            store_resource_version: 40 + lists,
             ..ReflectorStats::default()
         }
     }
@@ -224,6 +240,14 @@ mod tests {
         );
         assert!(text.contains("reflector_errors_total{name=\"a\",reason=\"expired\"} 1"));
         assert!(text.contains("reflector_errors_total{name=\"a\",reason=\"other\"} 0"));
+        assert!(
+            text.contains("# TYPE store_resource_version gauge"),
+            "{text}"
+        );
+        assert!(
+            text.contains("store_resource_version{name=\"b\"} 45"),
+            "{text}"
+        );
 
         collector.add_source("a", || stats(7, 0));
         collector.remove("b");

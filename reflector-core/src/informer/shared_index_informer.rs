@@ -1,6 +1,6 @@
 //! [`SharedIndexInformer`]: one watch, one cache, many handlers.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ use crate::store::{Indexer, Indexers, Store, StoreError};
 use super::InformerError;
 use super::builder::InformerBuilder;
 use super::notification::{Batch, Notification};
-use super::process_deltas::{newest_resource_version, process_deltas};
+use super::process_deltas::process_deltas;
 use super::registration::Upstream;
 use super::shared_processor::SharedProcessor;
 
@@ -63,16 +63,9 @@ struct Inner<K: Object> {
     /// Options for the reflector made at start; name, resync period and
     /// `should_resync` are the informer's.
     reflector_options: ReflectorOptions,
-    /// Woken (`notify_waiters`) when the informer syncs or stops, when a handler
-    /// handled its last initial add, and after each applied batch while someone
-    /// waits for a resource version. Waiters register before they check.
+    /// Woken (`notify_waiters`) when the informer syncs or stops, and when a
+    /// handler handled its last initial add. Waiters register before they check.
     progress: Arc<Notify>,
-    /// How many `wait_for_resource_version` calls are waiting: while none is,
-    /// batches skip reading resource versions.
-    rv_waiters: AtomicUsize,
-    /// The largest object resource version applied to the cache while
-    /// `rv_waiters > 0`.
-    applied_rv: AtomicU64,
     /// Handler calls that panicked, over every listener.
     handler_panics: Arc<AtomicU64>,
     /// The label selector of `lister_watcher`, when the factory built it.
@@ -171,8 +164,6 @@ impl<K: Object> SharedIndexInformer<K> {
                 transform: b.transform,
                 reflector_options: b.reflector_options,
                 progress: Arc::new(Notify::new()),
-                rv_waiters: AtomicUsize::new(0),
-                applied_rv: AtomicU64::new(0),
                 handler_panics: Arc::new(AtomicU64::new(0)),
                 label_selector: b.label_selector,
                 state: Mutex::new(InformerState {
@@ -239,9 +230,27 @@ impl<K: Object> SharedIndexInformer<K> {
             .is_some_and(|f| f.has_synced())
     }
 
+    /// The resource version the cache has reached, as client-go's
+    /// `LastStoreSyncResourceVersion`: every list, watch event and bookmark the
+    /// reflector handed over through it is applied, so bookmarks advance it on an
+    /// idle watch. `None` before the first list. Exported as the
+    /// `store_resource_version` gauge; see also
+    /// [`wait_for_resource_version`](Self::wait_for_resource_version).
+    ///
+    /// With the [`DeltaFifo`] in front of the cache (which queues per key, so
+    /// events of different keys are applied out of order), the version moves when
+    /// a batch leaves the FIFO empty: under a constant stream of events it may lag
+    /// behind what is applied, never run ahead of it.
+    #[doc(alias = "LastStoreSyncResourceVersion")]
+    #[must_use]
+    pub fn store_resource_version(&self) -> Option<String> {
+        self.inner.indexer.resource_version()
+    }
+
     /// The resource version of the last list or watch event the informer's reflector
     /// handled (it may be ahead of the cache, which applies events in order after
-    /// it); `None` before the first list.
+    /// it: see [`store_resource_version`](Self::store_resource_version)); `None`
+    /// before the first list.
     #[doc(alias = "LastSyncResourceVersion")]
     #[must_use]
     pub fn reflector_resource_version(&self) -> Option<String> {
@@ -251,8 +260,8 @@ impl<K: Object> SharedIndexInformer<K> {
             .and_then(|r| r.resource_version())
     }
 
-    /// The reflector's counters (all zero before start), and the informer's count
-    /// of handler calls that panicked.
+    /// The reflector's counters (all zero before start), the informer's count of
+    /// handler calls that panicked, and the resource version its cache reached.
     #[must_use]
     pub fn reflector_stats(&self) -> ReflectorStats {
         let mut stats = self
@@ -262,6 +271,7 @@ impl<K: Object> SharedIndexInformer<K> {
             .map(|r| r.stats())
             .unwrap_or_default();
         stats.handler_panics = self.inner.handler_panics.load(Ordering::Relaxed);
+        stats.store_resource_version = self.inner.indexer.version().numeric().unwrap_or(0);
         stats
     }
 
@@ -371,8 +381,8 @@ impl<K: Object> SharedIndexInformer<K> {
             let mut out = Vec::new();
             loop {
                 match fifo
-                    .pop_batch(POP_BATCH, |items| {
-                        self.handle_batch(items, popped_key_is_cache_key, &mut out);
+                    .pop_batch(POP_BATCH, |items, watermark| {
+                        self.handle_batch(items, watermark, popped_key_is_cache_key, &mut out);
                     })
                     .await
                 {
@@ -417,10 +427,16 @@ impl<K: Object> SharedIndexInformer<K> {
     /// `block_deltas` until the batch is handed to the listeners, so a handler added
     /// meanwhile sees each object either in its initial adds or in a later batch.
     ///
+    /// With a `watermark` (everything the reflector handed over through it is
+    /// applied once these items are), the cache's resource version moves to it once
+    /// the items are in, before any handler hears of them, waking whoever waits for
+    /// it.
+    ///
     /// `out` is an empty buffer, left empty, for the notifications.
     fn handle_batch(
         &self,
         items: Vec<PoppedItem<K>>,
+        watermark: Option<String>,
         popped_key_is_cache_key: bool,
         out: &mut Vec<Notification<K>>,
     ) {
@@ -429,28 +445,22 @@ impl<K: Object> SharedIndexInformer<K> {
             .block_deltas
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        // Read only while someone waits for a resource version.
-        let track_rv = self.inner.rv_waiters.load(Ordering::Relaxed) > 0;
-        let newest_rv = if track_rv {
-            newest_resource_version(&items)
-        } else {
-            0
-        };
         // One write lock for the batch; readers see it whole, before its handlers run.
-        self.inner.indexer.write_batch(|cache| {
-            for item in items {
-                process_deltas(
-                    &self.inner.indexer,
-                    item,
-                    popped_key_is_cache_key,
-                    cache,
-                    out,
-                );
-            }
-        });
-        if track_rv {
-            self.inner.applied_rv.fetch_max(newest_rv, Ordering::SeqCst);
-            self.inner.progress.notify_waiters();
+        if !items.is_empty() {
+            self.inner.indexer.write_batch(|cache| {
+                for item in items {
+                    process_deltas(
+                        &self.inner.indexer,
+                        item,
+                        popped_key_is_cache_key,
+                        cache,
+                        out,
+                    );
+                }
+            });
+        }
+        if let Some(rv) = watermark {
+            self.inner.indexer.version().set(&rv);
         }
         if !out.is_empty() {
             // Moved straight into the shared slice (one allocation, exact size).
@@ -503,6 +513,8 @@ impl<K: Object> Drop for StopGuard<'_, K> {
         for task in self.informer.inner.processor.stop() {
             drop(task);
         }
+        // The cache moves no more: whoever waits for a resource version is told.
+        self.informer.inner.indexer.version().close();
         self.informer.inner.progress.notify_waiters();
     }
 }

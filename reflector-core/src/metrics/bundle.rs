@@ -34,6 +34,7 @@ use crate::workqueue::WorkQueueMetrics;
 /// | `controller_runtime_reconcile_time_seconds` | histogram, controller-runtime's buckets (5 ms – 60 s) |
 /// | `controller_runtime_max_concurrent_reconciles` | gauge |
 /// | `controller_runtime_active_workers` | gauge (workers inside a reconcile) |
+/// | `stale_sync_skips_total` | counter (reconciles deferred until the cache reached the controller's own last write; kube-controller-manager's name) |
 ///
 /// client-go's work-queue metrics ([`WorkQueueMetrics`]), each labelled `name` =
 /// the queue's name ([`QueueConfig::metrics`](crate::workqueue::QueueConfig::metrics)):
@@ -148,6 +149,7 @@ impl Metrics {
     /// | `reflector_resyncs_total` | resyncs |
     /// | `reflector_handler_panics_total` | event handlers that panicked |
     /// | `reflector_errors_total{name,reason}` | errors; `reason` ∈ `expired`, `too_large_resource_version`, `too_many_requests`, `internal_error`, `connection_refused`, `decode`, `very_short_watch`, `other` |
+    /// | `store_resource_version{name}` | gauge: the resource version the cache has reached (client-go's name; 0 before the first list) |
     pub fn informer<K: Object>(&self, name: &str, informer: &SharedIndexInformer<K>) {
         self.reflectors.add(name, informer);
     }

@@ -92,6 +92,7 @@ pub struct ReconcileMetrics {
     reconcile_time: Family<ControllerLabels, Histogram, ReconcileTimeBuckets>,
     max_concurrent: Family<ControllerLabels, Gauge>,
     active_workers: Family<ControllerLabels, Gauge>,
+    stale_sync_skips: Family<ControllerLabels, Counter>,
 }
 
 impl Default for ReconcileMetrics {
@@ -112,6 +113,7 @@ impl ReconcileMetrics {
             reconcile_time: Family::new_with_constructor(ReconcileTimeBuckets),
             max_concurrent: Family::default(),
             active_workers: Family::default(),
+            stale_sync_skips: Family::default(),
         }
     }
 
@@ -153,6 +155,12 @@ impl ReconcileMetrics {
             "Number of currently used workers per controller",
             self.active_workers.clone(),
         );
+        // kube-controller-manager's name (client-go's staleness mitigation).
+        registry.register(
+            "stale_sync_skips",
+            "Total number of reconciles deferred because the cache had not yet seen the controller's own last write",
+            self.stale_sync_skips.clone(),
+        );
     }
 
     /// Creates every series of controller `name` at zero (so dashboards see them
@@ -179,6 +187,7 @@ impl ReconcileMetrics {
             panics: self.panics.get_or_create(&labels).clone(),
             reconcile_time: self.reconcile_time.get_or_create(&labels).clone(),
             active_workers: self.active_workers.get_or_create(&labels).clone(),
+            stale_sync_skips: self.stale_sync_skips.get_or_create(&labels).clone(),
         }
     }
 }
@@ -193,6 +202,7 @@ pub struct ControllerRecorder {
     panics: Counter,
     reconcile_time: Histogram,
     active_workers: Gauge,
+    stale_sync_skips: Counter,
 }
 
 impl ControllerRecorder {
@@ -220,6 +230,12 @@ impl ControllerRecorder {
     /// [`reconciled`](Self::reconciled)).
     pub fn panicked(&self) {
         self.panics.inc();
+    }
+
+    /// Records a reconcile deferred until the cache reaches the controller's own
+    /// last write (`stale_sync_skips_total`).
+    pub fn stale_sync_skipped(&self) {
+        self.stale_sync_skips.inc();
     }
 
     /// A worker entered (`+1`) or left (`-1`) a reconcile.

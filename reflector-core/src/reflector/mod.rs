@@ -445,8 +445,9 @@ where
                 }
             };
             let store = self.store.as_ref();
-            // The store is told every version; the reflector's own is set once
-            // per run, to the run's last (one lock per run, not per event).
+            // The store is told every version, and once per run the run's last,
+            // through which everything is handed over; the reflector's own is set
+            // once per run, to the run's last (one lock per run, not per event).
             let mut set_rv = |versions: RunVersions<'_>| {
                 let mut last = None;
                 for (rv, past_initial_adds) in versions.iter() {
@@ -456,6 +457,7 @@ where
                     }
                 }
                 if let Some(rv) = last {
+                    store.handed_over(rv);
                     self.set_resource_version(rv);
                 }
             };

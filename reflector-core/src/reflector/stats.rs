@@ -48,6 +48,11 @@ pub struct ReflectorStats {
     /// Event handler calls that panicked (caught and logged by the informer that
     /// owns the reflector; zero for a bare reflector).
     pub handler_panics: u64,
+    /// The resource version the informer's cache has reached
+    /// ([`SharedIndexInformer::store_resource_version`](crate::informer::SharedIndexInformer::store_resource_version)),
+    /// as an integer: zero before the first list, when it is not an integer, and
+    /// for a bare reflector. A gauge, not a counter.
+    pub store_resource_version: u64,
 }
 
 /// The live counters behind [`ReflectorStats`].
@@ -94,8 +99,9 @@ impl StatsCounters {
             errors_decode: self.errors_decode.load(Relaxed),
             errors_very_short_watch: self.errors_very_short_watch.load(Relaxed),
             errors_other: self.errors_other.load(Relaxed),
-            // Counted by the informer, which fills it in.
+            // Kept by the informer, which fills them in.
             handler_panics: 0,
+            store_resource_version: 0,
         }
     }
 

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+use super::resource_version::StoreVersion;
 use super::thread_safe_store::{BatchWriter, ThreadSafeStore};
 use super::{KeyListerGetter, Store, StoreError};
 use crate::object::{KeyError, KeyFunc, Object, ObjectKey, meta_namespace_key};
@@ -251,6 +252,9 @@ struct Inner<K> {
     key_fn: KeyFunc<K>,
     /// Items and indices.
     store: ThreadSafeStore<K>,
+    /// The resource version the items stand at (shared with the controllers that
+    /// wait on it).
+    version: Arc<StoreVersion>,
 }
 
 impl<K> Clone for Indexer<K> {
@@ -276,6 +280,7 @@ impl<K: Object> Indexer<K> {
                 key_fn: Arc::new(meta_namespace_key::<K>),
                 // Its keys are `ns/name`: the namespace index may read them.
                 store: ThreadSafeStore::with_key_namespaces(indexers, true),
+                version: Arc::default(),
             }),
         }
     }
@@ -308,6 +313,7 @@ impl<K: Object> Indexer<K> {
             inner: Arc::new(Inner {
                 key_fn: Arc::new(key_fn) as KeyFunc<K>,
                 store: ThreadSafeStore::new(indexers),
+                version: Arc::default(),
             }),
         }
     }
@@ -322,6 +328,33 @@ impl<K: Object> Indexer<K> {
     /// through another handle (the lock is not reentrant).
     pub(crate) fn write_batch<R>(&self, apply: impl FnOnce(&mut BatchWriter<'_, K>) -> R) -> R {
         self.inner.store.write_batch(apply)
+    }
+
+    /// The resource version the cache has reached, as client-go's
+    /// `LastStoreSyncResourceVersion`: every list, watch event and bookmark its
+    /// reflector handed over through it is applied (so bookmarks advance it too).
+    /// `None` before the first list. An informer sets it after each applied batch;
+    /// a reflector writing straight into an `Indexer` sets it with each list and
+    /// run of events.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector::store::{Indexer, Indexers, Store};
+    /// let cache = Indexer::<ConfigMap>::new(Indexers::new());
+    /// assert_eq!(cache.resource_version(), None);
+    /// cache.replace(Vec::new(), "42").unwrap();
+    /// assert_eq!(cache.resource_version().as_deref(), Some("42"));
+    /// ```
+    #[doc(alias = "LastStoreSyncResourceVersion")]
+    #[must_use]
+    pub fn resource_version(&self) -> Option<String> {
+        self.inner.version.get()
+    }
+
+    /// The resource version and its waits.
+    pub(crate) fn version(&self) -> &Arc<StoreVersion> {
+        &self.inner.version
     }
 
     /// Removes the object under `key`, as the informer does for a tombstone whose
@@ -449,14 +482,15 @@ impl<K: Object> Store<K> for Indexer<K> {
         Indexer::get(self, key)
     }
 
-    /// Keys every item first; on a key error nothing is replaced. The resource
-    /// version is not recorded.
-    fn replace(&self, items: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
+    /// Keys every item first; on a key error nothing is replaced. The cache then
+    /// stands at `resource_version`.
+    fn replace(&self, items: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
         let keyed = items
             .into_iter()
             .map(|obj| Ok((self.key_of(&obj)?, obj)))
             .collect::<Result<Vec<_>, StoreError>>()?;
         self.inner.store.replace(keyed);
+        self.inner.version.set(resource_version);
         Ok(())
     }
 
@@ -467,6 +501,11 @@ impl<K: Object> Store<K> for Indexer<K> {
 }
 
 impl<K: Object> super::StoreSink<K> for Indexer<K> {
+    /// Every event handed over is applied already: the cache stands at the version.
+    fn handed_over(&self, resource_version: &str) {
+        self.inner.version.set(resource_version);
+    }
+
     fn cached_unchanged(&self, obj: &K) -> Option<Arc<K>> {
         if Indexer::is_empty(self) {
             return None;
@@ -491,81 +530,4 @@ impl<K: Object> KeyListerGetter<K> for Indexer<K> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_openapi::api::core::v1::ConfigMap;
-
-    fn cm(ns: Option<&str>, name: &str) -> Arc<ConfigMap> {
-        let mut cm = ConfigMap::default();
-        cm.metadata.namespace = ns.map(Into::into);
-        cm.metadata.name = Some(name.into());
-        Arc::new(cm)
-    }
-
-    fn names_in(cache: &Indexer<ConfigMap>, ns: &str) -> Vec<String> {
-        let mut names: Vec<String> = cache
-            .by_index(NAMESPACE_INDEX, ns)
-            .unwrap()
-            .iter()
-            .map(|c| c.metadata.name.clone().unwrap_or_default())
-            .collect();
-        names.sort();
-        names
-    }
-
-    /// With `ns/name` keys the namespace index reads namespaces from the keys;
-    /// what it holds is the same as reading them from the objects.
-    #[test]
-    fn namespace_index_over_namespaced_keys() {
-        let cache = Indexer::new(Indexers::new().with_namespace_index());
-        cache.add(cm(Some("a"), "x")).unwrap();
-        cache.add(cm(Some("a"), "y")).unwrap();
-        cache.add(cm(None, "node")).unwrap();
-        cache.update(cm(Some("a"), "x")).unwrap();
-        cache.add(cm(Some("b"), "x")).unwrap();
-        assert_eq!(names_in(&cache, "a"), ["x", "y"]);
-        assert_eq!(names_in(&cache, "b"), ["x"]);
-        assert_eq!(names_in(&cache, ""), ["node"]);
-        cache.delete(cm(Some("a"), "x")).unwrap();
-        cache.delete(cm(None, "node")).unwrap();
-        assert_eq!(names_in(&cache, "a"), ["y"]);
-        assert!(names_in(&cache, "").is_empty());
-        let mut values = cache.index_values(NAMESPACE_INDEX);
-        values.sort();
-        assert_eq!(values, ["a", "b"]);
-    }
-
-    /// The view a DeltaFifo consults is the cache itself.
-    #[test]
-    fn key_lister_getter_view() {
-        let cache = Indexer::new(Indexers::<ConfigMap>::new());
-        let view: &dyn KeyListerGetter<ConfigMap> = &cache;
-        assert!(view.is_empty());
-        cache.add(cm(Some("ns"), "a")).unwrap();
-        assert!(!view.is_empty());
-        assert_eq!(view.list_keys(), [ObjectKey::new(Some("ns"), "a")]);
-        assert!(view.get(&ObjectKey::new(Some("ns"), "a")).is_some());
-        assert!(view.get(&ObjectKey::new(None, "a")).is_none());
-    }
-
-    /// Under a key function that leaves the namespace out, an object that moves
-    /// to another namespace under the same key moves in the namespace index too.
-    #[test]
-    fn namespace_index_follows_objects_under_custom_keys() {
-        let cache = Indexer::<ConfigMap>::with_key_func(
-            |c: &ConfigMap| {
-                Ok(ObjectKey::new(
-                    None,
-                    c.metadata.name.as_deref().unwrap_or("?"),
-                ))
-            },
-            Indexers::new().with_namespace_index(),
-        );
-        cache.add(cm(Some("a"), "x")).unwrap();
-        cache.update(cm(Some("b"), "x")).unwrap();
-        assert!(names_in(&cache, "a").is_empty());
-        assert_eq!(names_in(&cache, "b"), ["x"]);
-        cache.delete(cm(Some("b"), "x")).unwrap();
-        assert!(names_in(&cache, "b").is_empty());
-    }
-}
+mod tests;

@@ -14,6 +14,7 @@
 //! lock and never hold it across an `.await`.
 
 mod indexer;
+pub(crate) mod resource_version;
 mod sink;
 mod thread_safe_store;
 

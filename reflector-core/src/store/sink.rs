@@ -85,6 +85,17 @@ pub(crate) trait StoreSink<K: Object>: Store<K> {
     /// included, as client-go's optional `ResourceVersionUpdater`. Default: ignored.
     fn update_resource_version(&self, _resource_version: &str) {}
 
+    /// Told, once per run of watch events ([`apply_watch_run`](StoreSink::apply_watch_run)),
+    /// the resource version through which the reflector has handed everything over:
+    /// the run's last event's or bookmark's (a bookmark's version counts once every
+    /// event before it is handed over). Lists carry theirs in
+    /// [`replace`](Store::replace) and
+    /// [`finish_list_stream`](StoreSink::finish_list_stream). The store's resource
+    /// version follows from these once what was handed over is applied. Default:
+    /// ignored.
+    #[doc(alias = "Bookmark")]
+    fn handed_over(&self, _resource_version: &str) {}
+
     /// The object this store (or the cache behind it) already holds under `obj`'s key,
     /// if it has `obj`'s resourceVersion: the same state of the same object, since the
     /// API server gives every change a new resourceVersion. The reflector hands the

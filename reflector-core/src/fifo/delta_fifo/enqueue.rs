@@ -66,15 +66,18 @@ impl<K: Object> DeltaFifo<K> {
         }
     }
 
-    /// Ends a list (`replace` or a streamed one) and unlocks: the first list makes
-    /// the FIFO populated, with every queued key as its initial population — the
-    /// listed ones and inferred deletions, plus any a list streamed in and abandoned
-    /// left queued (listed again or deleted now, so part of this population too).
-    /// Then wakes `wait_synced` and the poppers.
+    /// Ends a list (`replace` or a streamed one) at `resource_version` and unlocks:
+    /// the first list makes the FIFO populated, with every queued key as its initial
+    /// population — the listed ones and inferred deletions, plus any a list streamed
+    /// in and abandoned left queued (listed again or deleted now, so part of this
+    /// population too). Everything through the list's version is handed over. Then
+    /// wakes `wait_synced` and the poppers (one, to answer the watermark, if nothing
+    /// is queued).
     pub(super) fn end_list(
         &self,
         mut state: MutexGuard<'_, State<K>>,
         processing: MutexGuard<'_, ()>,
+        resource_version: &str,
     ) {
         state.streaming = false;
         if !state.populated {
@@ -82,12 +85,15 @@ impl<K: Object> DeltaFifo<K> {
             state.initial_population_count = state.queue.len();
         }
         let flipped = Self::check_synced_locked(&mut state);
+        let idle_with_news = Self::hand_over_locked(&mut state, resource_version);
         let any_queued = !state.queue.is_empty();
         drop(state);
         drop(processing);
         self.announce_synced(flipped);
         if any_queued {
             self.notify.notify_waiters();
+        } else if idle_with_news {
+            self.notify.notify_one();
         }
     }
 

@@ -141,6 +141,8 @@ impl<K: Object> DeltaFifo<K> {
                 synced: false,
                 closed: false,
                 streaming: false,
+                handed_rv: String::new(),
+                watermark_due: false,
             }),
             processing: Mutex::new(()),
             notify: Notify::new(),
@@ -295,13 +297,6 @@ impl<K> DeltaFifo<K> {
         self.lock().queue.is_empty()
     }
 
-    /// Whether no key is queued and none is being processed: everything written so
-    /// far has been popped and its `pop` callback has returned.
-    pub(crate) fn is_drained(&self) -> bool {
-        let _processing = self.lock_processing();
-        self.lock().queue.is_empty()
-    }
-
     /// A copy of the pending deltas of `obj`'s key, as client-go's `Get`.
     ///
     /// # Errors
@@ -380,14 +375,36 @@ impl<K> DeltaFifo<K> {
         &self,
         process: impl FnOnce(PoppedItem<K>) -> R,
     ) -> Result<R, StoreError> {
-        self.pop_some(1, |first, _| process(first)).await
+        let mut process = Some(process);
+        loop {
+            // Without the watermark a pop hands over at least one item, so this
+            // loop runs once.
+            let processed = self
+                .pop_some(1, false, |items, _| {
+                    let first = items.into_iter().next()?;
+                    process.take().map(|p| p(first))
+                })
+                .await?;
+            if let Some(result) = processed {
+                return Ok(result);
+            }
+        }
     }
 
     /// As [`pop`](DeltaFifo::pop), for up to `max` queued items at once (at least
     /// one; `max` 0 counts as 1): `process` gets them in queue order, under the
-    /// processing lock, as if they were popped one after another with nothing queued in between.
-    /// Handing items over in batches lets a consumer pay its own per-round costs
-    /// (locks, wake-ups of downstream tasks) once per batch.
+    /// processing lock, as if they were popped one after another with nothing queued
+    /// in between. Handing items over in batches lets a consumer pay its own
+    /// per-round costs (locks, wake-ups of downstream tasks) once per batch.
+    ///
+    /// `process` also gets the consumer's new **watermark** when there is one: the
+    /// resource version through which everything the reflector handed over (list,
+    /// watch events, bookmarks; see [`StoreSink::handed_over`]) is applied once this
+    /// batch is. This FIFO's rule is the conservative one: a version is answered
+    /// only by a batch that leaves the queue empty (per-key queueing reorders
+    /// events across keys, so a partly drained queue vouches for nothing), and only
+    /// when it changed since last answered. A version handed over while the queue is
+    /// empty wakes the consumer with a batch of no items carrying it.
     ///
     /// # Errors
     /// [`StoreError::Closed`] once the FIFO is closed and drained.
@@ -397,23 +414,20 @@ impl<K> DeltaFifo<K> {
     pub(crate) async fn pop_batch<R>(
         &self,
         max: usize,
-        process: impl FnOnce(Vec<PoppedItem<K>>) -> R,
+        process: impl FnOnce(Vec<PoppedItem<K>>, Option<String>) -> R,
     ) -> Result<R, StoreError> {
-        self.pop_some(max, |first, rest| {
-            let mut items = Vec::with_capacity(rest.len() + 1);
-            items.push(first);
-            items.extend(rest);
-            process(items)
-        })
-        .await
+        self.pop_some(max, true, process).await
     }
 
     /// Waits for a queued item and pops it with up to `max - 1` more, handing
-    /// `process` the first and the rest under the processing lock.
+    /// `process` the items and, if `watermark`, the consumer's new watermark (see
+    /// [`pop_batch`](DeltaFifo::pop_batch)), under the processing lock. Without
+    /// `watermark` the items are never empty.
     async fn pop_some<R>(
         &self,
         max: usize,
-        process: impl FnOnce(PoppedItem<K>, Vec<PoppedItem<K>>) -> R,
+        watermark: bool,
+        process: impl FnOnce(Vec<PoppedItem<K>>, Option<String>) -> R,
     ) -> Result<R, StoreError> {
         let mut notified = pin!(self.notify.notified());
         // Whether `notified` is registered with the `Notify` (so `notify_one` reaches
@@ -425,23 +439,32 @@ impl<K> DeltaFifo<K> {
             {
                 let processing = self.lock_processing();
                 let mut state = self.lock();
+                let mut items = Vec::new();
                 if let Some(first) = Self::pop_front_locked(&mut state) {
                     let more = max.saturating_sub(1).min(state.queue.len());
-                    let mut rest = Vec::with_capacity(more);
-                    while rest.len() < more {
+                    items.reserve_exact(more + 1);
+                    items.push(first);
+                    while items.len() <= more {
                         match Self::pop_front_locked(&mut state) {
-                            Some(item) => rest.push(item),
+                            Some(item) => items.push(item),
                             None => break,
                         }
                     }
+                }
+                let reached = if watermark {
+                    Self::take_watermark_locked(&mut state)
+                } else {
+                    None
+                };
+                if !items.is_empty() || reached.is_some() {
                     drop(state);
                     // The items count as popped (for `has_synced`) only once
                     // `process` returned, or unwound.
                     let popped = Popped {
                         fifo: self,
-                        count: rest.len() + 1,
+                        count: items.len(),
                     };
-                    let result = process(first, rest);
+                    let result = process(items, reached);
                     drop(popped);
                     drop(processing);
                     return Ok(result);
@@ -459,6 +482,29 @@ impl<K> DeltaFifo<K> {
                 registered = true;
             }
         }
+    }
+
+    /// The watermark a batch that leaves the queue as it is now may answer: the
+    /// handed-over version, if the queue is empty and the version was not answered
+    /// yet (it then counts as answered).
+    fn take_watermark_locked(state: &mut State<K>) -> Option<String> {
+        if !state.watermark_due || !state.queue.is_empty() {
+            return None;
+        }
+        state.watermark_due = false;
+        Some(state.handed_rv.clone())
+    }
+
+    /// Notes that the reflector handed everything over through `resource_version`
+    /// (a list's, an event's or a bookmark's); answers whether the queue is empty,
+    /// so the caller wakes the consumer to answer the new watermark.
+    fn hand_over_locked(state: &mut State<K>, resource_version: &str) -> bool {
+        if resource_version.is_empty() || state.handed_rv == resource_version {
+            return false;
+        }
+        resource_version.clone_into(&mut state.handed_rv);
+        state.watermark_due = true;
+        state.queue.is_empty()
     }
 
     /// Removes the first queued key and its deltas, or returns `None` when the queue

@@ -41,6 +41,16 @@ impl<K: Object> StoreSink<K> for DeltaFifo<K> {
         }
     }
 
+    /// Notes the version for the consumer's watermark (see
+    /// [`pop_batch`](DeltaFifo::pop_batch)); wakes the consumer if nothing is
+    /// queued, so the watermark moves without waiting for another event.
+    fn handed_over(&self, resource_version: &str) {
+        let idle_with_news = Self::hand_over_locked(&mut self.lock(), resource_version);
+        if idle_with_news {
+            self.notify.notify_one();
+        }
+    }
+
     /// The known object under `obj`'s key, if it has `obj`'s resourceVersion.
     fn cached_unchanged(&self, obj: &K) -> Option<Arc<K>> {
         let known = self.known_objects.as_ref().filter(|k| !k.is_empty())?;
@@ -113,7 +123,7 @@ impl<K: Object> StoreSink<K> for DeltaFifo<K> {
             return self.replace(rest, resource_version);
         }
         self.queue_listed_locked(&mut state, keyed);
-        self.end_list(state, processing);
+        self.end_list(state, processing, resource_version);
         Ok(())
     }
 }

@@ -39,6 +39,13 @@ pub(super) struct State<K> {
     /// page into an empty FIFO); `finish_list_stream` ends it, `replace` or a
     /// refused first page cancels it. Guarded by `DeltaFifo::state`.
     pub(super) streaming: bool,
+    /// The resource version through which the reflector has handed everything over:
+    /// its last list's, or the last event's or bookmark's of its last watch run;
+    /// empty before the first. Guarded by `DeltaFifo::state`.
+    pub(super) handed_rv: String,
+    /// `handed_rv` changed since a batch pop last answered it as the consumer's
+    /// watermark. Guarded by `DeltaFifo::state`.
+    pub(super) watermark_due: bool,
 }
 
 /// Items a `pop` took, in its callback's hands; dropped when the callback returns

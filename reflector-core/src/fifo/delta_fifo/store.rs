@@ -86,7 +86,7 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
     ///
     /// The first `replace` sets the initial population that
     /// [`has_synced`](DeltaFifo::has_synced) waits for: every key it queued.
-    fn replace(&self, items: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
+    fn replace(&self, items: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
         let keyed = self.keyed(items)?;
         let action = self.list_delta_type();
         let processing = self.lock_processing();
@@ -140,7 +140,7 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
             }
         }
 
-        self.end_list(state, processing);
+        self.end_list(state, processing, resource_version);
         Ok(())
     }
 

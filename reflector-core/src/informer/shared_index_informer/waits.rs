@@ -1,8 +1,8 @@
-//! The informer's waits: for its sync, and for a resource version (read-your-writes).
-//! Each is woken by the informer's progress signal, never polled.
+//! The informer's waits: for its sync (woken by the informer's progress signal), and
+//! for a resource version (read-your-writes; woken by the cache's version). Never
+//! polled.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio::sync::oneshot;
 
 use crate::object::Object;
 
@@ -24,23 +24,26 @@ impl<K: Object> SharedIndexInformer<K> {
         self.wait_until(|| self.has_synced()).await
     }
 
-    /// Waits until the cache has applied an object event whose `resourceVersion` is
-    /// at least `resource_version`, for read-your-writes: after a write answered
-    /// with resource version N, `wait_for_resource_version(N)` returns once the
-    /// informer's cache holds that write or a later state.
+    /// Waits until the cache has reached `resource_version`
+    /// ([`store_resource_version`](Self::store_resource_version) at least as large),
+    /// for read-your-writes: after a write answered with resource version N,
+    /// `wait_for_resource_version(N)` returns once the informer's cache holds that
+    /// write or a later state. Woken by the informer when its cache gets there,
+    /// never polled.
     ///
     /// Resource versions are compared as the integers an etcd3-backed API server
-    /// hands out. The event must be one
-    /// this informer watches (an object outside its namespace or selectors never
-    /// arrives); when the watch is idle and everything received is applied, the
-    /// reflector's last resource version (which bookmarks advance) counts too.
+    /// hands out. Bookmarks advance the cache's version too, so a write this
+    /// informer does not watch (outside its namespace or selectors) is reached as
+    /// soon as a later event or bookmark is applied. A cache whose version is not an
+    /// integer counts as having reached any version (the comparison fails open).
     ///
     /// # Errors
     /// [`InformerError::InvalidResourceVersion`] at once for a version that is not an
     /// integer; [`InformerError::StoppedBeforeSync`] if the informer stopped first.
     ///
     /// # Cancel safety
-    /// Cancel-safe: it only observes.
+    /// Cancel-safe: it only observes (a dropped wait leaves a spent waiter behind,
+    /// dropped when the cache reaches the version or the informer stops).
     pub async fn wait_for_resource_version(
         &self,
         resource_version: &str,
@@ -50,36 +53,22 @@ impl<K: Object> SharedIndexInformer<K> {
                 resource_version.to_owned(),
             ));
         };
-        let inner = &self.inner;
-        inner.rv_waiters.fetch_add(1, Ordering::SeqCst);
-        struct Unwait<'a>(&'a AtomicUsize);
-        impl Drop for Unwait<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, Ordering::SeqCst);
+        let version = self.inner.indexer.version();
+        if !version.reached(target).is_over() {
+            let (reached, wait) = oneshot::channel();
+            let wake = Box::new(move || {
+                let _ = reached.send(());
+            });
+            if version.wake_at(target, wake) {
+                // Woken when reached, or when the informer stops (or is dropped).
+                let _ = wait.await;
             }
         }
-        let _unwait = Unwait(&inner.rv_waiters);
-        self.wait_until(|| {
-            inner.applied_rv.load(Ordering::SeqCst) >= target || self.drained_past(target)
-        })
-        .await
-    }
-
-    /// Whether everything the reflector received is applied to the cache and its
-    /// last resource version is at least `target`.
-    fn drained_past(&self, target: u64) -> bool {
-        let (fifo, reflector) = {
-            let st = self.lock_state();
-            match (&st.fifo, &st.reflector) {
-                (Some(f), Some(r)) => (Arc::clone(f), Arc::clone(r)),
-                _ => return false,
-            }
-        };
-        let reached = reflector
-            .resource_version()
-            .and_then(|rv| rv.parse::<u64>().ok())
-            .is_some_and(|rv| rv >= target);
-        reached && fifo.is_drained()
+        if version.reached(target).is_over() {
+            Ok(())
+        } else {
+            Err(InformerError::StoppedBeforeSync)
+        }
     }
 
     /// Waits until `done()` is true, woken by the informer's progress signal.

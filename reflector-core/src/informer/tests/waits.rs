@@ -158,3 +158,71 @@ async fn wait_for_resource_version_returns_once_the_cache_has_the_write() {
     assert!(informer.lister().get(Some("ns"), "b").is_some());
     running.stop().await;
 }
+
+/// Bookmarks advance the cache's resource version: each applied watch run moves it
+/// to the run's last version, a bookmark's too once the events before it are
+/// applied, and a wait for it is woken at that instant (paused clock: no poll).
+/// The `store_resource_version` gauge reads it.
+#[tokio::test(start_paused = true)]
+async fn stale_bookmarks_advance_the_store_resource_version() {
+    let (tx, stream) = fake_watch();
+    let informer = SharedIndexInformer::new(scripted(
+        |_| Ok(pod_list("10", None, vec![pod("a", "5")])),
+        watch_once(stream),
+    ));
+    assert_eq!(informer.store_resource_version(), None);
+    let running = start(&informer);
+    informer.wait_synced().await.unwrap();
+    assert_eq!(informer.store_resource_version().as_deref(), Some("10"));
+
+    let waiting = tokio::spawn({
+        let informer = informer.clone();
+        async move {
+            informer.wait_for_resource_version("20").await.unwrap();
+            tokio::time::Instant::now()
+        }
+    });
+    send(&tx, [modified("a", "12")]);
+    settle().await;
+    assert_eq!(informer.store_resource_version().as_deref(), Some("12"));
+    assert_eq!(informer.lister().resource_version().as_deref(), Some("12"));
+    assert!(
+        !waiting.is_finished(),
+        "woken before the version was reached"
+    );
+
+    let sent_at = tokio::time::Instant::now();
+    send(&tx, [bookmark("20", false)]);
+    let woken_at = waiting.await.unwrap();
+    assert_eq!(woken_at, sent_at, "the wait was not woken by the bookmark");
+    assert_eq!(informer.store_resource_version().as_deref(), Some("20"));
+    assert_eq!(informer.reflector_stats().store_resource_version, 20);
+    let a = informer.lister().get(None, "a").unwrap();
+    assert_eq!(a.metadata.resource_version.as_deref(), Some("12"));
+    running.stop().await;
+}
+
+/// A cache whose resource version is not an integer never blocks a wait (the
+/// comparison fails open, as client-go's).
+#[tokio::test(start_paused = true)]
+async fn stale_store_version_not_an_integer_never_blocks_a_wait() {
+    let informer = SharedIndexInformer::new(scripted(
+        |_| Ok(pod_list("etcd-less", None, vec![pod("a", "x")])),
+        never_send,
+    ));
+    let running = start(&informer);
+    informer.wait_synced().await.unwrap();
+    assert_eq!(
+        informer.store_resource_version().as_deref(),
+        Some("etcd-less")
+    );
+    tokio::time::timeout(
+        Duration::from_millis(1),
+        informer.wait_for_resource_version("1000000"),
+    )
+    .await
+    .expect("blocked on a version that cannot be compared")
+    .unwrap();
+    assert_eq!(informer.reflector_stats().store_resource_version, 0);
+    running.stop().await;
+}
