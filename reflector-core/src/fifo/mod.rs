@@ -38,5 +38,6 @@ pub use delta::{Delta, DeltaType, Deltas};
 pub use delta_fifo::DeltaFifo;
 pub(crate) use delta_fifo::PoppedItem;
 pub(crate) use delta_fifo::TransformFunc;
+pub(crate) use in_order_fifo::PoppedEntry;
 pub use in_order_fifo::{Entry, InOrderFifo};
 pub(crate) use sink::sink_for;

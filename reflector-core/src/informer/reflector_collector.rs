@@ -1,5 +1,5 @@
-//! [`ReflectorCollector`]: the `reflector_*` counters of informers' reflectors, read
-//! at scrape time. The informer owns them; the [`metrics`](crate::metrics) bundle
+//! [`ReflectorCollector`]: the `reflector_*` counters of informers' reflectors and
+//! the `informer_queued_items` gauge, read at scrape time. The informer owns them; the [`metrics`](crate::metrics) bundle
 //! holds a handle.
 
 use std::collections::BTreeMap;
@@ -10,6 +10,7 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
 use super::SharedIndexInformer;
@@ -92,8 +93,9 @@ const ERROR_REASONS: [(&str, Read); 8] = [
     ("other", |s| s.errors_other),
 ];
 
-/// Exports each added informer's [`ReflectorStats`] as Prometheus counters, read
-/// when the registry is encoded (a `prometheus-client` [`Collector`]), in the spirit
+/// Exports each added informer's [`ReflectorStats`] as Prometheus counters (and
+/// its queue's length as client-go's `informer_queued_items` gauge), read when the
+/// registry is encoded (a `prometheus-client` [`Collector`]), in the spirit
 /// of client-go's reflector metrics. Every series is labelled `name` = the label the
 /// informer was added under
 /// (names: see [`Metrics::informer`](crate::metrics::Metrics::informer)).
@@ -173,6 +175,17 @@ impl Collector for ReflectorCollector {
             }
         }
         let mut family = encoder.encode_descriptor(
+            "informer_queued_items",
+            "Number of items currently queued in the informer's FIFO",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (name, stats) in &snapshot {
+            let labels = [("name", name.as_str())];
+            let series = family.encode_family(&labels)?;
+            ConstGauge::new(stats.queued_items as i64).encode(series)?;
+        }
+        let mut family = encoder.encode_descriptor(
             "reflector_errors",
             "Total number of list and watch errors per reflector and reason",
             None,
@@ -201,6 +214,7 @@ mod tests {
         ReflectorStats {
             lists,
             errors_expired: expired,
+            queued_items: lists * 10,
             ..ReflectorStats::default()
         }
     }
@@ -224,6 +238,14 @@ mod tests {
         );
         assert!(text.contains("reflector_errors_total{name=\"a\",reason=\"expired\"} 1"));
         assert!(text.contains("reflector_errors_total{name=\"a\",reason=\"other\"} 0"));
+        assert!(
+            text.contains("# TYPE informer_queued_items gauge"),
+            "{text}"
+        );
+        assert!(
+            text.contains("informer_queued_items{name=\"b\"} 50"),
+            "{text}"
+        );
 
         collector.add_source("a", || stats(7, 0));
         collector.remove("b");

@@ -48,6 +48,10 @@ pub struct ReflectorStats {
     /// Event handler calls that panicked (caught and logged by the informer that
     /// owns the reflector; zero for a bare reflector).
     pub handler_panics: u64,
+    /// Items waiting in the informer's queue at the time of reading (a gauge, not
+    /// a counter; filled in by the informer that owns the reflector, zero for a
+    /// bare reflector).
+    pub queued_items: u64,
 }
 
 /// The live counters behind [`ReflectorStats`].
@@ -96,6 +100,7 @@ impl StatsCounters {
             errors_other: self.errors_other.load(Relaxed),
             // Counted by the informer, which fills it in.
             handler_panics: 0,
+            queued_items: 0,
         }
     }
 

@@ -240,6 +240,12 @@ impl<K> InOrderFifo<K> {
         self.lock().queue.is_empty()
     }
 
+    /// Whether no entry is queued and none is being processed: everything written so
+    /// far has been popped and its `pop` callback has returned.
+    pub(crate) fn is_drained(&self) -> bool {
+        self.lock().is_idle()
+    }
+
     /// Waits for a queued entry, removes it and runs `process` on it and on whether
     /// it belongs to the first list, as client-go's `Pop`. With atomic events the
     /// FIFO's lock is not held while `process` runs, so the producer queues on

@@ -71,7 +71,7 @@ impl<K: Object> SharedIndexInformer<K> {
         let (fifo, reflector) = {
             let st = self.lock_state();
             match (&st.fifo, &st.reflector) {
-                (Some(f), Some(r)) => (Arc::clone(f), Arc::clone(r)),
+                (Some(f), Some(r)) => (f.clone(), Arc::clone(r)),
                 _ => return false,
             }
         };
