@@ -5,6 +5,7 @@
 //! The suite runs once per queue: each behaviour's file is compiled into
 //! `delta_fifo` and into `in_order`, whose `QUEUE` every informer it builds gets.
 
+mod atomic;
 mod delta_fifo;
 #[allow(
     clippy::duplicate_mod,
