@@ -1,7 +1,9 @@
 //! Informers: one watch per resource type, shared by every handler and lister.
 //!
 //! A [`SharedIndexInformer`] owns a [`Reflector`](crate::reflector::Reflector)
-//! feeding a [`DeltaFifo`](crate::fifo::DeltaFifo); it pops each key's deltas,
+//! feeding a queue — a [`DeltaFifo`](crate::fifo::DeltaFifo) by default, or
+//! client-go 1.36's in-order queue ([`InformerQueue`] says what each guarantees,
+//! and why the DeltaFifo stays the default); it pops the queue in batches,
 //! applies them to an [`Indexer`](crate::store::Indexer) and notifies every
 //! registered [`EventHandler`], as client-go's `sharedIndexInformer`:
 //!
