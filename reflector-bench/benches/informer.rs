@@ -35,7 +35,7 @@ use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
 use kube::api::{ListParams, ObjectList, TypeMeta, WatchEvent, WatchParams};
-use reflector_core::informer::{EventHandler, SharedIndexInformer};
+use reflector_core::informer::{EventHandler, InformerQueue, SharedIndexInformer};
 use reflector_core::listwatch::{ListWatchError, ListerWatcher};
 use reflector_core::store::{Indexer, Indexers, Store};
 use tokio::sync::Notify;
@@ -164,6 +164,7 @@ fn run_once(
     objects: &[ConfigMap],
     scenario: Scenario,
     handlers: usize,
+    queue: InformerQueue,
 ) -> Duration {
     let (listed, events): (Vec<ConfigMap>, Vec<_>) = match scenario {
         Scenario::AddedIntoEmpty => (
@@ -182,7 +183,7 @@ fn run_once(
         events: Mutex::new(Some(events)),
         go: go.clone(),
     };
-    let informer = SharedIndexInformer::new(lw);
+    let informer = SharedIndexInformer::builder(lw).queue(queue).build();
     let (added, updated) = (Phase::new(handlers), Phase::new(handlers));
     for _ in 0..handlers {
         informer
@@ -306,15 +307,35 @@ fn pipeline(c: &mut Criterion) {
     let mut group = c.benchmark_group("informer_pipeline");
     group.throughput(Throughput::Elements(EVENTS as u64));
     group.sample_size(10);
-    for (name, scenario) in [
-        ("handlers", Scenario::AddedIntoEmpty),
-        ("updates_handlers", Scenario::ModifiedOverCached),
+    // Each case with the DeltaFifo (`handlers`, `updates_handlers`), then with the
+    // in-order queue (`in_order_…`), side by side in one run.
+    for (name, scenario, queue) in [
+        (
+            "handlers",
+            Scenario::AddedIntoEmpty,
+            InformerQueue::DeltaFifo,
+        ),
+        (
+            "in_order_handlers",
+            Scenario::AddedIntoEmpty,
+            InformerQueue::InOrder,
+        ),
+        (
+            "updates_handlers",
+            Scenario::ModifiedOverCached,
+            InformerQueue::DeltaFifo,
+        ),
+        (
+            "in_order_updates_handlers",
+            Scenario::ModifiedOverCached,
+            InformerQueue::InOrder,
+        ),
     ] {
         for handlers in [1usize, 4, 16] {
             group.bench_with_input(BenchmarkId::new(name, handlers), &handlers, |b, &h| {
                 b.iter_custom(|iters| {
                     (0..iters)
-                        .map(|_| run_once(&rt, &objects, scenario, h))
+                        .map(|_| run_once(&rt, &objects, scenario, h, queue))
                         .sum()
                 });
             });

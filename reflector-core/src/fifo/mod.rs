@@ -1,4 +1,7 @@
-//! The DeltaFifo: the queue between a reflector and an informer.
+//! The queues between a reflector and an informer: the [`DeltaFifo`] (per-key
+//! accumulation) and the [`InOrderFifo`] (every change in the order it came, as
+//! client-go 1.36's `RealFIFO`; see its docs). The rest of this page is about the
+//! DeltaFifo.
 //!
 //! A reflector writes every watch event and every relist into a [`DeltaFifo`]
 //! through the [`Store`](crate::store::Store) methods; an informer
@@ -25,6 +28,7 @@
 
 mod delta;
 mod delta_fifo;
+mod in_order_fifo;
 mod sink;
 
 #[cfg(test)]
@@ -34,4 +38,6 @@ pub use delta::{Delta, DeltaType, Deltas};
 pub use delta_fifo::DeltaFifo;
 pub(crate) use delta_fifo::PoppedItem;
 pub(crate) use delta_fifo::TransformFunc;
+pub(crate) use in_order_fifo::PoppedEntry;
+pub use in_order_fifo::{Entry, InOrderFifo};
 pub(crate) use sink::sink_for;

@@ -4,17 +4,21 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use super::DeltaFifo;
+use super::{DeltaFifo, InOrderFifo};
 use crate::object::Object;
 use crate::store::{Store, StoreSink};
 
-/// The sink a reflector writes `store` through: the [`DeltaFifo`]'s own hooks when
-/// `store` is one (as client-go asserts a store's type for its optional interfaces),
+/// The sink a reflector writes `store` through: the [`DeltaFifo`]'s or the
+/// [`InOrderFifo`]'s own hooks when `store` is one (as client-go asserts a store's type for its optional interfaces),
 /// else whatever the store layer recognises (the `Indexer`'s hooks, or every hook's
 /// default).
 pub(crate) fn sink_for<K: Object>(store: Arc<dyn Store<K>>) -> Arc<dyn StoreSink<K>> {
     let any: Arc<dyn Any + Send + Sync> = store.clone();
-    match any.downcast::<DeltaFifo<K>>() {
+    let any = match any.downcast::<DeltaFifo<K>>() {
+        Ok(fifo) => return fifo,
+        Err(any) => any,
+    };
+    match any.downcast::<InOrderFifo<K>>() {
         Ok(fifo) => fifo,
         Err(_) => crate::store::sink_for(store),
     }

@@ -10,7 +10,7 @@ use crate::object::Object;
 use crate::reflector::ReflectorOptions;
 use crate::store::Indexers;
 
-use super::SharedIndexInformer;
+use super::{InformerQueue, SharedIndexInformer};
 
 /// Builds a [`SharedIndexInformer`]: what it lists and watches, its default handler
 /// resync period, its indexers, a transform and its reflector's options. Settings
@@ -18,7 +18,8 @@ use super::SharedIndexInformer;
 /// can fail because the informer has started.
 ///
 /// Defaults: no handler resync (as `NewSharedIndexInformer(lw, obj, 0, indexers)`),
-/// only the namespace index, no transform, [`ReflectorOptions::default`].
+/// only the namespace index, no transform, [`ReflectorOptions::default`], the
+/// [`DeltaFifo`](InformerQueue::DeltaFifo) queue.
 ///
 /// # Example
 /// ```no_run
@@ -47,6 +48,7 @@ pub struct InformerBuilder<K: Object> {
     pub(super) indexers: Indexers<K>,
     pub(super) transform: Option<TransformFunc<K>>,
     pub(super) reflector_options: ReflectorOptions,
+    pub(super) queue: InformerQueue,
     /// The label selector the lister-watcher applies, when known (set by the
     /// factory, which built it); a sharded controller checks it.
     pub(super) label_selector: Option<String>,
@@ -58,6 +60,7 @@ impl<K: Object> std::fmt::Debug for InformerBuilder<K> {
             .field("resync", &self.resync)
             .field("indexers", &self.indexers.names().collect::<Vec<_>>())
             .field("transform", &self.transform.is_some())
+            .field("queue", &self.queue)
             .finish_non_exhaustive()
     }
 }
@@ -70,6 +73,7 @@ impl<K: Object> InformerBuilder<K> {
             indexers: Indexers::new(),
             transform: None,
             reflector_options: ReflectorOptions::default(),
+            queue: InformerQueue::default(),
             label_selector: None,
         }
     }
@@ -111,6 +115,15 @@ impl<K: Object> InformerBuilder<K> {
     /// informer sets the reflector's name, resync period and `should_resync` itself.
     pub fn reflector_options(mut self, options: ReflectorOptions) -> Self {
         self.reflector_options = options;
+        self
+    }
+
+    /// The queue between the reflector and the cache (default:
+    /// [`InformerQueue::DeltaFifo`], client-go's informer queue before 1.36;
+    /// [`InformerQueue::InOrder`] is 1.36's: every change in watch order, relists and
+    /// resyncs applied atomically). See [`InformerQueue`] for what each guarantees.
+    pub fn queue(mut self, queue: InformerQueue) -> Self {
+        self.queue = queue;
         self
     }
 

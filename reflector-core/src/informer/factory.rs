@@ -19,7 +19,7 @@ use crate::listwatch::ApiListerWatcher;
 use crate::object::Object;
 use crate::reflector::ReflectorOptions;
 
-use super::{InformerError, InformerOptions, InformerScope, SharedIndexInformer};
+use super::{InformerError, InformerOptions, InformerQueue, InformerScope, SharedIndexInformer};
 
 /// Which informer: type and scope.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -115,6 +115,8 @@ pub struct InformerFactory {
     skip: FieldFilter,
     /// Reflector options of every informer made from now on.
     reflector_options: ReflectorOptions,
+    /// The queue of every informer made from now on.
+    queue: InformerQueue,
     /// The factory's informers and the tasks running them; never held across an
     /// await.
     state: Mutex<FactoryState>,
@@ -128,6 +130,7 @@ impl std::fmt::Debug for InformerFactory {
         f.debug_struct("InformerFactory")
             .field("default_resync", &self.default_resync)
             .field("skipped_fields", &self.field_filter().paths())
+            .field("queue", &self.queue)
             .field(
                 "informers",
                 &st.informers
@@ -149,6 +152,7 @@ impl InformerFactory {
             skip_managed_fields: true,
             skip: FieldFilter::new(),
             reflector_options: ReflectorOptions::default(),
+            queue: InformerQueue::default(),
             state: Mutex::new(FactoryState::default()),
             cancel: CancellationToken::new(),
         }
@@ -170,6 +174,15 @@ impl InformerFactory {
     #[must_use]
     pub fn reflector_options(mut self, options: ReflectorOptions) -> Self {
         self.reflector_options = options;
+        self
+    }
+
+    /// The queue of every informer made from now on (default:
+    /// [`InformerQueue::DeltaFifo`]); see
+    /// [`InformerBuilder::queue`](super::InformerBuilder::queue).
+    #[must_use]
+    pub fn queue(mut self, queue: InformerQueue) -> Self {
+        self.queue = queue;
         self
     }
 
@@ -320,6 +333,7 @@ impl InformerFactory {
         let mut builder = SharedIndexInformer::builder(lw)
             .resync(resync.unwrap_or(self.default_resync))
             .reflector_options(reflector_options.unwrap_or_else(|| self.reflector_options.clone()))
+            .queue(self.queue)
             .known_label_selector(scope.labels);
         if let Some(indexers) = indexers {
             builder = builder.indexers(indexers);

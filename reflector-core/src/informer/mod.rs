@@ -1,7 +1,9 @@
 //! Informers: one watch per resource type, shared by every handler and lister.
 //!
 //! A [`SharedIndexInformer`] owns a [`Reflector`](crate::reflector::Reflector)
-//! feeding a [`DeltaFifo`](crate::fifo::DeltaFifo); it pops each key's deltas,
+//! feeding a queue — a [`DeltaFifo`](crate::fifo::DeltaFifo) by default, or
+//! client-go 1.36's in-order queue ([`InformerQueue`] says what each guarantees,
+//! and why the DeltaFifo stays the default); it pops the queue in batches,
 //! applies them to an [`Indexer`](crate::store::Indexer) and notifies every
 //! registered [`EventHandler`], as client-go's `sharedIndexInformer`:
 //!
@@ -29,7 +31,9 @@ mod factory;
 mod informer_options;
 mod notification;
 mod process_deltas;
+mod process_entries;
 mod processor_listener;
+mod queue;
 mod reflector_collector;
 mod registration;
 mod scope;
@@ -46,6 +50,7 @@ pub use error::InformerError;
 pub use event_handler::EventHandler;
 pub use factory::InformerFactory;
 pub use informer_options::InformerOptions;
+pub use queue::InformerQueue;
 pub(crate) use reflector_collector::ReflectorCollector;
 pub use registration::Registration;
 pub use scope::InformerScope;

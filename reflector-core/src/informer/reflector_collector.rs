@@ -1,5 +1,5 @@
-//! [`ReflectorCollector`]: the `reflector_*` counters of informers' reflectors, read
-//! at scrape time. The informer owns them; the [`metrics`](crate::metrics) bundle
+//! [`ReflectorCollector`]: the `reflector_*` counters of informers' reflectors and
+//! the `informer_queued_items` gauge, read at scrape time. The informer owns them; the [`metrics`](crate::metrics) bundle
 //! holds a handle.
 
 use std::collections::BTreeMap;
@@ -94,7 +94,8 @@ const ERROR_REASONS: [(&str, Read); 8] = [
 ];
 
 /// Exports each added informer's [`ReflectorStats`] as Prometheus counters (and the
-/// `store_resource_version` gauge), read when the registry is encoded (a `prometheus-client` [`Collector`]), in the spirit
+/// gauges `store_resource_version` and client-go's `informer_queued_items`, its queue's
+/// length), read when the registry is encoded (a `prometheus-client` [`Collector`]), in the spirit
 /// of client-go's reflector metrics. Every series is labelled `name` = the label the
 /// informer was added under
 /// (names: see [`Metrics::informer`](crate::metrics::Metrics::informer)).
@@ -188,6 +189,17 @@ impl Collector for ReflectorCollector {
             ConstGauge::new(rv).encode(series)?;
         }
         let mut family = encoder.encode_descriptor(
+            "informer_queued_items",
+            "Number of items currently queued in the informer's FIFO",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (name, stats) in &snapshot {
+            let labels = [("name", name.as_str())];
+            let series = family.encode_family(&labels)?;
+            ConstGauge::new(stats.queued_items as i64).encode(series)?;
+        }
+        let mut family = encoder.encode_descriptor(
             "reflector_errors",
             "Total number of list and watch errors per reflector and reason",
             None,
@@ -217,6 +229,7 @@ mod tests {
             lists,
             errors_expired: expired,
             store_resource_version: 40 + lists,
+            queued_items: lists * 10,
             ..ReflectorStats::default()
         }
     }
@@ -246,6 +259,14 @@ mod tests {
         );
         assert!(
             text.contains("store_resource_version{name=\"b\"} 45"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE informer_queued_items gauge"),
+            "{text}"
+        );
+        assert!(
+            text.contains("informer_queued_items{name=\"b\"} 50"),
             "{text}"
         );
 

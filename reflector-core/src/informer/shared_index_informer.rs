@@ -8,20 +8,20 @@ use futures::future::BoxFuture;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::fifo::{DeltaFifo, PoppedItem, TransformFunc};
+use crate::fifo::{DeltaFifo, InOrderFifo, TransformFunc};
 use crate::lister::Lister;
 use crate::listwatch::{BoxListerWatcher, ListerWatcher};
 use crate::object::Object;
 use crate::reflector::{Reflector, ReflectorOptions, ReflectorStats};
-use crate::store::{Indexer, Indexers, Store, StoreError};
+use crate::store::{Indexer, Indexers};
 
 use super::InformerError;
 use super::builder::InformerBuilder;
-use super::notification::{Batch, Notification};
-use super::process_deltas::process_deltas;
+use super::queue::{InformerQueue, Queue};
 use super::registration::Upstream;
 use super::shared_processor::SharedProcessor;
 
+mod batches;
 mod handlers;
 mod waits;
 
@@ -47,7 +47,7 @@ struct InformerState<K: Object> {
     /// The reflector's resync period: the smallest handler period asked for before
     /// start (client-go's `resyncCheckPeriod`).
     resync_check_period: Duration,
-    fifo: Option<Arc<DeltaFifo<K>>>,
+    fifo: Option<Queue<K>>,
     reflector: Option<Arc<Reflector<K, BoxListerWatcher<K>>>>,
 }
 
@@ -60,6 +60,8 @@ struct Inner<K: Object> {
     default_event_handler_resync_period: Duration,
     /// Runs once on every object before it is cached.
     transform: Option<TransformFunc<K>>,
+    /// The queue between the reflector and the cache.
+    queue: InformerQueue,
     /// Options for the reflector made at start; name, resync period and
     /// `should_resync` are the informer's.
     reflector_options: ReflectorOptions,
@@ -162,6 +164,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 processor: SharedProcessor::new(),
                 default_event_handler_resync_period: b.resync,
                 transform: b.transform,
+                queue: b.queue,
                 reflector_options: b.reflector_options,
                 progress: Arc::new(Notify::new()),
                 handler_panics: Arc::new(AtomicU64::new(0)),
@@ -272,7 +275,16 @@ impl<K: Object> SharedIndexInformer<K> {
             .unwrap_or_default();
         stats.handler_panics = self.inner.handler_panics.load(Ordering::Relaxed);
         stats.store_resource_version = self.inner.indexer.version().numeric().unwrap_or(0);
+        stats.queued_items = self.queued_items() as u64;
         stats
+    }
+
+    /// How many items wait in the informer's queue, not yet applied to the cache
+    /// (keys for the DeltaFifo, changes for the in-order queue; zero before start),
+    /// exported as client-go's `informer_queued_items`.
+    #[must_use]
+    pub fn queued_items(&self) -> usize {
+        self.lock_state().fifo.as_ref().map_or(0, Queue::len)
     }
 
     /// Adds indexers, before or after start; cached objects are indexed at once.
@@ -328,19 +340,30 @@ impl<K: Object> SharedIndexInformer<K> {
     /// # Cancel safety
     /// As [`run`](Self::run).
     async fn run_claimed(&self, cancel: CancellationToken) {
-        let (fifo, reflector, popped_key_is_cache_key) = {
+        let (queue, reflector, popped_key_is_cache_key) = {
             let mut st = self.lock_state();
-            let mut fifo = DeltaFifo::new()
-                .cache(self.inner.indexer.clone())
-                .emit_replaced(true);
-            if let Some(t) = &self.inner.transform {
-                fifo = fifo.shared_transform(Arc::clone(t));
-            }
+            let transform = self.inner.transform.clone();
+            let cache = self.inner.indexer.clone();
+            let queue = match self.inner.queue {
+                InformerQueue::DeltaFifo => {
+                    let mut fifo = DeltaFifo::new().cache(cache).emit_replaced(true);
+                    if let Some(t) = transform {
+                        fifo = fifo.shared_transform(t);
+                    }
+                    Queue::Delta(Arc::new(fifo))
+                }
+                InformerQueue::InOrder => {
+                    let mut fifo = InOrderFifo::new().cache(cache);
+                    if let Some(t) = transform {
+                        fifo = fifo.shared_transform(t);
+                    }
+                    Queue::InOrder(Arc::new(fifo))
+                }
+            };
             // Without a transform the FIFO's key (same key function as the indexer's)
             // is the object's cache key; a transform may change the key, which is then
             // computed from the transformed object, as client-go's processDeltas does.
             let popped_key_is_cache_key = self.inner.transform.is_none();
-            let fifo = Arc::new(fifo);
             let mut opts = self
                 .inner
                 .reflector_options
@@ -356,15 +379,14 @@ impl<K: Object> SharedIndexInformer<K> {
                     .upgrade()
                     .is_some_and(|inner| inner.processor.should_resync())
             });
-            let store: Arc<dyn Store<K>> = fifo.clone();
             let reflector = Arc::new(Reflector::new(
                 self.inner.lister_watcher.clone(),
-                store,
+                queue.store(),
                 opts,
             ));
-            st.fifo = Some(Arc::clone(&fifo));
+            st.fifo = Some(queue.clone());
             st.reflector = Some(Arc::clone(&reflector));
-            (fifo, reflector, popped_key_is_cache_key)
+            (queue, reflector, popped_key_is_cache_key)
         };
         let guard = StopGuard { informer: self };
         self.inner.processor.run();
@@ -376,31 +398,16 @@ impl<K: Object> SharedIndexInformer<K> {
         // ConfigMaps) for 5% more events/s. A first list still overlaps: its pages
         // are decoded in the list read-ahead's task while this one applies the
         // pages already streamed into the FIFO.
-        let process = async {
-            // Reused by every batch, so its memory stays in this thread's cache.
-            let mut out = Vec::new();
-            loop {
-                match fifo
-                    .pop_batch(POP_BATCH, |items, watermark| {
-                        self.handle_batch(items, watermark, popped_key_is_cache_key, &mut out);
-                    })
-                    .await
-                {
-                    Ok(()) => {}
-                    Err(StoreError::Closed) => break,
-                    Err(e) => tracing::error!(error = %e, "cannot pop from the DeltaFifo"),
-                }
-            }
-        };
+        let process = self.apply_queue(&queue, popped_key_is_cache_key);
         let close_on_cancel = async {
             cancel.cancelled().await;
-            fifo.close();
+            queue.close();
         };
         // Wakes the sync waiters once; the FIFO says when (an empty first list
         // syncs without any pop).
         let announce_sync = async {
             tokio::select! {
-                () = fifo.wait_synced() => self.inner.progress.notify_waiters(),
+                () = queue.wait_synced() => self.inner.progress.notify_waiters(),
                 () = cancel.cancelled() => {}
             }
         };
@@ -421,53 +428,6 @@ impl<K: Object> SharedIndexInformer<K> {
         }
         drop(guard);
     }
-
-    /// Applies popped items to the cache in order and notifies every listener once
-    /// per batch. Runs inside the FIFO's pop, under its processing lock, and holds
-    /// `block_deltas` until the batch is handed to the listeners, so a handler added
-    /// meanwhile sees each object either in its initial adds or in a later batch.
-    ///
-    /// With a `watermark` (everything the reflector handed over through it is
-    /// applied once these items are), the cache's resource version moves to it once
-    /// the items are in, before any handler hears of them, waking whoever waits for
-    /// it.
-    ///
-    /// `out` is an empty buffer, left empty, for the notifications.
-    fn handle_batch(
-        &self,
-        items: Vec<PoppedItem<K>>,
-        watermark: Option<String>,
-        popped_key_is_cache_key: bool,
-        out: &mut Vec<Notification<K>>,
-    ) {
-        let _block = self
-            .inner
-            .block_deltas
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        // One write lock for the batch; readers see it whole, before its handlers run.
-        if !items.is_empty() {
-            self.inner.indexer.write_batch(|cache| {
-                for item in items {
-                    process_deltas(
-                        &self.inner.indexer,
-                        item,
-                        popped_key_is_cache_key,
-                        cache,
-                        out,
-                    );
-                }
-            });
-        }
-        if let Some(rv) = watermark {
-            self.inner.indexer.version().set(&rv);
-        }
-        if !out.is_empty() {
-            // Moved straight into the shared slice (one allocation, exact size).
-            let batch: Batch<K> = out.drain(..).collect();
-            self.inner.processor.distribute_batch(&batch);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -486,11 +446,14 @@ impl<K: Object> SharedIndexInformer<K> {
     }
 
     /// Applies `item` to the cache; returns the notifications it makes.
-    pub(crate) fn handle_deltas_for_tests(&self, item: PoppedItem<K>) -> Vec<Notification<K>> {
+    pub(crate) fn handle_deltas_for_tests(
+        &self,
+        item: crate::fifo::PoppedItem<K>,
+    ) -> Vec<super::notification::Notification<K>> {
         let mut out = Vec::new();
-        self.inner
-            .indexer
-            .write_batch(|cache| process_deltas(&self.inner.indexer, item, true, cache, &mut out));
+        self.inner.indexer.write_batch(|cache| {
+            super::process_deltas::process_deltas(&self.inner.indexer, item, true, cache, &mut out)
+        });
         out
     }
 }

@@ -148,6 +148,7 @@ impl Metrics {
     /// | `reflector_unexpected_kind_events_total` | events of another kind, skipped |
     /// | `reflector_resyncs_total` | resyncs |
     /// | `reflector_handler_panics_total` | event handlers that panicked |
+    /// | `informer_queued_items{name}` | (a gauge) items waiting in the informer's queue |
     /// | `reflector_errors_total{name,reason}` | errors; `reason` ∈ `expired`, `too_large_resource_version`, `too_many_requests`, `internal_error`, `connection_refused`, `decode`, `very_short_watch`, `other` |
     /// | `store_resource_version{name}` | gauge: the resource version the cache has reached (client-go's name; 0 before the first list) |
     pub fn informer<K: Object>(&self, name: &str, informer: &SharedIndexInformer<K>) {

@@ -53,6 +53,10 @@ pub struct ReflectorStats {
     /// as an integer: zero before the first list, when it is not an integer, and
     /// for a bare reflector. A gauge, not a counter.
     pub store_resource_version: u64,
+    /// Items waiting in the informer's queue at the time of reading (a gauge, not
+    /// a counter; filled in by the informer that owns the reflector, zero for a
+    /// bare reflector).
+    pub queued_items: u64,
 }
 
 /// The live counters behind [`ReflectorStats`].
@@ -102,6 +106,7 @@ impl StatsCounters {
             // Kept by the informer, which fills them in.
             handler_panics: 0,
             store_resource_version: 0,
+            queued_items: 0,
         }
     }
 

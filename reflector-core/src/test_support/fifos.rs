@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
 use super::objects::{Obj, data, mk};
 use super::stores::Literal;
-use crate::fifo::{Delta, DeltaFifo, DeltaType, Deltas, PoppedItem};
+use crate::fifo::{Delta, DeltaFifo, DeltaType, Deltas, Entry, InOrderFifo, PoppedItem};
 use crate::listwatch::ListerWatcher;
 use crate::object::{MaybeTombstone, Object, ObjectKey};
 use crate::reflector::{Reflector, ReflectorOptions};
@@ -195,4 +195,67 @@ pub(crate) async fn assert_drains(
         assert_eq!(pop(f).await.deltas, e, "{case}: pop #{i}");
     }
     assert!(f.is_empty(), "{case}: left over: {:?}", f.list_keys());
+}
+
+// ---------- the in-order FIFO ----------
+
+/// An in-order FIFO with atomic events (as an informer's) over the known objects
+/// `known`.
+pub(crate) fn in_order(known: Vec<Obj>) -> InOrderFifo<ConfigMap> {
+    InOrderFifo::new().cache_view(Arc::new(Literal(known)))
+}
+
+/// An in-order FIFO without atomic events over the known objects `known`, as
+/// client-go's `NewRealFIFO(keyFunc, literalListerGetter(known), nil)`.
+pub(crate) fn in_order_per_object(known: Vec<Obj>) -> InOrderFifo<ConfigMap> {
+    in_order(known).atomic(false)
+}
+
+/// An entry as one line: `"Added foo=10"`, `"Deleted~ bar=6"` (a tombstone),
+/// `"ReplacedAll@5 [foo=1]"`, `"SyncAll"`, `"Bookmark@7"`.
+pub(crate) fn show(entry: &Entry<ConfigMap>) -> String {
+    let named = |o: &ConfigMap| {
+        format!(
+            "{}={}",
+            o.metadata.name.as_deref().unwrap_or_default(),
+            data(o, "val")
+        )
+    };
+    match entry {
+        Entry::Delta(d) => {
+            let mark = if d.object.is_tombstone() { "~" } else { "" };
+            format!("{:?}{mark} {}", d.delta_type, named(d.object.object()))
+        }
+        Entry::ReplacedAll {
+            objects,
+            resource_version,
+        } => {
+            let objects: Vec<String> = objects.iter().map(|o| named(o)).collect();
+            format!("ReplacedAll@{resource_version} [{}]", objects.join(" "))
+        }
+        Entry::SyncAll => "SyncAll".to_owned(),
+        Entry::Bookmark { resource_version } => format!("Bookmark@{resource_version}"),
+    }
+}
+
+/// The queued entries, shown.
+pub(crate) fn queued(f: &InOrderFifo<ConfigMap>) -> Vec<String> {
+    f.entries().iter().map(show).collect()
+}
+
+/// Pops one entry (within a second of the paused clock), shown.
+pub(crate) async fn pop_shown(f: &InOrderFifo<ConfigMap>) -> String {
+    tokio::time::timeout(Duration::from_secs(1), f.pop(|e, _| show(&e)))
+        .await
+        .expect("an entry to pop")
+        .expect("the FIFO is open")
+}
+
+/// Pops everything queued, shown.
+pub(crate) async fn pop_all_shown(f: &InOrderFifo<ConfigMap>) -> Vec<String> {
+    let mut out = Vec::new();
+    while !f.is_empty() {
+        out.push(pop_shown(f).await);
+    }
+    out
 }

@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::objects::ns_pod;
-use crate::informer::{EventHandler, Registration, SharedIndexInformer};
+use crate::informer::{EventHandler, InformerQueue, Registration, SharedIndexInformer};
 use crate::listwatch::FakeSource;
 use crate::object::MaybeTombstone;
 
@@ -79,29 +79,37 @@ pub(crate) fn start(informer: &SharedIndexInformer<Pod>) -> Running {
     Running { cancel, task }
 }
 
-/// A source holding a pod for each of `names`, and an informer over it that
-/// resyncs every second.
-pub(crate) fn resyncing_informer(names: &[&str]) -> (FakeSource<Pod>, SharedIndexInformer<Pod>) {
+/// A source holding a pod for each of `names`, and an informer over it (with
+/// `queue`) that resyncs every second.
+pub(crate) fn resyncing_informer(
+    queue: InformerQueue,
+    names: &[&str],
+) -> (FakeSource<Pod>, SharedIndexInformer<Pod>) {
     let source = FakeSource::<Pod>::new();
     for name in names {
         source.add(ns_pod(name));
     }
     let informer = SharedIndexInformer::builder(source.clone())
         .resync(Duration::from_secs(1))
+        .queue(queue)
         .build();
     (source, informer)
 }
 
-/// An empty source, an informer over it, and a recording listener registered on
-/// it.
-pub(crate) fn listened_informer() -> (
+/// An empty source, an informer over it (with `queue`), and a recording listener
+/// registered on it.
+pub(crate) fn listened_informer(
+    queue: InformerQueue,
+) -> (
     FakeSource<Pod>,
     SharedIndexInformer<Pod>,
     TestListener,
     Registration,
 ) {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::new(source.clone());
+    let informer = SharedIndexInformer::builder(source.clone())
+        .queue(queue)
+        .build();
     let listener = TestListener::default();
     let reg = informer.add_event_handler(listener.clone()).unwrap();
     (source, informer, listener, reg)

@@ -13,3 +13,4 @@ mod resync;
 mod streamed_list;
 mod transform;
 mod watch_run;
+mod watermark;

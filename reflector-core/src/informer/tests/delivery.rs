@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::informer::*;
 use crate::listwatch::{FakeSource, ListWatchError};
 
+use super::QUEUE;
 use crate::test_support::*;
 
 /// TestSharedInformerTransformer: the transform runs before objects are cached and
@@ -24,6 +25,7 @@ async fn shared_informer_transformer() {
     let calls = Arc::new(AtomicUsize::new(0));
     let c = calls.clone();
     let informer = SharedIndexInformer::builder(source.clone())
+        .queue(QUEUE)
         .resync(Duration::from_secs(1))
         .transform(move |p: Arc<Pod>| {
             c.fetch_add(1, Ordering::SeqCst);
@@ -47,7 +49,9 @@ async fn shared_informer_transformer() {
 #[tokio::test(start_paused = true)]
 async fn event_panics() {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::new(source.clone());
+    let informer = SharedIndexInformer::builder(source.clone())
+        .queue(QUEUE)
+        .build();
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let s = seen.clone();
     informer
@@ -92,7 +96,9 @@ async fn deletes_and_tombstones_reach_handlers() {
     source.add(ns_pod("kept"));
     let gone = source.add(ns_pod("gone"));
     let missed = source.add(ns_pod("missed"));
-    let informer = SharedIndexInformer::new(source.clone());
+    let informer = SharedIndexInformer::builder(source.clone())
+        .queue(QUEUE)
+        .build();
     let deletes = Arc::new(Mutex::new(Vec::<(String, bool)>::new()));
     let d = deletes.clone();
     informer
@@ -126,7 +132,9 @@ async fn deletes_and_tombstones_reach_handlers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn slow_handler_does_not_delay_fast_handler() {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::new(source.clone());
+    let informer = SharedIndexInformer::builder(source.clone())
+        .queue(QUEUE)
+        .build();
     let fast = Arc::new(AtomicUsize::new(0));
     let slow = Arc::new(AtomicUsize::new(0));
     let (f, s) = (fast.clone(), slow.clone());
@@ -206,10 +214,12 @@ impl crate::listwatch::ListerWatcher<Pod> for AlwaysReady {
 async fn always_ready_watch_does_not_monopolize_the_thread() {
     const EVENTS: usize = 5_000;
     let pulled = Arc::new(AtomicUsize::new(0));
-    let informer = SharedIndexInformer::new(AlwaysReady {
+    let informer = SharedIndexInformer::builder(AlwaysReady {
         events: EVENTS,
         pulled: Arc::clone(&pulled),
-    });
+    })
+    .queue(QUEUE)
+    .build();
     // How far the stream had been pulled when the handler saw its first event.
     let pulled_at_first_event = Arc::new(AtomicUsize::new(usize::MAX));
     let seen = Arc::new(AtomicUsize::new(0));

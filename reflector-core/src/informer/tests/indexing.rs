@@ -9,6 +9,7 @@ use crate::informer::*;
 use crate::listwatch::FakeSource;
 use crate::store::Indexers;
 
+use super::QUEUE;
 use crate::test_support::*;
 
 /// TestIndexer: by_index works after sync, after later adds, and for an indexer
@@ -19,6 +20,7 @@ async fn indexer() {
     source.add(labelled("a", "app", "web"));
     source.add(labelled("b", "app", "db"));
     let informer = SharedIndexInformer::builder(source.clone())
+        .queue(QUEUE)
         .indexers(Indexers::new().with("by_app", |p: &Pod| {
             p.metadata
                 .labels

@@ -10,6 +10,7 @@ use crate::informer::*;
 use crate::listwatch::{FakeSource, ListWatchError};
 use crate::reflector::ReflectorOptions;
 
+use super::QUEUE;
 use crate::test_support::*;
 
 /// TestSharedInformerErrorHandling: a list error reaches the watch-error handler.
@@ -23,6 +24,7 @@ async fn shared_informer_error_handling() {
     let errors = Arc::new(Mutex::new(Vec::<String>::new()));
     let e = errors.clone();
     let informer = SharedIndexInformer::builder(source.clone())
+        .queue(QUEUE)
         .resync(Duration::from_secs(1))
         .reflector_options(ReflectorOptions::default().watch_error_handler(move |err| {
             let mut msg = err.to_string();
@@ -51,7 +53,9 @@ async fn shared_informer_error_handling() {
 async fn shutdown() {
     let source = FakeSource::<Pod>::new();
     source.add(ns_pod("pod1"));
-    let informer = SharedIndexInformer::new(source.clone());
+    let informer = SharedIndexInformer::builder(source.clone())
+        .queue(QUEUE)
+        .build();
     let handler = TestListener::default();
     informer.add_event_handler(handler.clone()).unwrap();
     let running = start(&informer);
@@ -70,7 +74,7 @@ async fn shutdown() {
 /// handlers: nothing it started keeps a handle to it.
 #[tokio::test(start_paused = true)]
 async fn dropped_informer_frees_its_cache_and_handlers() {
-    let (_source, informer) = resyncing_informer(&["pod1"]);
+    let (_source, informer) = resyncing_informer(QUEUE, &["pod1"]);
     let handler = TestListener::default();
     // The registration holds the informer (for its `has_synced`); drop it too.
     drop(

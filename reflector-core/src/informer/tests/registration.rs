@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::informer::*;
 use crate::listwatch::FakeSource;
 
+use super::QUEUE;
 use crate::test_support::*;
 
 /// With two registrations on `informer`, removes `first` (only it goes), then
@@ -30,7 +31,9 @@ fn assert_removes_one_at_a_time(
 /// removing it again is harmless.
 #[tokio::test(start_paused = true)]
 async fn shared_informer_remove_handler() {
-    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
+    let informer = SharedIndexInformer::builder(FakeSource::<Pod>::new())
+        .queue(QUEUE)
+        .build();
     let reg1 = informer.add_event_fn(|_| {}).unwrap();
     let reg2 = informer.add_event_fn(|_| {}).unwrap();
     assert_removes_one_at_a_time(&informer, &reg2, &reg1);
@@ -40,8 +43,12 @@ async fn shared_informer_remove_handler() {
 /// is a no-op.
 #[tokio::test(start_paused = true)]
 async fn shared_informer_remove_foreign_handler() {
-    let a = SharedIndexInformer::new(FakeSource::<Pod>::new());
-    let b = SharedIndexInformer::new(FakeSource::<Pod>::new());
+    let a = SharedIndexInformer::builder(FakeSource::<Pod>::new())
+        .queue(QUEUE)
+        .build();
+    let b = SharedIndexInformer::builder(FakeSource::<Pod>::new())
+        .queue(QUEUE)
+        .build();
     let reg_a = a.add_event_fn(|_| {}).unwrap();
     let reg_b = b.add_event_fn(|_| {}).unwrap();
     a.remove_event_handler(&reg_b);
@@ -56,7 +63,9 @@ async fn shared_informer_remove_foreign_handler() {
 /// two registrations, removable one at a time.
 #[tokio::test(start_paused = true)]
 async fn shared_informer_multiple_registration() {
-    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
+    let informer = SharedIndexInformer::builder(FakeSource::<Pod>::new())
+        .queue(QUEUE)
+        .build();
     let shared = TestListener::default();
     let reg1 = informer.add_event_handler(shared.clone()).unwrap();
     let reg2 = informer.add_event_handler(shared).unwrap();
@@ -66,7 +75,9 @@ async fn shared_informer_multiple_registration() {
 /// TestRemovingRemovedSharedInformer: removing twice is fine.
 #[tokio::test(start_paused = true)]
 async fn removing_removed_shared_informer() {
-    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
+    let informer = SharedIndexInformer::builder(FakeSource::<Pod>::new())
+        .queue(QUEUE)
+        .build();
     let reg = informer.add_event_fn(|_| {}).unwrap();
     informer.remove_event_handler(&reg);
     informer.remove_event_handler(&reg);
@@ -77,7 +88,9 @@ async fn removing_removed_shared_informer() {
 /// TestAddOnStoppedSharedInformer: adding to a stopped informer is an error.
 #[tokio::test(start_paused = true)]
 async fn add_on_stopped_shared_informer() {
-    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
+    let informer = SharedIndexInformer::builder(FakeSource::<Pod>::new())
+        .queue(QUEUE)
+        .build();
     let running = start(&informer);
     settle().await;
     running.stop().await;
@@ -91,7 +104,7 @@ async fn add_on_stopped_shared_informer() {
 /// TestRemoveOnStoppedSharedInformer: removing from a stopped informer works.
 #[tokio::test(start_paused = true)]
 async fn remove_on_stopped_shared_informer() {
-    let (_source, informer) = resyncing_informer(&["pod1"]);
+    let (_source, informer) = resyncing_informer(QUEUE, &["pod1"]);
     let reg = informer.add_event_handler(TestListener::default()).unwrap();
     let running = start(&informer);
     settle().await;
@@ -104,7 +117,7 @@ async fn remove_on_stopped_shared_informer() {
 /// TestRemoveWhileActive: after removal the handler gets no more events.
 #[tokio::test(start_paused = true)]
 async fn remove_while_active() {
-    let (source, informer, l, reg) = listened_informer();
+    let (source, informer, l, reg) = listened_informer(QUEUE);
     let running = start(&informer);
     settle().await;
     source.add(ns_pod("pod1"));
@@ -122,7 +135,7 @@ async fn remove_while_active() {
 /// initial adds; its `has_synced` turns true only once it has handled them.
 #[tokio::test(start_paused = true)]
 async fn add_while_active() {
-    let (source, informer, l1, reg1) = listened_informer();
+    let (source, informer, l1, reg1) = listened_informer(QUEUE);
     assert!(!reg1.has_synced(), "synced before run");
     let running = start(&informer);
     source.add(ns_pod("pod1"));

@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::informer::*;
 use crate::listwatch::FakeSource;
 
+use super::QUEUE;
 use crate::test_support::*;
 
 /// TestListenerResyncPeriods: handlers with resync 0, 2 s and 3 s on an informer
@@ -17,7 +18,7 @@ use crate::test_support::*;
 /// resyncs; at 3 s only the 3 s handler.
 #[tokio::test(start_paused = true)]
 async fn listener_resync_periods() {
-    let (_source, informer) = resyncing_informer(&["pod1", "pod2"]);
+    let (_source, informer) = resyncing_informer(QUEUE, &["pod1", "pod2"]);
     let listeners: Vec<TestListener> = (0..3).map(|_| TestListener::default()).collect();
     for (l, period) in listeners.iter().zip([0, 2, 3]) {
         informer
@@ -63,6 +64,7 @@ async fn listener_resync_periods() {
 async fn resync_check_period() {
     let source = FakeSource::<Pod>::new();
     let informer = SharedIndexInformer::builder(source)
+        .queue(QUEUE)
         .resync(Duration::from_secs(12 * 3600))
         .build();
     let check = |i: &SharedIndexInformer<Pod>| i.lock_state_for_tests().0;
@@ -107,7 +109,7 @@ async fn resync_check_period() {
 /// new objects, the resync listener also the unchanged one.
 #[tokio::test(start_paused = true)]
 async fn shared_informer_watch_disruption() {
-    let (source, informer) = resyncing_informer(&["pod1", "pod2"]);
+    let (source, informer) = resyncing_informer(QUEUE, &["pod1", "pod2"]);
     let no_resync = TestListener::default();
     let resync = TestListener::default();
     informer
@@ -154,7 +156,9 @@ async fn only_sync_and_unchanged_replaced_deltas_are_resyncs() {
     use crate::informer::notification::Notification;
     use crate::object::MaybeTombstone;
     use crate::store::Store;
-    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
+    let informer = SharedIndexInformer::builder(FakeSource::<Pod>::new())
+        .queue(QUEUE)
+        .build();
     let mut cached = ns_pod("p");
     cached.metadata.resource_version = Some("5".into());
     let cached = Arc::new(cached);

@@ -10,6 +10,7 @@ use crate::informer::*;
 use crate::listwatch::{FakeSource, ListWatchError};
 use crate::object::MaybeTombstone;
 
+use super::QUEUE;
 use crate::test_support::*;
 
 /// A handler that records when it handled its last initial add.
@@ -40,7 +41,9 @@ async fn wait_synced_wakes_at_sync_without_polling() {
     source.fail_lists(ListWatchError::Api(Box::new(
         kube::core::Status::failure("unavailable", "InternalError").with_code(500),
     )));
-    let informer = SharedIndexInformer::new(source.clone());
+    let informer = SharedIndexInformer::builder(source.clone())
+        .queue(QUEUE)
+        .build();
     let clock = SyncClock::default();
     let reg = informer.add_event_handler(clock.clone()).unwrap();
     let running = start(&informer);
@@ -91,7 +94,7 @@ async fn wait_synced_fails_when_the_informer_stops_first() {
     source.fail_lists(ListWatchError::Api(Box::new(
         kube::core::Status::failure("unavailable", "InternalError").with_code(500),
     )));
-    let informer = SharedIndexInformer::new(source);
+    let informer = SharedIndexInformer::builder(source).queue(QUEUE).build();
     let reg = informer.add_event_handler(SyncClock::default()).unwrap();
     let running = start(&informer);
     let waits = tokio::spawn({
@@ -112,7 +115,9 @@ async fn wait_synced_fails_when_the_informer_stops_first() {
 async fn wait_for_resource_version_returns_once_the_cache_has_the_write() {
     let source = FakeSource::<Pod>::new();
     let first = source.add(ns_pod("a"));
-    let informer = SharedIndexInformer::new(source.clone());
+    let informer = SharedIndexInformer::builder(source.clone())
+        .queue(QUEUE)
+        .build();
     let running = start(&informer);
     informer.wait_synced().await.unwrap();
     let first_rv = first.metadata.resource_version.clone().unwrap();
