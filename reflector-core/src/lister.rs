@@ -15,8 +15,8 @@ use crate::store::{Indexer, NAMESPACE_INDEX, StoreError};
 /// ```
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::lister::Lister;
-/// use reflector_core::store::{Indexer, Indexers, Store, NAMESPACE_INDEX, namespace_index_func};
+/// use reflector::lister::Lister;
+/// use reflector::store::{Indexer, Indexers, Store, NAMESPACE_INDEX, namespace_index_func};
 ///
 /// let indexer = Indexer::new(Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<ConfigMap>));
 /// let mut cm = ConfigMap::default();

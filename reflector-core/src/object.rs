@@ -37,7 +37,7 @@ pub use object_ref::ObjectRef;
 /// # Example
 /// ```
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// fn cacheable<K: reflector_core::object::Object>() {}
+/// fn cacheable<K: reflector::object::Object>() {}
 /// cacheable::<ConfigMap>();
 /// ```
 pub trait Object: kube::Resource + Clone + Send + Sync + 'static {}
@@ -79,7 +79,7 @@ const KEY_STACK_BYTES: usize = 320;
 ///
 /// # Example
 /// ```
-/// use reflector_core::object::ObjectKey;
+/// use reflector::object::ObjectKey;
 /// let key = ObjectKey::new(Some("default"), "web");
 /// assert_eq!(key.to_string(), "default/web");
 /// assert_eq!(key.namespace(), Some("default"));
@@ -240,7 +240,7 @@ pub(crate) type KeyFunc<K> = Arc<dyn Fn(&K) -> Result<ObjectKey, KeyError> + Sen
 /// # Example
 /// ```
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::object::meta_namespace_key;
+/// use reflector::object::meta_namespace_key;
 /// let mut cm = ConfigMap::default();
 /// cm.metadata.name = Some("web".into());
 /// cm.metadata.namespace = Some("prod".into());
@@ -266,7 +266,7 @@ pub fn meta_namespace_key<K: kube::Resource>(obj: &K) -> Result<ObjectKey, KeyEr
 /// ```
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::object::{deletion_handling_key, MaybeTombstone, ObjectKey};
+/// use reflector::object::{deletion_handling_key, MaybeTombstone, ObjectKey};
 /// let t = MaybeTombstone::DeletedFinalStateUnknown {
 ///     key: ObjectKey::new(Some("ns"), "gone"),
 ///     obj: Arc::new(ConfigMap::default()),

@@ -49,8 +49,8 @@ mod reflected_informer;
 ///
 /// # Example
 /// ```
-/// use reflector_core::reflect::Reflect;
-/// use reflector_core::store::Indexer;
+/// use reflector::reflect::Reflect;
+/// use reflector::store::Indexer;
 ///
 /// /// A cache with every index `K` declares.
 /// fn cache<K: Reflect>() -> Indexer<K> {
@@ -80,7 +80,7 @@ pub trait Reflect: Object {
     ///
     /// # Example
     /// ```no_run
-    /// # use reflector_core::reflect::Reflect;
+    /// # use reflector::reflect::Reflect;
     /// # fn f<Widget: Reflect + serde::de::DeserializeOwned + std::fmt::Debug>(client: kube::Client)
     /// # where Widget::DynamicType: Default + Clone {
     /// let lw = Widget::lister_watcher(client).labels("app=web");
@@ -103,7 +103,7 @@ pub trait Reflect: Object {
     ///
     /// # Example
     /// ```no_run
-    /// # use reflector_core::reflect::Reflect;
+    /// # use reflector::reflect::Reflect;
     /// # fn f<Widget: Reflect + serde::de::DeserializeOwned + std::fmt::Debug>(client: kube::Client)
     /// # where Widget::DynamicType: Default + Clone + Send + Sync + 'static {
     /// let widgets = Widget::informer(client);

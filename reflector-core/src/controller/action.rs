@@ -21,7 +21,7 @@ use std::time::Duration;
 /// # Example
 /// ```
 /// use std::time::Duration;
-/// use reflector_core::controller::Action;
+/// use reflector::controller::Action;
 ///
 /// assert_eq!(Action::requeue_after(Duration::from_secs(5)).requeue_delay(), Some(Duration::from_secs(5)));
 /// assert!(Action::done().requeue_delay().is_none());

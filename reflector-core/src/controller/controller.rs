@@ -68,7 +68,7 @@ pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 /// ```no_run
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::controller::{Action, Controller, Request};
+/// use reflector::controller::{Action, Controller, Request};
 ///
 /// async fn reconcile(req: Request<ConfigMap>, _ctx: Arc<()>) -> Result<Action, kube::Error> {
 ///     match req.object {
@@ -93,11 +93,11 @@ pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 /// # use kube::ResourceExt;
 /// # use k8s_openapi::api::apps::v1::Deployment;
 /// # use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-/// # use reflector_core::controller::{Action, Controller, Request};
-/// # use reflector_core::informer::InformerFactory;
-/// # use reflector_core::object::ObjectRef;
+/// # use reflector::controller::{Action, Controller, Request};
+/// # use reflector::informer::InformerFactory;
+/// # use reflector::object::ObjectRef;
 /// # async fn reconcile(_: Request<Deployment>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
-/// # async fn f(client: kube::Client) -> Result<(), reflector_core::controller::ControllerError> {
+/// # async fn f(client: kube::Client) -> Result<(), reflector::controller::ControllerError> {
 /// let factory = InformerFactory::new(client);
 /// Controller::new(factory.informer::<Deployment>())
 ///     .owns(factory.informer::<ConfigMap>())
@@ -305,11 +305,11 @@ where
     /// ```no_run
     /// # use std::sync::Arc;
     /// # use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-    /// # use reflector_core::controller::{Action, Controller, Request};
-    /// # use reflector_core::informer::{InformerFactory, InformerScope};
-    /// # use reflector_core::sharding::Ring;
+    /// # use reflector::controller::{Action, Controller, Request};
+    /// # use reflector::informer::{InformerFactory, InformerScope};
+    /// # use reflector::sharding::Ring;
     /// # async fn reconcile(_: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
-    /// # async fn f(ring: Ring, factory: InformerFactory) -> Result<(), reflector_core::controller::ControllerError> {
+    /// # async fn f(ring: Ring, factory: InformerFactory) -> Result<(), reflector::controller::ControllerError> {
     /// let mine = InformerScope::default().labels(ring.selector());
     /// Controller::new(factory.scoped::<ConfigMap>(&mine))
     ///     .owns(factory.scoped::<Secret>(&mine))
@@ -497,7 +497,7 @@ impl<K: Object, P> Controller<K, P> {
     /// ```no_run
     /// # use std::sync::Arc;
     /// # use k8s_openapi::api::core::v1::ConfigMap;
-    /// # use reflector_core::controller::{Action, Controller, Request};
+    /// # use reflector::controller::{Action, Controller, Request};
     /// # use tokio_util::sync::CancellationToken;
     /// # async fn reconcile(_: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
     /// # async fn f(client: kube::Client) {
@@ -552,8 +552,8 @@ impl<K: Object, P> Controller<K, P> {
     /// # use std::sync::Arc;
     /// use k8s_openapi::api::coordination::v1::Lease;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::controller::{Action, Controller, Request};
-    /// use reflector_core::leader_election::{LeaderElection, LeaderElectionConfig};
+    /// use reflector::controller::{Action, Controller, Request};
+    /// use reflector::leader_election::{LeaderElection, LeaderElectionConfig};
     /// # async fn reconcile(_: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
     /// # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
     /// let election = LeaderElection::new(

@@ -80,7 +80,7 @@ pub enum FinalizerError<E> {
 /// ```no_run
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::controller::{Action, Finalizer, FinalizerError, FinalizerStep, Request};
+/// use reflector::controller::{Action, Finalizer, FinalizerError, FinalizerStep, Request};
 ///
 /// struct Ctx { client: kube::Client, finalizer: Finalizer }
 ///

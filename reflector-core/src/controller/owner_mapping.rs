@@ -26,8 +26,8 @@ use crate::object::ObjectRef;
 /// use k8s_openapi::api::apps::v1::Deployment;
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-/// use reflector_core::controller::OwnerMapping;
-/// use reflector_core::object::ObjectRef;
+/// use reflector::controller::OwnerMapping;
+/// use reflector::object::ObjectRef;
 ///
 /// let mut cm = ConfigMap::default();
 /// cm.metadata.namespace = Some("ns".into());

@@ -21,8 +21,8 @@ use crate::object::{ObjectKey, ObjectRef};
 /// ```
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::controller::{Action, Request};
-/// use reflector_core::object::ObjectRef;
+/// use reflector::controller::{Action, Request};
+/// use reflector::object::ObjectRef;
 ///
 /// async fn reconcile(req: Request<ConfigMap>, _ctx: Arc<()>) -> Result<Action, kube::Error> {
 ///     let Some(cm) = req.object else {

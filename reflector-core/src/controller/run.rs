@@ -44,7 +44,7 @@ impl<K: Object, P> Controller<K, P> {
     /// ```
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::controller::{Action, Controller, Request};
+    /// use reflector::controller::{Action, Controller, Request};
     ///
     /// // anyhow::Error (not a std Error) is a reconcile error like any other.
     /// async fn reconcile(req: Request<ConfigMap>, _: Arc<()>) -> anyhow::Result<Action> {
@@ -52,7 +52,7 @@ impl<K: Object, P> Controller<K, P> {
     ///     anyhow::ensure!(cm.data.is_some(), "{} has no data", req.key);
     ///     Ok(Action::done())
     /// }
-    /// # async fn f(client: kube::Client) -> Result<(), reflector_core::controller::ControllerError> {
+    /// # async fn f(client: kube::Client) -> Result<(), reflector::controller::ControllerError> {
     /// Controller::<ConfigMap>::for_kind(client).run(reconcile, Arc::new(())).await
     /// # }
     /// ```

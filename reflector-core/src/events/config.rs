@@ -12,7 +12,7 @@ use super::EventMetrics;
 /// # Example
 /// ```
 /// use std::time::Duration;
-/// use reflector_core::events::RecorderConfig;
+/// use reflector::events::RecorderConfig;
 ///
 /// let config = RecorderConfig::default()
 ///     .reporting_instance("widgets-7f9c")
@@ -58,7 +58,7 @@ impl RecorderConfig {
     /// alone when there is no hostname.
     ///
     /// ```
-    /// let c = reflector_core::events::RecorderConfig::default().reporting_instance("pod-0");
+    /// let c = reflector::events::RecorderConfig::default().reporting_instance("pod-0");
     /// # let _ = c;
     /// ```
     #[must_use]
@@ -74,7 +74,7 @@ impl RecorderConfig {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let c = reflector_core::events::RecorderConfig::default().spam_filter(5, Duration::from_secs(60));
+    /// let c = reflector::events::RecorderConfig::default().spam_filter(5, Duration::from_secs(60));
     /// # let _ = c;
     /// ```
     #[must_use]
@@ -88,7 +88,7 @@ impl RecorderConfig {
     /// (and counts) rather than waits. Default: 1000, client-go's `maxQueuedEvents`.
     ///
     /// ```
-    /// let c = reflector_core::events::RecorderConfig::default().buffer(64);
+    /// let c = reflector::events::RecorderConfig::default().buffer(64);
     /// # let _ = c;
     /// ```
     #[must_use]
@@ -104,7 +104,7 @@ impl RecorderConfig {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let c = reflector_core::events::RecorderConfig::default().series_window(Duration::from_secs(60));
+    /// let c = reflector::events::RecorderConfig::default().series_window(Duration::from_secs(60));
     /// # let _ = c;
     /// ```
     #[must_use]
@@ -118,7 +118,7 @@ impl RecorderConfig {
     /// `maxLruCacheEntries`.
     ///
     /// ```
-    /// let c = reflector_core::events::RecorderConfig::default().cache_size(512);
+    /// let c = reflector::events::RecorderConfig::default().cache_size(512);
     /// # let _ = c;
     /// ```
     #[must_use]
@@ -133,7 +133,7 @@ impl RecorderConfig {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let c = reflector_core::events::RecorderConfig::default().retries(Duration::from_secs(1), 3);
+    /// let c = reflector::events::RecorderConfig::default().retries(Duration::from_secs(1), 3);
     /// # let _ = c;
     /// ```
     #[must_use]
@@ -166,7 +166,7 @@ impl RecorderConfig {
     ///
     /// ```
     /// use tokio_util::sync::CancellationToken;
-    /// let c = reflector_core::events::RecorderConfig::default().cancel(CancellationToken::new());
+    /// let c = reflector::events::RecorderConfig::default().cancel(CancellationToken::new());
     /// # let _ = c;
     /// ```
     #[must_use]

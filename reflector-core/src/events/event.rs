@@ -46,7 +46,7 @@ impl EventType {
 ///
 /// # Example
 /// ```
-/// use reflector_core::events::Event;
+/// use reflector::events::Event;
 ///
 /// let ok = Event::normal("Reconciled", "Reconcile").note("ConfigMap widget-a is current");
 /// let failed = Event::warning("ReconcileFailed", "Reconcile").note("the API server answered 500");
@@ -75,7 +75,7 @@ impl Event {
     /// A `Normal` event: something happened as it should.
     ///
     /// ```
-    /// let e = reflector_core::events::Event::normal("Created", "Reconcile");
+    /// let e = reflector::events::Event::normal("Created", "Reconcile");
     /// # let _ = e;
     /// ```
     #[must_use]
@@ -86,7 +86,7 @@ impl Event {
     /// A `Warning` event: something went wrong or needs attention.
     ///
     /// ```
-    /// let e = reflector_core::events::Event::warning("Failed", "Reconcile");
+    /// let e = reflector::events::Event::warning("Failed", "Reconcile");
     /// # let _ = e;
     /// ```
     #[must_use]
@@ -97,7 +97,7 @@ impl Event {
     /// The human-readable description (at most 1 kB). Unset by default.
     ///
     /// ```
-    /// let e = reflector_core::events::Event::normal("Scaled", "Reconcile").note("3 replicas");
+    /// let e = reflector::events::Event::normal("Scaled", "Reconcile").note("3 replicas");
     /// # let _ = e;
     /// ```
     #[must_use]
@@ -112,7 +112,7 @@ impl Event {
     /// ```
     /// use k8s_openapi::api::core::v1::ObjectReference;
     /// let child = ObjectReference { kind: Some("ConfigMap".into()), name: Some("c".into()), ..Default::default() };
-    /// let e = reflector_core::events::Event::normal("Created", "Reconcile").related(child);
+    /// let e = reflector::events::Event::normal("Created", "Reconcile").related(child);
     /// # let _ = e;
     /// ```
     #[must_use]

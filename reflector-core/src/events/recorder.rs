@@ -109,8 +109,8 @@ impl Recorder {
     ///
     /// # Example
     /// ```no_run
-    /// # async fn f(client: kube::Client) -> Result<(), reflector_core::events::EventError> {
-    /// let recorder = reflector_core::events::Recorder::new(client, "widget-controller")?;
+    /// # async fn f(client: kube::Client) -> Result<(), reflector::events::EventError> {
+    /// let recorder = reflector::events::Recorder::new(client, "widget-controller")?;
     /// # let _ = recorder; Ok(()) }
     /// ```
     pub fn new(
@@ -129,8 +129,8 @@ impl Recorder {
     ///
     /// # Example
     /// ```no_run
-    /// # async fn f(client: kube::Client) -> Result<(), reflector_core::events::EventError> {
-    /// use reflector_core::events::{Recorder, RecorderConfig};
+    /// # async fn f(client: kube::Client) -> Result<(), reflector::events::EventError> {
+    /// use reflector::events::{Recorder, RecorderConfig};
     /// let recorder = Recorder::with_config(client, "widget-controller", RecorderConfig::default().buffer(64))?;
     /// # let _ = recorder; Ok(()) }
     /// ```

@@ -50,7 +50,7 @@ impl fmt::Display for DeltaType {
 /// ```
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::fifo::{Delta, DeltaType};
+/// use reflector::fifo::{Delta, DeltaType};
 /// let d = Delta::new(DeltaType::Added, Arc::new(ConfigMap::default()));
 /// assert_eq!(d.delta_type, DeltaType::Added);
 /// assert!(!d.object.is_tombstone());
@@ -104,7 +104,7 @@ impl<K: PartialEq> PartialEq for Delta<K> {
 /// ```
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::fifo::{Delta, DeltaType, Deltas};
+/// use reflector::fifo::{Delta, DeltaType, Deltas};
 /// let obj = Arc::new(ConfigMap::default());
 /// let deltas = Deltas::from(vec![
 ///     Delta::new(DeltaType::Added, obj.clone()),
@@ -242,7 +242,7 @@ impl<K> From<Vec<Delta<K>>> for Deltas<K> {
 /// # Example
 /// ```
 /// use std::sync::Arc;
-/// use reflector_core::fifo::{Delta, DeltaType, Deltas};
+/// use reflector::fifo::{Delta, DeltaType, Deltas};
 /// let deltas = Deltas::from(vec![Delta::new(DeltaType::Added, Arc::new(1))]);
 /// let types: Vec<DeltaType> = deltas.into_iter().map(|d| d.delta_type).collect();
 /// assert_eq!(types, [DeltaType::Added]);

@@ -25,10 +25,10 @@ use super::{InformerQueue, SharedIndexInformer};
 /// ```no_run
 /// use std::time::Duration;
 /// use k8s_openapi::api::core::v1::Pod;
-/// use reflector_core::informer::{SharedIndexInformer, strip_managed_fields};
-/// use reflector_core::listwatch::ApiListerWatcher;
-/// use reflector_core::ReflectorOptions;
-/// use reflector_core::store::Indexers;
+/// use reflector::informer::{SharedIndexInformer, strip_managed_fields};
+/// use reflector::listwatch::ApiListerWatcher;
+/// use reflector::ReflectorOptions;
+/// use reflector::store::Indexers;
 /// # fn f(client: kube::Client) {
 /// let pods = SharedIndexInformer::builder(ApiListerWatcher::new(kube::Api::<Pod>::all(client)))
 ///     .resync(Duration::from_secs(600))

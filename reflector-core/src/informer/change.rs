@@ -14,7 +14,7 @@ use super::{EventHandler, InformerError, Registration, SharedIndexInformer};
 /// ```
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::informer::Change;
+/// use reflector::informer::Change;
 ///
 /// fn describe(ev: &Change<ConfigMap>) -> String {
 ///     match ev {
@@ -124,7 +124,7 @@ impl<K: Object> SharedIndexInformer<K> {
     /// # Example
     /// ```no_run
     /// use k8s_openapi::api::core::v1::Pod;
-    /// use reflector_core::informer::{Change, SharedIndexInformer};
+    /// use reflector::informer::{Change, SharedIndexInformer};
     /// # fn f(informer: SharedIndexInformer<Pod>) {
     /// let reg = informer
     ///     .add_event_fn(|ev: Change<Pod>| match ev {

@@ -14,7 +14,7 @@ use crate::object::MaybeTombstone;
 /// ```
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::informer::EventHandler;
+/// use reflector::informer::EventHandler;
 ///
 /// struct Log;
 /// impl EventHandler<ConfigMap> for Log {
@@ -43,7 +43,7 @@ pub trait EventHandler<K>: Send + Sync + 'static {
     /// ```
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::informer::EventHandler;
+    /// use reflector::informer::EventHandler;
     ///
     /// struct Log;
     /// impl EventHandler<ConfigMap> for Log {

@@ -269,7 +269,7 @@ impl InformerFactory {
     /// # Example
     /// ```no_run
     /// use k8s_openapi::api::core::v1::Pod;
-    /// use reflector_core::informer::{InformerFactory, InformerScope};
+    /// use reflector::informer::{InformerFactory, InformerScope};
     /// # fn f(factory: InformerFactory) {
     /// let web = factory.scoped::<Pod>(&InformerScope::default().namespace("prod").labels("app=web"));
     /// # let _ = web;

@@ -26,7 +26,7 @@ pub(super) fn process_deltas<K: Object>(
     // The popped key and each delta's object are moved into the cache, not
     // cloned and dropped: every reference-count change is a locked instruction,
     // which waits until the cache's pending writes (table slots not in the CPU
-    // cache) have landed (BENCHMARKS.md, "Profiling notes").
+    // cache) have landed (measured with the `informer` bench's pipeline).
     let count = deltas.as_slice().len();
     let mut popped_key = Some(popped_key);
     for (i, delta) in deltas.into_iter().enumerate() {

@@ -21,7 +21,7 @@ pub(crate) const SLEEP_AFTER_PANIC: Duration = Duration::from_secs(1);
 /// A run of handler calls that reaches this long stops there and marks the handler
 /// as one that blocks its thread: the next run goes through [`may_block`], whose
 /// hand-over of the worker is cheap beside such a run but too dear for every batch
-/// of a quick handler (BENCHMARKS.md, "Profiling notes"). A handler that blocks thus
+/// of a quick handler (measured with the `informer` bench's pipeline). A handler that blocks thus
 /// holds its worker (and whatever the scheduler had queued there) for one call at
 /// most.
 const SLOW_RUN: Duration = Duration::from_millis(1);

@@ -53,7 +53,7 @@ impl PendingInitial {
 ///
 /// # Example
 /// ```no_run
-/// # use reflector_core::informer::SharedIndexInformer;
+/// # use reflector::informer::SharedIndexInformer;
 /// # use k8s_openapi::api::core::v1::Pod;
 /// # async fn f(informer: SharedIndexInformer<Pod>) {
 /// let reg = informer.add_event_fn(|_| {}).unwrap();

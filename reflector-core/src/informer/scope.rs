@@ -7,7 +7,7 @@
 ///
 /// # Example
 /// ```
-/// use reflector_core::informer::InformerScope;
+/// use reflector::informer::InformerScope;
 /// let scope = InformerScope::default().namespace("prod").labels("app=web");
 /// assert_eq!(scope, InformerScope::default().labels("app=web").namespace("prod"));
 /// assert_ne!(scope, InformerScope::default());

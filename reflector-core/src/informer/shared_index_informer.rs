@@ -96,9 +96,9 @@ struct Inner<K: Object> {
 /// # Example
 /// ```no_run
 /// use k8s_openapi::api::core::v1::Pod;
-/// use reflector_core::informer::{Change, SharedIndexInformer};
-/// use reflector_core::listwatch::ApiListerWatcher;
-/// use reflector_core::store::Indexers;
+/// use reflector::informer::{Change, SharedIndexInformer};
+/// use reflector::listwatch::ApiListerWatcher;
+/// use reflector::store::Indexers;
 /// use tokio_util::sync::CancellationToken;
 /// # async fn f(client: kube::Client) {
 /// let informer = SharedIndexInformer::builder(ApiListerWatcher::new(kube::Api::<Pod>::all(client)))

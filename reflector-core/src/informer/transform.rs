@@ -18,7 +18,7 @@ use crate::object::Object;
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
-/// use reflector_core::informer::strip_managed_fields;
+/// use reflector::informer::strip_managed_fields;
 ///
 /// let mut cm = ConfigMap::default();
 /// cm.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);

@@ -26,7 +26,7 @@ pub(crate) const JITTER_FACTOR: f64 = 1.2;
 /// # Example
 /// ```
 /// use std::time::Duration;
-/// use reflector_core::leader_election::LeaderElectionConfig;
+/// use reflector::leader_election::LeaderElectionConfig;
 ///
 /// let config = LeaderElectionConfig::default()
 ///     .identity("replica-a")

@@ -61,7 +61,7 @@ use super::{LeaderElectionConfig, LeaderElectionError, LeaderState, LeaderTransi
 /// ```no_run
 /// use k8s_openapi::api::coordination::v1::Lease;
 /// use kube::Api;
-/// use reflector_core::leader_election::{LeaderElection, LeaderElectionConfig};
+/// use reflector::leader_election::{LeaderElection, LeaderElectionConfig};
 /// use tokio_util::sync::CancellationToken;
 ///
 /// # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 /// # Example
 /// ```
 /// use std::time::Duration;
-/// use reflector_core::leader_election::{LeaderElectionConfig, LeaderElectionError};
+/// use reflector::leader_election::{LeaderElectionConfig, LeaderElectionError};
 ///
 /// let err = LeaderElectionConfig::default()
 ///     .renew_deadline(Duration::from_secs(20))

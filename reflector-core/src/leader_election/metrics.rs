@@ -36,8 +36,8 @@ impl NameLabels {
 /// # Example
 /// ```
 /// use prometheus_client::registry::Registry;
-/// use reflector_core::leader_election::LeaderElectionConfig;
-/// use reflector_core::metrics::Metrics;
+/// use reflector::leader_election::LeaderElectionConfig;
+/// use reflector::metrics::Metrics;
 ///
 /// let metrics = Metrics::registered(&mut Registry::default());
 /// let config = LeaderElectionConfig::default().metrics(&metrics);

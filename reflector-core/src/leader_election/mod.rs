@@ -21,8 +21,8 @@
 //! ```no_run
 //! use k8s_openapi::api::coordination::v1::Lease;
 //! use kube::Api;
-//! use reflector_core::leader_election::{LeaderElection, LeaderElectionConfig};
-//! # fn f(client: kube::Client) -> Result<(), reflector_core::leader_election::LeaderElectionError> {
+//! use reflector::leader_election::{LeaderElection, LeaderElectionConfig};
+//! # fn f(client: kube::Client) -> Result<(), reflector::leader_election::LeaderElectionError> {
 //! let election = LeaderElection::new(
 //!     Api::<Lease>::default_namespaced(client),
 //!     "widget-controller",

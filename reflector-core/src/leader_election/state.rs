@@ -8,7 +8,7 @@
 ///
 /// # Example
 /// ```
-/// use reflector_core::leader_election::LeaderState;
+/// use reflector::leader_election::LeaderState;
 ///
 /// let state = LeaderState::Following { holder: Some("replica-b".into()) };
 /// assert!(!state.is_leading());

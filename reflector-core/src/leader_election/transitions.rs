@@ -26,7 +26,7 @@ use super::LeaderState;
 /// # Example
 /// ```no_run
 /// use futures::StreamExt;
-/// use reflector_core::leader_election::{LeaderElection, LeaderState};
+/// use reflector::leader_election::{LeaderElection, LeaderState};
 ///
 /// # async fn f(election: LeaderElection) {
 /// let mut transitions = election.transitions();

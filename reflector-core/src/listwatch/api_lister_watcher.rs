@@ -54,7 +54,7 @@ type PageDecodeFn<K> = fn(&[u8], Option<&FieldFilter>) -> Result<Page<K>, ListWa
 /// ```no_run
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use kube::Api;
-/// use reflector_core::listwatch::ApiListerWatcher;
+/// use reflector::listwatch::ApiListerWatcher;
 /// use serde_field_filter::FieldFilter;
 /// # async fn f(client: kube::Client) {
 /// let lw = ApiListerWatcher::new(Api::<ConfigMap>::namespaced(client, "default"))

@@ -35,7 +35,7 @@ struct FakeState<K> {
 /// ```
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use kube::api::ListParams;
-/// use reflector_core::listwatch::{FakeSource, ListerWatcher};
+/// use reflector::listwatch::{FakeSource, ListerWatcher};
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let source = FakeSource::<ConfigMap>::new();
 /// let mut cm = ConfigMap::default();

@@ -60,7 +60,7 @@ pub(crate) type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, ListWa
 /// use futures::stream::BoxStream;
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
-/// use reflector_core::listwatch::*;
+/// use reflector::listwatch::*;
 ///
 /// struct Empty;
 /// impl ListerWatcher<ConfigMap> for Empty {

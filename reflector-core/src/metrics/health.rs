@@ -24,8 +24,8 @@ type Check = Arc<dyn Fn() -> (bool, String) + Send + Sync>;
 /// # Example
 /// ```no_run
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::informer::InformerFactory;
-/// use reflector_core::metrics::Health;
+/// use reflector::informer::InformerFactory;
+/// use reflector::metrics::Health;
 /// # fn f(client: kube::Client) {
 /// let factory = InformerFactory::new(client);
 /// let health = Health::new();
@@ -83,8 +83,8 @@ impl Health {
     ///
     /// ```
     /// use k8s_openapi::api::coordination::v1::Lease;
-    /// use reflector_core::leader_election::{LeaderElection, LeaderElectionConfig};
-    /// use reflector_core::metrics::Health;
+    /// use reflector::leader_election::{LeaderElection, LeaderElectionConfig};
+    /// use reflector::metrics::Health;
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
     /// # let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:1".parse().unwrap())).unwrap();
     /// let api = kube::Api::<Lease>::namespaced(client, "default");

@@ -12,7 +12,7 @@ pub const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.
 /// # Example
 /// ```
 /// use prometheus_client::registry::Registry;
-/// use reflector_core::metrics::render_metrics;
+/// use reflector::metrics::render_metrics;
 ///
 /// assert_eq!(render_metrics(&Registry::default()), "# EOF\n");
 /// ```

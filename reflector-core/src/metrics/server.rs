@@ -26,7 +26,7 @@ use super::{Health, METRICS_CONTENT_TYPE, MetricsError, render_metrics};
 /// ```
 /// use std::sync::Arc;
 /// use prometheus_client::registry::Registry;
-/// use reflector_core::metrics::{Metrics, MetricsServer};
+/// use reflector::metrics::{Metrics, MetricsServer};
 /// use tokio_util::sync::CancellationToken;
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let mut registry = Registry::default();

@@ -19,7 +19,7 @@ use super::ObjectKey;
 /// ```
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::object::{MaybeTombstone, ObjectKey};
+/// use reflector::object::{MaybeTombstone, ObjectKey};
 /// let mut cm = ConfigMap::default();
 /// cm.metadata.name = Some("a".into());
 /// let cm = Arc::new(cm);
@@ -63,7 +63,7 @@ impl<K> MaybeTombstone<K> {
     /// ```
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::object::MaybeTombstone;
+    /// use reflector::object::MaybeTombstone;
     /// let cm = Arc::new(ConfigMap::default());
     /// let taken = MaybeTombstone::Object(Arc::clone(&cm)).into_object();
     /// assert!(Arc::ptr_eq(&taken, &cm));

@@ -25,7 +25,7 @@ use super::{KeyError, ObjectKey, meta_namespace_key, short_type_name};
 /// # Example
 /// ```
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::object::{ObjectKey, ObjectRef};
+/// use reflector::object::{ObjectKey, ObjectRef};
 ///
 /// let web = ObjectRef::<ConfigMap>::new(Some("demo"), "web");
 /// assert_eq!(web.to_string(), "ConfigMap demo/web");

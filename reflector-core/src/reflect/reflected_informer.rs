@@ -17,8 +17,8 @@ impl InformerFactory {
     ///
     /// # Example
     /// ```no_run
-    /// # use reflector_core::informer::InformerFactory;
-    /// # use reflector_core::reflect::Reflect;
+    /// # use reflector::informer::InformerFactory;
+    /// # use reflector::reflect::Reflect;
     /// # fn f<Widget: Reflect + serde::de::DeserializeOwned + std::fmt::Debug>(factory: &InformerFactory)
     /// # where Widget::DynamicType: Default + Clone + Send + Sync + 'static {
     /// let widgets = factory.reflected::<Widget>();

@@ -20,7 +20,7 @@ pub(crate) type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
 /// # Example
 /// ```
 /// use std::time::Duration;
-/// use reflector_core::ReflectorOptions;
+/// use reflector::ReflectorOptions;
 /// let opts = ReflectorOptions::default()
 ///     .name("configmaps")
 ///     .page_size(100)
@@ -124,7 +124,7 @@ impl ReflectorOptions {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use reflector_core::ReflectorOptions;
+    /// use reflector::ReflectorOptions;
     /// let options = ReflectorOptions::default()
     ///     .backoff(Duration::from_millis(100), Duration::from_secs(5));
     /// # let _ = options;
@@ -140,7 +140,7 @@ impl ReflectorOptions {
     /// delays exact. Negative or non-finite values mean 0.
     ///
     /// ```
-    /// use reflector_core::ReflectorOptions;
+    /// use reflector::ReflectorOptions;
     /// let exact = ReflectorOptions::default().backoff_jitter(0.0);
     /// # let _ = exact;
     /// ```

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 ///
 /// # Example
 /// ```
-/// let s = reflector_core::ReflectorStats::default();
+/// let s = reflector::ReflectorStats::default();
 /// assert_eq!(s.lists, 0);
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -29,7 +29,7 @@ const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
 /// its own whenever it waits for data; this bounds the run of an always-ready one,
 /// so the informer's consumer (which shares the reflector's task) drains the FIFO
 /// at least this often and other tasks on the worker get their turn. Large, since a
-/// yield per few events costs throughput (BENCHMARKS.md, "Profiling notes").
+/// yield per few events costs throughput (measured with the `informer` bench's pipeline).
 const YIELD_EVERY: u64 = 1024;
 
 /// How a watch stream ended without an error.

@@ -9,8 +9,8 @@ use crate::leader_election::LeaderElectionError;
 /// # Example
 /// ```
 /// use k8s_openapi::api::coordination::v1::Lease;
-/// use reflector_core::leader_election::LeaderElectionConfig;
-/// use reflector_core::sharding::{Ring, ShardingError};
+/// use reflector::leader_election::LeaderElectionConfig;
+/// use reflector::sharding::{Ring, ShardingError};
 /// # fn f(client: kube::Client) {
 /// let err = Ring::new(
 ///     kube::Api::<Lease>::namespaced(client, "default"),

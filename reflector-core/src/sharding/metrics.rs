@@ -38,12 +38,12 @@ impl RingLabels {
 /// # Example
 /// ```no_run
 /// # use k8s_openapi::api::core::v1::ConfigMap;
-/// # use reflector_core::informer::InformerFactory;
-/// # use reflector_core::sharding::{Ring, Sharder};
+/// # use reflector::informer::InformerFactory;
+/// # use reflector::sharding::{Ring, Sharder};
 /// use prometheus_client::registry::Registry;
-/// use reflector_core::metrics::Metrics;
+/// use reflector::metrics::Metrics;
 ///
-/// # fn f(ring: Ring, factory: InformerFactory) -> Result<(), reflector_core::sharding::ShardingError> {
+/// # fn f(ring: Ring, factory: InformerFactory) -> Result<(), reflector::sharding::ShardingError> {
 /// let metrics = Metrics::registered(&mut Registry::default());
 /// let sharder = Sharder::<ConfigMap>::new(&ring, &factory)?.metrics(&metrics);
 /// # let _ = sharder;

@@ -79,10 +79,10 @@
 //! use k8s_openapi::api::coordination::v1::Lease;
 //! use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 //! use kube::Api;
-//! use reflector_core::controller::{Action, Controller, Request};
-//! use reflector_core::informer::{InformerFactory, InformerScope};
-//! use reflector_core::leader_election::LeaderElectionConfig;
-//! use reflector_core::sharding::{Ring, Sharder};
+//! use reflector::controller::{Action, Controller, Request};
+//! use reflector::informer::{InformerFactory, InformerScope};
+//! use reflector::leader_election::LeaderElectionConfig;
+//! use reflector::sharding::{Ring, Sharder};
 //! use tokio_util::sync::CancellationToken;
 //!
 //! async fn reconcile(req: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> {

@@ -44,7 +44,7 @@ pub(crate) fn weight(key_hash: u64, shard_hash: u64) -> u64 {
 ///
 /// # Example
 /// ```
-/// use reflector_core::sharding::winner;
+/// use reflector::sharding::winner;
 ///
 /// let three = ["shard-a", "shard-b", "shard-c"];
 /// let four = ["shard-a", "shard-b", "shard-c", "shard-d"];

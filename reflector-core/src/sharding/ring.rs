@@ -44,8 +44,8 @@ use super::members;
 /// ```no_run
 /// use k8s_openapi::api::coordination::v1::Lease;
 /// use kube::Api;
-/// use reflector_core::leader_election::LeaderElectionConfig;
-/// use reflector_core::sharding::Ring;
+/// use reflector::leader_election::LeaderElectionConfig;
+/// use reflector::sharding::Ring;
 /// use tokio_util::sync::CancellationToken;
 ///
 /// # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {

@@ -15,7 +15,7 @@ use crate::object::ObjectKey;
 /// # Example
 /// ```
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-/// use reflector_core::sharding::shard_key;
+/// use reflector::sharding::shard_key;
 ///
 /// let web = ObjectMeta {
 ///     name: Some("web".into()),

@@ -55,9 +55,9 @@ const FIELD_MANAGER: &str = "reflector-sharder";
 /// use k8s_openapi::api::coordination::v1::Lease;
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use kube::Api;
-/// use reflector_core::informer::InformerFactory;
-/// use reflector_core::leader_election::LeaderElectionConfig;
-/// use reflector_core::sharding::{Ring, Sharder};
+/// use reflector::informer::InformerFactory;
+/// use reflector::leader_election::LeaderElectionConfig;
+/// use reflector::sharding::{Ring, Sharder};
 /// use tokio_util::sync::CancellationToken;
 ///
 /// # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
@@ -147,9 +147,9 @@ where
     /// # Example
     /// ```no_run
     /// # use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-    /// # use reflector_core::informer::InformerFactory;
-    /// # use reflector_core::sharding::{Ring, Sharder};
-    /// # fn f(ring: Ring, factory: InformerFactory) -> Result<(), reflector_core::sharding::ShardingError> {
+    /// # use reflector::informer::InformerFactory;
+    /// # use reflector::sharding::{Ring, Sharder};
+    /// # fn f(ring: Ring, factory: InformerFactory) -> Result<(), reflector::sharding::ShardingError> {
     /// let primaries = Sharder::<ConfigMap>::new(&ring, &factory)?;
     /// let children = Sharder::<Secret>::owned(&ring, &factory)?;
     /// # let _ = (primaries, children);
@@ -167,10 +167,10 @@ where
     /// # Example
     /// ```no_run
     /// # use k8s_openapi::api::core::v1::ConfigMap;
-    /// # use reflector_core::informer::InformerFactory;
-    /// # use reflector_core::metrics::Metrics;
-    /// # use reflector_core::sharding::{Ring, Sharder};
-    /// # fn f(ring: Ring, factory: InformerFactory, metrics: Metrics) -> Result<(), reflector_core::sharding::ShardingError> {
+    /// # use reflector::informer::InformerFactory;
+    /// # use reflector::metrics::Metrics;
+    /// # use reflector::sharding::{Ring, Sharder};
+    /// # fn f(ring: Ring, factory: InformerFactory, metrics: Metrics) -> Result<(), reflector::sharding::ShardingError> {
     /// let sharder = Sharder::<ConfigMap>::new(&ring, &factory)?.metrics(&metrics);
     /// # let _ = sharder;
     /// # Ok(()) }

@@ -29,7 +29,7 @@ pub const NAMESPACE_INDEX: &str = "namespace";
 /// # Example
 /// ```
 /// use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-/// use reflector_core::store::namespace_index_func;
+/// use reflector::store::namespace_index_func;
 /// let mut cm = ConfigMap::default();
 /// cm.metadata.namespace = Some("prod".into());
 /// assert_eq!(namespace_index_func(&cm), ["prod"]);
@@ -45,7 +45,7 @@ pub fn namespace_index_func<K: kube::Resource>(obj: &K) -> Vec<String> {
 /// # Example
 /// ```
 /// use k8s_openapi::api::core::v1::Pod;
-/// use reflector_core::store::{namespace_index_func, Indexers, NAMESPACE_INDEX};
+/// use reflector::store::{namespace_index_func, Indexers, NAMESPACE_INDEX};
 /// let indexers = Indexers::new()
 ///     .with(NAMESPACE_INDEX, namespace_index_func::<Pod>)
 ///     .with("node", |p: &Pod| {
@@ -113,7 +113,7 @@ impl<K> Indexers<K> {
     /// ```
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::store::{Indexer, Indexers, Store, NAMESPACE_INDEX};
+    /// use reflector::store::{Indexer, Indexers, Store, NAMESPACE_INDEX};
     /// let cache = Indexer::new(Indexers::<ConfigMap>::new().with_namespace_index());
     /// let mut cm = ConfigMap::default();
     /// cm.metadata.namespace = Some("prod".into());
@@ -226,7 +226,7 @@ impl<K> fmt::Debug for Indexers<K> {
 /// ```
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::store::{namespace_index_func, Indexer, Indexers, Store, NAMESPACE_INDEX};
+/// use reflector::store::{namespace_index_func, Indexer, Indexers, Store, NAMESPACE_INDEX};
 ///
 /// let cache = Indexer::new(
 ///     Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<ConfigMap>),
@@ -291,8 +291,8 @@ impl<K: Object> Indexer<K> {
     /// ```
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::object::ObjectKey;
-    /// use reflector_core::store::{Indexer, Indexers, Store};
+    /// use reflector::object::ObjectKey;
+    /// use reflector::store::{Indexer, Indexers, Store};
     /// // Key by name only, ignoring the namespace.
     /// let cache = Indexer::<ConfigMap>::with_key_func(
     ///     |c: &ConfigMap| Ok(ObjectKey::new(None, c.metadata.name.as_deref().unwrap_or("?"))),

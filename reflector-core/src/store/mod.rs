@@ -72,7 +72,7 @@ impl From<KeyError> for StoreError {
 /// ```
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::store::{Indexer, Indexers, Store};
+/// use reflector::store::{Indexer, Indexers, Store};
 ///
 /// fn feed(store: &dyn Store<ConfigMap>, cm: ConfigMap) {
 ///     store.add(Arc::new(cm)).unwrap();

@@ -21,8 +21,8 @@
 //! The worker loop:
 //!
 //! ```
-//! use reflector_core::object::ObjectKey;
-//! use reflector_core::workqueue::WorkQueue;
+//! use reflector::object::ObjectKey;
+//! use reflector::workqueue::WorkQueue;
 //!
 //! # async fn reconcile(_key: &ObjectKey) -> Result<(), ()> { Ok(()) }
 //! async fn worker(queue: WorkQueue<ObjectKey>) {

@@ -64,7 +64,7 @@ const MAX_DELAY: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
 ///
 /// ```
 /// use std::time::Duration;
-/// use reflector_core::workqueue::WorkQueue;
+/// use reflector::workqueue::WorkQueue;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {

@@ -63,8 +63,8 @@ pub(crate) struct PoppedItem<K> {
 /// # async fn main() {
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector_core::fifo::{DeltaFifo, DeltaType};
-/// use reflector_core::store::Store;
+/// use reflector::fifo::{DeltaFifo, DeltaType};
+/// use reflector::store::Store;
 ///
 /// let fifo = DeltaFifo::<ConfigMap>::new();
 /// let mut cm = ConfigMap::default();
@@ -253,8 +253,8 @@ impl<K> DeltaFifo<K> {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::fifo::DeltaFifo;
-    /// use reflector_core::store::Store;
+    /// use reflector::fifo::DeltaFifo;
+    /// use reflector::store::Store;
     /// let fifo = DeltaFifo::<ConfigMap>::default();
     /// fifo.replace(vec![], "1").unwrap(); // an empty first list: synced at once
     /// fifo.wait_synced().await;
@@ -346,8 +346,8 @@ impl<K> DeltaFifo<K> {
     /// # async fn main() {
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::fifo::DeltaFifo;
-    /// use reflector_core::store::{Store, StoreError};
+    /// use reflector::fifo::DeltaFifo;
+    /// use reflector::store::{Store, StoreError};
     ///
     /// let fifo = DeltaFifo::<ConfigMap>::default();
     /// let mut cm = ConfigMap::default();

@@ -21,9 +21,9 @@ impl<K> DeltaFifo<K> {
     /// ```
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::fifo::DeltaFifo;
-    /// use reflector_core::object::ObjectKey;
-    /// use reflector_core::store::Store;
+    /// use reflector::fifo::DeltaFifo;
+    /// use reflector::object::ObjectKey;
+    /// use reflector::store::Store;
     /// // Key by name only, ignoring the namespace.
     /// let fifo = DeltaFifo::<ConfigMap>::new()
     ///     .key_func(|c: &ConfigMap| Ok(ObjectKey::new(None, c.metadata.name.as_deref().unwrap_or("?"))));
@@ -52,8 +52,8 @@ impl<K> DeltaFifo<K> {
     /// ```
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::fifo::{DeltaFifo, DeltaType};
-    /// use reflector_core::store::{Indexer, Indexers, Store};
+    /// use reflector::fifo::{DeltaFifo, DeltaType};
+    /// use reflector::store::{Indexer, Indexers, Store};
     /// let cache = Indexer::<ConfigMap>::new(Indexers::new());
     /// let mut cm = ConfigMap::default();
     /// cm.metadata.name = Some("gone".into());
@@ -91,8 +91,8 @@ impl<K> DeltaFifo<K> {
     /// ```
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::fifo::{DeltaFifo, DeltaType};
-    /// use reflector_core::store::Store;
+    /// use reflector::fifo::{DeltaFifo, DeltaType};
+    /// use reflector::store::Store;
     /// let fifo = DeltaFifo::<ConfigMap>::new().emit_replaced(true);
     /// let mut cm = ConfigMap::default();
     /// cm.metadata.name = Some("a".into());
@@ -121,8 +121,8 @@ impl<K> DeltaFifo<K> {
     /// ```
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector_core::fifo::DeltaFifo;
-    /// use reflector_core::store::Store;
+    /// use reflector::fifo::DeltaFifo;
+    /// use reflector::store::Store;
     /// let fifo = DeltaFifo::<ConfigMap>::new().transform(|obj: Arc<ConfigMap>| {
     ///     let mut obj = Arc::unwrap_or_clone(obj);
     ///     obj.data = None;

@@ -19,7 +19,7 @@ pub(super) struct State<K> {
     /// Key to its pending deltas. Guarded by `DeltaFifo::state`. Every entry holds at
     /// least one delta; a key is here if and only if it is in `queue`. Hashed with
     /// foldhash (randomly seeded, as hashbrown's default), as each add+pop hashes the
-    /// key twice (see BENCHMARKS.md, "Profiling notes").
+    /// key twice (measured with the `informer` bench's pipeline).
     pub(super) items: HashMap<ObjectKey, Deltas<K>, RandomState>,
     /// Keys in first-enqueue order, each at most once. Guarded by `DeltaFifo::state`.
     pub(super) queue: VecDeque<ObjectKey>,

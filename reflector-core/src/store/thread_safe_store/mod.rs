@@ -10,7 +10,7 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap as StdHashMap, HashSet as StdHashSet};
 
 /// Maps and sets keyed by object keys and index values use foldhash, cheaper than
-/// SipHash on the informer pipeline's path (see BENCHMARKS.md, "Profiling notes").
+/// SipHash on the informer pipeline's path (measured with the `informer` bench's pipeline).
 type HashMap<K, V> = StdHashMap<K, V, foldhash::fast::RandomState>;
 type HashSet<T> = StdHashSet<T, foldhash::fast::RandomState>;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
