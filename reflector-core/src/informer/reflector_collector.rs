@@ -155,6 +155,20 @@ impl ReflectorCollector {
     }
 }
 
+/// The gauges, as (name, help, read).
+const GAUGES: [(&str, &str, Read); 2] = [
+    (
+        "store_resource_version",
+        "The resource version the informer's cache has reached (0 before the first list)",
+        |s| s.store_resource_version,
+    ),
+    (
+        "informer_queued_items",
+        "Number of items currently queued in the informer's FIFO",
+        |s| s.queued_items,
+    ),
+];
+
 impl Collector for ReflectorCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
         // Read every source once, outside of the encoding of any family.
@@ -174,30 +188,16 @@ impl Collector for ReflectorCollector {
                 ConstCounter::new(read(stats)).encode(series)?;
             }
         }
-        // KCM's name (client-go labels it by group, version and resource; here the
+        // Gauges; `store_resource_version` is KCM's name and `informer_queued_items`
+        // client-go's (both label by group, version and resource there; here by the
         // `name` every informer series carries).
-        let mut family = encoder.encode_descriptor(
-            "store_resource_version",
-            "The resource version the informer's cache has reached (0 before the first list)",
-            None,
-            MetricType::Gauge,
-        )?;
-        for (name, stats) in &snapshot {
-            let labels = [("name", name.as_str())];
-            let series = family.encode_family(&labels)?;
-            let rv = i64::try_from(stats.store_resource_version).unwrap_or(i64::MAX);
-            ConstGauge::new(rv).encode(series)?;
-        }
-        let mut family = encoder.encode_descriptor(
-            "informer_queued_items",
-            "Number of items currently queued in the informer's FIFO",
-            None,
-            MetricType::Gauge,
-        )?;
-        for (name, stats) in &snapshot {
-            let labels = [("name", name.as_str())];
-            let series = family.encode_family(&labels)?;
-            ConstGauge::new(stats.queued_items as i64).encode(series)?;
+        for (metric, help, read) in GAUGES {
+            let mut family = encoder.encode_descriptor(metric, help, None, MetricType::Gauge)?;
+            for (name, stats) in &snapshot {
+                let labels = [("name", name.as_str())];
+                let series = family.encode_family(&labels)?;
+                ConstGauge::new(i64::try_from(read(stats)).unwrap_or(i64::MAX)).encode(series)?;
+            }
         }
         let mut family = encoder.encode_descriptor(
             "reflector_errors",
