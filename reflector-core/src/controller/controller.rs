@@ -1,15 +1,12 @@
-//! [`Controller`]: the builder (its `run` is in `run.rs`; the terms a leader-elected
-//! or sharded controller reconciles in, in `term.rs` and `sharded.rs`).
+//! [`Controller`]: the builder (the constructors that make its primary informer are
+//! in `constructors.rs`; its `run` is in `run.rs`; the terms a leader-elected or
+//! sharded controller reconciles in, in `term.rs` and `sharded.rs`).
 
-use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::{Api, Client};
-use serde::de::DeserializeOwned;
-
-use crate::informer::{InformerFactory, InformerScope, SharedIndexInformer};
+use crate::informer::SharedIndexInformer;
 use crate::leader_election::LeaderElection;
 use crate::lister::Lister;
 use crate::metrics::Metrics;
@@ -190,52 +187,6 @@ where
             error_policy: Action::requeue_rate_limited(),
             name,
         }
-    }
-
-    /// A controller of every `K` the client can see, its informer made by an
-    /// [`InformerFactory`] with the factory's defaults (`managedFields` skipped
-    /// while decoding).
-    #[must_use]
-    pub fn for_kind(client: Client) -> Self
-    where
-        K: DeserializeOwned + Debug,
-        K::DynamicType: Clone + Send + Sync + 'static,
-    {
-        Self::scoped(InformerFactory::new(client), InformerScope::default())
-    }
-
-    /// A controller of the objects `api` reaches (one namespace for
-    /// `Api::namespaced`, every namespace for `Api::all`), its informer made by an
-    /// [`InformerFactory`] with the factory's defaults.
-    #[must_use]
-    pub fn for_api(api: Api<K>) -> Self
-    where
-        K: DeserializeOwned + Debug,
-        K::DynamicType: Clone + Send + Sync + 'static,
-    {
-        let mut scope = InformerScope::default();
-        if let Some(ns) = api.namespace() {
-            scope = scope.namespace(ns);
-        }
-        Self::scoped(InformerFactory::new(api.into_client()), scope)
-    }
-
-    /// A controller of `factory`'s informer of `scope`, which
-    /// [`sharded`](Controller::sharded) can remake with the shard's selector.
-    fn scoped(factory: InformerFactory, scope: InformerScope) -> Self
-    where
-        K: DeserializeOwned + Debug,
-        K::DynamicType: Clone + Send + Sync + 'static,
-    {
-        let mut controller = Self::new(factory.scoped::<K>(&scope));
-        controller.rescope = Some(Arc::new(move |labels: &str| {
-            let labels = match &scope.labels {
-                Some(own) => format!("{own},{labels}"),
-                None => labels.to_owned(),
-            };
-            factory.scoped::<K>(&scope.clone().labels(labels))
-        }));
-        controller
     }
 }
 
@@ -473,7 +424,8 @@ impl<K: Object, P> Controller<K, P> {
 
     /// Whether `run` starts the watched informers that have not started (and stops
     /// those it started when it returns). Default true; false when their owner (an
-    /// [`InformerFactory`] you start, or your own task) runs them.
+    /// [`InformerFactory`](crate::informer::InformerFactory) you start, or your own
+    /// task) runs them.
     #[must_use]
     pub fn start_informers(mut self, start: bool) -> Self {
         self.start_informers = start;
