@@ -84,7 +84,9 @@ pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 /// # Ok(()) }
 /// ```
 ///
-/// Owned children and other watched kinds come from a shared factory:
+/// [`for_kind_with`](Self::for_kind_with) tunes the primary informer (selectors,
+/// page size, resync, transform, indexers). Owned children and other watched kinds
+/// come from a shared factory:
 /// ```no_run
 /// # use std::sync::Arc;
 /// # use kube::ResourceExt;
@@ -124,8 +126,8 @@ pub struct Controller<K: Object, P = Action> {
     /// Set by `sharded`.
     pub(super) shard: Option<Shard<K>>,
     /// Rebuilds the primary informer with a label selector added to its scope
-    /// (`for_kind`, `for_api`: the controller made the informer, so `sharded` can
-    /// remake it); `None` for a given informer.
+    /// (`for_kind`, `for_kind_with`, `for_api`: the controller made the informer,
+    /// with its options, so `sharded` can remake it); `None` for a given informer.
     pub(super) rescope: Option<Rescope<K>>,
     /// Whether a reconcile waits for the caches to reach the controller's own writes.
     pub(super) read_your_writes: bool,
@@ -222,8 +224,11 @@ where
     ///
     /// - **Its share only.** The primary informer and every owned one
     ///   ([`owns`](Self::owns)) must select [`Ring::selector`]. A controller made by
-    ///   [`for_kind`](Controller::for_kind) or [`for_api`](Controller::for_api) adds
-    ///   it to its own primary informer; given informers must come from an
+    ///   [`for_kind`](Controller::for_kind),
+    ///   [`for_kind_with`](Controller::for_kind_with) or
+    ///   [`for_api`](Controller::for_api) adds it to its own primary informer's
+    ///   label selector (an object must match both) and keeps the informer's other
+    ///   options; given informers must come from an
     ///   [`InformerFactory`](crate::informer::InformerFactory) scope with
     ///   [`InformerScope::labels`](crate::informer::InformerScope::labels)`(ring.selector())`,
     ///   or `run` fails with
