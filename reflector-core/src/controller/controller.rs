@@ -1,15 +1,12 @@
-//! [`Controller`]: the builder (its `run` is in `run.rs`; the terms a leader-elected
-//! or sharded controller reconciles in, in `term.rs` and `sharded.rs`).
+//! [`Controller`]: the builder (the constructors that make its primary informer are
+//! in `constructors.rs`; its `run` is in `run.rs`; the terms a leader-elected or
+//! sharded controller reconciles in, in `term.rs` and `sharded.rs`).
 
-use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::{Api, Client};
-use serde::de::DeserializeOwned;
-
-use crate::informer::{InformerFactory, InformerScope, SharedIndexInformer};
+use crate::informer::SharedIndexInformer;
 use crate::leader_election::LeaderElection;
 use crate::lister::Lister;
 use crate::metrics::Metrics;
@@ -87,7 +84,9 @@ pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 /// # Ok(()) }
 /// ```
 ///
-/// Owned children and other watched kinds come from a shared factory:
+/// [`for_kind_with`](Self::for_kind_with) tunes the primary informer (selectors,
+/// page size, resync, transform, indexers). Owned children and other watched kinds
+/// come from a shared factory:
 /// ```no_run
 /// # use std::sync::Arc;
 /// # use kube::ResourceExt;
@@ -127,8 +126,8 @@ pub struct Controller<K: Object, P = Action> {
     /// Set by `sharded`.
     pub(super) shard: Option<Shard<K>>,
     /// Rebuilds the primary informer with a label selector added to its scope
-    /// (`for_kind`, `for_api`: the controller made the informer, so `sharded` can
-    /// remake it); `None` for a given informer.
+    /// (`for_kind`, `for_kind_with`, `for_api`: the controller made the informer,
+    /// with its options, so `sharded` can remake it); `None` for a given informer.
     pub(super) rescope: Option<Rescope<K>>,
     /// Whether a reconcile waits for the caches to reach the controller's own writes.
     pub(super) read_your_writes: bool,
@@ -191,52 +190,6 @@ where
             name,
         }
     }
-
-    /// A controller of every `K` the client can see, its informer made by an
-    /// [`InformerFactory`] with the factory's defaults (`managedFields` skipped
-    /// while decoding).
-    #[must_use]
-    pub fn for_kind(client: Client) -> Self
-    where
-        K: DeserializeOwned + Debug,
-        K::DynamicType: Clone + Send + Sync + 'static,
-    {
-        Self::scoped(InformerFactory::new(client), InformerScope::default())
-    }
-
-    /// A controller of the objects `api` reaches (one namespace for
-    /// `Api::namespaced`, every namespace for `Api::all`), its informer made by an
-    /// [`InformerFactory`] with the factory's defaults.
-    #[must_use]
-    pub fn for_api(api: Api<K>) -> Self
-    where
-        K: DeserializeOwned + Debug,
-        K::DynamicType: Clone + Send + Sync + 'static,
-    {
-        let mut scope = InformerScope::default();
-        if let Some(ns) = api.namespace() {
-            scope = scope.namespace(ns);
-        }
-        Self::scoped(InformerFactory::new(api.into_client()), scope)
-    }
-
-    /// A controller of `factory`'s informer of `scope`, which
-    /// [`sharded`](Controller::sharded) can remake with the shard's selector.
-    fn scoped(factory: InformerFactory, scope: InformerScope) -> Self
-    where
-        K: DeserializeOwned + Debug,
-        K::DynamicType: Clone + Send + Sync + 'static,
-    {
-        let mut controller = Self::new(factory.scoped::<K>(&scope));
-        controller.rescope = Some(Arc::new(move |labels: &str| {
-            let labels = match &scope.labels {
-                Some(own) => format!("{own},{labels}"),
-                None => labels.to_owned(),
-            };
-            factory.scoped::<K>(&scope.clone().labels(labels))
-        }));
-        controller
-    }
 }
 
 impl<K, P> Controller<K, P>
@@ -271,8 +224,11 @@ where
     ///
     /// - **Its share only.** The primary informer and every owned one
     ///   ([`owns`](Self::owns)) must select [`Ring::selector`]. A controller made by
-    ///   [`for_kind`](Controller::for_kind) or [`for_api`](Controller::for_api) adds
-    ///   it to its own primary informer; given informers must come from an
+    ///   [`for_kind`](Controller::for_kind),
+    ///   [`for_kind_with`](Controller::for_kind_with) or
+    ///   [`for_api`](Controller::for_api) adds it to its own primary informer's
+    ///   label selector (an object must match both) and keeps the informer's other
+    ///   options; given informers must come from an
     ///   [`InformerFactory`](crate::informer::InformerFactory) scope with
     ///   [`InformerScope::labels`](crate::informer::InformerScope::labels)`(ring.selector())`,
     ///   or `run` fails with
@@ -473,7 +429,8 @@ impl<K: Object, P> Controller<K, P> {
 
     /// Whether `run` starts the watched informers that have not started (and stops
     /// those it started when it returns). Default true; false when their owner (an
-    /// [`InformerFactory`] you start, or your own task) runs them.
+    /// [`InformerFactory`](crate::informer::InformerFactory) you start, or your own
+    /// task) runs them.
     #[must_use]
     pub fn start_informers(mut self, start: bool) -> Self {
         self.start_informers = start;

@@ -42,6 +42,7 @@
 
 mod action;
 mod consistency;
+mod constructors;
 #[allow(clippy::module_inception)]
 mod controller;
 mod error;

@@ -85,6 +85,9 @@ impl Workers {
                         tracing::error!(controller = %self.name, error = %e, "a worker ended unexpectedly");
                     }
                 }
+                // Every worker ended (told to stop, as on a graceful shutdown that is
+                // racing this) and no gauge to refresh: nothing is left to tend.
+                else => std::future::pending::<()>().await,
             }
         }
     }
@@ -149,5 +152,32 @@ impl Workers {
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
         (aborted, keys)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tending workers that have all ended (the stop token fired them, as when a
+    /// graceful shutdown races the tending) with no gauges to refresh waits; it
+    /// never returns nor panics.
+    #[tokio::test(start_paused = true)]
+    async fn tending_workers_that_all_ended_waits() {
+        let cancel = CancellationToken::new();
+        let mut workers = Workers::spawn(
+            "test",
+            2,
+            &cancel,
+            |_, stop: CancellationToken| async move {
+                stop.cancelled().await;
+            },
+        );
+        cancel.cancel();
+        let queue = WorkQueue::<ObjectKey>::new();
+        let tended =
+            tokio::time::timeout(Duration::from_secs(1), workers.tend(&queue, false)).await;
+        assert!(tended.is_err(), "tend returned");
+        assert!(workers.tasks.is_empty(), "the ended workers were joined");
     }
 }

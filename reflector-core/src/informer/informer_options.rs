@@ -52,7 +52,7 @@ use super::InformerScope;
 /// ```
 #[must_use]
 pub struct InformerOptions<K: Object> {
-    pub(super) scope: InformerScope,
+    pub(crate) scope: InformerScope,
     pub(super) reflector_options: Option<ReflectorOptions>,
     pub(super) resync: Option<Duration>,
     pub(super) keep_managed_fields: bool,
