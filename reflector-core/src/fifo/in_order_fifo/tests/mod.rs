@@ -1,6 +1,21 @@
 //! The in-order FIFO's tests: client-go's `the_real_fifo_test.go` ported test by
-//! test with the same expected sequences (`real_fifo.rs`; the name of each starts
-//! with `in_order_`), and the consumer's watermark (`watermark.rs`).
+//! test with the same expected sequences (`real_fifo.rs`, its atomic cases in
+//! `atomic.rs`; the name of each starts with `in_order_`), and the consumer's
+//! watermark (`watermark.rs`).
 
+mod atomic;
 mod real_fifo;
 mod watermark;
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+
+use crate::fifo::InOrderFifo;
+use crate::test_support::show;
+
+/// Nothing more comes out within a second (of the paused clock).
+async fn assert_nothing_to_pop_in_order(f: &InOrderFifo<ConfigMap>) {
+    let popped = tokio::time::timeout(Duration::from_secs(1), f.pop(|e, _| show(&e))).await;
+    assert!(popped.is_err(), "popped {popped:?}");
+}
