@@ -30,32 +30,19 @@ mod tests {
 
     use super::*;
     use crate::store::{Indexer, Indexers};
-
-    fn cm(name: &str, rv: &str) -> Arc<ConfigMap> {
-        let mut cm = ConfigMap::default();
-        cm.metadata.name = Some(name.into());
-        cm.metadata.resource_version = Some(rv.into());
-        Arc::new(cm)
-    }
+    use crate::test_support::cm;
 
     /// A DeltaFifo handed over as a plain `dyn Store` keeps its own hooks (the
     /// informer's fast path), as does an Indexer.
     #[test]
     fn sink_for_recognises_the_fifo_and_the_indexer() {
         let fifo: Arc<dyn Store<ConfigMap>> = Arc::new(DeltaFifo::<ConfigMap>::new());
-        assert!(
-            sink_for(fifo)
-                .stream_list_page(&[cm("a", "1")], true)
-                .unwrap()
-        );
+        assert!(sink_for(fifo).stream_list_page(&[cm(1, 1)], true).unwrap());
 
         let indexer = Arc::new(Indexer::<ConfigMap>::new(Indexers::new()));
-        let a = cm("a", "1");
+        let a = cm(1, 1);
         indexer.add(a.clone()).unwrap();
         let sink = sink_for(indexer as Arc<dyn Store<ConfigMap>>);
-        assert!(Arc::ptr_eq(
-            &sink.cached_unchanged(&cm("a", "1")).unwrap(),
-            &a
-        ));
+        assert!(Arc::ptr_eq(&sink.cached_unchanged(&cm(1, 1)).unwrap(), &a));
     }
 }

@@ -193,29 +193,20 @@ mod tests {
 
     use super::*;
     use crate::store::Indexers;
-
-    fn cm(name: &str, rv: &str) -> Arc<ConfigMap> {
-        let mut cm = ConfigMap::default();
-        cm.metadata.name = Some(name.into());
-        cm.metadata.resource_version = Some(rv.into());
-        Arc::new(cm)
-    }
+    use crate::test_support::cm;
 
     /// An Indexer handed over as a plain `dyn Store` keeps its own hooks; any other
     /// store gets the defaults.
     #[test]
     fn sink_for_recognises_the_indexer() {
         let indexer = Arc::new(Indexer::<ConfigMap>::new(Indexers::new()));
-        let a = cm("a", "1");
+        let a = cm(1, 1);
         indexer.add(a.clone()).unwrap();
         let sink = sink_for(indexer.clone() as Arc<dyn Store<ConfigMap>>);
-        assert!(Arc::ptr_eq(
-            &sink.cached_unchanged(&cm("a", "1")).unwrap(),
-            &a
-        ));
+        assert!(Arc::ptr_eq(&sink.cached_unchanged(&cm(1, 1)).unwrap(), &a));
 
         let plain = sink_for(Arc::new(PlainStore(indexer as Arc<dyn Store<ConfigMap>>)));
-        assert!(plain.cached_unchanged(&cm("a", "1")).is_none());
-        assert!(!plain.stream_list_page(&[cm("b", "1")], true).unwrap());
+        assert!(plain.cached_unchanged(&cm(1, 1)).is_none());
+        assert!(!plain.stream_list_page(&[cm(2, 1)], true).unwrap());
     }
 }
