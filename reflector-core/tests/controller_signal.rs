@@ -2,6 +2,10 @@
 //! controller down gracefully. Its own test binary: the signal goes to the whole
 //! process.
 
+mod support {
+    pub mod patience;
+}
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -10,7 +14,43 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use reflector_core::controller::{Action, Controller, Request};
 use reflector_core::informer::SharedIndexInformer;
 use reflector_core::listwatch::FakeSource;
+use support::patience::PATIENCE;
 use tokio::sync::Notify;
+
+/// How long the test watches for a wrong early return after the shutdown began.
+const ABSENCE_WINDOW: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Wakes the test when the controller logs that it took the signal: the moment it
+/// starts waiting for the reconciles in flight.
+struct ShutdownSeen(Arc<Notify>);
+
+impl tracing::Subscriber for ShutdownSeen {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Message(bool);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 |= format!("{value:?}").contains("shutdown signal received");
+                }
+            }
+        }
+        let mut message = Message(false);
+        event.record(&mut message);
+        if message.0 {
+            self.0.notify_one();
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
 
 #[derive(Default)]
 struct Ctx {
@@ -25,6 +65,9 @@ struct Ctx {
 /// lives on (the signal was handled, not fatal).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_shuts_the_controller_down_gracefully() {
+    let shutdown_seen = Arc::new(Notify::new());
+    tracing::subscriber::set_global_default(ShutdownSeen(Arc::clone(&shutdown_seen)))
+        .expect("the only subscriber in this test binary");
     let source = FakeSource::<ConfigMap>::new();
     for name in ["a", "b"] {
         source.add(ConfigMap {
@@ -38,7 +81,7 @@ async fn sigterm_shuts_the_controller_down_gracefully() {
     }
     let informer = SharedIndexInformer::new(source);
     let ctx = Arc::new(Ctx::default());
-    let run = tokio::spawn(Controller::new(informer.clone()).shutdown_on_signal().run(
+    let mut run = tokio::spawn(Controller::new(informer.clone()).shutdown_on_signal().run(
         |_req: Request<ConfigMap>, ctx: Arc<Ctx>| async move {
             ctx.reconciles.fetch_add(1, Ordering::SeqCst);
             ctx.entered.notify_one();
@@ -55,17 +98,21 @@ async fn sigterm_shuts_the_controller_down_gracefully() {
         .status()
         .expect("kill runs");
     assert!(status.success());
-    // The controller is shutting down but waits for the reconcile in flight.
-    for _ in 0..50 {
-        tokio::task::yield_now().await;
-        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-    }
+    // The controller took the signal and is waiting for the reconcile in flight.
+    tokio::time::timeout(PATIENCE, shutdown_seen.notified())
+        .await
+        .expect("the controller never began its shutdown on SIGTERM");
+    // From then on it must not return while the reconcile is held. A window, not a
+    // wait: a controller that did not wait would return within it; one that waits
+    // never does, however slow the machine.
     assert!(
-        !run.is_finished(),
+        tokio::time::timeout(ABSENCE_WINDOW, &mut run)
+            .await
+            .is_err(),
         "run returned with a reconcile in flight"
     );
     ctx.gate.notify_one();
-    tokio::time::timeout(std::time::Duration::from_secs(30), run)
+    tokio::time::timeout(PATIENCE, run)
         .await
         .expect("the controller did not stop on SIGTERM")
         .unwrap()

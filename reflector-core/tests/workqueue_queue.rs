@@ -2,16 +2,16 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures::FutureExt;
 use reflector_core::workqueue::WorkQueue;
 use tokio::task::JoinSet;
 use tokio::time::timeout;
 
-/// Guard for the concurrent tests: if something is seriously wrong they
-/// would otherwise never complete.
-const GUARD: Duration = Duration::from_secs(60);
+mod support {
+    pub mod patience;
+}
+use support::patience::PATIENCE;
 
 /// Sentinel the `basic` test adds after shutdown (client-go's "added after shutdown!").
 const ADDED_AFTER_SHUTDOWN: i32 = -1;
@@ -80,7 +80,9 @@ async fn run_basic(drain: bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn basic() {
     for drain in [false, true] {
-        timeout(GUARD, run_basic(drain)).await.expect("basic hung");
+        timeout(PATIENCE, run_basic(drain))
+            .await
+            .expect("basic hung");
     }
 }
 
@@ -122,7 +124,7 @@ async fn run_add_while_processing(drain: bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn add_while_processing() {
     for drain in [false, true] {
-        timeout(GUARD, run_add_while_processing(drain))
+        timeout(PATIENCE, run_add_while_processing(drain))
             .await
             .expect("add_while_processing hung");
     }
@@ -223,7 +225,10 @@ async fn queue_drainage_using_shut_down_with_drain() {
         "drain returned with an item still processing"
     );
     queue.done(&second);
-    timeout(GUARD, drainer).await.expect("drain hung").unwrap();
+    timeout(PATIENCE, drainer)
+        .await
+        .expect("drain hung")
+        .unwrap();
 }
 
 #[tokio::test]
@@ -242,7 +247,10 @@ async fn force_queue_shutdown_using_shut_down() {
 
     // A second signal forces the shutdown: the drain returns without any done.
     queue.shutdown();
-    timeout(GUARD, drainer).await.expect("drain hung").unwrap();
+    timeout(PATIENCE, drainer)
+        .await
+        .expect("drain hung")
+        .unwrap();
 }
 
 #[tokio::test]
@@ -265,7 +273,10 @@ async fn queue_drainage_using_shut_down_with_drain_with_dirty_item() {
 
     // Now we are really done.
     assert_eq!(queue.get().await, None, "should have been done");
-    timeout(GUARD, drainer).await.expect("drain hung").unwrap();
+    timeout(PATIENCE, drainer)
+        .await
+        .expect("drain hung")
+        .unwrap();
 }
 
 #[tokio::test]
@@ -289,7 +300,7 @@ async fn get_is_cancel_safe() {
     // ...and dropped before it runs: the item and the wake-up must survive.
     drop(dropped);
 
-    let got = timeout(GUARD, waiter)
+    let got = timeout(PATIENCE, waiter)
         .await
         .expect("waiter lost its wake-up")
         .unwrap();
@@ -314,7 +325,7 @@ async fn shut_down_wakes_waiting_getters() {
     }
     tokio::task::yield_now().await;
     queue.shutdown();
-    while let Some(res) = timeout(GUARD, getters.join_next())
+    while let Some(res) = timeout(PATIENCE, getters.join_next())
         .await
         .expect("getter hung")
     {
