@@ -1,14 +1,16 @@
 //! The in-order FIFO: every change handed over, queued in the order it came, as
 //! client-go 1.36's `RealFIFO`.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use foldhash::fast::RandomState;
 use tokio::sync::Notify;
 
 use super::TransformFunc;
-use crate::object::{KeyFunc, Object, meta_namespace_key};
+use crate::object::{KeyFunc, Object, ObjectKey, meta_namespace_key};
 use crate::store::{KeyListerGetter, StoreError};
 
 mod entry;
@@ -270,7 +272,8 @@ impl<K> InOrderFifo<K> {
     /// As [`pop`](InOrderFifo::pop), for up to `max` entries at once (`max` 0 counts
     /// as 1), as client-go's `PopBatch`: a run of per-object deltas and bookmarks,
     /// or one whole list or resync alone; a batch never mixes entries of the first
-    /// list with later ones. `process` always gets at least one entry.
+    /// list with later ones, nor holds two changes to one object (the second starts
+    /// the next batch). `process` always gets at least one entry.
     ///
     /// `process` also gets the consumer's new **watermark** when the batch moves it:
     /// the resource version through which everything the reflector handed over is
@@ -299,12 +302,20 @@ impl<K> InOrderFifo<K> {
             limit = limit.min(state.initial_population_count);
         }
         let mut batch = Vec::with_capacity(limit.min(state.queue.len()));
+        // The keys in the batch: a second change to one object starts the next batch.
+        let mut keys: HashSet<ObjectKey, RandomState> = HashSet::default();
         let mut watermark = None;
         while batch.len() < limit {
             let Some(front) = state.queue.front() else {
                 break;
             };
             if !batch.is_empty() && !front.entry.is_batchable() {
+                break;
+            }
+            if limit > 1
+                && let Some(key) = &front.key
+                && !keys.insert(key.clone())
+            {
                 break;
             }
             let Some(queued) = state.queue.pop_front() else {
