@@ -2,9 +2,4 @@
 
 const QUEUE: crate::informer::InformerQueue = crate::informer::InformerQueue::DeltaFifo;
 
-#[path = "fifo_streaming.rs"]
-mod fifo_streaming;
-#[path = "list_stream.rs"]
-mod list_stream;
-#[path = "watch_list_into_queue.rs"]
-mod watch_list_into_queue;
+behaviours!();

@@ -12,6 +12,19 @@
 //! one whole list after what was queued before it, and the end of a first list
 //! streamed page by page as a bookmark at the list's resource version.
 
+/// Declares the behaviour files that write into an informer's queue in the module
+/// of one queue, whose `QUEUE` they take.
+macro_rules! behaviours {
+    () => {
+        #[path = "fifo_streaming.rs"]
+        mod fifo_streaming;
+        #[path = "list_stream.rs"]
+        mod list_stream;
+        #[path = "watch_list_into_queue.rs"]
+        mod watch_list_into_queue;
+    };
+}
+
 mod delta_fifo;
 #[allow(
     clippy::duplicate_mod,
