@@ -49,6 +49,18 @@ impl Lifecycle {
         flipped
     }
 
+    /// After a write of changes (`add`, `update`, `delete`, a watch run): one before
+    /// any list populates the queue, as client-go's; one while a first list is
+    /// streamed in (a deletion among a watch-list's initial events) belongs to that
+    /// list, which populates the queue when it ends. Returns whether the queue
+    /// synced just now.
+    pub(super) fn written_locked(&mut self) -> bool {
+        if !self.streaming {
+            self.populated = true;
+        }
+        self.check_synced_locked()
+    }
+
     /// Whether a list page is queued as part of a streamed first list: a first page
     /// starts one only into a queue never populated, `idle_and_uncached` (nothing
     /// queued or being processed, nothing in the consumer's cache); a later page

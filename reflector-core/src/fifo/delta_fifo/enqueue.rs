@@ -112,8 +112,7 @@ impl<K: Object> DeltaFifo<K> {
             if state.life.closed {
                 return Err(StoreError::Closed);
             }
-            state.life.populated = true;
-            let flipped = state.life.check_synced_locked();
+            let flipped = state.life.written_locked();
             let queued = self.queue_action_locked(
                 &mut state,
                 key,
@@ -143,8 +142,7 @@ impl<K: Object> DeltaFifo<K> {
                 }
                 return;
             }
-            state.life.populated = true;
-            let flipped = state.life.check_synced_locked();
+            let flipped = state.life.written_locked();
             let mut newly_queued = 0_usize;
             for (action, key, obj) in keyed.drain(..) {
                 let delta_type = match action {

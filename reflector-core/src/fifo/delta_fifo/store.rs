@@ -25,8 +25,7 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
             if state.life.closed {
                 return Err(StoreError::Closed);
             }
-            state.life.populated = true;
-            let flipped = state.life.check_synced_locked();
+            let flipped = state.life.written_locked();
             let exists = state.items.contains_key(&key)
                 || self
                     .options

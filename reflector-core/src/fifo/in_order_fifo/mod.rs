@@ -377,8 +377,7 @@ impl<K> InOrderFifo<K> {
             if state.life.closed {
                 return Err(StoreError::Closed);
             }
-            state.life.populated = true;
-            let flipped = state.life.check_synced_locked();
+            let flipped = state.life.written_locked();
             state.push_all_locked(entries);
             flipped
         };

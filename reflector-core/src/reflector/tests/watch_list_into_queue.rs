@@ -10,10 +10,9 @@ use crate::test_support::*;
 /// the consumer pops them before the initial-events-end bookmark comes (each marked
 /// as in the initial list, with a `Replaced` delta), a `MODIFIED` or `DELETED` among
 /// them follows as the key's next change (in the DeltaFifo, under the key; in the
-/// in-order queue, in the order it came), and the reflector takes the bookmark's
-/// resourceVersion. The `DELETED` reaches the queue as a deletion, which, as any
-/// write before a list ends, makes the queue populated and synced: what is popped
-/// after it no longer counts as in the initial list.
+/// in-order queue, in the order it came) and is in the initial list too (a
+/// `DELETED` reaches the queue as a deletion, which does not end the list), and the
+/// queue syncs at the bookmark, whose resourceVersion the reflector takes.
 #[tokio::test(start_paused = true)]
 async fn watch_list_initial_events_stream_into_an_empty_queue_before_the_bookmark() {
     let (tx, stream) = fake_watch();
@@ -38,13 +37,13 @@ async fn watch_list_initial_events_stream_into_an_empty_queue_before_the_bookmar
     );
     queue
         .assert_pops(queue.per_queue(
-            &["c: Replaced@3, Replaced@4, Deleted@5", "d: Replaced@6"],
+            &["initial c: Replaced@3, Replaced@4, Deleted@5", "initial d: Replaced@6"],
             &[
-                "c: Replaced@3",
-                "c: Replaced@4",
-                "c: Deleted@5",
-                "d: Replaced@6",
-                "Bookmark@6",
+                "initial c: Replaced@3",
+                "initial c: Replaced@4",
+                "initial c: Deleted@5",
+                "initial d: Replaced@6",
+                "initial Bookmark@6",
             ],
         ))
         .await;
