@@ -29,6 +29,8 @@
 mod delta;
 mod delta_fifo;
 mod in_order_fifo;
+mod queue_core;
+mod queue_options;
 mod sink;
 
 #[cfg(test)]
@@ -37,7 +39,8 @@ mod tests;
 pub use delta::{Delta, DeltaType, Deltas};
 pub use delta_fifo::DeltaFifo;
 pub(crate) use delta_fifo::PoppedItem;
-pub(crate) use delta_fifo::TransformFunc;
 pub(crate) use in_order_fifo::PoppedEntry;
 pub use in_order_fifo::{Entry, InOrderFifo};
+use queue_options::QueueOptions;
+pub(crate) use queue_options::TransformFunc;
 pub(crate) use sink::sink_for;

@@ -96,12 +96,8 @@ impl<K: Object> InformerBuilder<K> {
     /// Runs `transform` once on every object before it is cached (e.g.
     /// [`strip_managed_fields`](super::strip_managed_fields)), as client-go's
     /// `SetTransform`.
-    pub fn transform(
-        mut self,
-        transform: impl Fn(Arc<K>) -> Arc<K> + Send + Sync + 'static,
-    ) -> Self {
-        self.transform = Some(Arc::new(transform));
-        self
+    pub fn transform(self, transform: impl Fn(Arc<K>) -> Arc<K> + Send + Sync + 'static) -> Self {
+        self.shared_transform(Arc::new(transform))
     }
 
     /// Runs an already shared `transform` (an [`InformerOptions`](super::InformerOptions)'s).

@@ -33,6 +33,30 @@ pub(crate) enum Message<K> {
     Batch { items: Batch<K>, syncing: bool },
 }
 
+impl<K> Notification<K> {
+    /// What writing `new` to the cache tells listeners, given the object it
+    /// replaced: an update of `old` (a resync if `is_sync(old, new)`), or an add if
+    /// nothing was cached under its key.
+    #[inline]
+    pub(crate) fn of_upsert(
+        old: Option<Arc<K>>,
+        new: Arc<K>,
+        is_in_initial_list: bool,
+        is_sync: impl FnOnce(&K, &K) -> bool,
+    ) -> Self {
+        match old {
+            Some(old) => {
+                let is_sync = is_sync(&old, &new);
+                Notification::Update { old, new, is_sync }
+            }
+            None => Notification::Add {
+                obj: new,
+                is_in_initial_list,
+            },
+        }
+    }
+}
+
 impl<K: 'static> Notification<K> {
     /// Whether this is a resync, which goes only to listeners due for one.
     pub(crate) fn is_sync(&self) -> bool {

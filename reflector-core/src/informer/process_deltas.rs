@@ -53,31 +53,23 @@ pub(super) fn process_deltas<K: Object>(
                 } else {
                     item_key.clone()
                 };
-                match cache.upsert(key, Arc::clone(&obj)) {
-                    Some(old) => {
-                        // A resync goes only to handlers due for one: every Sync
-                        // delta, and a relisted object whose resource version did
-                        // not change, as client-go's OnUpdate decides. A watch
-                        // update never is one (and its old object, likely out of
-                        // the CPU cache by now, is not read).
-                        let is_sync = match delta_type {
-                            DeltaType::Sync => true,
-                            DeltaType::Replaced => {
-                                old.meta().resource_version == obj.meta().resource_version
-                            }
-                            _ => false,
-                        };
-                        out.push(Notification::Update {
-                            old,
-                            new: obj,
-                            is_sync,
-                        });
-                    }
-                    None => out.push(Notification::Add {
-                        obj,
-                        is_in_initial_list,
-                    }),
-                }
+                let old = cache.upsert(key, Arc::clone(&obj));
+                // A resync goes only to handlers due for one: every Sync delta, and a
+                // relisted object whose resource version did not change, as
+                // client-go's OnUpdate decides. A watch update never is one (and its
+                // old object, likely out of the CPU cache by now, is not read).
+                out.push(Notification::of_upsert(
+                    old,
+                    obj,
+                    is_in_initial_list,
+                    |old, new| match delta_type {
+                        DeltaType::Sync => true,
+                        DeltaType::Replaced => {
+                            old.meta().resource_version == new.meta().resource_version
+                        }
+                        _ => false,
+                    },
+                ));
             }
             DeltaType::Deleted => {
                 cache.delete(item_key);

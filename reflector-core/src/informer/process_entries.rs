@@ -127,19 +127,12 @@ fn replace_all<K: Object>(
         }
     }
     for (key, obj) in listed {
-        match cache.upsert(key, Arc::clone(&obj)) {
-            Some(old) => {
-                let is_sync = old.meta().resource_version == obj.meta().resource_version;
-                out.push(Notification::Update {
-                    old,
-                    new: obj,
-                    is_sync,
-                });
-            }
-            None => out.push(Notification::Add {
-                obj,
-                is_in_initial_list,
-            }),
-        }
+        let old = cache.upsert(key, Arc::clone(&obj));
+        out.push(Notification::of_upsert(
+            old,
+            obj,
+            is_in_initial_list,
+            |old, new| old.meta().resource_version == new.meta().resource_version,
+        ));
     }
 }

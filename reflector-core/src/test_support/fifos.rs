@@ -1,20 +1,17 @@
-//! Every queue the suites build, what they queue and pop, and the assertions on
-//! what comes out. The one place that names the queue type: a second FIFO
-//! implementation gets its constructors beside these, and a suite written against
-//! them runs for each.
+//! Every queue the fifo suites build, what they queue and pop, and the assertions
+//! on what comes out (the queue a reflector writes into as an informer builds it,
+//! of either kind, is in `informer_queues`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::ConfigMap;
 
 use super::objects::{Obj, data, mk};
 use super::stores::Literal;
 use crate::fifo::{Delta, DeltaFifo, DeltaType, Deltas, Entry, InOrderFifo, PoppedItem};
-use crate::listwatch::ListerWatcher;
 use crate::object::{MaybeTombstone, Object, ObjectKey};
-use crate::reflector::{Reflector, ReflectorOptions};
-use crate::store::{Indexer, Indexers, Store};
+use crate::store::Store;
 
 // ---------- queues ----------
 
@@ -34,18 +31,6 @@ pub(crate) fn fifo_known_replaced(known: Vec<Obj>) -> DeltaFifo<ConfigMap> {
     DeltaFifo::new()
         .cache_view(Arc::new(Literal(known)))
         .emit_replaced(true)
-}
-
-/// A reflector into a DeltaFifo whose known objects are an (empty) indexer, as an
-/// informer builds them.
-pub(crate) fn reflector_into_informer_fifo<L: ListerWatcher<Pod> + 'static>(
-    lw: L,
-    options: ReflectorOptions,
-) -> (Arc<DeltaFifo<Pod>>, Arc<Reflector<Pod, L>>) {
-    let indexer = Indexer::<Pod>::new(Indexers::new());
-    let fifo = Arc::new(DeltaFifo::new().cache(indexer).emit_replaced(true));
-    let r = Arc::new(Reflector::new(lw, fifo.clone(), options));
-    (fifo, r)
 }
 
 // ---------- deltas ----------
@@ -74,23 +59,6 @@ pub(crate) fn deltas(v: Vec<Delta<ConfigMap>>) -> Deltas<ConfigMap> {
 /// The `val` of the newest object of `deltas`.
 pub(crate) fn newest_val(deltas: &Deltas<ConfigMap>) -> String {
     data(deltas.newest().expect("non-empty").object.object(), "val")
-}
-
-/// The deltas of `item` as (type, resourceVersion of the object or tombstone).
-pub(crate) fn delta_summary(item: &PoppedItem<Pod>) -> Vec<(DeltaType, String)> {
-    item.deltas
-        .iter()
-        .map(|d| {
-            let rv = d
-                .object
-                .object()
-                .metadata
-                .resource_version
-                .clone()
-                .unwrap_or_default();
-            (d.delta_type, rv)
-        })
-        .collect()
 }
 
 /// The types of the deltas queued for `name`.
@@ -152,21 +120,6 @@ pub(crate) async fn pop_vals(f: &DeltaFifo<ConfigMap>, n: usize) -> Vec<String> 
         vals.push(newest_val(&pop(f).await.deltas));
     }
     vals
-}
-
-/// Pops one item per `(name, resourceVersion)` of `expected`, in order, and asserts each
-/// is a listed object of the initial list: that key, one `Replaced` delta at that
-/// resourceVersion.
-pub(crate) async fn pop_initial_listed(fifo: &DeltaFifo<Pod>, expected: &[(&str, &str)]) {
-    for (name, rv) in expected {
-        let item = pop(fifo).await;
-        assert_eq!(item.key.as_str(), *name);
-        assert!(item.is_in_initial_list);
-        assert_eq!(
-            delta_summary(&item),
-            [(DeltaType::Replaced, (*rv).to_owned())]
-        );
-    }
 }
 
 /// Asserts that the queue holds one item, whose newest `val` is `val`, and that

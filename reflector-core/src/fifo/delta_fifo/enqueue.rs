@@ -4,14 +4,6 @@
 use super::*;
 
 impl<K: Object> DeltaFifo<K> {
-    /// Applies the transform, if any.
-    pub(super) fn transformed(&self, obj: Arc<K>) -> Arc<K> {
-        match &self.transform {
-            Some(t) => t(obj),
-            None => obj,
-        }
-    }
-
     /// Appends a delta under `key`, queueing the key if it was not queued; returns
     /// whether it was newly queued. `transform` says whether the object is new to the
     /// FIFO (so the transform runs on it); tombstones are never transformed.
@@ -24,7 +16,9 @@ impl<K: Object> DeltaFifo<K> {
         transform: bool,
     ) -> bool {
         let object = match object {
-            MaybeTombstone::Object(o) if transform => MaybeTombstone::Object(self.transformed(o)),
+            MaybeTombstone::Object(o) if transform => {
+                MaybeTombstone::Object(self.options.transformed(o))
+            }
             other => other,
         };
         let delta = Delta { delta_type, object };
@@ -48,7 +42,7 @@ impl<K: Object> DeltaFifo<K> {
     ) -> Result<Vec<(ObjectKey, Arc<K>)>, KeyError> {
         items
             .into_iter()
-            .map(|obj| Ok(((self.key_func)(&obj)?, obj)))
+            .map(|obj| Ok((self.options.key_of(&obj)?, obj)))
             .collect()
     }
 
@@ -60,7 +54,7 @@ impl<K: Object> DeltaFifo<K> {
         keyed: Vec<(ObjectKey, Arc<K>)>,
     ) {
         let action = self.list_delta_type();
-        let transform = self.transform.is_some();
+        let transform = self.options.transform.is_some();
         for (key, obj) in keyed {
             self.queue_action_locked(state, key, action, MaybeTombstone::Object(obj), transform);
         }
@@ -79,21 +73,21 @@ impl<K: Object> DeltaFifo<K> {
         processing: MutexGuard<'_, ()>,
         resource_version: &str,
     ) {
-        state.streaming = false;
-        if !state.populated {
-            state.populated = true;
-            state.initial_population_count = state.queue.len();
+        state.life.streaming = false;
+        if !state.life.populated {
+            state.life.populated = true;
+            state.life.initial_population_count = state.queue.len();
         }
-        let flipped = Self::check_synced_locked(&mut state);
+        let flipped = state.life.check_synced_locked();
         let idle_with_news = Self::hand_over_locked(&mut state, resource_version);
         let any_queued = !state.queue.is_empty();
         drop(state);
         drop(processing);
-        self.announce_synced(flipped);
+        self.core.announce_synced(flipped);
         if any_queued {
-            self.notify.notify_waiters();
+            self.core.notify.notify_waiters();
         } else if idle_with_news {
-            self.notify.notify_one();
+            self.core.notify.notify_one();
         }
     }
 
@@ -106,29 +100,19 @@ impl<K: Object> DeltaFifo<K> {
         }
     }
 
-    /// Whether `obj` is the very object the known objects hold under `key`. Called
-    /// under `state`'s lock.
-    pub(super) fn is_known_locked(&self, key: &ObjectKey, obj: &Arc<K>) -> bool {
-        self.known_objects
-            .as_ref()
-            .and_then(|known| known.get(key))
-            .is_some_and(|cached| Arc::ptr_eq(&cached, obj))
-    }
-
     /// `add` and `update`: key outside the lock, then append under it.
     pub(super) fn add_or_update(
         &self,
         delta_type: DeltaType,
         obj: Arc<K>,
     ) -> Result<(), StoreError> {
-        let key = (self.key_func)(&obj)?;
+        let key = self.options.key_of(&obj)?;
         let (queued, flipped) = {
             let mut state = self.lock();
-            if state.closed {
+            if state.life.closed {
                 return Err(StoreError::Closed);
             }
-            state.populated = true;
-            let flipped = Self::check_synced_locked(&mut state);
+            let flipped = state.life.written_locked();
             let queued = self.queue_action_locked(
                 &mut state,
                 key,
@@ -151,15 +135,14 @@ impl<K: Object> DeltaFifo<K> {
     ) {
         let (newly_queued, flipped) = {
             let mut state = self.lock();
-            if state.closed {
+            if state.life.closed {
                 drop(state);
                 for (action, _, _) in keyed.drain(..) {
                     failed(action, StoreError::Closed);
                 }
                 return;
             }
-            state.populated = true;
-            let flipped = Self::check_synced_locked(&mut state);
+            let flipped = state.life.written_locked();
             let mut newly_queued = 0_usize;
             for (action, key, obj) in keyed.drain(..) {
                 let delta_type = match action {
@@ -178,13 +161,13 @@ impl<K: Object> DeltaFifo<K> {
             }
             (newly_queued, flipped)
         };
-        self.announce_synced(flipped);
+        self.core.announce_synced(flipped);
         // Every waiting popper may find work now; one that has not registered yet
         // checks the queue after registering, so nothing is missed.
         match newly_queued {
             0 => {}
-            1 => self.notify.notify_one(),
-            _ => self.notify.notify_waiters(),
+            1 => self.core.notify.notify_one(),
+            _ => self.core.notify.notify_waiters(),
         }
     }
 

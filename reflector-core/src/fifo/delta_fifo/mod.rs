@@ -3,14 +3,15 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::pin::pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, MutexGuard};
 
 use foldhash::fast::RandomState;
-use tokio::sync::Notify;
 
+use super::QueueOptions;
 use super::delta::{Delta, DeltaType, Deltas};
-use crate::object::{KeyError, KeyFunc, MaybeTombstone, Object, ObjectKey, meta_namespace_key};
-use crate::store::{KeyListerGetter, Store, StoreError, StoreSink, WatchAction};
+use super::queue_core::{Lifecycle, QueueCore};
+use crate::object::{KeyError, MaybeTombstone, Object, ObjectKey};
+use crate::store::{Store, StoreError, StoreSink, WatchAction};
 
 mod enqueue;
 mod options;
@@ -20,7 +21,6 @@ mod store;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use options::TransformFunc;
 use state::{Popped, SHRINK_ABOVE, State};
 
 /// One item the informer pops: a key with its deltas.
@@ -81,30 +81,20 @@ pub(crate) struct PoppedItem<K> {
 /// # }
 /// ```
 pub struct DeltaFifo<K> {
-    /// Guards the queue and its bookkeeping. Never held across an `.await`, nor
-    /// while a `pop` callback runs.
-    state: Mutex<State<K>>,
-    /// Held by a `pop` from taking its items until its callback returned, and by
-    /// every write that consults the known objects (`delete`, `replace`,
-    /// `resync`), so those never see an item popped but not yet applied to the
-    /// consumer's cache. `add` and `update` do not take it: they run while a
-    /// callback applies the previous items. Lock order: this, then `state`. Never
-    /// held across an `.await`.
-    processing: Mutex<()>,
-    /// Wakes `pop`s: `notify_one` per newly queued key, `notify_waiters` on `replace`,
-    /// `resync` and `close`.
-    notify: Notify,
-    /// Wakes `wait_synced`s (`notify_waiters`) when `State::synced` is set.
-    synced_notify: Notify,
-    /// Immutable after construction.
-    key_func: KeyFunc<K>,
-    /// Immutable after construction. Called under `state`'s lock (lock order: FIFO,
+    /// The state under its lock; the processing lock, held by a `pop` from taking
+    /// its items until its callback returned, and by every write that consults the
+    /// known objects (`delete`, `replace`, `resync`), so those never see an item
+    /// popped but not yet applied to the consumer's cache (`add` and `update` do not
+    /// take it: they run while a callback applies the previous items); the
+    /// poppers' wake-up (`notify_one` per newly queued key, `notify_waiters` on
+    /// `replace`, `resync` and `close`).
+    core: QueueCore<State<K>>,
+    /// Keys, known objects and transform. Immutable after construction. The known
+    /// objects and the transform are called under `state`'s lock (lock order: FIFO,
     /// then the known objects' own lock).
-    known_objects: Option<Arc<dyn KeyListerGetter<K>>>,
+    options: QueueOptions<K>,
     /// Immutable after construction.
     emit_replaced: bool,
-    /// Immutable after construction. Called under `state`'s lock.
-    transform: Option<TransformFunc<K>>,
 }
 
 impl<K: Object> Default for DeltaFifo<K> {
@@ -118,9 +108,12 @@ impl<K> fmt::Debug for DeltaFifo<K> {
         let state = self.lock();
         f.debug_struct("DeltaFifo")
             .field("len", &state.queue.len())
-            .field("populated", &state.populated)
-            .field("initial_population_count", &state.initial_population_count)
-            .field("closed", &state.closed)
+            .field("populated", &state.life.populated)
+            .field(
+                "initial_population_count",
+                &state.life.initial_population_count,
+            )
+            .field("closed", &state.life.closed)
             .finish_non_exhaustive()
     }
 }
@@ -133,43 +126,28 @@ impl<K: Object> DeltaFifo<K> {
     #[must_use]
     pub fn new() -> Self {
         DeltaFifo {
-            state: Mutex::new(State {
+            core: QueueCore::new(State {
                 items: HashMap::default(),
                 queue: VecDeque::new(),
-                populated: false,
-                initial_population_count: 0,
-                synced: false,
-                closed: false,
-                streaming: false,
+                life: Lifecycle::new(),
                 handed_rv: String::new(),
                 watermark_due: false,
             }),
-            processing: Mutex::new(()),
-            notify: Notify::new(),
-            synced_notify: Notify::new(),
-            key_func: Arc::new(meta_namespace_key::<K>),
-            known_objects: None,
+            options: QueueOptions::new(),
             emit_replaced: false,
-            transform: None,
         }
     }
 }
 
 impl<K> DeltaFifo<K> {
-    /// Takes the lock. A panic in a `pop` callback poisons it but leaves the state
-    /// consistent (the item was removed before the callback ran), so poisoning is
-    /// ignored.
+    /// Takes the lock (see [`QueueCore::lock`]).
     fn lock(&self) -> MutexGuard<'_, State<K>> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.core.lock()
     }
 
-    /// Takes the processing lock (before `state`, never after). A panicking `pop`
-    /// callback poisons it; its items were popped and are lost, nothing else is
-    /// inconsistent, so poisoning is ignored.
+    /// Takes the processing lock (before `state`, never after).
     fn lock_processing(&self) -> MutexGuard<'_, ()> {
-        self.processing
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.core.lock_processing()
     }
 
     /// The key of `obj`, computed by the key function.
@@ -177,7 +155,7 @@ impl<K> DeltaFifo<K> {
     /// # Errors
     /// [`StoreError::Key`] when the key function fails.
     pub fn key_of(&self, obj: &K) -> Result<ObjectKey, StoreError> {
-        Ok((self.key_func)(obj)?)
+        Ok(self.options.key_of(obj)?)
     }
 
     /// The key of a delta's object: a tombstone's own key, else the key function's,
@@ -208,37 +186,16 @@ impl<K> DeltaFifo<K> {
     /// it turns true only once the `pop` callback of the last initial item returned.
     #[must_use]
     pub fn has_synced(&self) -> bool {
-        Self::has_synced_locked(&self.lock())
-    }
-
-    fn has_synced_locked(state: &State<K>) -> bool {
-        state.synced
-    }
-
-    /// Latches `synced` once the initial population is popped; returns whether it
-    /// was set just now, so the caller wakes `wait_synced` after unlocking. Called
-    /// whenever `populated` or `initial_population_count` change.
-    fn check_synced_locked(state: &mut State<K>) -> bool {
-        let now = state.populated && state.initial_population_count == 0;
-        let flipped = now && !state.synced;
-        state.synced |= now;
-        flipped
-    }
-
-    /// Wakes `wait_synced`s if `flipped`; call after unlocking.
-    fn announce_synced(&self, flipped: bool) {
-        if flipped {
-            self.synced_notify.notify_waiters();
-        }
+        self.core.has_synced()
     }
 
     /// After one key was offered to the queue (lock released): wakes the sync waiters if
     /// the FIFO just synced, and one popper if the key was queued.
     #[inline]
     fn wake_after_enqueue(&self, queued: bool, flipped: bool) {
-        self.announce_synced(flipped);
+        self.core.announce_synced(flipped);
         if queued {
-            self.notify.notify_one();
+            self.core.notify.notify_one();
         }
     }
 
@@ -262,27 +219,19 @@ impl<K> DeltaFifo<K> {
     /// # }
     /// ```
     pub async fn wait_synced(&self) {
-        loop {
-            let mut notified = pin!(self.synced_notify.notified());
-            notified.as_mut().enable();
-            if self.has_synced() {
-                return;
-            }
-            notified.await;
-        }
+        self.core.wait_synced().await;
     }
 
     /// Closes the FIFO: pending and future `pop`s return the queued items, then
     /// [`StoreError::Closed`]; so do writes. Idempotent.
     pub fn close(&self) {
-        self.lock().closed = true;
-        self.notify.notify_waiters();
+        self.core.close();
     }
 
     /// Whether [`close`](DeltaFifo::close) was called.
     #[must_use]
     pub fn is_closed(&self) -> bool {
-        self.lock().closed
+        self.core.is_closed()
     }
 
     /// The number of queued keys.
@@ -429,7 +378,7 @@ impl<K> DeltaFifo<K> {
         watermark: bool,
         process: impl FnOnce(Vec<PoppedItem<K>>, Option<String>) -> R,
     ) -> Result<R, StoreError> {
-        let mut notified = pin!(self.notify.notified());
+        let mut notified = pin!(self.core.notify.notified());
         // Whether `notified` is registered with the `Notify` (so `notify_one` reaches
         // it). Registration costs a lock inside the `Notify`, so the first check of
         // each round is made without it, and the state is checked again after
@@ -469,13 +418,13 @@ impl<K> DeltaFifo<K> {
                     drop(processing);
                     return Ok(result);
                 }
-                if state.closed {
+                if state.life.closed {
                     return Err(StoreError::Closed);
                 }
             }
             if registered {
                 notified.as_mut().await;
-                notified.set(self.notify.notified());
+                notified.set(self.core.notify.notified());
                 registered = false;
             } else {
                 notified.as_mut().enable();
@@ -512,7 +461,7 @@ impl<K> DeltaFifo<K> {
     /// [`Popped`]) once it has been processed.
     fn pop_front_locked(state: &mut State<K>) -> Option<PoppedItem<K>> {
         while let Some(key) = state.queue.pop_front() {
-            let is_in_initial_list = !Self::has_synced_locked(state);
+            let is_in_initial_list = !state.life.synced;
             let removed = state.items.remove(&key);
             if state.queue.is_empty() && state.queue.capacity() > SHRINK_ABOVE {
                 // A list's worth of keys went through; give the room back rather
@@ -539,12 +488,7 @@ impl<K> DeltaFifo<K> {
     /// Counts `count` processed items out of the initial population; the last one
     /// makes [`has_synced`](DeltaFifo::has_synced) true.
     fn finish_processing(&self, count: usize) {
-        let flipped = {
-            let mut state = self.lock();
-            state.initial_population_count = state.initial_population_count.saturating_sub(count);
-            Self::check_synced_locked(&mut state)
-        };
-        self.announce_synced(flipped);
+        self.core.processed(count, |_| {});
     }
 
     /// As [`pop`](DeltaFifo::pop), returning the whole item (for tests).

@@ -4,12 +4,9 @@
 use std::sync::Arc;
 
 use super::DeltaFifo;
+use crate::fifo::TransformFunc;
 use crate::object::{KeyError, KeyFunc, Object, ObjectKey};
 use crate::store::{Indexer, KeyListerGetter};
-
-/// A function applied to each object as it enters a FIFO (see
-/// [`DeltaFifo::transform`]).
-pub(crate) type TransformFunc<K> = Arc<dyn Fn(Arc<K>) -> Arc<K> + Send + Sync>;
 
 impl<K> DeltaFifo<K> {
     /// Keys objects with `key_func`. Default: [`meta_namespace_key`] (`ns/name`), as
@@ -38,7 +35,7 @@ impl<K> DeltaFifo<K> {
         mut self,
         key_func: impl Fn(&K) -> Result<ObjectKey, KeyError> + Send + Sync + 'static,
     ) -> Self {
-        self.key_func = Arc::new(key_func) as KeyFunc<K>;
+        self.options.key_func = Arc::new(key_func) as KeyFunc<K>;
         self
     }
 
@@ -76,7 +73,7 @@ impl<K> DeltaFifo<K> {
     /// As [`known_objects`](DeltaFifo::cache), for any view of a cache.
     #[must_use]
     pub(crate) fn cache_view(mut self, known: Arc<dyn KeyListerGetter<K>>) -> Self {
-        self.known_objects = Some(known);
+        self.options.known_objects = Some(known);
         self
     }
 
@@ -143,7 +140,7 @@ impl<K> DeltaFifo<K> {
     /// As [`transform`](DeltaFifo::transform), sharing a transform the caller keeps.
     #[must_use]
     pub(crate) fn shared_transform(mut self, transform: TransformFunc<K>) -> Self {
-        self.transform = Some(transform);
+        self.options.transform = Some(transform);
         self
     }
 }

@@ -22,7 +22,7 @@ impl<K: Object> StoreSink<K> for DeltaFifo<K> {
                     deletion = Some(obj);
                     break;
                 }
-                match (self.key_func)(&obj) {
+                match self.options.key_of(&obj) {
                     Ok(key) => keyed.push((action, key, obj)),
                     Err(e) => failed(action, e.into()),
                 }
@@ -47,15 +47,13 @@ impl<K: Object> StoreSink<K> for DeltaFifo<K> {
     fn handed_over(&self, resource_version: &str) {
         let idle_with_news = Self::hand_over_locked(&mut self.lock(), resource_version);
         if idle_with_news {
-            self.notify.notify_one();
+            self.core.notify.notify_one();
         }
     }
 
     /// The known object under `obj`'s key, if it has `obj`'s resourceVersion.
     fn cached_unchanged(&self, obj: &K) -> Option<Arc<K>> {
-        let known = self.known_objects.as_ref().filter(|k| !k.is_empty())?;
-        let key = (self.key_func)(obj).ok()?;
-        crate::store::same_state(known.get(&key), obj)
+        self.options.cached_unchanged(obj)
     }
 
     /// Queues the page with a `Replaced` (or `Sync`) delta per item, as `replace`
@@ -78,23 +76,22 @@ impl<K: Object> StoreSink<K> for DeltaFifo<K> {
         // The processing lock makes the emptiness check see popped items as cached.
         let processing = self.lock_processing();
         let mut state = self.lock();
-        if state.closed {
+        if state.life.closed {
             return Err(StoreError::Closed);
         }
-        if first_page {
-            state.streaming = !state.populated
-                && state.queue.is_empty()
-                && self.known_objects.as_ref().is_none_or(|k| k.is_empty());
-        }
+        let idle = state.queue.is_empty();
+        let streaming = state
+            .life
+            .stream_page_locked(first_page, || idle && self.options.cache_is_empty());
         drop(processing);
-        if !state.streaming {
+        if !streaming {
             return Ok(false);
         }
         self.queue_listed_locked(&mut state, keyed);
         let any_queued = !state.queue.is_empty();
         drop(state);
         if any_queued {
-            self.notify.notify_waiters();
+            self.core.notify.notify_waiters();
         }
         Ok(true)
     }
@@ -111,10 +108,10 @@ impl<K: Object> StoreSink<K> for DeltaFifo<K> {
         let keyed = self.keyed(rest.iter().cloned())?;
         let processing = self.lock_processing();
         let mut state = self.lock();
-        if state.closed {
+        if state.life.closed {
             return Err(StoreError::Closed);
         }
-        if !state.streaming {
+        if !state.life.streaming {
             drop(state);
             drop(processing);
             // The list started over after its streamed pages (an expired continue token), and

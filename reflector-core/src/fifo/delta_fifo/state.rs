@@ -7,6 +7,7 @@ use foldhash::fast::RandomState;
 
 use super::DeltaFifo;
 use crate::fifo::Deltas;
+use crate::fifo::queue_core::{HasLifecycle, Lifecycle};
 use crate::object::ObjectKey;
 
 /// Queue capacity above which a drained FIFO frees its room (a relist of more keys
@@ -14,38 +15,31 @@ use crate::object::ObjectKey;
 /// stays short, never shrinks and regrows it.
 pub(super) const SHRINK_ABOVE: usize = 4096;
 
-/// The FIFO's state. Every field is guarded by `DeltaFifo::state`.
+/// The FIFO's state. Every field is guarded by `DeltaFifo::core`'s lock.
 pub(super) struct State<K> {
-    /// Key to its pending deltas. Guarded by `DeltaFifo::state`. Every entry holds at
+    /// Key to its pending deltas. Guarded by `DeltaFifo::core`'s lock. Every entry holds at
     /// least one delta; a key is here if and only if it is in `queue`. Hashed with
     /// foldhash (randomly seeded, as hashbrown's default), as each add+pop hashes the
     /// key twice (measured with the `informer` bench's pipeline).
     pub(super) items: HashMap<ObjectKey, Deltas<K>, RandomState>,
-    /// Keys in first-enqueue order, each at most once. Guarded by `DeltaFifo::state`.
+    /// Keys in first-enqueue order, each at most once. Guarded by `DeltaFifo::core`'s lock.
     pub(super) queue: VecDeque<ObjectKey>,
-    /// Whether the first `replace` happened, or an `add`/`update`/`delete` came
-    /// first. Guarded by `DeltaFifo::state`.
-    pub(super) populated: bool,
-    /// Items of the first `replace` not yet popped. Guarded by `DeltaFifo::state`.
-    pub(super) initial_population_count: usize,
-    /// Latched `populated && initial_population_count == 0`: set once, by
-    /// `check_synced_locked`, whose caller then wakes `wait_synced`. Guarded by
-    /// `DeltaFifo::state`.
-    pub(super) synced: bool,
-    /// Set by `close`; pops fail with `Closed` once the queue is drained, writes fail
-    /// at once. Guarded by `DeltaFifo::state`.
-    pub(super) closed: bool,
-    /// A first list is coming in page by page (`stream_list_page` took its first
-    /// page into an empty FIFO); `finish_list_stream` ends it, `replace` or a
-    /// refused first page cancels it. Guarded by `DeltaFifo::state`.
-    pub(super) streaming: bool,
+    /// The first list (the first `replace`, or a streamed one) and closing. Guarded
+    /// by `DeltaFifo::core`'s lock.
+    pub(super) life: Lifecycle,
     /// The resource version through which the reflector has handed everything over:
     /// its last list's, or the last event's or bookmark's of its last watch run;
-    /// empty before the first. Guarded by `DeltaFifo::state`.
+    /// empty before the first. Guarded by `DeltaFifo::core`'s lock.
     pub(super) handed_rv: String,
     /// `handed_rv` changed since a batch pop last answered it as the consumer's
-    /// watermark. Guarded by `DeltaFifo::state`.
+    /// watermark. Guarded by `DeltaFifo::core`'s lock.
     pub(super) watermark_due: bool,
+}
+
+impl<K> HasLifecycle for State<K> {
+    fn life(&mut self) -> &mut Lifecycle {
+        &mut self.life
+    }
 }
 
 /// Items a `pop` took, in its callback's hands; dropped when the callback returns

@@ -18,17 +18,17 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
     /// known objects: then the deletion was already reported (by a relist,
     /// presumably) and is ignored.
     fn delete(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let key = (self.key_func)(&obj)?;
+        let key = self.options.key_of(&obj)?;
         let (queued, flipped) = {
             let _processing = self.lock_processing();
             let mut state = self.lock();
-            if state.closed {
+            if state.life.closed {
                 return Err(StoreError::Closed);
             }
-            state.populated = true;
-            let flipped = Self::check_synced_locked(&mut state);
+            let flipped = state.life.written_locked();
             let exists = state.items.contains_key(&key)
                 || self
+                    .options
                     .known_objects
                     .as_ref()
                     .is_some_and(|known| known.get(&key).is_some());
@@ -65,7 +65,7 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
 
     /// The newest object queued under `obj`'s key.
     fn get_object(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
-        let key = (self.key_func)(obj)?;
+        let key = self.options.key_of(obj)?;
         Ok(self.get(&key))
     }
 
@@ -91,7 +91,7 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
         let action = self.list_delta_type();
         let processing = self.lock_processing();
         let mut state = self.lock();
-        if state.closed {
+        if state.life.closed {
             return Err(StoreError::Closed);
         }
         let mut listed = HashSet::with_capacity_and_hasher(keyed.len(), RandomState::default());
@@ -99,7 +99,7 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
             listed.insert(key.clone());
             // An object the reflector took from the known objects (unchanged since it
             // was cached) was transformed when it first came in; never twice.
-            let transform = self.transform.is_some() && !self.is_known_locked(&key, &obj);
+            let transform = self.options.transform.is_some() && !self.options.is_cached(&key, &obj);
             self.queue_action_locked(
                 &mut state,
                 key,
@@ -123,7 +123,7 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
             self.queue_action_locked(&mut state, key, DeltaType::Deleted, tombstone, false);
         }
 
-        if let Some(known) = &self.known_objects {
+        if let Some(known) = &self.options.known_objects {
             for key in known.list_keys() {
                 if listed.contains(&key) || state.items.contains_key(&key) {
                     continue;
@@ -150,10 +150,10 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
     fn resync(&self) -> Result<(), StoreError> {
         let processing = self.lock_processing();
         let mut state = self.lock();
-        if state.closed {
+        if state.life.closed {
             return Err(StoreError::Closed);
         }
-        let Some(known) = &self.known_objects else {
+        let Some(known) = &self.options.known_objects else {
             return Ok(());
         };
         let mut queued = false;
@@ -176,7 +176,7 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
         drop(state);
         drop(processing);
         if queued {
-            self.notify.notify_waiters();
+            self.core.notify.notify_waiters();
         }
         Ok(())
     }

@@ -1,15 +1,17 @@
 //! The in-order FIFO: every change handed over, queued in the order it came, as
 //! client-go 1.36's `RealFIFO`.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::pin::pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::MutexGuard;
 
-use tokio::sync::Notify;
+use foldhash::fast::RandomState;
 
-use super::TransformFunc;
-use crate::object::{KeyFunc, Object, meta_namespace_key};
-use crate::store::{KeyListerGetter, StoreError};
+use super::QueueOptions;
+use super::queue_core::QueueCore;
+use crate::object::{Object, ObjectKey};
+use crate::store::StoreError;
 
 mod entry;
 mod options;
@@ -99,27 +101,18 @@ pub(crate) struct PoppedEntry<K> {
 /// ```
 #[doc(alias = "RealFIFO")]
 pub struct InOrderFifo<K> {
-    /// Guards the queue and its bookkeeping. Never held across an `.await`, nor
-    /// while a `pop` callback runs.
-    state: Mutex<State<K>>,
-    /// Without atomic events only: held by a `pop` until its callback returned, and
-    /// by `replace` and `resync`, which consult the consumer's cache, so they never
-    /// see an entry popped but not yet applied. Lock order: this, then `state`.
-    /// Never held across an `.await`.
-    processing: Mutex<()>,
-    /// Wakes `pop`s (`notify_one` per write, `notify_waiters` on `close`).
-    notify: Notify,
-    /// Wakes `wait_synced`s (`notify_waiters`) when `State::synced` is set.
-    synced_notify: Notify,
-    /// Immutable after construction.
-    key_func: KeyFunc<K>,
-    /// The consumer's cache, read without the FIFO's lock. Immutable after
-    /// construction.
-    known_objects: Option<Arc<dyn KeyListerGetter<K>>>,
+    /// The state under its lock; the processing lock, taken without atomic events
+    /// only: by a `pop` until its callback returned, and by `replace` and `resync`,
+    /// which consult the consumer's cache, so they never see an entry popped but
+    /// not yet applied; the poppers' wake-up (`notify_one` per write,
+    /// `notify_waiters` on `close`).
+    core: QueueCore<State<K>>,
+    /// Keys, the consumer's cache and the transform. Immutable after construction.
+    /// The cache is read without the FIFO's lock; the transform is called before
+    /// the lock is taken.
+    options: QueueOptions<K>,
     /// Immutable after construction.
     atomic: bool,
-    /// Immutable after construction. Called before the lock is taken.
-    transform: Option<TransformFunc<K>>,
 }
 
 impl<K: Object> Default for InOrderFifo<K> {
@@ -134,8 +127,8 @@ impl<K> fmt::Debug for InOrderFifo<K> {
         f.debug_struct("InOrderFifo")
             .field("len", &state.queue.len())
             .field("atomic", &self.atomic)
-            .field("populated", &state.populated)
-            .field("closed", &state.closed)
+            .field("populated", &state.life.populated)
+            .field("closed", &state.life.closed)
             .finish_non_exhaustive()
     }
 }
@@ -148,34 +141,23 @@ impl<K: Object> InOrderFifo<K> {
     #[must_use]
     pub fn new() -> Self {
         InOrderFifo {
-            state: Mutex::new(State::new()),
-            processing: Mutex::new(()),
-            notify: Notify::new(),
-            synced_notify: Notify::new(),
-            key_func: Arc::new(meta_namespace_key::<K>),
-            known_objects: None,
+            core: QueueCore::new(State::new()),
+            options: QueueOptions::new(),
             atomic: true,
-            transform: None,
         }
     }
 }
 
 impl<K> InOrderFifo<K> {
-    /// Takes the lock. A panicking `pop` callback runs without it, so the state is
-    /// never left half-changed; poisoning is ignored.
+    /// Takes the lock (see [`QueueCore::lock`]).
     fn lock(&self) -> MutexGuard<'_, State<K>> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.core.lock()
     }
 
     /// Takes the processing lock (before `state`, never after); only without atomic
-    /// events. Poisoning is ignored: the entries of a panicking callback are lost,
-    /// nothing else is inconsistent.
+    /// events.
     fn lock_processing(&self) -> Option<MutexGuard<'_, ()>> {
-        (!self.atomic).then(|| {
-            self.processing
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-        })
+        (!self.atomic).then(|| self.core.lock_processing())
     }
 
     /// Whether the first list has been processed — or an `add`/`update`/`delete`
@@ -183,7 +165,7 @@ impl<K> InOrderFifo<K> {
     /// `pop` callback of the last initial entry returned.
     #[must_use]
     pub fn has_synced(&self) -> bool {
-        self.lock().synced
+        self.core.has_synced()
     }
 
     /// Waits until [`has_synced`](InOrderFifo::has_synced) is true.
@@ -205,27 +187,19 @@ impl<K> InOrderFifo<K> {
     /// # }
     /// ```
     pub async fn wait_synced(&self) {
-        loop {
-            let mut notified = pin!(self.synced_notify.notified());
-            notified.as_mut().enable();
-            if self.has_synced() {
-                return;
-            }
-            notified.await;
-        }
+        self.core.wait_synced().await;
     }
 
     /// Closes the FIFO: pending and future `pop`s return the queued entries, then
     /// [`StoreError::Closed`]; writes fail at once. Idempotent.
     pub fn close(&self) {
-        self.lock().closed = true;
-        self.notify.notify_waiters();
+        self.core.close();
     }
 
     /// Whether [`close`](InOrderFifo::close) was called.
     #[must_use]
     pub fn is_closed(&self) -> bool {
-        self.lock().closed
+        self.core.is_closed()
     }
 
     /// The number of queued entries (client-go's `informer_queued_items`).
@@ -270,7 +244,8 @@ impl<K> InOrderFifo<K> {
     /// As [`pop`](InOrderFifo::pop), for up to `max` entries at once (`max` 0 counts
     /// as 1), as client-go's `PopBatch`: a run of per-object deltas and bookmarks,
     /// or one whole list or resync alone; a batch never mixes entries of the first
-    /// list with later ones. `process` always gets at least one entry.
+    /// list with later ones, nor holds two changes to one object (the second starts
+    /// the next batch). `process` always gets at least one entry.
     ///
     /// `process` also gets the consumer's new **watermark** when the batch moves it:
     /// the resource version through which everything the reflector handed over is
@@ -293,18 +268,26 @@ impl<K> InOrderFifo<K> {
         K: Object,
     {
         let (processing, mut state) = self.wait_ready().await?;
-        let is_in_initial_list = !state.synced;
+        let is_in_initial_list = !state.life.synced;
         let mut limit = max.max(1);
-        if state.initial_population_count > 0 {
-            limit = limit.min(state.initial_population_count);
+        if state.life.initial_population_count > 0 {
+            limit = limit.min(state.life.initial_population_count);
         }
         let mut batch = Vec::with_capacity(limit.min(state.queue.len()));
+        // The keys in the batch: a second change to one object starts the next batch.
+        let mut keys: HashSet<ObjectKey, RandomState> = HashSet::default();
         let mut watermark = None;
         while batch.len() < limit {
             let Some(front) = state.queue.front() else {
                 break;
             };
             if !batch.is_empty() && !front.entry.is_batchable() {
+                break;
+            }
+            if limit > 1
+                && let Some(key) = &front.key
+                && !keys.insert(key.clone())
+            {
                 break;
             }
             let Some(queued) = state.queue.pop_front() else {
@@ -354,7 +337,7 @@ impl<K> InOrderFifo<K> {
     async fn wait_ready(
         &self,
     ) -> Result<(Option<MutexGuard<'_, ()>>, MutexGuard<'_, State<K>>), StoreError> {
-        let mut notified = pin!(self.notify.notified());
+        let mut notified = pin!(self.core.notify.notified());
         let mut registered = false;
         loop {
             {
@@ -363,7 +346,7 @@ impl<K> InOrderFifo<K> {
                 if !state.queue.is_empty() {
                     return Ok((processing, state));
                 }
-                if state.closed {
+                if state.life.closed {
                     return Err(StoreError::Closed);
                 }
             }
@@ -371,7 +354,7 @@ impl<K> InOrderFifo<K> {
             // without it, and the queue checked again once registered.
             if registered {
                 notified.as_mut().await;
-                notified.set(self.notify.notified());
+                notified.set(self.core.notify.notified());
                 registered = false;
             } else {
                 notified.as_mut().enable();
@@ -391,41 +374,33 @@ impl<K> InOrderFifo<K> {
     {
         let flipped = {
             let mut state = self.lock();
-            if state.closed {
+            if state.life.closed {
                 return Err(StoreError::Closed);
             }
-            state.populated = true;
-            let flipped = state.check_synced_locked();
+            let flipped = state.life.written_locked();
             state.push_all_locked(entries);
             flipped
         };
-        self.announce_synced(flipped);
-        self.notify.notify_one();
+        self.core.announce_synced(flipped);
+        self.core.notify.notify_one();
         Ok(())
-    }
-
-    /// Wakes `wait_synced`s if `flipped`; call after unlocking.
-    fn announce_synced(&self, flipped: bool) {
-        if flipped {
-            self.synced_notify.notify_waiters();
-        }
     }
 
     /// Ends a list (`replace` or a streamed one) whose entries the caller queued
     /// under `state`, and unlocks: the first list makes the FIFO populated, with
     /// every queued entry as its initial population, as client-go's `Replace`.
     fn end_list(&self, mut state: MutexGuard<'_, State<K>>) {
-        state.streaming = false;
-        if !state.populated {
-            state.populated = true;
-            state.initial_population_count = state.queue.len();
+        state.life.streaming = false;
+        if !state.life.populated {
+            state.life.populated = true;
+            state.life.initial_population_count = state.queue.len();
         }
-        let flipped = state.check_synced_locked();
+        let flipped = state.life.check_synced_locked();
         let any_queued = !state.queue.is_empty();
         drop(state);
-        self.announce_synced(flipped);
+        self.core.announce_synced(flipped);
         if any_queued {
-            self.notify.notify_one();
+            self.core.notify.notify_one();
         }
     }
 
@@ -445,15 +420,8 @@ struct Processed<'a, K> {
 
 impl<K> Drop for Processed<'_, K> {
     fn drop(&mut self) {
-        let flipped = {
-            let mut state = self.fifo.lock();
-            state.in_flight = 0;
-            if state.initial_population_count > 0 {
-                state.initial_population_count =
-                    state.initial_population_count.saturating_sub(self.count);
-            }
-            state.check_synced_locked()
-        };
-        self.fifo.announce_synced(flipped);
+        self.fifo
+            .core
+            .processed(self.count, |state| state.in_flight = 0);
     }
 }

@@ -35,7 +35,7 @@ impl<K> InOrderFifo<K> {
         mut self,
         key_func: impl Fn(&K) -> Result<ObjectKey, KeyError> + Send + Sync + 'static,
     ) -> Self {
-        self.key_func = Arc::new(key_func) as KeyFunc<K>;
+        self.options.key_func = Arc::new(key_func) as KeyFunc<K>;
         self
     }
 
@@ -76,7 +76,7 @@ impl<K> InOrderFifo<K> {
     /// As [`cache`](InOrderFifo::cache), for any view of a cache.
     #[must_use]
     pub(crate) fn cache_view(mut self, known: Arc<dyn KeyListerGetter<K>>) -> Self {
-        self.known_objects = Some(known);
+        self.options.known_objects = Some(known);
         self
     }
 
@@ -141,7 +141,7 @@ impl<K> InOrderFifo<K> {
     /// As [`transform`](InOrderFifo::transform), sharing a transform the caller keeps.
     #[must_use]
     pub(crate) fn shared_transform(mut self, transform: TransformFunc<K>) -> Self {
-        self.transform = Some(transform);
+        self.options.transform = Some(transform);
         self
     }
 }

@@ -24,9 +24,9 @@ impl<K: Object> StoreSink<K> for InOrderFifo<K> {
                 WatchAction::Update => DeltaType::Updated,
                 WatchAction::Delete => DeltaType::Deleted,
             };
-            match (self.key_func)(&obj) {
+            match self.options.key_of(&obj) {
                 Ok(key) => {
-                    let obj = self.transformed(obj);
+                    let obj = self.options.transformed(obj);
                     entries.push((
                         action,
                         Queued::delta(key, Delta::new(delta_type, obj), Mark::Object),
@@ -55,19 +55,17 @@ impl<K: Object> StoreSink<K> for InOrderFifo<K> {
         }
         {
             let mut state = self.lock();
-            if state.closed || state.queued_rv == resource_version {
+            if state.life.closed || state.queued_rv == resource_version {
                 return;
             }
             state.push_all_locked([Queued::bookmark(resource_version)]);
         }
-        self.notify.notify_one();
+        self.core.notify.notify_one();
     }
 
     /// The cached object under `obj`'s key, if it has `obj`'s resourceVersion.
     fn cached_unchanged(&self, obj: &K) -> Option<Arc<K>> {
-        let known = self.known_objects.as_ref().filter(|k| !k.is_empty())?;
-        let key = (self.key_func)(obj).ok()?;
-        crate::store::same_state(known.get(&key), obj)
+        self.options.cached_unchanged(obj)
     }
 
     /// Queues the page with a `Replaced` delta per item if it belongs to a first
@@ -82,15 +80,14 @@ impl<K: Object> StoreSink<K> for InOrderFifo<K> {
             return Ok(false);
         };
         let mut state = self.lock();
-        if state.closed {
+        if state.life.closed {
             return Err(StoreError::Closed);
         }
-        if first_page {
-            state.streaming = !state.populated
-                && state.is_idle()
-                && self.known_objects.as_ref().is_none_or(|k| k.is_empty());
-        }
-        if !state.streaming {
+        let idle = state.is_idle();
+        let streaming = state
+            .life
+            .stream_page_locked(first_page, || idle && self.options.cache_is_empty());
+        if !streaming {
             return Ok(false);
         }
         state.push_all_locked(listed.into_iter().map(|(key, obj)| {
@@ -99,7 +96,7 @@ impl<K: Object> StoreSink<K> for InOrderFifo<K> {
         let any = !state.queue.is_empty();
         drop(state);
         if any {
-            self.notify.notify_one();
+            self.core.notify.notify_one();
         }
         Ok(true)
     }
@@ -115,10 +112,10 @@ impl<K: Object> StoreSink<K> for InOrderFifo<K> {
     ) -> Result<(), StoreError> {
         let listed = self.keyed_listed(rest.iter().cloned())?;
         let mut state = self.lock();
-        if state.closed {
+        if state.life.closed {
             return Err(StoreError::Closed);
         }
-        if !state.streaming {
+        if !state.life.streaming {
             drop(state);
             tracing::debug!("InOrderFifo: a streamed list was started over; replacing");
             return self.replace(rest, resource_version);

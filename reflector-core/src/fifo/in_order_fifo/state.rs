@@ -3,6 +3,7 @@
 use std::collections::VecDeque;
 
 use super::Entry;
+use crate::fifo::queue_core::{HasLifecycle, Lifecycle};
 use crate::object::{Object, ObjectKey};
 
 /// `obj`'s resource version (empty when unset).
@@ -68,44 +69,37 @@ impl<K: Object> Queued<K> {
     }
 }
 
-/// The FIFO's state. Every field is guarded by `InOrderFifo::state`.
+/// The FIFO's state. Every field is guarded by `InOrderFifo::core`'s lock.
 pub(super) struct State<K> {
-    /// Entries in the order they were handed over. Guarded by `InOrderFifo::state`.
+    /// Entries in the order they were handed over. Guarded by `InOrderFifo::core`'s lock.
     pub(super) queue: VecDeque<Queued<K>>,
-    /// Whether the first list was queued, or an `add`/`update`/`delete` came first.
-    /// Guarded by `InOrderFifo::state`.
-    pub(super) populated: bool,
-    /// Entries of the first list not yet processed. Guarded by `InOrderFifo::state`.
-    pub(super) initial_population_count: usize,
-    /// Latched `populated && initial_population_count == 0`. Guarded by
-    /// `InOrderFifo::state`.
-    pub(super) synced: bool,
-    /// Set by `close`. Guarded by `InOrderFifo::state`.
-    pub(super) closed: bool,
-    /// A first list is coming in page by page. Guarded by `InOrderFifo::state`.
-    pub(super) streaming: bool,
+    /// The first list (the first `replace`, or a streamed one) and closing. Guarded
+    /// by `InOrderFifo::core`'s lock.
+    pub(super) life: Lifecycle,
     /// Entries popped whose processing has not returned yet: the queue counts as
-    /// drained only when this is zero too. Guarded by `InOrderFifo::state`.
+    /// drained only when this is zero too. Guarded by `InOrderFifo::core`'s lock.
     pub(super) in_flight: usize,
     /// The resource version of the last queued entry that carries one: what the
     /// consumer's watermark reaches once everything queued is processed, so a
     /// `handed_over` of the same version queues nothing. Empty until the first.
-    /// Guarded by `InOrderFifo::state`.
+    /// Guarded by `InOrderFifo::core`'s lock.
     pub(super) queued_rv: String,
     /// The watermark a batch pop answered last (answered only when it moves).
-    /// Guarded by `InOrderFifo::state`.
+    /// Guarded by `InOrderFifo::core`'s lock.
     pub(super) answered_rv: String,
+}
+
+impl<K> HasLifecycle for State<K> {
+    fn life(&mut self) -> &mut Lifecycle {
+        &mut self.life
+    }
 }
 
 impl<K> State<K> {
     pub(super) fn new() -> Self {
         State {
             queue: VecDeque::new(),
-            populated: false,
-            initial_population_count: 0,
-            synced: false,
-            closed: false,
-            streaming: false,
+            life: Lifecycle::new(),
             in_flight: 0,
             queued_rv: String::new(),
             answered_rv: String::new(),
@@ -123,15 +117,6 @@ impl<K> State<K> {
             }
             self.queue.push_back(queued);
         }
-    }
-
-    /// Latches `synced` once the initial population is processed; returns whether
-    /// it was set just now (the caller wakes `wait_synced` after unlocking).
-    pub(super) fn check_synced_locked(&mut self) -> bool {
-        let now = self.populated && self.initial_population_count == 0;
-        let flipped = now && !self.synced;
-        self.synced |= now;
-        flipped
     }
 
     /// Whether nothing is queued and nothing is being processed.

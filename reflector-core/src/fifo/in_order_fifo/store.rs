@@ -11,23 +11,6 @@ use crate::object::{KeyError, MaybeTombstone, Object, ObjectKey};
 use crate::store::{Store, StoreError};
 
 impl<K: Object> InOrderFifo<K> {
-    /// Applies the transform, if any.
-    pub(super) fn transformed(&self, obj: Arc<K>) -> Arc<K> {
-        match &self.transform {
-            Some(t) => t(obj),
-            None => obj,
-        }
-    }
-
-    /// Whether `obj` is the very object the consumer's cache holds under `key` (the
-    /// reflector handed an unchanged cached object back): transformed already.
-    fn is_cached(&self, key: &ObjectKey, obj: &Arc<K>) -> bool {
-        self.known_objects
-            .as_ref()
-            .and_then(|known| known.get(key))
-            .is_some_and(|cached| Arc::ptr_eq(&cached, obj))
-    }
-
     /// Keys each listed object and transforms it unless it came from the cache.
     pub(super) fn keyed_listed(
         &self,
@@ -36,9 +19,10 @@ impl<K: Object> InOrderFifo<K> {
         items
             .into_iter()
             .map(|obj| {
-                let key = (self.key_func)(&obj)?;
-                let obj = if self.transform.is_some() && !self.is_cached(&key, &obj) {
-                    self.transformed(obj)
+                let key = self.options.key_of(&obj)?;
+                let obj = if self.options.transform.is_some() && !self.options.is_cached(&key, &obj)
+                {
+                    self.options.transformed(obj)
                 } else {
                     obj
                 };
@@ -50,8 +34,8 @@ impl<K: Object> InOrderFifo<K> {
     /// One watch change (`add`, `update`, `delete`): keyed and transformed outside
     /// the lock, then queued.
     fn change(&self, delta_type: DeltaType, obj: Arc<K>) -> Result<(), StoreError> {
-        let key = (self.key_func)(&obj)?;
-        let obj = self.transformed(obj);
+        let key = self.options.key_of(&obj)?;
+        let obj = self.options.transformed(obj);
         self.push([Queued::delta(
             key,
             Delta::new(delta_type, obj),
@@ -92,7 +76,7 @@ impl<K: Object> InOrderFifo<K> {
             let obj = Arc::clone(delta.object.object());
             out.push(tombstone((*key).clone(), obj));
         }
-        if let Some(known) = &self.known_objects {
+        if let Some(known) = &self.options.known_objects {
             for key in known.list_keys() {
                 if listed_keys.contains(&key) || position.contains_key(&key) {
                     continue;
@@ -172,7 +156,7 @@ impl<K: Object> Store<K> for InOrderFifo<K> {
 
     /// The newest object queued under `obj`'s key.
     fn get_object(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
-        let key = (self.key_func)(obj)?;
+        let key = self.options.key_of(obj)?;
         Ok(self.get(&key))
     }
 
@@ -195,7 +179,7 @@ impl<K: Object> Store<K> for InOrderFifo<K> {
         let listed = self.keyed_listed(items)?;
         let processing = self.lock_processing();
         let mut state = self.lock();
-        if state.closed {
+        if state.life.closed {
             return Err(StoreError::Closed);
         }
         if self.atomic {
@@ -228,7 +212,7 @@ impl<K: Object> Store<K> for InOrderFifo<K> {
     fn resync(&self) -> Result<(), StoreError> {
         let processing = self.lock_processing();
         let mut state = self.lock();
-        if state.closed {
+        if state.life.closed {
             return Err(StoreError::Closed);
         }
         let entries = if self.atomic {
@@ -238,7 +222,7 @@ impl<K: Object> Store<K> for InOrderFifo<K> {
                 mark: Mark::None,
             }]
         } else {
-            let Some(known) = &self.known_objects else {
+            let Some(known) = &self.options.known_objects else {
                 return Ok(());
             };
             let queued: HashSet<&ObjectKey> =
@@ -263,7 +247,7 @@ impl<K: Object> Store<K> for InOrderFifo<K> {
         drop(state);
         drop(processing);
         if any {
-            self.notify.notify_one();
+            self.core.notify.notify_one();
         }
         Ok(())
     }

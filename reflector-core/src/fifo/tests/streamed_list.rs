@@ -84,3 +84,49 @@ async fn delta_fifo_abandoned_stream_is_reconciled_by_replace() {
     .await;
     assert!(f.has_synced());
 }
+
+/// A deletion while a first list streams in (a `DELETED` among a watch-list's
+/// initial events) belongs to that list: it does not sync the FIFO, and is popped
+/// with the key's listed state, in the initial list.
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_deletion_during_a_streamed_first_list_does_not_sync() {
+    let f = fifo_known_replaced(vec![]);
+    let (a, b) = (mk("a", 1), mk("b", 2));
+    assert!(f.stream_list_page(&[a.clone(), b.clone()], true).unwrap());
+    f.delete(a.clone()).unwrap();
+    assert!(!f.has_synced(), "the list has not ended");
+    f.finish_list_stream(vec![], "9").unwrap();
+    assert!(!f.has_synced(), "a and b are still queued");
+    for (name, want) in [
+        (
+            "a",
+            deltas(vec![d(Replaced, &a), d(DeltaType::Deleted, &a)]),
+        ),
+        ("b", deltas(vec![d(Replaced, &b)])),
+    ] {
+        let item = pop(&f).await;
+        assert_eq!((item.key.as_str(), &item.deltas), (name, &want));
+        assert!(item.is_in_initial_list, "{name}");
+    }
+    assert!(f.has_synced());
+}
+
+/// As `delta_fifo_deletion_during_a_streamed_first_list_does_not_sync`, for the
+/// in-order FIFO: the deletion is an entry of the initial list, in its place.
+#[tokio::test(start_paused = true)]
+async fn in_order_deletion_during_a_streamed_first_list_does_not_sync() {
+    let f = in_order(vec![]);
+    let (a, b) = (mk("a", 1), mk("b", 2));
+    assert!(f.stream_list_page(&[a.clone(), b], true).unwrap());
+    f.delete(a).unwrap();
+    assert!(!f.has_synced(), "the list has not ended");
+    f.finish_list_stream(vec![], "9").unwrap();
+    let mut popped = Vec::new();
+    while !f.is_empty() {
+        assert!(!f.has_synced(), "entries of the list are still queued");
+        popped.push(f.pop(|e, initial| (show(&e), initial)).await.unwrap());
+    }
+    let want = ["Replaced a=1", "Replaced b=2", "Deleted a=1", "Bookmark@9"];
+    assert_eq!(popped, want.map(|s| (s.to_owned(), true)));
+    assert!(f.has_synced());
+}

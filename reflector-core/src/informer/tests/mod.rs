@@ -5,6 +5,25 @@
 //! The suite runs once per queue: each behaviour's file is compiled into
 //! `delta_fifo` and into `in_order`, whose `QUEUE` every informer it builds gets.
 
+/// Declares the suite's behaviour files in the module of one queue, whose `QUEUE`
+/// they take.
+macro_rules! behaviours {
+    () => {
+        #[path = "delivery.rs"]
+        mod delivery;
+        #[path = "indexing.rs"]
+        mod indexing;
+        #[path = "lifecycle.rs"]
+        mod lifecycle;
+        #[path = "registration.rs"]
+        mod registration;
+        #[path = "resync.rs"]
+        mod resync;
+        #[path = "waits.rs"]
+        mod waits;
+    };
+}
+
 mod atomic;
 mod delta_fifo;
 #[allow(

@@ -1,20 +1,19 @@
-//! A first list streamed, page by page, into an empty DeltaFifo, as an informer
-//! builds it.
+//! A first list streamed, page by page, into an informer's empty queue.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::FutureExt;
 
-use crate::fifo::DeltaType;
+use super::QUEUE;
 use crate::reflector::ReflectorOptions;
 use crate::test_support::*;
 
-/// The first list's pages reach an empty DeltaFifo as they arrive: its consumer pops
+/// The first list's pages reach an empty queue as they arrive: its consumer pops
 /// page one while page two is still being served, each item marked as in the
-/// initial list, and the FIFO syncs only once the list has ended.
+/// initial list, and the queue syncs only once the list has ended (the in-order
+/// queue marks the end with a bookmark at the list's resource version).
 #[tokio::test(start_paused = true)]
-async fn first_list_streams_pages_into_an_empty_delta_fifo() {
+async fn first_list_streams_pages_into_an_empty_queue() {
     let release = Arc::new(tokio::sync::Notify::new());
     let lw = Scripted {
         list: Box::new({
@@ -39,34 +38,31 @@ async fn first_list_streams_pages_into_an_empty_delta_fifo() {
         }),
         watch: Box::new(|_, _| futures::future::ready(Ok(pending_watch())).boxed()),
     };
-    let (fifo, r) = reflector_into_informer_fifo(lw, ReflectorOptions::default());
+    let (queue, r) = reflector_into_informer_queue(QUEUE, lw, ReflectorOptions::default());
     let (cancel, task) = spawn_list_and_watch(&r);
-    for name in ["a", "b"] {
-        let item = pop(&fifo).await;
-        assert_eq!(item.key.as_str(), name);
-        assert!(item.is_in_initial_list);
-        assert_eq!(
-            item.deltas.iter().next().unwrap().delta_type,
-            DeltaType::Replaced
-        );
-    }
-    assert!(!fifo.has_synced(), "page two is still being served");
+    queue
+        .assert_pops(&["initial a: Replaced@1", "initial b: Replaced@2"])
+        .await;
+    assert!(!queue.has_synced(), "page two is still being served");
     assert_eq!(r.resource_version(), None);
     release.notify_one();
-    let item = pop(&fifo).await;
-    assert_eq!(item.key.as_str(), "c");
-    assert!(item.is_in_initial_list);
-    tokio::time::timeout(Duration::from_secs(1), fifo.wait_synced())
-        .await
-        .expect("synced once the list ended and its last item was popped");
+    queue
+        .assert_pops(queue.per_queue(
+            &["initial c: Replaced@3"],
+            &["initial c: Replaced@3", "initial Bookmark@10"],
+        ))
+        .await;
+    queue.assert_syncs().await;
     assert_eq!(r.resource_version().as_deref(), Some("10"));
     cancel.cancel();
     task.await.unwrap().unwrap();
 }
 
 /// A streamed list whose continue token expires starts over as one full list, which
-/// the FIFO reconciles with what it streamed: an object the full list lacks gets a
-/// tombstone, one it has gets its newer version.
+/// the queue reconciles with what it streamed: in the DeltaFifo an object the full
+/// list lacks gets a tombstone, one it has gets its newer version; the in-order queue
+/// hands over the full list whole, after what it streamed, for the consumer to
+/// replace its cache with.
 #[tokio::test(start_paused = true)]
 async fn streamed_list_started_over_after_expired_continue_is_reconciled() {
     let lw = scripted(
@@ -85,33 +81,24 @@ async fn streamed_list_started_over_after_expired_continue_is_reconciled() {
         },
         never_send,
     );
-    let (fifo, r) = reflector_into_informer_fifo(lw, ReflectorOptions::default());
+    let (queue, r) = reflector_into_informer_queue(QUEUE, lw, ReflectorOptions::default());
     let (cancel, task) = spawn_list_and_watch(&r);
     eventually(|| r.resource_version().as_deref() == Some("20")).await;
-    use DeltaType::{Deleted, Replaced};
-    let mut popped = Vec::new();
-    for _ in 0..3 {
-        let item = pop(&fifo).await;
-        let tombstone = item.deltas.iter().any(|d| d.object.is_tombstone());
-        popped.push((item.key.to_string(), delta_summary(&item), tombstone));
-    }
-    assert_eq!(
-        popped,
-        [
-            (
-                "a".to_owned(),
-                vec![(Replaced, "1".to_owned()), (Deleted, "1".to_owned())],
-                true
-            ),
-            (
-                "b".to_owned(),
-                vec![(Replaced, "2".to_owned()), (Replaced, "5".to_owned())],
-                false
-            ),
-            ("c".to_owned(), vec![(Replaced, "6".to_owned())], false),
-        ]
-    );
-    assert!(fifo.has_synced());
+    queue
+        .assert_pops(queue.per_queue(
+            &[
+                "initial a: Replaced@1, Deleted~@1",
+                "initial b: Replaced@2, Replaced@5",
+                "initial c: Replaced@6",
+            ],
+            &[
+                "initial a: Replaced@1",
+                "initial b: Replaced@2",
+                "initial ReplacedAll@20 [b@5 c@6]",
+            ],
+        ))
+        .await;
+    assert!(queue.has_synced());
     cancel.cancel();
     task.await.unwrap().unwrap();
 }

@@ -1,5 +1,5 @@
-//! One list body streamed into the FIFO as it arrives, through an `ApiListerWatcher`
-//! over a real `kube::Client` (scripted bodies): items reach an empty FIFO before the
+//! One list body streamed into an informer's queue as it arrives, through an `ApiListerWatcher`
+//! over a real `kube::Client` (scripted bodies): items reach an empty queue before the
 //! body ends; a body cut mid-item or a malformed item fails the list as a whole, with a
 //! typed error, and the reflector lists again; a relist applies nothing of a failed body.
 
@@ -10,8 +10,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 
-use crate::fifo::DeltaFifo;
-use crate::fifo::DeltaType::{self, Replaced};
+use super::QUEUE;
 use crate::listwatch::mock_api::MockApi;
 use crate::listwatch::{ApiListerWatcher, ListWatchError};
 use crate::reflector::{ReflectorError, ReflectorOptions};
@@ -58,16 +57,6 @@ fn recording_errors() -> (ReflectorOptions, Arc<Mutex<Vec<String>>>) {
     (options, errors)
 }
 
-/// Pops three items: (key, deltas) of each.
-async fn pop_three(fifo: &DeltaFifo<Pod>) -> Vec<(String, Vec<(DeltaType, String)>)> {
-    let mut popped = Vec::new();
-    for _ in 0..3 {
-        let item = pop(fifo).await;
-        popped.push((item.key.to_string(), delta_summary(&item)));
-    }
-    popped
-}
-
 fn errors_of(errors: &Mutex<Vec<String>>) -> Vec<String> {
     errors
         .lock()
@@ -75,11 +64,11 @@ fn errors_of(errors: &Mutex<Vec<String>>) -> Vec<String> {
         .clone()
 }
 
-/// The first list's one body reaches an empty FIFO as it arrives: the consumer pops
-/// the first items while the server has not finished the body, and the FIFO syncs
-/// once the body has ended. One request, the informer's first (`limit=500`, RV 0).
+/// The first list's one body reaches an empty queue as it arrives: the consumer pops
+/// the first items while the server has not finished the body, and the queue syncs
+/// once the body has ended (the in-order queue marks the end with a bookmark). One request, the informer's first (`limit=500`, RV 0).
 #[tokio::test(start_paused = true)]
-async fn one_list_body_streams_into_an_empty_fifo_as_it_arrives() {
+async fn one_list_body_streams_into_an_empty_queue_as_it_arrives() {
     let api = MockApi::new("", "");
     let text = body(&[("a", "1"), ("b", "2"), ("c", "3")]);
     let cut = text.find(r#""name":"c""#).unwrap();
@@ -87,19 +76,23 @@ async fn one_list_body_streams_into_an_empty_fifo_as_it_arrives() {
     api.queue_list_body(rx.boxed());
     tx.unbounded_send(Ok(Bytes::copy_from_slice(&text.as_bytes()[..cut])))
         .unwrap();
-    let (fifo, r) = reflector_into_informer_fifo(lw(&api), ReflectorOptions::default());
+    let (queue, r) = reflector_into_informer_queue(QUEUE, lw(&api), ReflectorOptions::default());
     let (cancel, task) = spawn_list_and_watch(&r);
-    pop_initial_listed(&fifo, &[("a", "1"), ("b", "2")]).await;
-    assert!(!fifo.has_synced(), "the body is still arriving");
+    queue
+        .assert_pops(&["initial a: Replaced@1", "initial b: Replaced@2"])
+        .await;
+    assert!(!queue.has_synced(), "the body is still arriving");
     assert_eq!(r.resource_version(), None);
     tx.unbounded_send(Ok(Bytes::copy_from_slice(&text.as_bytes()[cut..])))
         .unwrap();
     drop(tx);
-    let item = pop(&fifo).await;
-    assert_eq!(item.key.as_str(), "c");
-    tokio::time::timeout(std::time::Duration::from_secs(1), fifo.wait_synced())
-        .await
-        .expect("synced once the body ended and its last item was popped");
+    queue
+        .assert_pops(queue.per_queue(
+            &["initial c: Replaced@3"],
+            &["initial c: Replaced@3", "initial Bookmark@10"],
+        ))
+        .await;
+    queue.assert_syncs().await;
     assert_eq!(r.resource_version().as_deref(), Some("10"));
     let requests = api.requests();
     assert!(
@@ -118,9 +111,10 @@ async fn one_list_body_streams_into_an_empty_fifo_as_it_arrives() {
 }
 
 /// A body broken off mid-item fails the list with the transport's error; what was
-/// decoded before the cut stays queued (a first list into an empty FIFO), the cut
+/// decoded before the cut stays queued (a first list into an empty queue), the cut
 /// item is never applied, and the reflector lists again: that list's `replace`
-/// reconciles the FIFO, which then syncs.
+/// reconciles the queue (the DeltaFifo per key, the in-order queue with the whole
+/// list after what it streamed), which then syncs.
 #[tokio::test(start_paused = true)]
 async fn a_body_cut_mid_item_fails_the_list_and_it_is_listed_again() {
     let text = body(&[("a", "1"), ("b", "2"), ("c", "3")]);
@@ -137,25 +131,27 @@ async fn a_body_cut_mid_item_fails_the_list_and_it_is_listed_again() {
         .boxed(),
     );
     let (options, errors) = recording_errors();
-    let (fifo, r) = reflector_into_informer_fifo(lw(&api), options);
+    let (queue, r) = reflector_into_informer_queue(QUEUE, lw(&api), options);
     let (cancel, task) = spawn_run(&r);
     eventually(|| !errors_of(&errors).is_empty()).await;
     assert_eq!(errors_of(&errors), ["list:transport"]);
-    assert_eq!(fifo.len(), 1, "only the item before the cut");
-    assert!(!fifo.has_synced());
+    assert_eq!(queue.len(), 1, "only the item before the cut");
+    assert!(!queue.has_synced());
     eventually(|| r.resource_version().as_deref() == Some("10")).await;
-    assert_eq!(
-        pop_three(&fifo).await,
-        [
-            (
-                "a".to_owned(),
-                vec![(Replaced, "1".to_owned()), (Replaced, "1".to_owned())]
-            ),
-            ("b".to_owned(), vec![(Replaced, "2".to_owned())]),
-            ("c".to_owned(), vec![(Replaced, "3".to_owned())]),
-        ]
-    );
-    assert!(fifo.has_synced());
+    queue
+        .assert_pops(queue.per_queue(
+            &[
+                "initial a: Replaced@1, Replaced@1",
+                "initial b: Replaced@2",
+                "initial c: Replaced@3",
+            ],
+            &[
+                "initial a: Replaced@1",
+                "initial ReplacedAll@10 [a@1 b@2 c@3]",
+            ],
+        ))
+        .await;
+    assert!(queue.has_synced());
     assert_eq!(
         errors_of(&errors),
         ["list:transport"],
@@ -187,23 +183,27 @@ async fn a_malformed_item_fails_a_relist_naming_it_and_applies_nothing() {
     assert_ne!(malformed, good);
     api.queue_list_body(MockApi::chunked(&malformed, 64));
     let (options, errors) = recording_errors();
-    let (fifo, r) = reflector_into_informer_fifo(lw(&api), options);
+    let (queue, r) = reflector_into_informer_queue(QUEUE, lw(&api), options);
     let (cancel, task) = spawn_run(&r);
-    for name in ["a", "b"] {
-        assert_eq!(pop(&fifo).await.key.as_str(), name);
-    }
+    queue
+        .assert_pops(queue.per_queue(
+            &["initial a: Replaced@1", "initial b: Replaced@2"],
+            &[
+                "initial a: Replaced@1",
+                "initial b: Replaced@2",
+                "initial Bookmark@10",
+            ],
+        ))
+        .await;
     eventually(|| errors_of(&errors).len() == 2).await;
     assert_eq!(errors_of(&errors), ["watch", "list:item 1"]);
-    assert_eq!(fifo.len(), 0, "nothing of the failed relist was applied");
-    eventually(|| fifo.len() == 3).await;
-    assert_eq!(
-        pop_three(&fifo).await,
-        [
-            ("a".to_owned(), vec![(Replaced, "1".to_owned())]),
-            ("b".to_owned(), vec![(Replaced, "5".to_owned())]),
-            ("c".to_owned(), vec![(Replaced, "6".to_owned())]),
-        ]
+    assert_eq!(queue.len(), 0, "nothing of the failed relist was applied");
+    let relisted = queue.per_queue(
+        &["a: Replaced@1", "b: Replaced@5", "c: Replaced@6"],
+        &["ReplacedAll@10 [a@1 b@5 c@6]"],
     );
+    eventually(|| queue.len() == relisted.len()).await;
+    queue.assert_pops(relisted).await;
     cancel.cancel();
     task.await.unwrap();
 }

@@ -5,13 +5,11 @@ use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::fifo::DeltaType::{Deleted, Replaced};
 use crate::reflector::{Reflector, ReflectorOptions};
 use crate::store::{Indexer, Indexers, Store};
 use crate::test_support::*;
-use kube::api::WatchEvent;
 
-fn watch_list_options() -> ReflectorOptions {
+pub(super) fn watch_list_options() -> ReflectorOptions {
     ReflectorOptions::default()
         .use_watch_list(true)
         .backoff_jitter(0.0)
@@ -197,84 +195,4 @@ async fn watch_list_reuses_cached_objects_whose_resource_version_is_unchanged() 
         "unchanged: cached copy"
     );
     assert_eq!(after["b"].metadata.resource_version.as_deref(), Some("7"));
-}
-
-/// Into an empty informer, a watch-list's initial events are a streamed first list:
-/// the consumer pops them before the initial-events-end bookmark comes (each marked
-/// as in the initial list, with a `Replaced` delta), a `MODIFIED` or `DELETED` among
-/// them follows as the key's next delta, and the FIFO syncs at the bookmark, whose
-/// resourceVersion the reflector takes.
-#[tokio::test(start_paused = true)]
-async fn watch_list_initial_events_stream_into_an_empty_fifo_before_the_bookmark() {
-    let (tx, stream) = fake_watch();
-    let lw = scripted(no_list, watch_once(stream));
-    let (fifo, r) = reflector_into_informer_fifo(lw, watch_list_options());
-    let (cancel, task) = spawn_list_and_watch(&r);
-    send(&tx, [added("a", "1"), added("b", "2")]);
-    pop_initial_listed(&fifo, &[("a", "1"), ("b", "2")]).await;
-    assert!(!fifo.has_synced(), "the bookmark has not come");
-    assert_eq!(r.resource_version(), None);
-    send(
-        &tx,
-        [
-            added("c", "3"),
-            modified("c", "4"),
-            WatchEvent::Deleted(pod("c", "5")),
-            added("d", "6"),
-            bookmark("6", true),
-        ],
-    );
-    let c = pop(&fifo).await;
-    assert_eq!(c.key.as_str(), "c");
-    assert_eq!(
-        delta_summary(&c),
-        [
-            (Replaced, "3".to_owned()),
-            (Replaced, "4".to_owned()),
-            (Deleted, "5".to_owned())
-        ]
-    );
-    let d = pop(&fifo).await;
-    assert_eq!(delta_summary(&d), [(Replaced, "6".to_owned())]);
-    tokio::time::timeout(std::time::Duration::from_secs(1), fifo.wait_synced())
-        .await
-        .expect("synced at the bookmark once its items were popped");
-    assert_eq!(r.resource_version().as_deref(), Some("6"));
-    assert_eq!(r.stats().lists, 1);
-    cancel.cancel();
-    task.await.unwrap().unwrap();
-}
-
-/// A watch-list that ends before its bookmark leaves what it streamed queued; the
-/// next watch-list finds the FIFO no longer empty, collects its initial events and
-/// `replace`s, which infers the deletion of what the first streamed and the second
-/// no longer holds.
-#[tokio::test(start_paused = true)]
-async fn a_watch_list_cut_before_its_bookmark_is_reconciled_by_the_next() {
-    let (_, watch) = counted_watch(|call| match call {
-        0 => Ok(watch_of([added("a", "1"), added("b", "2")])),
-        1 => Ok(watch_of([added("a", "3"), bookmark("3", true)])),
-        _ => Ok(pending_watch()),
-    });
-    let lw = scripted(no_list, watch);
-    let (fifo, r) = reflector_into_informer_fifo(lw, watch_list_options());
-    let (cancel, task) = spawn_list_and_watch(&r);
-    let a = pop(&fifo).await;
-    assert_eq!(a.key.as_str(), "a");
-    assert_eq!(
-        delta_summary(&a),
-        [(Replaced, "1".to_owned()), (Replaced, "3".to_owned())]
-    );
-    let b = pop(&fifo).await;
-    assert_eq!(b.key.as_str(), "b");
-    assert_eq!(
-        delta_summary(&b),
-        [(Replaced, "2".to_owned()), (Deleted, "2".to_owned())]
-    );
-    tokio::time::timeout(std::time::Duration::from_secs(1), fifo.wait_synced())
-        .await
-        .expect("synced");
-    assert_eq!(r.resource_version().as_deref(), Some("3"));
-    cancel.cancel();
-    task.await.unwrap().unwrap();
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 
 use crate::fifo::{Entry, InOrderFifo};
+use crate::object::{KeyError, ObjectKey};
 use crate::store::{Store, StoreError, StoreSink};
 use crate::test_support::*;
 
@@ -468,94 +469,54 @@ async fn in_order_pop_should_unblock_when_closed() {
     }
 }
 
-/// PopMultipleDeltaInBatch (the cases on the initial list and the batch size): a
-/// batch never mixes entries of the first list with later ones, nor holds more
-/// than asked for.
+/// KeyOf: every popped per-object entry carries its object's key, computed by the
+/// key function, except a tombstone, whose key is its own (the key it was cached
+/// under); whole lists, resyncs and bookmarks carry none. (client-go's `keyOf` also
+/// takes a `Deltas`; an entry here is one delta, so its key is the delta's.)
 #[tokio::test(start_paused = true)]
-async fn in_order_pop_multiple_deltas_in_batch() {
-    let (o1, o2, o3, o4) = (mk("foo1", 5), mk("foo2", 5), mk("foo3", 5), mk("foo4", 5));
-    /// Name, listed, updated after, batch size, the batches.
-    type Case<'a> = (&'a str, Vec<Obj>, Vec<Obj>, usize, Vec<Vec<&'a str>>);
-    let cases: Vec<Case<'_>> = vec![
-        (
-            "one batch",
-            vec![o1.clone(), o2.clone(), o3.clone()],
-            vec![],
-            usize::MAX,
-            vec![vec![
-                "Replaced foo1=5",
-                "Replaced foo2=5",
-                "Replaced foo3=5",
-            ]],
-        ),
-        (
-            "split at the end of the initial list",
-            vec![o1.clone(), o2.clone()],
-            vec![o3.clone(), o4.clone()],
-            2,
-            vec![
-                vec!["Replaced foo1=5", "Replaced foo2=5"],
-                vec!["Updated foo3=5", "Updated foo4=5"],
-            ],
-        ),
-        (
-            "split by size within the initial list",
-            vec![o1.clone(), o2.clone(), o3.clone()],
-            vec![],
-            2,
-            vec![
-                vec!["Replaced foo1=5", "Replaced foo2=5"],
-                vec!["Replaced foo3=5"],
-            ],
-        ),
-        (
-            "split by size after the initial list",
-            vec![],
-            vec![o1.clone(), o2.clone(), o3.clone()],
-            2,
-            vec![
-                vec!["Updated foo1=5", "Updated foo2=5"],
-                vec!["Updated foo3=5"],
-            ],
-        ),
-        (
-            "mixed: split by size and at the end of the initial list",
-            vec![o1.clone(), o2.clone(), o3.clone()],
-            vec![o4.clone()],
-            2,
-            vec![
-                vec!["Replaced foo1=5", "Replaced foo2=5"],
-                vec!["Replaced foo3=5"],
-                vec!["Updated foo4=5"],
-            ],
-        ),
-    ];
-    for (name, initial, updates, size, want) in cases {
-        let f = in_order_per_object(initial.clone());
-        f.replace(initial.clone(), "123").unwrap();
-        for u in updates {
-            f.update(u).unwrap();
-        }
-        let mut got = Vec::new();
-        let mut got_initial = Vec::new();
+async fn in_order_key_of() {
+    let prefixed = |o: &ConfigMap| -> Result<ObjectKey, KeyError> {
+        let name = o.metadata.name.as_deref().ok_or(KeyError::MissingName)?;
+        Ok(ObjectKey::new(None, &format!("k-{name}")))
+    };
+    let f = in_order_per_object(vec![mk("B", 1)]).key_func(prefixed);
+    f.add(mk("A", 2)).unwrap();
+    f.replace(vec![mk("C", 3)], "").unwrap();
+    assert!(matches!(
+        f.add(Arc::new(ConfigMap::default())),
+        Err(StoreError::Key(KeyError::MissingName))
+    ));
+    let atomic = in_order(vec![]).key_func(prefixed);
+    atomic.replace(vec![mk("D", 4)], "5").unwrap();
+    atomic.resync().unwrap();
+    atomic.handed_over("6");
+    let mut keys = Vec::new();
+    for f in [&f, &atomic] {
         while !f.is_empty() {
-            let batch = f
-                .pop_batch(size, |entries, _| {
+            let popped = f
+                .pop_batch(1, |entries, _| {
                     entries
                         .iter()
-                        .map(|p| (show(&p.entry), p.is_in_initial_list))
+                        .map(|p| (show(&p.entry), p.key.as_ref().map(ObjectKey::to_string)))
                         .collect::<Vec<_>>()
                 })
                 .await
                 .unwrap();
-            got_initial.extend(batch.iter().filter(|(_, i)| *i).map(|(s, _)| s.clone()));
-            got.push(batch.into_iter().map(|(s, _)| s).collect::<Vec<_>>());
+            keys.extend(popped);
         }
-        assert_eq!(got, want, "{name}");
-        let want_initial: Vec<String> = initial
-            .iter()
-            .map(|o| format!("Replaced {}=5", o.metadata.name.as_deref().unwrap()))
-            .collect();
-        assert_eq!(got_initial, want_initial, "{name}");
     }
+    let owned = |(s, k): (&str, Option<&str>)| (s.to_owned(), k.map(str::to_owned));
+    let want: Vec<(String, Option<String>)> = [
+        ("Added A=2", Some("k-A")),
+        ("Deleted~ A=2", Some("k-A")),
+        ("Deleted~ B=1", Some("B")),
+        ("Replaced C=3", Some("k-C")),
+        ("ReplacedAll@5 [D=4]", None),
+        ("SyncAll", None),
+        ("Bookmark@6", None),
+    ]
+    .into_iter()
+    .map(owned)
+    .collect();
+    assert_eq!(keys, want);
 }
