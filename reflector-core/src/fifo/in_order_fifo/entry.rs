@@ -68,8 +68,9 @@ pub enum Entry<K> {
 
 impl<K> Entry<K> {
     /// Whether this entry may share a batch with its neighbours: per-object deltas
-    /// and bookmarks may, a whole list or resync is processed alone, as client-go's
-    /// `PopBatch`.
+    /// and bookmarks may, a whole list or resync is processed alone. client-go's
+    /// `PopBatch` also takes a bookmark alone; here it rides with the deltas before
+    /// it, so the batch's watermark is the bookmark's version.
     pub(crate) fn is_batchable(&self) -> bool {
         matches!(self, Entry::Delta(_) | Entry::Bookmark { .. })
     }

@@ -146,7 +146,8 @@ async fn delta_fifo_replace_waits_for_a_running_pop_callback() {
     let replaced_during_callback = f
         .pop(|_, _| {
             started_tx.send(()).unwrap();
-            // Long enough for a `replace` that did not wait to finish.
+            // A window, not a wait: a `replace` that did not wait would finish
+            // within it; one that waits cannot, however slow the machine.
             std::thread::sleep(Duration::from_millis(50));
             replaced.load(Ordering::SeqCst)
         })

@@ -2,7 +2,6 @@
 //! deltas accumulated, keys of objects, tombstones and delta lists.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
@@ -30,7 +29,7 @@ async fn delta_fifo_basic() {
         .collect();
     let mut last = [0usize; 2];
     for _ in 0..AMOUNT * 2 {
-        let item = tokio::time::timeout(Duration::from_secs(10), f.pop_item())
+        let item = tokio::time::timeout(crate::test_support::PATIENCE, f.pop_item())
             .await
             .expect("an item")
             .expect("open");

@@ -150,9 +150,9 @@ async fn relist_reaches_handlers_and_readers_whole() {
         .unwrap();
     let running = start(&informer);
     informer.wait_synced().await.unwrap();
-    tokio::time::timeout(Duration::from_secs(30), async {
+    tokio::time::timeout(crate::test_support::PATIENCE, async {
         while !reg.has_synced() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(crate::test_support::POLL).await;
         }
     })
     .await

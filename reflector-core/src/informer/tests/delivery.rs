@@ -157,9 +157,9 @@ async fn slow_handler_does_not_delay_fast_handler() {
     for i in 0..10_000 {
         source.add(ns_pod(&format!("p{i}")));
     }
-    let done = tokio::time::timeout(Duration::from_secs(60), async {
+    let done = tokio::time::timeout(crate::test_support::PATIENCE, async {
         while fast.load(Ordering::SeqCst) < 10_000 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(crate::test_support::POLL).await;
         }
     })
     .await;

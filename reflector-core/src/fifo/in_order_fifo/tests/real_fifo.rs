@@ -33,7 +33,7 @@ async fn in_order_basic() {
     let mut last = [0_usize; 2];
     for _ in 0..AMOUNT * 2 {
         let (name, val) = tokio::time::timeout(
-            Duration::from_secs(10),
+            crate::test_support::PATIENCE,
             f.pop(|e, _| match e {
                 Entry::Delta(d) => {
                     let o = d.object.object();
