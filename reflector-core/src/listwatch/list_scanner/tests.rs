@@ -108,18 +108,18 @@ fn empty_null_and_absent_items() {
     );
 }
 
+/// A list of 100 equal items of ~1 KiB: one item, and the whole body.
+fn hundred_items() -> (String, String) {
+    let item = format!(r#"{{"data":{{"v":"{}"}}}}"#, "x".repeat(1000));
+    let items = vec![item.as_str(); 100].join(",");
+    let body = format!(r#"{{"metadata":{{}},"items":[{items}]}}"#);
+    (item, body)
+}
+
 /// The scanner keeps only the unfinished element, not what it handed out.
 #[test]
 fn holds_only_the_unfinished_item() {
-    let item = format!(r#"{{"data":{{"v":"{}"}}}}"#, "x".repeat(1000));
-    let mut body = String::from(r#"{"metadata":{},"items":["#);
-    for i in 0..100 {
-        if i > 0 {
-            body.push(',');
-        }
-        body.push_str(&item);
-    }
-    body.push_str("]}");
+    let (item, body) = hundred_items();
     let mut scanner = ListScanner::default();
     let mut n = 0;
     for chunk in body.as_bytes().chunks(700) {
@@ -181,17 +181,11 @@ fn structure_errors_are_decode_errors() {
     }
 }
 
+/// Items that end in the chunk read are handed out from it; only the one that goes on
+/// past it is copied.
 #[test]
 fn items_that_end_in_a_chunk_are_handed_out_from_it_uncopied() {
-    let item = format!(r#"{{"data":{{"v":"{}"}}}}"#, "x".repeat(1000));
-    let mut body = String::from(r#"{"metadata":{},"items":["#);
-    for i in 0..100 {
-        if i > 0 {
-            body.push(',');
-        }
-        body.push_str(&item);
-    }
-    body.push_str("]}");
+    let (item, body) = hundred_items();
     // The first chunk ends inside the last item.
     let (first, second) = body.as_bytes().split_at(body.len() - item.len() / 2);
     let mut scanner = ListScanner::default();
