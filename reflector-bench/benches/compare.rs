@@ -33,6 +33,8 @@
 //! `floor`, `floor-nostore` (decoded and dropped), `kube-runtime` (`watcher`, page size
 //! 500), `kube-runtime-streaming` (`watcher::Config::default().streaming_lists()`),
 //! `ours` (plain `SharedIndexInformer`), `ours-factory` (`InformerFactory` defaults),
+//! `ours-factory-in-order` (the factory with `.queue(InformerQueue::InOrder)`, client-go
+//! 1.36's in-order queue in place of the DeltaFifo),
 //! `ours-watch-list` (the factory with `ReflectorOptions::use_watch_list(true)`),
 //! `ours-keep-managed-fields` (the factory with `keep_managed_fields()`),
 //! `ours-strip-transform`, the metadata-only pair, `ours-factory-shard` (the factory's
@@ -59,7 +61,8 @@
 //! * churn: after sync the parent writes E MODIFIED events straight into the server's
 //!   state (cycling over 10,000 objects, each with a new resourceVersion and `data.rev`),
 //!   then tells the child, which polls its cache until the last object shows the last
-//!   resourceVersion;
+//!   resourceVersion; the child's CPU time is counted from just before the parent
+//!   writes (the cache is idle then) until that moment;
 //! * relist: after sync the child resets `VmHWM` (`/proc/self/clear_refs`), the parent
 //!   ends the watch and makes the next watch answer 410, then writes a marker object; the
 //!   child reports the peak while it relists until the cache shows the marker.

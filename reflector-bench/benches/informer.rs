@@ -13,6 +13,10 @@
 //!
 //! `cargo bench -p reflector-bench --bench informer -- --sample-size 10`; add
 //! `--features bench-mimalloc` to run every scenario (the peer's too) on mimalloc.
+//! With `BENCH_CPU=1` in the environment, an `informer_pipeline` sample counts the CPU
+//! time every thread of the process ran over the timed span (from
+//! `/proc/self/task/*/schedstat`) in place of wall-clock time: steadier on a loaded
+//! machine, and criterion's throughput then reads events per CPU-second.
 #![allow(
     missing_docs,
     reason = "criterion_group! generates an undocumented public function"
@@ -42,6 +46,60 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 const EVENTS: usize = 100_000;
+
+/// What an `informer_pipeline` sample counts: wall-clock time, or (`BENCH_CPU=1`) the
+/// CPU time of every thread of the process.
+#[derive(Clone, Copy)]
+enum Clock {
+    Wall,
+    Cpu,
+}
+
+/// A point on a [`Clock`].
+#[derive(Clone, Copy)]
+enum Mark {
+    Wall(Instant),
+    Cpu(Duration),
+}
+
+impl Clock {
+    fn from_env() -> Self {
+        if std::env::var_os("BENCH_CPU").is_some() {
+            Clock::Cpu
+        } else {
+            Clock::Wall
+        }
+    }
+
+    fn now(self) -> Mark {
+        match self {
+            Clock::Wall => Mark::Wall(Instant::now()),
+            Clock::Cpu => Mark::Cpu(process_cpu()),
+        }
+    }
+}
+
+impl Mark {
+    /// The time on its clock since this mark.
+    fn elapsed(self) -> Duration {
+        match self {
+            Mark::Wall(start) => start.elapsed(),
+            Mark::Cpu(start) => process_cpu().saturating_sub(start),
+        }
+    }
+}
+
+/// The CPU time every live thread of the process has run so far (Linux). The runtime's
+/// worker threads live through the whole run; a blocking-pool thread that ended within
+/// a span would be missed, and the pipeline spawns none.
+fn process_cpu() -> Duration {
+    let tasks = std::fs::read_dir("/proc/self/task").expect("Linux /proc");
+    let ns: u64 = tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    Duration::from_nanos(ns)
+}
 
 fn config_map(i: usize) -> ConfigMap {
     ConfigMap {
@@ -165,6 +223,7 @@ fn run_once(
     scenario: Scenario,
     handlers: usize,
     queue: InformerQueue,
+    clock: Clock,
 ) -> Duration {
     let (listed, events): (Vec<ConfigMap>, Vec<_>) = match scenario {
         Scenario::AddedIntoEmpty => (
@@ -208,7 +267,7 @@ fn run_once(
         if listed_any {
             added.reached.notified().await;
         }
-        let start = Instant::now();
+        let start = clock.now();
         go.notify_one();
         done.reached.notified().await;
         let elapsed = start.elapsed();
@@ -225,6 +284,7 @@ fn run_kube_runtime(
     rt: &tokio::runtime::Runtime,
     objects: &[ConfigMap],
     scenario: Scenario,
+    clock: Clock,
 ) -> Duration {
     use kube::runtime::WatchStreamExt;
     use kube::runtime::{reflector as kr, watcher};
@@ -282,7 +342,7 @@ fn run_kube_runtime(
         if initial > 0 {
             added.reached.notified().await;
         }
-        let start = Instant::now();
+        let start = clock.now();
         go.notify_one();
         match scenario {
             Scenario::AddedIntoEmpty => added.reached.notified().await,
@@ -304,6 +364,7 @@ fn pipeline(c: &mut Criterion) {
         .build()
         .unwrap();
     let objects: Vec<ConfigMap> = (0..EVENTS).map(config_map).collect();
+    let clock = Clock::from_env();
     let mut group = c.benchmark_group("informer_pipeline");
     group.throughput(Throughput::Elements(EVENTS as u64));
     group.sample_size(10);
@@ -335,7 +396,7 @@ fn pipeline(c: &mut Criterion) {
             group.bench_with_input(BenchmarkId::new(name, handlers), &handlers, |b, &h| {
                 b.iter_custom(|iters| {
                     (0..iters)
-                        .map(|_| run_once(&rt, &objects, scenario, h, queue))
+                        .map(|_| run_once(&rt, &objects, scenario, h, queue, clock))
                         .sum()
                 });
             });
@@ -352,7 +413,7 @@ fn pipeline(c: &mut Criterion) {
         group.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 (0..iters)
-                    .map(|_| run_kube_runtime(&rt, &objects, scenario))
+                    .map(|_| run_kube_runtime(&rt, &objects, scenario, clock))
                     .sum()
             });
         });
@@ -365,7 +426,7 @@ fn pipeline(c: &mut Criterion) {
             for _ in 0..iters {
                 let events: Vec<_> = objects.iter().cloned().map(WatchEvent::Added).collect();
                 let (elapsed, kept) = rt.block_on(async {
-                    let start = Instant::now();
+                    let start = clock.now();
                     let kept = tokio::spawn(async move {
                         let mut stream =
                             futures::stream::iter(events.into_iter().map(Ok::<_, ()>)).boxed();

@@ -14,7 +14,7 @@ use kube::runtime::reflector::{self as kr, ObjectRef};
 use kube::runtime::watcher;
 use reflector::ReflectorOptions;
 use reflector::informer::{
-    InformerFactory, InformerScope, SharedIndexInformer, strip_managed_fields,
+    InformerFactory, InformerQueue, InformerScope, SharedIndexInformer, strip_managed_fields,
 };
 use reflector::listwatch::ApiListerWatcher;
 use reflector::object::Object;
@@ -333,6 +333,7 @@ async fn build(cache: Cache, client: kube::Client, paged: bool) -> Result<Built,
             })
         }
         Cache::OursFactory
+        | Cache::OursFactoryInOrder
         | Cache::OursWatchList
         | Cache::OursKeepManagedFields
         | Cache::OursFactoryShard => {
@@ -343,6 +344,9 @@ async fn build(cache: Cache, client: kube::Client, paged: bool) -> Result<Built,
             }
             if cache == Cache::OursKeepManagedFields {
                 factory = factory.keep_managed_fields();
+            }
+            if cache == Cache::OursFactoryInOrder {
+                factory = factory.queue(InformerQueue::InOrder);
             }
             let informer = if cache == Cache::OursFactoryShard {
                 let (label, _, mine) = SHARDS;
@@ -434,11 +438,17 @@ async fn body(scenario: Scenario, url: &str, objects: usize, paged: bool) -> Res
         Phase::Sync => emit(synced, memory(&peak)),
         Phase::Churn => {
             emit(synced, memory(&peak));
+            // The cache is idle until the parent writes the events: CPU from here
+            // on is the churn's.
+            let cpu0 = cpu_secs();
             let (rv, name) = cue("churn").await?;
             let start = Instant::now();
             poll_until(|| built.rv_of(&name) >= rv).await?;
-            let secs = start.elapsed().as_secs_f64();
-            emit(json!({"phase": "churn", "secs": secs}), memory(&peak));
+            let (secs, cpu) = (start.elapsed().as_secs_f64(), cpu_secs() - cpu0);
+            emit(
+                json!({"phase": "churn", "secs": secs, "cpu": cpu}),
+                memory(&peak),
+            );
         }
         Phase::Relist => {
             let steady = memory(&peak);

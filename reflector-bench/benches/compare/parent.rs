@@ -337,14 +337,15 @@ fn print_tables(
     let kube_t = med(results, "kube-runtime", secs);
     let kube_streaming_t = med(results, "kube-runtime-streaming", secs);
     let kube_cpu = med(results, "kube-runtime", cpu);
+    let floor_cpu = med(results, "floor", cpu);
     let floor_rss = med(results, "floor", &rss);
     let kube_rss = med(results, "kube-runtime", &rss);
     let floor_heap = med(results, "floor", heap);
     let kube_heap = med(results, "kube-runtime", heap);
     println!(
-        "| initial sync | time to synced (s) | vs floor | vs decode-only | vs kube-runtime | vs kube-runtime streaming list | CPU to synced (s) | vs kube-runtime | RSS after sync (MB) | vs floor | vs kube-runtime | heap (MB) | vs floor | vs kube-runtime | heap bytes/object | peak RSS during sync (MB) | peak / after | peak heap during sync (MB) |"
+        "| initial sync | time to synced (s) | vs floor | vs decode-only | vs kube-runtime | vs kube-runtime streaming list | CPU to synced (s) | vs floor | vs kube-runtime | RSS after sync (MB) | vs floor | vs kube-runtime | heap (MB) | vs floor | vs kube-runtime | heap bytes/object | peak RSS during sync (MB) | peak / after | peak heap during sync (MB) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for s in selected.iter().filter(|s| s.phase == Phase::Sync) {
         let t = med(results, s.name, secs);
         let c = med(results, s.name, cpu);
@@ -358,7 +359,7 @@ fn print_tables(
             Some((num(&r.synced, "heap_peak")? - num(&r.synced, "heap0")?) / MB)
         });
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             s.name,
             fmt(t, 2),
             ratio(t, floor_t),
@@ -366,6 +367,7 @@ fn print_tables(
             ratio(t, kube_t),
             ratio(t, kube_streaming_t),
             fmt(c, 2),
+            ratio(c, floor_cpu),
             ratio(c, kube_cpu),
             fmt(r, 0),
             ratio(r, floor_rss),
@@ -445,21 +447,26 @@ fn print_tables(
         let rate = |r: &RunResult| Some(events / num(r.after.as_ref()?, "secs")?);
         let floor_rate = med(results, "churn-floor", rate);
         let kube_rate = med(results, "churn-kube-runtime", rate);
+        let kube_cpu = med(results, "churn-kube-runtime", after("cpu"));
         println!(
-            "\n| watch churn ({} MODIFIED over {} objects) | time (s) | events/s | vs floor | vs kube-runtime | RSS after churn (MB) | peak RSS (MB) |",
+            "\n| watch churn ({} MODIFIED over {} objects) | time (s) | events/s | vs floor | vs kube-runtime | CPU (s) | CPU µs/event | CPU vs kube-runtime | RSS after churn (MB) | peak RSS (MB) |",
             args.churn,
             args.objects.min(CHURN_SPAN)
         );
-        println!("|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|---|");
         for s in churn {
             let r = med(results, s.name, rate);
+            let c = med(results, s.name, after("cpu"));
             println!(
-                "| {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 s.name,
                 fmt(med(results, s.name, after("secs")), 2),
                 fmt(r, 0),
                 ratio(r, floor_rate),
                 ratio(r, kube_rate),
+                fmt(c, 2),
+                fmt(c.map(|c| c * 1e6 / events), 1),
+                ratio(c, kube_cpu),
                 fmt(med(results, s.name, |r| after("rss")(r).map(|b| b / MB)), 0),
                 fmt(med(results, s.name, |r| after("hwm")(r).map(|b| b / MB)), 0),
             );

@@ -19,6 +19,9 @@ pub enum Cache {
     Ours,
     /// `InformerFactory::new(client).informer::<ConfigMap>()` with the factory defaults.
     OursFactory,
+    /// The factory with `.queue(InformerQueue::InOrder)`: client-go 1.36's in-order
+    /// queue in place of the DeltaFifo, the rest as [`Cache::OursFactory`].
+    OursFactoryInOrder,
     /// The factory with `ReflectorOptions::default().use_watch_list(true)`: the initial
     /// state streamed by a watch-list request.
     OursWatchList,
@@ -71,6 +74,11 @@ pub const ALL: &[Scenario] = &[
     s("ours", Cache::Ours, Phase::Sync),
     s("ours-factory", Cache::OursFactory, Phase::Sync),
     s(
+        "ours-factory-in-order",
+        Cache::OursFactoryInOrder,
+        Phase::Sync,
+    ),
+    s(
         "kube-runtime-streaming",
         Cache::KubeRuntimeStreaming,
         Phase::Sync,
@@ -93,6 +101,11 @@ pub const ALL: &[Scenario] = &[
     s("churn-kube-runtime", Cache::KubeRuntime, Phase::Churn),
     s("churn-ours", Cache::Ours, Phase::Churn),
     s("churn-ours-factory", Cache::OursFactory, Phase::Churn),
+    s(
+        "churn-ours-factory-in-order",
+        Cache::OursFactoryInOrder,
+        Phase::Churn,
+    ),
     s(
         "churn-kube-runtime-streaming",
         Cache::KubeRuntimeStreaming,

@@ -14,8 +14,6 @@
 //! the list's own structure (the top-level object, the commas and brackets of `items`);
 //! each element and the head are checked by the decoder that reads them.
 
-use std::ops::Range;
-
 use serde::de::Error as _;
 
 use super::ListWatchError;
@@ -212,7 +210,9 @@ impl ListScanner {
     }
 
     /// Scans `chunk`, handing each element of `items` it completes to `item` with its
-    /// index, in order.
+    /// index, in order. Elements that end in `chunk` are handed out from it, uncopied;
+    /// only an element (or member) that goes on past it is copied, to be completed by
+    /// the next chunks.
     ///
     /// # Errors
     /// [`ListWatchError::Decode`] when the body is not a list object (a stray byte in
@@ -222,22 +222,62 @@ impl ListScanner {
         chunk: &[u8],
         item: &mut OnItem<'_>,
     ) -> Result<(), ListWatchError> {
-        self.buf.extend_from_slice(chunk);
-        self.scan(item)?;
-        // Keep only what is unfinished: the current member or element.
-        let keep_from = match self.state {
+        let mut chunk = chunk;
+        if self.state == State::InItem && !self.buf.is_empty() {
+            // An element begun in an earlier chunk: only its rest is copied.
+            let mut at = 0;
+            let Some(end) = self.value.step(chunk, &mut at) else {
+                self.buf.extend_from_slice(chunk);
+                self.pos = self.buf.len();
+                return Ok(());
+            };
+            self.buf.extend_from_slice(&chunk[..end]);
+            let index = self.count;
+            self.count += 1;
+            self.state = State::AfterItem;
+            item(index, &self.buf[self.mark..])?;
+            self.dropped += self.buf.len();
+            self.buf.clear();
+            (self.pos, self.mark) = (0, 0);
+            chunk = &chunk[end..];
+        }
+        if self.buf.is_empty() {
+            // Nothing pending: the chunk is scanned where it is, and only its
+            // unfinished tail is kept.
+            self.scan(chunk, item)?;
+            let keep_from = self.keep_from();
+            self.buf.extend_from_slice(&chunk[keep_from..]);
+            self.forget(keep_from);
+        } else {
+            // A key or a member of the head spans the chunks (small and rare).
+            let mut buf = std::mem::take(&mut self.buf);
+            buf.extend_from_slice(chunk);
+            let scanned = self.scan(&buf, item);
+            let keep_from = self.keep_from();
+            buf.drain(..keep_from);
+            self.buf = buf;
+            scanned?;
+            self.forget(keep_from);
+        }
+        Ok(())
+    }
+
+    /// Where what is unfinished begins in the bytes just scanned: the current member
+    /// or element, or nothing (the scan position).
+    fn keep_from(&self) -> usize {
+        match self.state {
             State::InKey | State::Colon | State::ValueNext | State::InValue | State::InItem => {
                 self.mark
             }
             _ => self.pos,
-        };
-        if keep_from > 0 {
-            self.buf.drain(..keep_from);
-            self.dropped += keep_from;
-            self.pos -= keep_from;
-            self.mark = self.mark.saturating_sub(keep_from);
         }
-        Ok(())
+    }
+
+    /// Moves the scan's positions past the `n` bytes just dropped from the front.
+    fn forget(&mut self, n: usize) {
+        self.dropped += n;
+        self.pos -= n;
+        self.mark = self.mark.saturating_sub(n);
     }
 
     /// Ends the body: the head (the top-level members other than `items`) as one JSON
@@ -269,11 +309,13 @@ impl ListScanner {
         structure_error(what, self.dropped + self.pos)
     }
 
-    fn scan(&mut self, item: &mut OnItem<'_>) -> Result<(), ListWatchError> {
-        while self.pos < self.buf.len() {
+    /// Scans `buf` (the bytes from the first one not yet done with, at body offset
+    /// `dropped`) from `pos`.
+    fn scan(&mut self, buf: &[u8], item: &mut OnItem<'_>) -> Result<(), ListWatchError> {
+        while self.pos < buf.len() {
             match self.state {
                 State::InValue | State::InItem => {
-                    let Some(end) = self.value.step(&self.buf, &mut self.pos) else {
+                    let Some(end) = self.value.step(buf, &mut self.pos) else {
                         return Ok(());
                     };
                     let range = self.mark..end;
@@ -281,9 +323,9 @@ impl ListScanner {
                         let index = self.count;
                         self.count += 1;
                         self.state = State::AfterItem;
-                        item(index, &self.buf[range])?;
+                        item(index, &buf[range])?;
                     } else {
-                        self.push_head(range);
+                        self.push_head(&buf[range]);
                         self.state = State::AfterValue;
                     }
                     continue;
@@ -294,12 +336,12 @@ impl ListScanner {
                         escape: self.value.escape,
                         ..ValueScan::default()
                     };
-                    let found = key.step(&self.buf, &mut self.pos);
+                    let found = key.step(buf, &mut self.pos);
                     self.value.escape = key.escape;
                     let Some(end) = found else {
                         return Ok(());
                     };
-                    let raw = &self.buf[self.mark..end];
+                    let raw = &buf[self.mark..end];
                     let key: String =
                         serde_json::from_slice(raw).map_err(|source| ListWatchError::Decode {
                             what: "list",
@@ -311,7 +353,7 @@ impl ListScanner {
                 }
                 _ => {}
             }
-            let b = self.buf[self.pos];
+            let b = buf[self.pos];
             if is_ws(b) {
                 self.pos += 1;
                 continue;
@@ -365,194 +407,14 @@ impl ListScanner {
         Ok(())
     }
 
-    /// Appends the member at `range` of `buf` (key, colon, value) to the head.
-    fn push_head(&mut self, range: Range<usize>) {
+    /// Appends a member of the list (key, colon, value) to the head.
+    fn push_head(&mut self, member: &[u8]) {
         if self.head.len() > 1 {
             self.head.push(b',');
         }
-        self.head.extend_from_slice(&self.buf[range]);
+        self.head.extend_from_slice(member);
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Scans `body` cut into chunks at `cuts`; the items and the head, or the error.
-    fn scan(body: &[u8], cuts: &[usize]) -> Result<(Vec<String>, String), ListWatchError> {
-        let mut scanner = ListScanner::default();
-        let mut items = Vec::new();
-        let mut from = 0;
-        for &cut in cuts.iter().chain(std::iter::once(&body.len())) {
-            scanner.feed(&body[from..cut], &mut |index, bytes| {
-                assert_eq!(index, items.len());
-                items.push(String::from_utf8(bytes.to_vec()).unwrap());
-                Ok(())
-            })?;
-            from = cut;
-        }
-        let head = scanner.finish()?;
-        Ok((items, String::from_utf8(head).unwrap()))
-    }
-
-    /// Items with escapes, nested brackets inside strings, multi-byte UTF-8 and an
-    /// escaped backslash before a closing quote.
-    const TRICKY: &str = concat!(
-        r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":"a]}"},"#,
-        r#""items":[{"metadata":{"name":"a\"]}"},"data":{"k":"é€😀 \\"}} , "#,
-        r#"{"metadata":{"name":"b"},"data":{"x\\\"y":"[{\"}"}},"#,
-        "\n  {\"n\":[1,[2,{}]],\"s\":\"\\u00e9\\n\"}\n]}\n"
-    );
-
-    fn expected_items() -> Vec<String> {
-        let v: serde_json::Value = serde_json::from_str(TRICKY).unwrap();
-        v["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(ToString::to_string)
-            .collect()
-    }
-
-    fn expected_head() -> serde_json::Value {
-        let mut v: serde_json::Value = serde_json::from_str(TRICKY).unwrap();
-        v.as_object_mut().unwrap().remove("items");
-        v
-    }
-
-    fn normalized(items: &[String]) -> Vec<String> {
-        items
-            .iter()
-            .map(|s| {
-                serde_json::from_str::<serde_json::Value>(s)
-                    .unwrap()
-                    .to_string()
-            })
-            .collect()
-    }
-
-    #[test]
-    fn one_chunk_yields_every_item_and_the_head() {
-        let (items, head) = scan(TRICKY.as_bytes(), &[]).unwrap();
-        assert_eq!(normalized(&items), expected_items());
-        assert_eq!(
-            serde_json::from_str::<serde_json::Value>(&head).unwrap(),
-            expected_head()
-        );
-    }
-
-    /// Every split of the body into two chunks, and into single bytes: the same items
-    /// (byte for byte) and head, whatever the boundaries cut (escapes, multi-byte
-    /// characters, brackets in strings, keys).
-    #[test]
-    fn every_chunk_boundary_yields_the_same_items() {
-        let body = TRICKY.as_bytes();
-        let (whole, head) = scan(body, &[]).unwrap();
-        for cut in 0..=body.len() {
-            let (items, h) = scan(body, &[cut]).unwrap();
-            assert_eq!(items, whole, "cut at {cut}");
-            assert_eq!(h, head, "cut at {cut}");
-        }
-        let bytes: Vec<usize> = (1..body.len()).collect();
-        assert_eq!(scan(body, &bytes).unwrap(), (whole, head));
-    }
-
-    /// Any member order: `items` first, the head after it, scalars in the head.
-    #[test]
-    fn items_before_metadata_and_scalar_members() {
-        let body =
-            br#"{"items":[{"a":1},{"b":[]}],"n":12,"ok":true,"metadata":{"resourceVersion":"3"}}"#;
-        for cut in 0..=body.len() {
-            let (items, head) = scan(body, &[cut]).unwrap();
-            assert_eq!(items, [r#"{"a":1}"#, r#"{"b":[]}"#], "cut at {cut}");
-            assert_eq!(
-                head,
-                r#"{"n":12,"ok":true,"metadata":{"resourceVersion":"3"}}"#
-            );
-        }
-    }
-
-    #[test]
-    fn empty_null_and_absent_items() {
-        assert_eq!(scan(b"{\"items\":[]}", &[]).unwrap().0.len(), 0);
-        assert_eq!(scan(b" { } ", &[]).unwrap(), (vec![], "{}".to_owned()));
-        // `null` (or anything else) is kept in the head, for its decoder to judge.
-        assert_eq!(
-            scan(br#"{"items":null}"#, &[]).unwrap().1,
-            r#"{"items":null}"#
-        );
-    }
-
-    /// The scanner keeps only the unfinished element, not what it handed out.
-    #[test]
-    fn holds_only_the_unfinished_item() {
-        let item = format!(r#"{{"data":{{"v":"{}"}}}}"#, "x".repeat(1000));
-        let mut body = String::from(r#"{"metadata":{},"items":["#);
-        for i in 0..100 {
-            if i > 0 {
-                body.push(',');
-            }
-            body.push_str(&item);
-        }
-        body.push_str("]}");
-        let mut scanner = ListScanner::default();
-        let mut n = 0;
-        for chunk in body.as_bytes().chunks(700) {
-            scanner
-                .feed(chunk, &mut |_, bytes| {
-                    assert_eq!(bytes, item.as_bytes());
-                    n += 1;
-                    Ok(())
-                })
-                .unwrap();
-            assert!(
-                scanner.buf.len() <= item.len() + 700,
-                "{}",
-                scanner.buf.len()
-            );
-        }
-        assert_eq!(n, 100);
-        scanner.finish().unwrap();
-    }
-
-    #[test]
-    fn a_body_cut_mid_item_names_the_item() {
-        let body = TRICKY.as_bytes();
-        let at = TRICKY.find(r#"{"metadata":{"name":"b""#).unwrap() + 5;
-        let err = scan(&body[..at], &[]).unwrap_err();
-        assert!(
-            err.to_string().contains("cannot decode list")
-                && format!("{err:?}").contains("inside item 1"),
-            "{err:?}"
-        );
-        for end in 0..body.len() - 2 {
-            assert!(
-                matches!(
-                    scan(&body[..end], &[]),
-                    Err(ListWatchError::Decode { what: "list", .. })
-                ),
-                "cut at {end}"
-            );
-        }
-    }
-
-    #[test]
-    fn structure_errors_are_decode_errors() {
-        for bad in [
-            &b"[1,2]"[..],
-            br#"{"items":[{} {}]}"#,
-            br#"{"items":[{},]}"#,
-            br#"{"items":[{}]} x"#,
-            br#"{"a" 1}"#,
-            br#"{"a":1,}"#,
-            br#"{,}"#,
-        ] {
-            let err = scan(bad, &[]).unwrap_err();
-            assert!(
-                matches!(err, ListWatchError::Decode { what: "list", .. }),
-                "{}: {err:?}",
-                String::from_utf8_lossy(bad)
-            );
-        }
-    }
-}
+mod tests;
