@@ -115,9 +115,10 @@ impl<K: Object> InformerBuilder<K> {
     }
 
     /// The queue between the reflector and the cache (default:
-    /// [`InformerQueue::DeltaFifo`], client-go's informer queue before 1.36;
-    /// [`InformerQueue::InOrder`] is 1.36's: every change in watch order, relists and
-    /// resyncs applied atomically). See [`InformerQueue`] for what each guarantees.
+    /// [`InformerQueue::InOrder`], client-go 1.36's: every change in watch order,
+    /// relists and resyncs applied atomically; [`InformerQueue::DeltaFifo`] is
+    /// client-go's informer queue before 1.36). See [`InformerQueue`] for what each
+    /// guarantees.
     pub fn queue(mut self, queue: InformerQueue) -> Self {
         self.queue = queue;
         self

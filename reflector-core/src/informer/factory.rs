@@ -178,7 +178,7 @@ impl InformerFactory {
     }
 
     /// The queue of every informer made from now on (default:
-    /// [`InformerQueue::DeltaFifo`]); see
+    /// [`InformerQueue::InOrder`], as client-go 1.36); see
     /// [`InformerBuilder::queue`](super::InformerBuilder::queue).
     #[must_use]
     pub fn queue(mut self, queue: InformerQueue) -> Self {

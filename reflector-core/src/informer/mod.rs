@@ -1,15 +1,17 @@
 //! Informers: one watch per resource type, shared by every handler and lister.
 //!
 //! A [`SharedIndexInformer`] owns a [`Reflector`](crate::reflector::Reflector)
-//! feeding a queue — a [`DeltaFifo`](crate::fifo::DeltaFifo) by default, or
-//! client-go 1.36's in-order queue ([`InformerQueue`] says what each guarantees,
-//! and why the DeltaFifo stays the default); it pops the queue in batches,
-//! applies them to an [`Indexer`](crate::store::Indexer) and notifies every
-//! registered [`EventHandler`], as client-go's `sharedIndexInformer`:
+//! feeding a queue — client-go 1.36's in-order queue by default, or a
+//! [`DeltaFifo`](crate::fifo::DeltaFifo) ([`InformerQueue`] says what each
+//! guarantees, and why the in-order queue is the default); it pops the queue in
+//! batches, applies them to an [`Indexer`](crate::store::Indexer) and notifies
+//! every registered [`EventHandler`], as client-go's `sharedIndexInformer`:
 //!
-//! - `Sync`, `Replaced`, `Added` and `Updated` deltas update the cache and become
+//! - Changes reach handlers in the order the watch delivered them; a relist or a
+//!   resync is applied to the cache whole, then handlers are told of it.
+//! - `Sync`, `Replaced`, `Added` and `Updated` changes update the cache and become
 //!   `on_update(old, new)` when the key was cached, else `on_add(obj, initial)`;
-//!   `Deleted` deltas remove it and become `on_delete` with the object or its
+//!   `Deleted` changes remove it and become `on_delete` with the object or its
 //!   tombstone. An update that leaves the resource version unchanged is a resync and
 //!   goes only to handlers whose resync period is due.
 //! - Each handler has its own unbounded buffer and task ([`Registration`] is its
