@@ -296,7 +296,8 @@ async fn build(cache: Cache, client: kube::Client, paged: bool) -> Result<Built,
             Ok(Built::Kube { store, _task: task })
         }
         Cache::Ours | Cache::OursStrip => {
-            let mut builder = SharedIndexInformer::builder(ApiListerWatcher::new(api));
+            let mut builder = SharedIndexInformer::builder(ApiListerWatcher::new(api))
+                .queue(scenario::PINNED_QUEUE);
             if cache == Cache::OursStrip {
                 builder = builder.transform(strip_managed_fields());
             }
@@ -322,7 +323,7 @@ async fn build(cache: Cache, client: kube::Client, paged: bool) -> Result<Built,
             Ok(Built::KubeMeta { store, _task: task })
         }
         Cache::OursMetadata => {
-            let factory = InformerFactory::new(client);
+            let factory = InformerFactory::new(client).queue(scenario::PINNED_QUEUE);
             let informer = factory.informer::<PartialObjectMeta<ConfigMap>>();
             factory.start();
             let phases = fill_phases(&informer).await?;
@@ -337,7 +338,7 @@ async fn build(cache: Cache, client: kube::Client, paged: bool) -> Result<Built,
         | Cache::OursWatchList
         | Cache::OursKeepManagedFields
         | Cache::OursFactoryShard => {
-            let mut factory = InformerFactory::new(client);
+            let mut factory = InformerFactory::new(client).queue(scenario::PINNED_QUEUE);
             if cache == Cache::OursWatchList {
                 factory =
                     factory.reflector_options(ReflectorOptions::default().use_watch_list(true));

@@ -53,6 +53,7 @@ pub async fn run(server: &ApiServer, objects: usize) -> Result<Vec<QueryFigure>,
     let client = server.client();
     let informer =
         SharedIndexInformer::builder(ApiListerWatcher::new(Api::<ConfigMap>::all(client.clone())))
+            .queue(crate::scenario::PINNED_QUEUE)
             .indexers(Indexers::new().with(INDEX, |cm: &ConfigMap| {
                 instance(cm).map(str::to_owned).into_iter().collect()
             }))
