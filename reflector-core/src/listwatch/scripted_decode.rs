@@ -12,17 +12,15 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::ThreadId;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::ListWatchError;
 use super::list_decoder::DecodeItem;
 
-/// How long a wait lasts before the test fails (or a held decode goes on): 60 s, the
-/// test harness's own "has been running for over 60 seconds" mark. Every wait is woken
-/// the moment what it waits for happens, so this bound never delays a passing test; what
-/// the tests wait for (a blocking-pool thread starting and decoding a few hundred lines
-/// of ~110 bytes) takes milliseconds, so reaching it means a hang, not a slow machine.
-pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
+// The bound of every wait here: the unit tests' `PATIENCE`. What the tests wait for
+// (a blocking-pool thread starting and decoding a few hundred lines of ~110 bytes)
+// takes milliseconds, so reaching it means a hang, not a slow machine.
+use crate::test_support::PATIENCE;
 
 /// What a [`Scripted`] decoder has seen, under its one lock.
 #[derive(Debug, Default)]
