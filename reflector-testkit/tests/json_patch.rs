@@ -12,7 +12,7 @@ use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
 mod support;
-use support::{api_status, assert_status, create, serve_configmaps};
+use support::{PATIENCE, api_status, assert_status, create, serve_configmaps};
 
 fn json_patch(ops: Value) -> Patch<()> {
     Patch::Json(serde_json::from_value(ops).expect("valid JSON patch"))
@@ -125,8 +125,10 @@ async fn a_missing_object_is_404_and_a_patch_is_a_watch_event() {
     let err = patch(&api, "nope", add_x.clone()).await.unwrap_err();
     assert_eq!(api_status(err).code, 404);
     let rv = server.current_resource_version().to_string();
+    // The watch outlives any wait for its event (the server ends it at `timeout`).
+    let lifetime = u32::try_from(PATIENCE.as_secs()).unwrap();
     let mut events = api
-        .watch(&WatchParams::default().timeout(5), &rv)
+        .watch(&WatchParams::default().timeout(lifetime), &rv)
         .await
         .unwrap()
         .boxed();

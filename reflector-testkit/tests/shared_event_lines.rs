@@ -58,7 +58,8 @@ fn event(
 async fn watchers_of_one_write_each_get_their_own_line() {
     let (server, api) = serve_configmaps().await;
     let rv = server.current_resource_version().to_string();
-    let params = WatchParams::default().timeout(10);
+    // The watches outlive any wait for their events (the server ends them at `timeout`).
+    let params = WatchParams::default().timeout(u32::try_from(PATIENCE.as_secs()).unwrap());
     let mut plain = api.watch(&params, &rv).await.unwrap().boxed();
     let mut db_only = api
         .watch(&params.clone().labels("app=db"), &rv)
