@@ -2,17 +2,37 @@
 # Build time of a user's minimal controller: on reflector (`ours/`) and on kube-runtime
 # (`kube-runtime/`), the same kube, k8s-openapi and tokio, in one run.
 #
-#   bash reflector-bench/build-time/measure.sh [ROUNDS]     (default 2)
+#   bash reflector-bench/build-time/measure.sh [ROUNDS] [REBUILDS]     (defaults 2 and 5)
 #
 # Each round builds each crate (in alternating order) from an empty target dir with
 # `cargo build` (the dev profile a user gets: no CARGO_PROFILE_* or RUSTFLAGS from the
-# environment), then touches `src/main.rs` and builds again. Both crates start from the
+# environment), then REBUILDS times touches each one's `src/main.rs` and builds again. Both crates start from the
 # workspace's Cargo.lock, so they build the same versions. Prints one line per build:
 # wall, user and system seconds, and the load average; then the medians.
+#
+# With `--check-args` last it only validates the arguments and both crates' manifests,
+# builds and measures nothing, and exits (what `scripts/check-benchmarks.py` runs).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
+check_only=false
+if [ "${!#:-}" = "--check-args" ]; then
+    check_only=true
+    set -- "${@:1:$(($# - 1))}"
+fi
 rounds="${1:-2}"
+rebuilds="${2:-5}"
+for n in "$rounds" "$rebuilds"; do
+    [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS and REBUILDS are positive integers, not '$n'" >&2; exit 2; }
+done
+(($# <= 2)) || { echo "usage: measure.sh [ROUNDS] [REBUILDS]" >&2; exit 2; }
+if $check_only; then
+    for crate in ours kube-runtime; do
+        cargo metadata --offline --no-deps --format-version 1 \
+            --manifest-path "$here/$crate/Cargo.toml" >/dev/null
+    done
+    exit 0
+fi
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/build-time.XXXXXX")"
 trap 'rm -rf "$scratch" "$here/ours/Cargo.lock" "$here/kube-runtime/Cargo.lock"' EXIT
 unset RUSTFLAGS RUSTC_WRAPPER CARGO_BUILD_RUSTFLAGS CARGO_TARGET_DIR CARGO_INCREMENTAL
@@ -46,10 +66,16 @@ for ((round = 0; round < rounds; round++)); do
     for crate in "${order[@]}"; do
         rm -rf "$scratch/target-$crate"
         build "$crate" cold
-        touch "$here/$crate/src/main.rs"
-        build "$crate" rebuild
-        rm -rf "$scratch/target-$crate"
     done
+    # A rebuild takes seconds: several, alternated, so that one scheduling hiccup
+    # does not decide the median.
+    for ((i = 0; i < rebuilds; i++)); do
+        for crate in "${order[@]}"; do
+            touch "$here/$crate/src/main.rs"
+            build "$crate" rebuild
+        done
+    done
+    for crate in "${order[@]}"; do rm -rf "$scratch/target-$crate"; done
 done
 
 median() { sort -n | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else printf "%.2f\n", (a[NR/2]+a[NR/2+1])/2}'; }
