@@ -3,7 +3,8 @@
 
 A command is a line of a ```sh block (a trailing backslash continues it):
 optional `NAME=value` environment assignments, then
-`cargo bench -p PACKAGE --bench BENCH [cargo options] [-- ARGS]`.
+`cargo bench -p PACKAGE --bench BENCH [cargo options] [-- ARGS]`, or
+`bash reflector-bench/SCRIPT [ARGS]` for a measuring script of the bench crate.
 A `cargo bench` anywhere else in the page (inline code, other blocks) is an
 error: it would escape the check.
 
@@ -26,6 +27,9 @@ For each command:
      handles `--check-args`) runs with the arguments plus `--check-args`, which
      parses and validates them and exits;
    - any other bench is only built, and a command for it may pass no arguments.
+
+A script command is run with its arguments plus `--check-args`: the script
+validates them (and what it would build) and exits without measuring.
 
 Usage: scripts/check-benchmarks.py [PAGE]   (default: BENCHMARKS.md)
 Exits 1 naming each bad command (page line, command, reason).
@@ -59,6 +63,8 @@ class Command:
         self.bench_args = []
         self.package = None
         self.bench = None
+        # A `bash reflector-bench/…` command: the script's path in the repository.
+        self.script = None
 
     def __str__(self):
         return f"line {self.line}: {self.text}"
@@ -111,6 +117,12 @@ def parse(line, text, errors):
     while words and ASSIGNMENT.match(words[0]):
         name, value = words.pop(0).split("=", 1)
         command.env[name] = value
+    if words[:1] == ["bash"] and len(words) >= 2 and words[1].startswith("reflector-bench/"):
+        if not (ROOT / words[1]).is_file():
+            errors.append(f"{command}: no script {words[1]}")
+            return None
+        command.script, command.bench_args = words[1], words[2:]
+        return command
     if words[:2] != ["cargo", "bench"]:
         errors.append(
             f"{command}: only `cargo bench` commands (after optional NAME=value) may appear "
@@ -157,6 +169,22 @@ def other_options(command):
         elif not word.startswith(("--package=", "--bench=")):
             rest.append(word)
     return rest
+
+
+def check_script(command):
+    """Runs a script command with `--check-args`; returns an error or None."""
+    argv = ["bash", command.script, *command.bench_args, "--check-args"]
+    print(f"== {shlex.join(argv)}", flush=True)
+    try:
+        result = subprocess.run(argv, cwd=ROOT, env={**os.environ, **command.env},
+                                capture_output=True, text=True, timeout=ARG_CHECK_TIMEOUT_SECS)
+    except subprocess.TimeoutExpired:
+        return f"{command}: `--check-args` did not finish in {ARG_CHECK_TIMEOUT_SECS} s"
+    if result.returncode != 0:
+        reason = [l.strip() for l in (result.stderr or result.stdout).splitlines() if l.strip()]
+        return f"{command}: {reason[-1] if reason else f'exit {result.returncode}'}"
+    print(f"ok   {command}", flush=True)
+    return None
 
 
 def group_by_options(commands):
@@ -261,6 +289,12 @@ def main():
     commands, errors = extract(page)
     if not commands and not errors:
         errors.append(f"{page.name} has no command in a ```sh block")
+    scripts = [c for c in commands if c.script is not None]
+    commands = [c for c in commands if c.script is None]
+    for command in scripts:
+        error = check_script(command)
+        if error:
+            errors.append(error)
     built = {}  # id(command) -> what its build produced, for commands that built
     for group in group_by_options(commands):
         options = []
@@ -300,7 +334,7 @@ def main():
         for error in errors:
             print(f"  {error}", file=sys.stderr)
         sys.exit(1)
-    print(f"{page.name}: all {len(commands)} commands build and parse their arguments")
+    print(f"{page.name}: all {len(commands) + len(scripts)} commands build and parse their arguments")
 
 
 if __name__ == "__main__":
