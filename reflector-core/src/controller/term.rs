@@ -167,7 +167,7 @@ impl<K: Object, P> Controller<K, P> {
             (Some(election), None) => {
                 let guard = election.claim().map_err(ControllerError::LeaderElection)?;
                 let run = move |stop| -> BoxFuture<'static, ()> {
-                    Box::pin(LeaderElection::run_claimed(guard, stop))
+                    LeaderElection::run_claimed(guard, stop)
                 };
                 Ok(Term::leased(&self.name, election, run, None))
             }

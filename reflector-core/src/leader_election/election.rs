@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use tokio::time::Instant;
@@ -270,10 +271,17 @@ impl LeaderElection {
 
     /// Runs a claimed election until `cancel` fires (as [`run`](Self::run)).
     ///
+    /// Boxed here, in a function generic over nothing, so that the election is
+    /// compiled once in this crate and not again in every crate whose generic
+    /// controller code awaits it.
+    ///
     /// # Cancel safety
     /// As [`run`](Self::run).
-    pub(crate) async fn run_claimed(guard: RunGuard, cancel: CancellationToken) {
-        Elector::new(guard).run(&cancel).await;
+    pub(crate) fn run_claimed(
+        guard: RunGuard,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(async move { Elector::new(guard).run(&cancel).await })
     }
 
     /// Marks the election as running, or says it already is.

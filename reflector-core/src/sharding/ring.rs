@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use tokio::sync::watch;
@@ -206,18 +207,28 @@ impl Ring {
 
     /// [`run`](Self::run) with the run claimed by [`claim`](Self::claim).
     ///
+    /// Boxed here, in a function generic over nothing, so that the ring's code (the
+    /// election, the Lease informer) is compiled once in this crate and not again
+    /// in every crate whose generic controller code awaits it.
+    ///
     /// # Cancel safety
     /// As [`run`](Self::run).
-    pub(crate) async fn run_claimed(&self, guard: RunGuard, cancel: CancellationToken) {
-        tokio::join!(
-            LeaderElection::run_claimed(guard, cancel.clone()),
-            members::observe(
-                self.shared.leases.clone(),
-                &self.shared.name,
-                &self.shared.members,
-                &cancel,
-            ),
-        );
+    pub(crate) fn run_claimed(
+        &self,
+        guard: RunGuard,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            tokio::join!(
+                LeaderElection::run_claimed(guard, cancel.clone()),
+                members::observe(
+                    self.shared.leases.clone(),
+                    &self.shared.name,
+                    &self.shared.members,
+                    &cancel,
+                ),
+            );
+        })
     }
 
     /// This shard's membership lease, held as an election only this shard runs.
