@@ -7,8 +7,9 @@
 //! batches, applies them to an [`Indexer`](crate::store::Indexer) and notifies
 //! every registered [`EventHandler`], as client-go's `sharedIndexInformer`:
 //!
-//! - Changes reach handlers in the order the watch delivered them; a relist or a
-//!   resync is applied to the cache whole, then handlers are told of it.
+//! - With the default queue, changes reach handlers in the order the watch
+//!   delivered them, and a relist or a resync is applied to the cache whole before
+//!   handlers are told of it (the DeltaFifo groups changes per object instead).
 //! - `Sync`, `Replaced`, `Added` and `Updated` changes update the cache and become
 //!   `on_update(old, new)` when the key was cached, else `on_add(obj, initial)`;
 //!   `Deleted` changes remove it and become `on_delete` with the object or its
