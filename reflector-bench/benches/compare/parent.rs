@@ -97,11 +97,20 @@ fn run_shape(
         for s in order {
             let result = child(&exe, &server, s, args, paged)?;
             eprintln!(
-                "compare: run {} {}: synced in {:.3} s ({:.2} CPU s){}",
+                "compare: run {} {}: synced in {:.3} s ({:.2} CPU s){}{}",
                 run + 1,
                 s.name,
                 num(&result.synced, "secs").unwrap_or(f64::NAN),
                 num(&result.synced, "cpu").unwrap_or(f64::NAN),
+                result
+                    .synced
+                    .get("first")
+                    .and_then(|f| Some(format!(
+                        " after a first informer's {:.3} s ({:.2} CPU s)",
+                        num(f, "secs")?,
+                        num(f, "cpu")?
+                    )))
+                    .unwrap_or_default(),
                 result
                     .after
                     .as_ref()
@@ -404,6 +413,8 @@ fn print_tables(
         }
     }
 
+    print_later_informers(selected, results);
+
     let ours: Vec<_> = selected
         .iter()
         .filter(|s| {
@@ -519,4 +530,58 @@ fn print_tables(
         }
     }
     let _ = (floor_heap, kube_heap);
+}
+
+/// The table of the scenarios that sync a second informer in one process: the first
+/// informer's sync and the second's, side by side, with the page faults and context
+/// switches of each.
+fn print_later_informers(selected: &[Scenario], results: &BTreeMap<&'static str, Vec<RunResult>>) {
+    let later: Vec<_> = selected.iter().filter(|s| s.cache.is_second()).collect();
+    if later.is_empty() {
+        return;
+    }
+    let of = |phase: Option<&'static str>, key: &'static str| {
+        move |r: &RunResult| {
+            let line = match phase {
+                Some(phase) => r.synced.get(phase)?,
+                None => &r.synced,
+            };
+            num(line, key)
+        }
+    };
+    let counter = |phase: Option<&'static str>, key: &'static str| {
+        move |r: &RunResult| {
+            let line = match phase {
+                Some(phase) => r.synced.get(phase)?,
+                None => &r.synced,
+            };
+            num(line.get("counters")?, key)
+        }
+    };
+    println!(
+        "\n| a later informer in one process | informer | synced (s) | CPU (s) | vs first | minor faults | voluntary switches | involuntary switches |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for s in later {
+        let first_cpu = med(results, s.name, of(Some("first"), "cpu"));
+        for (which, phase) in [("first", Some("first")), ("second", None)] {
+            let cpu = med(results, s.name, of(phase, "cpu"));
+            println!(
+                "| {} | {which} | {} | {} | {} | {} | {} | {} |",
+                s.name,
+                fmt(med(results, s.name, of(phase, "secs")), 2),
+                fmt(cpu, 2),
+                ratio(cpu, first_cpu),
+                fmt(med(results, s.name, counter(phase, "minor_faults")), 0),
+                fmt(
+                    med(results, s.name, counter(phase, "voluntary_switches")),
+                    0
+                ),
+                fmt(
+                    med(results, s.name, counter(phase, "involuntary_switches")),
+                    0
+                ),
+            );
+        }
+    }
 }

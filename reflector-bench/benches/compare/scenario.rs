@@ -40,6 +40,24 @@ pub enum Cache {
     /// controller holds. Selecting it labels every stored object with its rendezvous
     /// winner among `a`, `b`, `c`, as the sharder would ([`SHARDS`]).
     OursFactoryShard,
+    /// A later informer's sync in one process: the factory's default informer
+    /// ([`Cache::OursFactoryInOrder`]) synced first and kept (watching), then a second
+    /// factory on the same client builds the same informer, which is what is timed.
+    OursSecondInformer,
+    /// As [`Cache::OursSecondInformer`], with the first factory shut down and its cache
+    /// freed before the second starts: what the process kept from the first sync (its
+    /// threads, the allocator's heaps) without the first cache itself.
+    OursSecondInformerFirstDropped,
+}
+
+impl Cache {
+    /// Whether a first informer is synced (untimed) before this cache is built.
+    pub fn is_second(self) -> bool {
+        matches!(
+            self,
+            Cache::OursSecondInformer | Cache::OursSecondInformerFirstDropped
+        )
+    }
 }
 
 /// The queue of every `ours*` cache but [`Cache::OursFactoryInOrder`]: the DeltaFifo,
@@ -106,6 +124,16 @@ pub const ALL: &[Scenario] = &[
     ),
     s("ours-metadata", Cache::OursMetadata, Phase::Sync),
     s("ours-factory-shard", Cache::OursFactoryShard, Phase::Sync),
+    s(
+        "ours-second-informer",
+        Cache::OursSecondInformer,
+        Phase::Sync,
+    ),
+    s(
+        "ours-second-informer-first-dropped",
+        Cache::OursSecondInformerFirstDropped,
+        Phase::Sync,
+    ),
     s("churn-floor", Cache::FloorWatch, Phase::Churn),
     s("churn-kube-runtime", Cache::KubeRuntime, Phase::Churn),
     s("churn-ours", Cache::Ours, Phase::Churn),
