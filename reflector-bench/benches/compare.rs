@@ -47,9 +47,11 @@
 //!
 //! # How it measures
 //!
-//! The parent process runs the API server and stores the objects; every scenario run is a
-//! fresh child process (this same binary with `--child`), so the server's memory and the
-//! previous run's allocations stay out of the figures. Runs alternate the scenario order
+//! The parent process runs the API server and stores the objects (generated and stored
+//! 10,000 at a time, so a million fit beside the clients; it prints its own RSS, the
+//! server's, after storing them and its peak while serving the runs); every scenario run
+//! is a fresh child process (this same binary with `--child`), so the server's memory and
+//! the previous run's allocations stay out of the figures. Runs alternate the scenario order
 //! (forward, then backward). Each child reports one JSON line per phase:
 //!
 //! * time from the first request until the cache holds the initial list (`has_synced`,
