@@ -535,10 +535,7 @@ fn label_value_errors(value: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs.iter().copied().collect()
-    }
+    use crate::labels::tests::of as labels;
 
     #[test]
     fn label_selector_operators() {

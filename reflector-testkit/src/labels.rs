@@ -86,12 +86,13 @@ impl<'a> FromIterator<(&'a str, &'a str)> for Labels {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use serde_json::json;
 
     use super::*;
 
-    fn of(pairs: &[(&str, &str)]) -> Labels {
+    /// Labels from `(key, value)` pairs, for tests.
+    pub(crate) fn of(pairs: &[(&str, &str)]) -> Labels {
         pairs.iter().copied().collect()
     }
 
