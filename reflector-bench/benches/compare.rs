@@ -8,9 +8,12 @@
 //! cargo bench -p reflector-bench --bench compare -- --objects 10000 --scenario ours-factory
 //! cargo bench -p reflector-bench --bench compare -- --objects 100000 --paged
 //! cargo bench -p reflector-bench --bench compare --features bench-mimalloc -- --objects 100000
+//! cargo bench -p reflector-bench --bench compare -- --objects 10000,100000,1000000 --scenario kube-runtime
 //! ```
 //!
-//! Options: `--objects N` (default 10,000), `--runs R` (default 3), `--scenario NAME`
+//! Options: `--objects N` (default 10,000; a comma-separated list, or the option
+//! repeated, runs every selected scenario at each size in turn, against a server refilled
+//! for each, and ends with one scale table over the sizes), `--runs R` (default 3), `--scenario NAME`
 //! (repeatable; default all), `--churn E` (default 100,000 MODIFIED events), `--paged`
 //! (after the tables of the real shape, the same scenarios against a second server that
 //! pages `resourceVersion=0` lists, as a second set of tables). Counts must be at least 1;
@@ -44,9 +47,11 @@
 //!
 //! # How it measures
 //!
-//! The parent process runs the API server and stores the objects; every scenario run is a
-//! fresh child process (this same binary with `--child`), so the server's memory and the
-//! previous run's allocations stay out of the figures. Runs alternate the scenario order
+//! The parent process runs the API server and stores the objects (generated and stored
+//! 10,000 at a time, so a million fit beside the clients; it prints its own RSS, the
+//! server's, after storing them and its peak while serving the runs); every scenario run
+//! is a fresh child process (this same binary with `--child`), so the server's memory and
+//! the previous run's allocations stay out of the figures. Runs alternate the scenario order
 //! (forward, then backward). Each child reports one JSON line per phase:
 //!
 //! * time from the first request until the cache holds the initial list (`has_synced`,
@@ -86,6 +91,8 @@ mod index;
 mod mem;
 #[path = "compare/parent.rs"]
 mod parent;
+#[path = "compare/scale.rs"]
+mod scale;
 #[path = "compare/scenario.rs"]
 mod scenario;
 
@@ -103,8 +110,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Command-line options shared by parent and child.
 #[derive(Debug, Clone)]
 pub(crate) struct Args {
-    /// Number of ConfigMaps.
-    pub objects: usize,
+    /// Numbers of ConfigMaps, one run of the scenarios each (a child gets one).
+    pub objects: Vec<usize>,
     /// Runs per scenario.
     pub runs: usize,
     /// MODIFIED events written in the churn scenarios.
@@ -123,12 +130,11 @@ pub(crate) struct Args {
 }
 
 /// The options `parse_args` knows, for its error message.
-const USAGE: &str =
-    "--objects N, --runs R, --churn E, --scenario NAME (repeatable), --paged, --check-args";
+const USAGE: &str = "--objects N[,N…] (repeatable), --runs R, --churn E, --scenario NAME (repeatable), --paged, --check-args";
 
 fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, String> {
     let mut args = Args {
-        objects: 10_000,
+        objects: Vec::new(),
         runs: 3,
         churn: 100_000,
         scenarios: Vec::new(),
@@ -141,7 +147,11 @@ fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, String> {
     while let Some(arg) = it.next() {
         let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
         match arg.as_str() {
-            "--objects" => args.objects = count("--objects", &value("--objects")?)?,
+            "--objects" => {
+                for n in value("--objects")?.split(',') {
+                    args.objects.push(count("--objects", n.trim())?);
+                }
+            }
             "--runs" => args.runs = count("--runs", &value("--runs")?)?,
             "--churn" => args.churn = count("--churn", &value("--churn")?)?,
             "--scenario" => args.scenarios.push(value("--scenario")?),
@@ -153,6 +163,12 @@ fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, String> {
             "--bench" => {}
             other => return Err(format!("unknown argument {other:?}; known: {USAGE}")),
         }
+    }
+    if args.objects.is_empty() {
+        args.objects.push(10_000);
+    }
+    if args.child.is_some() && args.objects.len() > 1 {
+        return Err("--child takes one --objects N".to_owned());
     }
     Ok(args)
 }
@@ -173,9 +189,10 @@ fn describe(args: &Args) -> Result<String, String> {
     if index {
         names.push(scenario::INDEX);
     }
+    let sizes: Vec<String> = args.objects.iter().map(usize::to_string).collect();
     Ok(format!(
         "{} objects, {} runs, {} churn events{}; scenarios: {}",
-        args.objects,
+        sizes.join(", "),
         args.runs,
         args.churn,
         if args.paged { ", also paged" } else { "" },
@@ -189,7 +206,7 @@ fn main() {
             return describe(&args).map(|run| println!("compare: arguments OK: {run}"));
         }
         match (&args.child, &args.url) {
-            (Some(name), Some(url)) => child::run(name, url, args.objects, args.paged),
+            (Some(name), Some(url)) => child::run(name, url, args.objects[0], args.paged),
             (Some(_), None) => Err("--child needs --url".to_owned()),
             _ => parent::run(&args),
         }

@@ -1,8 +1,9 @@
 //! Label selectors, parsed from query parameters and matched against labels, with
 //! the API server's validation of label keys and values.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
+use crate::labels::Labels;
 use crate::status::{ApiError, go_quote};
 
 /// One label requirement.
@@ -45,14 +46,14 @@ impl LabelSelector {
     }
 
     /// Whether `labels` satisfy every requirement.
-    pub(crate) fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub(crate) fn matches(&self, labels: &Labels) -> bool {
         self.requirements.iter().all(|(key, op)| {
             let value = labels.get(key);
             match op {
-                LabelOp::Eq(v) => value == Some(v),
-                LabelOp::NotEq(v) => value != Some(v),
-                LabelOp::In(vs) => value.is_some_and(|x| vs.contains(x)),
-                LabelOp::NotIn(vs) => value.is_none_or(|x| !vs.contains(x)),
+                LabelOp::Eq(v) => value == Some(v.as_str()),
+                LabelOp::NotEq(v) => value != Some(v.as_str()),
+                LabelOp::In(vs) => value.is_some_and(|x| vs.iter().any(|v| v == x)),
+                LabelOp::NotIn(vs) => value.is_none_or(|x| vs.iter().all(|v| v != x)),
                 LabelOp::Exists => value.is_some(),
                 LabelOp::DoesNotExist => value.is_none(),
                 LabelOp::Gt(n) => value
@@ -534,13 +535,7 @@ fn label_value_errors(value: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
+    use crate::labels::tests::of as labels;
 
     #[test]
     fn label_selector_operators() {

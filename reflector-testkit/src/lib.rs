@@ -396,6 +396,7 @@ mod field_selector;
 mod field_set;
 mod handlers;
 mod label_selector;
+mod labels;
 mod list;
 mod list_type;
 mod managed_fields;

@@ -1,12 +1,13 @@
 //! Stored objects: pre-serialized JSON plus the few fields selectors and keys need.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+
+use crate::labels::Labels;
 
 /// One stored object version. Immutable once built; shared by the store, the event log and
 /// in-flight responses as `Arc<StoredObject>`, so lists never re-encode objects.
@@ -19,7 +20,7 @@ pub(crate) struct StoredObject {
     /// `metadata.namespace` (None for cluster-scoped objects).
     pub namespace: Option<String>,
     /// `metadata.labels`.
-    pub labels: BTreeMap<String, String>,
+    pub labels: Labels,
     /// `metadata.resourceVersion`.
     pub rv: u64,
     /// The object as compact JSON, starting with `kind` and `apiVersion` when it has them.
@@ -36,11 +37,7 @@ impl StoredObject {
         let labels = metadata(value)
             .and_then(|m| m.get("labels"))
             .and_then(Value::as_object)
-            .map(|l| {
-                l.iter()
-                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
-                    .collect()
-            })
+            .map(Labels::from_json)
             .unwrap_or_default();
         let (json, item_start) = encode_type_first(value);
         Self {

@@ -269,6 +269,27 @@ impl ApiServer {
 
     /// Stores many objects under one lock (fast enough for 100k ConfigMaps). Returns the
     /// resourceVersion of the last write (the current RV if `objs` is empty).
+    ///
+    /// The server keeps each object as compact JSON (a benchmark ConfigMap: ~1.9 KB
+    /// with its key and labels), far less than the typed object passed in (~6 KB). To
+    /// store a million, pass them a chunk at a time, so only one chunk of typed objects
+    /// is alive:
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector_testkit::{ApiServer, bench_objects::config_map};
+    ///
+    /// let server = ApiServer::start().await?;
+    /// let (objects, chunk) = (25_000, 10_000);
+    /// for start in (0..objects).step_by(chunk) {
+    ///     let end = (start + chunk).min(objects);
+    ///     let batch: Vec<_> = (start..end).map(|i| config_map(i, 100)).collect();
+    ///     server.insert_many(&batch)?;
+    /// }
+    /// assert_eq!(server.versions::<ConfigMap>(None)?.len(), objects);
+    /// # Ok(()) }
+    /// ```
     pub fn insert_many<'a, K, I>(&self, objs: I) -> Result<u64, TestkitError>
     where
         K: kube::Resource<DynamicType = ()> + Serialize + 'a,

@@ -9,24 +9,27 @@ use std::time::Instant;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use reflector::sharding::{shard_key, winner};
-use reflector_testkit::bench_objects::{config_map, config_maps, name};
+use reflector_testkit::bench_objects::{config_map, name};
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
 use serde_json::Value;
 
 use crate::Args;
 use crate::index::{self, QueryFigure};
-use crate::mem::MB;
+use crate::mem::{self, MB};
+use crate::scale;
 use crate::scenario::{self, Cache, Phase, SHARDS, Scenario};
 
 /// Writes the server's event log keeps: enough for the initial objects plus one churn.
 const HISTORY: usize = 200_000;
 /// Objects the churn cycles over (or all of them, if fewer).
-const CHURN_SPAN: usize = 10_000;
+pub(crate) const CHURN_SPAN: usize = 10_000;
 
 /// The JSON lines of one child run.
-struct RunResult {
-    synced: Value,
-    after: Option<Value>,
+pub(crate) struct RunResult {
+    /// The figures at sync.
+    pub synced: Value,
+    /// The figures after churn or relist.
+    pub after: Option<Value>,
 }
 
 fn loadavg() -> String {
@@ -36,7 +39,11 @@ fn loadavg() -> String {
         .to_owned()
 }
 
-/// Runs the selected scenarios and prints the tables.
+/// The runs of one scenario, by scenario name.
+pub(crate) type Results = BTreeMap<&'static str, Vec<RunResult>>;
+
+/// Runs the selected scenarios at each size and prints the tables: the tables of each
+/// size as it ends, then (for more than one size) the scale table over all of them.
 pub fn run(args: &Args) -> Result<(), String> {
     let (selected, run_index) = scenario::select(&args.scenarios)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -44,23 +51,56 @@ pub fn run(args: &Args) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    run_shape(args, &rt, &selected, run_index, false)?;
-    if args.paged {
-        run_shape(args, &rt, &selected, false, true)?;
+    let mut sizes = Vec::new();
+    for &objects in &args.objects {
+        let (results, load) = run_shape(args, objects, &rt, &selected, run_index, false)?;
+        if args.paged {
+            run_shape(args, objects, &rt, &selected, false, true)?;
+        }
+        sizes.push(scale::Size {
+            objects,
+            results,
+            load,
+        });
+    }
+    if sizes.len() > 1 {
+        scale::print(args, &selected, &sizes);
     }
     Ok(())
 }
 
-/// Runs `selected` against a fresh server that answers `resourceVersion=0` lists in one
-/// page, as a real API server's watch cache does, or (`paged`) in pages of their
-/// `limit`, and prints the tables.
+/// Objects generated and stored per `insert_many` when filling the server: the
+/// generated `ConfigMap`s (~6 KB each before they are stored as ~1.4 KB of JSON) live
+/// only one chunk at a time, so filling a million costs ~60 MB of transient heap, not
+/// ~6 GB.
+const FILL_CHUNK: usize = 10_000;
+
+/// Stores objects `0..objects` in `server`, [`FILL_CHUNK`] at a time, each labelled
+/// with its shard when `sharded`.
+fn fill(server: &ApiServer, objects: usize, sharded: bool) -> Result<(), String> {
+    for start in (0..objects).step_by(FILL_CHUNK) {
+        let end = (start + FILL_CHUNK).min(objects);
+        let mut chunk: Vec<ConfigMap> = (start..end).map(|i| config_map(i, 100)).collect();
+        if sharded {
+            label_for_shards(&mut chunk);
+        }
+        server.insert_many(&chunk).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Runs `selected` against a fresh server holding `objects` ConfigMaps that answers
+/// `resourceVersion=0` lists in one page, as a real API server's watch cache does, or
+/// (`paged`) in pages of their `limit`, prints the tables and returns the runs with the
+/// load average before and after them.
 fn run_shape(
     args: &Args,
+    objects: usize,
     rt: &tokio::runtime::Runtime,
     selected: &[Scenario],
     run_index: bool,
     paged: bool,
-) -> Result<(), String> {
+) -> Result<(Results, String), String> {
     let load_before = loadavg();
     let server = rt
         .block_on(
@@ -72,32 +112,30 @@ fn run_shape(
         .map_err(|e| e.to_string())?;
     let started = Instant::now();
     let sharded = selected.iter().any(|s| s.cache == Cache::OursFactoryShard);
-    let mut objects = config_maps(args.objects);
     if sharded {
-        label_for_shards(&mut objects);
         eprintln!(
             "compare: every object carries its shard label ({}), so every scenario of this run caches ~35 more bytes of JSON per object",
             SHARDS.0
         );
     }
-    server.insert_many(&objects).map_err(|e| e.to_string())?;
-    drop(objects);
+    fill(&server, objects, sharded)?;
+    let (rss, hwm) = (mem::rss() as f64 / MB, mem::hwm() as f64 / MB);
+    let reset = mem::reset_hwm();
     eprintln!(
-        "compare: {} objects stored in {:.1} s; load average {load_before}",
-        args.objects,
+        "compare: {objects} objects stored in {:.1} s; this process (the server) {rss:.0} MB RSS, {hwm:.0} MB peak while filling; load average {load_before}",
         started.elapsed().as_secs_f64()
     );
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut results: BTreeMap<&'static str, Vec<RunResult>> = BTreeMap::new();
+    let mut results = Results::new();
     for run in 0..args.runs {
         let mut order = selected.to_vec();
         if run % 2 == 1 {
             order.reverse();
         }
         for s in order {
-            let result = child(&exe, &server, s, args, paged)?;
+            let result = child(&exe, &server, s, args, objects, paged)?;
             eprintln!(
-                "compare: run {} {}: synced in {:.3} s ({:.2} CPU s){}{}",
+                "compare: {objects} objects, run {} {}: synced in {:.3} s ({:.2} CPU s){}{}",
                 run + 1,
                 s.name,
                 num(&result.synced, "secs").unwrap_or(f64::NAN),
@@ -120,15 +158,22 @@ fn run_shape(
             results.entry(s.name).or_default().push(result);
         }
     }
+    if reset {
+        eprintln!(
+            "compare: {objects} objects: this process (the server) peaked at {:.0} MB RSS while serving the runs",
+            mem::hwm() as f64 / MB
+        );
+    }
     let queries = if run_index {
-        Some(rt.block_on(index::run(&server, args.objects))?)
+        Some(rt.block_on(index::run(&server, objects))?)
     } else {
         None
     };
     let load_after = loadavg();
-    print_tables(args, paged, selected, &results, queries.as_deref());
+    print_tables(args, objects, paged, selected, &results, queries.as_deref());
     println!("\nLoad average before: {load_before}; after: {load_after}.");
-    Ok(())
+    drop(server);
+    Ok((results, format!("{load_before} → {load_after}")))
 }
 
 /// Labels each object with its rendezvous winner among [`SHARDS`], as the ring's
@@ -170,9 +215,10 @@ fn child(
     server: &ApiServer,
     s: Scenario,
     args: &Args,
+    objects: usize,
     paged: bool,
 ) -> Result<RunResult, String> {
-    let span = args.objects.clamp(1, CHURN_SPAN);
+    let span = objects.clamp(1, CHURN_SPAN);
     let churn: Vec<ConfigMap> = if s.phase == Phase::Churn {
         let base = server.current_resource_version();
         (0..args.churn)
@@ -185,7 +231,7 @@ fn child(
     let mut command = Command::new(exe);
     command
         .args(["--child", s.name, "--url", &server.url(), "--objects"])
-        .arg(args.objects.to_string());
+        .arg(objects.to_string());
     if paged {
         command.arg("--paged");
     }
@@ -215,7 +261,7 @@ fn child(
             std::thread::sleep(std::time::Duration::from_millis(1500));
             server.inject(Matcher::verb(Verb::Watch), Fault::WatchGone);
             server.faults().drop_watches();
-            let i = args.objects.max(1) - 1;
+            let i = objects.max(1) - 1;
             let rv = server
                 .insert(&config_map(i, server.current_resource_version() + 1))
                 .map_err(|e| e.to_string())?;
@@ -271,11 +317,11 @@ fn traced<T>(server: &ApiServer, f: impl FnOnce() -> T) -> T {
     })
 }
 
-fn num(v: &Value, key: &str) -> Option<f64> {
+pub(crate) fn num(v: &Value, key: &str) -> Option<f64> {
     v.get(key)?.as_f64()
 }
 
-fn median(mut xs: Vec<f64>) -> Option<f64> {
+pub(crate) fn median(mut xs: Vec<f64>) -> Option<f64> {
     xs.retain(|x| x.is_finite());
     if xs.is_empty() {
         return None;
@@ -290,42 +336,43 @@ fn median(mut xs: Vec<f64>) -> Option<f64> {
 }
 
 /// Median over the runs of `name` of `f`.
-fn med(
-    results: &BTreeMap<&'static str, Vec<RunResult>>,
+pub(crate) fn med(
+    results: &Results,
     name: &str,
     f: impl Fn(&RunResult) -> Option<f64>,
 ) -> Option<f64> {
     median(results.get(name)?.iter().filter_map(f).collect())
 }
 
-fn fmt(x: Option<f64>, digits: usize) -> String {
+pub(crate) fn fmt(x: Option<f64>, digits: usize) -> String {
     x.map_or_else(|| "–".to_owned(), |x| format!("{x:.digits$}"))
 }
 
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+pub(crate) fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
         (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
         _ => "–".to_owned(),
     }
 }
 
-fn synced_mb(key: &'static str) -> impl Fn(&RunResult) -> Option<f64> {
+pub(crate) fn synced_mb(key: &'static str) -> impl Fn(&RunResult) -> Option<f64> {
     move |r| num(&r.synced, key).map(|b| b / MB)
 }
 
-fn heap_delta(r: &RunResult) -> Option<f64> {
+pub(crate) fn heap_delta(r: &RunResult) -> Option<f64> {
     Some(num(&r.synced, "heap")? - num(&r.synced, "heap0")?)
 }
 
-fn after(key: &'static str) -> impl Fn(&RunResult) -> Option<f64> {
+pub(crate) fn after(key: &'static str) -> impl Fn(&RunResult) -> Option<f64> {
     move |r| num(r.after.as_ref()?, key)
 }
 
 fn print_tables(
     args: &Args,
+    objects: usize,
     paged: bool,
     selected: &[Scenario],
-    results: &BTreeMap<&'static str, Vec<RunResult>>,
+    results: &Results,
     queries: Option<&[QueryFigure]>,
 ) {
     let shape = if paged {
@@ -334,8 +381,8 @@ fn print_tables(
         "real shape: the server answers resourceVersion=0 lists in one page, as a real API server's watch cache; the floor lists in one request"
     };
     println!(
-        "\n## {} ConfigMaps, medians of {} run(s) ({shape})\n",
-        args.objects, args.runs
+        "\n## {objects} ConfigMaps, medians of {} run(s) ({shape})\n",
+        args.runs
     );
     let secs = |r: &RunResult| num(&r.synced, "secs");
     let cpu = |r: &RunResult| num(&r.synced, "cpu");
@@ -462,7 +509,7 @@ fn print_tables(
         println!(
             "\n| watch churn ({} MODIFIED over {} objects) | time (s) | events/s | vs floor | vs kube-runtime | CPU (s) | CPU µs/event | CPU vs kube-runtime | RSS after churn (MB) | peak RSS (MB) |",
             args.churn,
-            args.objects.min(CHURN_SPAN)
+            objects.min(CHURN_SPAN)
         );
         println!("|---|---|---|---|---|---|---|---|---|---|");
         for s in churn {
@@ -514,10 +561,7 @@ fn print_tables(
 
     if let Some(queries) = queries {
         let ours = queries.first().map(|q| q.ns);
-        println!(
-            "\n| index query at {} objects | ns/query | objects returned | vs ours |",
-            args.objects
-        );
+        println!("\n| index query at {objects} objects | ns/query | objects returned | vs ours |");
         println!("|---|---|---|---|");
         for q in queries {
             println!(

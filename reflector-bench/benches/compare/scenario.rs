@@ -157,6 +157,11 @@ pub const ALL: &[Scenario] = &[
     s("relist-kube-runtime", Cache::KubeRuntime, Phase::Relist),
     s("relist-ours", Cache::Ours, Phase::Relist),
     s("relist-ours-factory", Cache::OursFactory, Phase::Relist),
+    s(
+        "relist-ours-factory-in-order",
+        Cache::OursFactoryInOrder,
+        Phase::Relist,
+    ),
 ];
 
 /// Name of the in-process index query comparison.
