@@ -167,6 +167,12 @@
 //! static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 //! ```
 //!
+//! With mimalloc, measure a process that syncs more than once (several informers, or
+//! relists): mimalloc asks the kernel for transparent huge pages, and a later 100k sync in
+//! the same process cost 1.1–2.7× the first's CPU, the kernel zeroing huge pages;
+//! `MIMALLOC_ALLOW_THP=0` in the environment brought it to 1.06×. With glibc a later
+//! sync costs what the first did (`BENCHMARKS.md`, "A later informer in one process").
+//!
 //! [`kube`]: https://docs.rs/kube
 //! [`k8s_openapi`]: https://docs.rs/k8s-openapi
 
