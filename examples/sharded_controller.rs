@@ -15,6 +15,9 @@
 //! cargo run --example sharded_controller
 //! ```
 //!
+//! Sharding is behind the `sharding` feature (`reflector = { version = "0.2",
+//! features = ["sharding"] }` in a user's crate; this repository's examples have it).
+//!
 //! The timings are short so the demo ends in a few seconds: lease 2 s, renew
 //! deadline 1.5 s, retry period 500 ms (the defaults, as client-go's, are 15 s,
 //! 10 s and 2 s — keep those in production).

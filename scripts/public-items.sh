@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo doc -p reflector-core --no-deps --locked --quiet
+cargo doc -p reflector-core --no-deps --all-features --locked --quiet
 
 target_dir="${CARGO_TARGET_DIR:-target}"
 all_html="$target_dir/doc/reflector_core/all.html"

@@ -39,7 +39,7 @@
 //! - cleanup before deletion: [`controller::Finalizer`];
 //! - Events (`kubectl events`): [`events::Recorder`];
 //! - one active replica: [`leader_election`], [`Controller::leader_elected`](controller::Controller::leader_elected);
-//!   several active replicas: [`sharding`];
+//!   several active replicas: `sharding` (the `sharding` feature);
 //! - metrics with controller-runtime's names, `/metrics`, `/healthz` and `/readyz`:
 //!   [`metrics`] (the server needs the `metrics-server` feature);
 //! - typed index queries on a custom resource: `#[derive(Reflect)]`, below.
@@ -49,8 +49,10 @@
 //! [`workqueue`] feeds the controller's workers. Test against the embedded API server of
 //! [`reflector-testkit`](https://docs.rs/reflector-testkit).
 //!
-//! Features: `metrics-server` (`metrics::MetricsServer`), `testing`
-//! (`listwatch::FakeSource`, an in-memory lister-watcher for unit tests).
+//! Features, all off by default: `metrics-server` (`metrics::MetricsServer`),
+//! `sharding` (the `sharding` module and `Controller::sharded`: one controller split
+//! across replicas), `testing` (`listwatch::FakeSource`, an in-memory lister-watcher
+//! for unit tests). A controller that needs none of them builds none of them.
 //!
 //! # `#[derive(Reflect)]`: typed plumbing for a kind
 //!

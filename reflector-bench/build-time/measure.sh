@@ -51,10 +51,12 @@ build() {
         return 1
     }
     out="$(tail -1 "$scratch/time")"
-    echo "$crate $kind $out" >> "$results"
+    # The linked binary's size: the rebuild's link time follows it.
+    size="$(stat -c %s "$scratch/target-$crate/debug/build-time-$crate")"
+    echo "$crate $kind $out $size" >> "$results"
     # shellcheck disable=SC2086 # $out is three numbers
-    printf '%-13s %-7s wall %6.1f s  user %6.1f s  sys %5.1f s  load %s\n' \
-        "$crate" "$kind" $out "$(cut -d' ' -f1-3 /proc/loadavg)"
+    printf '%-13s %-7s wall %6.1f s  user %6.1f s  sys %5.1f s  binary %5.1f MB  load %s\n' \
+        "$crate" "$kind" $out "$(awk -v s="$size" 'BEGIN {print s / 1000000}')" "$(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
 for crate in ours kube-runtime; do
@@ -80,12 +82,13 @@ done
 
 median() { sort -n | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else printf "%.2f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 echo
-echo "| build | crate | wall (s) | user+sys (s) |"
-echo "|---|---|---|---|"
+echo "| build | crate | wall (s) | user+sys (s) | binary (MB) |"
+echo "|---|---|---|---|---|"
 for kind in cold rebuild; do
     for crate in ours kube-runtime; do
         wall=$(awk -v c="$crate" -v k="$kind" '$1==c && $2==k {print $3}' "$results" | median)
         cpu=$(awk -v c="$crate" -v k="$kind" '$1==c && $2==k {print $4+$5}' "$results" | median)
-        echo "| $kind | $crate | $wall | $cpu |"
+        size=$(awk -v c="$crate" -v k="$kind" '$1==c && $2==k {printf "%.1f\n", $6 / 1000000}' "$results" | median)
+        echo "| $kind | $crate | $wall | $cpu | $size |"
     done
 done

@@ -13,8 +13,8 @@
 //! - [`workqueue`]: the dedup, delaying and rate-limited queues that feed workers;
 //! - [`controller`]: workers that take keys from a queue and reconcile them;
 //! - [`leader_election`]: Lease leader election, so one replica reconciles at a time;
-//! - [`sharding`]: one controller split across replicas: Lease membership and
-//!   rendezvous-hashed assignment labels;
+//! - `sharding` (feature `sharding`): one controller split across replicas: Lease
+//!   membership and rendezvous-hashed assignment labels;
 //! - [`events`]: the Event recorder (`kubectl describe`'s Events), with client-go's
 //!   series and spam filter;
 //! - [`metrics`]: controller-runtime's and client-go's metrics, and their exposition.
@@ -36,6 +36,8 @@ pub mod metrics;
 pub mod object;
 pub mod reflect;
 mod reflector;
+#[cfg(feature = "sharding")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sharding")))]
 pub mod sharding;
 pub mod store;
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! The constructors of a [`Controller`] that make its primary informer themselves,
-//! from an [`InformerFactory`], so that [`sharded`](Controller::sharded) can remake
-//! it with the shard's selector.
+//! from an [`InformerFactory`], so that `sharded` (feature `sharding`) can remake it
+//! with the shard's selector.
 
 use std::fmt::Debug;
+#[cfg(feature = "sharding")]
 use std::sync::Arc;
 
 use kube::{Api, Client};
@@ -32,9 +33,9 @@ where
     /// skipped fields, transform, indexers), the factory's defaults filling the
     /// rest, as kube-runtime's `Controller::new` takes a `watcher::Config`.
     ///
-    /// [`sharded`](Self::sharded) remakes this informer with the ring's selector
-    /// added to the scope's own label selector (both must match) and every other
-    /// option kept.
+    /// `sharded` (feature `sharding`) remakes this informer with the ring's
+    /// selector added to the scope's own label selector (both must match) and every
+    /// other option kept.
     ///
     /// # Example
     /// ```no_run
@@ -77,8 +78,16 @@ where
         )
     }
 
+    /// A controller of `factory`'s informer made as `options` say, which `sharded`
+    /// can remake with the shard's selector.
+    #[cfg(not(feature = "sharding"))]
+    fn scoped(factory: InformerFactory, options: InformerOptions<K>) -> Self {
+        Self::new(factory.scoped::<K>(options))
+    }
+
     /// A controller of `factory`'s informer made as `options` say, which
     /// [`sharded`](Controller::sharded) can remake with the shard's selector.
+    #[cfg(feature = "sharding")]
     fn scoped(factory: InformerFactory, options: InformerOptions<K>) -> Self {
         let mut controller = Self::new(factory.scoped::<K>(options.clone()));
         controller.rescope = Some(Arc::new(move |labels: &str| {

@@ -1,6 +1,7 @@
 //! [`Controller`]: the builder (the constructors that make its primary informer are
 //! in `constructors.rs`; its `run` is in `run.rs`; the terms a leader-elected or
-//! sharded controller reconciles in, in `term.rs` and `sharded.rs`).
+//! sharded controller reconciles in, in `term.rs` and, with the `sharding` feature,
+//! `sharded.rs`).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -11,11 +12,13 @@ use crate::leader_election::LeaderElection;
 use crate::lister::Lister;
 use crate::metrics::Metrics;
 use crate::object::{Object, ObjectKey, ObjectRef};
+#[cfg(feature = "sharding")]
 use crate::sharding::Ring;
 use crate::workqueue::{DefaultRateLimiter, RateLimiter};
 
 use super::action::Action;
 use super::owner_mapping::OwnerMapping;
+#[cfg(feature = "sharding")]
 use super::sharded::Shard;
 use super::shutdown::Trigger;
 use super::source::{InformerSource, KeyMapping, WatchSource};
@@ -124,10 +127,12 @@ pub struct Controller<K: Object, P = Action> {
     pub(super) shutdown: Option<Trigger>,
     pub(super) election: Option<LeaderElection>,
     /// Set by `sharded`.
+    #[cfg(feature = "sharding")]
     pub(super) shard: Option<Shard<K>>,
     /// Rebuilds the primary informer with a label selector added to its scope
     /// (`for_kind`, `for_kind_with`, `for_api`: the controller made the informer,
     /// with its options, so `sharded` can remake it); `None` for a given informer.
+    #[cfg(feature = "sharding")]
     pub(super) rescope: Option<Rescope<K>>,
     /// Whether a reconcile waits for the caches to reach the controller's own writes.
     pub(super) read_your_writes: bool,
@@ -135,12 +140,13 @@ pub struct Controller<K: Object, P = Action> {
 }
 
 /// Remakes the primary informer, selecting by the given label selector too.
+#[cfg(feature = "sharding")]
 pub(super) type Rescope<K> = Arc<dyn Fn(&str) -> SharedIndexInformer<K> + Send + Sync>;
 
 impl<K: Object, P> std::fmt::Debug for Controller<K, P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Controller")
-            .field("name", &self.name)
+        let mut d = f.debug_struct("Controller");
+        d.field("name", &self.name)
             .field(
                 "sources",
                 &self.sources.iter().map(|s| s.kind()).collect::<Vec<_>>(),
@@ -151,9 +157,10 @@ impl<K: Object, P> std::fmt::Debug for Controller<K, P> {
             .field("start_informers", &self.start_informers)
             .field("shutdown_on_signal", &self.shutdown_on_signal)
             .field("graceful_shutdown_on", &self.shutdown.is_some())
-            .field("election", &self.election)
-            .field("ring", &self.shard.as_ref().map(|s| &s.ring))
-            .finish_non_exhaustive()
+            .field("election", &self.election);
+        #[cfg(feature = "sharding")]
+        d.field("ring", &self.shard.as_ref().map(|s| &s.ring));
+        d.finish_non_exhaustive()
     }
 }
 
@@ -183,7 +190,9 @@ where
             shutdown_on_signal: false,
             shutdown: None,
             election: None,
+            #[cfg(feature = "sharding")]
             shard: None,
+            #[cfg(feature = "sharding")]
             rescope: None,
             read_your_writes: true,
             error_policy: Action::requeue_rate_limited(),
@@ -275,6 +284,8 @@ where
     ///     .await
     /// # }
     /// ```
+    #[cfg(feature = "sharding")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sharding")))]
     #[must_use]
     pub fn sharded(mut self, ring: &Ring) -> Self {
         if let Some(rescope) = &self.rescope {
@@ -376,7 +387,9 @@ impl<K: Object, P> Controller<K, P> {
             shutdown_on_signal: self.shutdown_on_signal,
             shutdown: self.shutdown,
             election: self.election,
+            #[cfg(feature = "sharding")]
             shard: self.shard,
+            #[cfg(feature = "sharding")]
             rescope: self.rescope,
             read_your_writes: self.read_your_writes,
             error_policy: policy,

@@ -52,6 +52,8 @@ pub enum ControllerError {
     /// A controller given to `sharded` would not watch only its shard's share (an
     /// informer that does not select the shard's label), or is leader-elected too;
     /// the controller did not start. Not retryable: fix the wiring.
+    #[cfg(feature = "sharding")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sharding")))]
     #[error("cannot run sharded{}: {reason}", informer.as_ref().map(|i| format!(" ({i})")).unwrap_or_default())]
     Sharding {
         /// The informer at fault (`<controller>/<Kind>`), if one is.

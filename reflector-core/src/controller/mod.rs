@@ -31,7 +31,7 @@
 //!
 //! Workers run in **terms**. A plain controller has one, from sync to shutdown. A
 //! leader-elected one ([`Controller::leader_elected`]) and a sharded one
-//! ([`Controller::sharded`], whose terms are its shard's membership of the ring) hold
+//! (`Controller::sharded`, feature `sharding`, whose terms are its shard's membership of the ring) hold
 //! a lease: each acquisition starts a term (every cached object queued, workers
 //! started), each loss ends it (no new reconcile; those in flight may finish until
 //! another replica could take the lease over), and on shutdown the lease is released
@@ -52,6 +52,7 @@ mod key_gate;
 mod owner_mapping;
 mod request;
 mod run;
+#[cfg(feature = "sharding")]
 mod sharded;
 mod shutdown;
 mod signal;

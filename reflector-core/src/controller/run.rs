@@ -64,8 +64,8 @@ impl<K: Object, P> Controller<K, P> {
     /// - [`ControllerError::Signal`] if the signal handlers cannot be installed;
     /// - [`ControllerError::LeaderElection`] if the election (or the ring) is already
     ///   running;
-    /// - [`ControllerError::Sharding`] if a sharded controller watches more than its
-    ///   share, or is leader-elected too.
+    /// - `ControllerError::Sharding` (feature `sharding`) if a sharded controller
+    ///   watches more than its share, or is leader-elected too.
     ///
     /// A shutdown before the informers synced is a clean stop (`Ok`).
     ///

@@ -144,6 +144,7 @@ pub(crate) trait WatchSource: Send + Sync {
     fn is_owned(&self) -> bool;
     /// The informer's label selector, when known (see
     /// [`SharedIndexInformer::label_selector`]).
+    #[cfg(feature = "sharding")]
     fn label_selector(&self) -> Option<String>;
     /// Claims the informer's run and returns it, or `None` if someone already
     /// started it (the claim is taken before this returns, so two starters never
@@ -203,6 +204,7 @@ impl<O: Object> WatchSource for InformerSource<O> {
         self.owned
     }
 
+    #[cfg(feature = "sharding")]
     fn label_selector(&self) -> Option<String> {
         self.informer.label_selector().map(str::to_owned)
     }

@@ -162,20 +162,25 @@ impl<K: Object, P> Controller<K, P> {
     /// The terms this controller reconciles in: its election's, its shard's, or one
     /// endless term. The lease is claimed here, before anything starts.
     pub(super) fn term(&mut self) -> Result<Term, ControllerError> {
-        match (self.election.take(), self.shard.take()) {
-            (None, None) => Ok(Term::endless(&self.name)),
-            (Some(election), None) => {
+        #[cfg(feature = "sharding")]
+        if let Some(shard) = self.shard.take() {
+            if self.election.is_some() {
+                return Err(ControllerError::Sharding {
+                    informer: None,
+                    reason: "a sharded controller cannot be leader-elected too: its shard's membership lease decides when it reconciles",
+                });
+            }
+            return self.shard_term(shard);
+        }
+        match self.election.take() {
+            None => Ok(Term::endless(&self.name)),
+            Some(election) => {
                 let guard = election.claim().map_err(ControllerError::LeaderElection)?;
                 let run = move |stop| -> BoxFuture<'static, ()> {
                     LeaderElection::run_claimed(guard, stop)
                 };
                 Ok(Term::leased(&self.name, election, run, None))
             }
-            (None, Some(shard)) => self.shard_term(shard),
-            (Some(_), Some(_)) => Err(ControllerError::Sharding {
-                informer: None,
-                reason: "a sharded controller cannot be leader-elected too: its shard's membership lease decides when it reconciles",
-            }),
         }
     }
 }

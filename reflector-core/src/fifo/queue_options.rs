@@ -71,6 +71,16 @@ impl<K> QueueOptions<K> {
             .is_some_and(|cached| Arc::ptr_eq(&cached, obj))
     }
 
+    /// Whether [`cached_unchanged`](Self::cached_unchanged) may find an object of a
+    /// list starting now, given whether the queue is `idle` (nothing queued, nothing
+    /// being applied): not when the cache is empty and only the list's own objects
+    /// can reach it.
+    pub(super) fn may_cache_listed(&self, idle: bool) -> bool {
+        self.known_objects
+            .as_ref()
+            .is_some_and(|known| !idle || !known.is_empty())
+    }
+
     /// Whether there is no cache, or it holds nothing: a first list may then be
     /// streamed into the queue page by page.
     pub(super) fn cache_is_empty(&self) -> bool {

@@ -195,7 +195,8 @@ impl<K: Object> SharedIndexInformer<K> {
 
     /// The label selector this informer lists and watches with, when known: set
     /// for informers made by an [`InformerFactory`](super::InformerFactory), `None`
-    /// for one built from a lister-watcher by hand.
+    /// for one built from a lister-watcher by hand. Read by a sharded controller.
+    #[cfg_attr(not(feature = "sharding"), allow(dead_code))]
     pub(crate) fn label_selector(&self) -> Option<&str> {
         self.inner.label_selector.as_deref()
     }

@@ -46,6 +46,7 @@ pub use config::{
     DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LeaderElectionConfig,
 };
 pub use election::LeaderElection;
+#[cfg(feature = "sharding")]
 pub(crate) use election::RunGuard;
 pub use error::LeaderElectionError;
 pub use metrics::LeaderElectionMetrics;

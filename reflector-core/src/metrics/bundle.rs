@@ -7,6 +7,7 @@ use crate::events::EventMetrics;
 use crate::informer::SharedIndexInformer;
 use crate::leader_election::LeaderElectionMetrics;
 use crate::object::Object;
+#[cfg(feature = "sharding")]
 use crate::sharding::ShardingMetrics;
 use crate::workqueue::WorkQueueMetrics;
 
@@ -70,7 +71,7 @@ use crate::workqueue::WorkQueueMetrics;
 /// |---|---|
 /// | `reflector_events_dropped_total{controller,reason}` | counter; `reason` ∈ `spam_filter`, `buffer_full`, `rejected`, `retries_exhausted` |
 ///
-/// Sharding, reported to by a [`Sharder`](crate::sharding::Sharder) and a sharded
+/// Sharding (feature `sharding`), reported to by a `Sharder` and a sharded
 /// controller given the bundle, each labelled `ring` = the ring's name:
 ///
 /// | metric | type |
@@ -104,6 +105,7 @@ pub struct Metrics {
     reflectors: ReflectorCollector,
     leader_election: LeaderElectionMetrics,
     events: EventMetrics,
+    #[cfg(feature = "sharding")]
     sharding: ShardingMetrics,
 }
 
@@ -129,6 +131,7 @@ impl Metrics {
         self.reflectors.register(registry);
         self.leader_election.register(registry);
         self.events.register(registry);
+        #[cfg(feature = "sharding")]
         self.sharding.register(registry);
     }
 
@@ -156,6 +159,7 @@ impl Metrics {
     }
 
     /// The `reflector_sharding_*` families.
+    #[cfg(feature = "sharding")]
     pub(crate) fn sharding(&self) -> &ShardingMetrics {
         &self.sharding
     }

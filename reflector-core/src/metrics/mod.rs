@@ -22,7 +22,7 @@
 //! (client-go's gauge: 1 while leading) and counts lost races and failed requests
 //! on its lease; [`Health::leader_election`] puts its state in `/readyz`.
 //!
-//! A [`Sharder`](crate::sharding::Sharder) and a sharded controller given the
+//! With the `sharding` feature, a `Sharder` and a sharded controller given the
 //! bundle report their ring's `reflector_sharding_*` families (assignments, moves,
 //! drains started and acknowledged, ring members), labelled `ring`.
 //!
@@ -60,6 +60,7 @@ mod reconcile_metrics;
 mod render;
 #[cfg(feature = "metrics-server")]
 mod server;
+#[cfg(feature = "sharding")]
 mod sharding_metrics;
 
 pub(crate) use crate::informer::ReflectorCollector;

@@ -323,7 +323,9 @@ where
     }
 
     /// Lists everything at `rv`, page by page, each object the store already caches
-    /// unchanged swapped for the cached copy as its page arrives.
+    /// unchanged swapped for the cached copy as its page arrives. A list none of whose
+    /// objects the store can hold yet ([`StoreSink::may_cache_listed`], asked as each
+    /// list starts) is not looked up at all.
     ///
     /// Each page is offered to the store ([`StoreSink::stream_list_page`]); what it
     /// takes is not kept in the returned list, and the count of such items comes
@@ -334,15 +336,22 @@ where
         page_size: Option<u32>,
     ) -> Result<(pager::FullList<K>, usize), ListWatchError> {
         let mut streamed = 0;
+        let mut look_up = true;
         let keep = |page: Vec<K>, first_page: bool| {
-            let items: Vec<Arc<K>> = page
-                .into_iter()
-                .map(|obj| {
-                    self.store
-                        .cached_unchanged(&obj)
-                        .unwrap_or_else(|| Arc::new(obj))
-                })
-                .collect();
+            if first_page {
+                look_up = self.store.may_cache_listed();
+            }
+            let items: Vec<Arc<K>> = if look_up {
+                page.into_iter()
+                    .map(|obj| {
+                        self.store
+                            .cached_unchanged(&obj)
+                            .unwrap_or_else(|| Arc::new(obj))
+                    })
+                    .collect()
+            } else {
+                page.into_iter().map(Arc::new).collect()
+            };
             match self.store.stream_list_page(&items, first_page) {
                 Ok(true) => {
                     streamed += items.len();

@@ -3,6 +3,10 @@
 //! replica watches only its share. None of client-go, controller-runtime or
 //! kube-runtime shards a controller; they run one active replica.
 //!
+//! Enabled by the `sharding` feature (`reflector = { version = "0.2", features =
+//! ["sharding"] }`), which also adds [`Controller::sharded`](crate::controller::Controller::sharded);
+//! a controller without it builds none of this.
+//!
 //! - [`Ring`]: one replica's membership: it holds its Lease `<ring>-<shard>`
 //!   (labelled `reflector.rs/ring=<ring>`, renewed with leader-election timings,
 //!   released on graceful stop) and observes the ring's available members;

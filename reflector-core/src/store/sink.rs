@@ -106,6 +106,17 @@ pub(crate) trait StoreSink<K: Object>: Store<K> {
         None
     }
 
+    /// Asked as a list starts, before any of its objects is looked up with
+    /// [`cached_unchanged`](StoreSink::cached_unchanged): whether such a lookup may
+    /// find one of them. `false` promises that the cache is empty and that nothing
+    /// queued for it or being applied can fill it but the list's own objects: an
+    /// object cached while the list is read then came from the list itself, whose
+    /// keys are unique, so every lookup would miss, and the reflector makes none
+    /// (nor builds their keys). Default: `true`.
+    fn may_cache_listed(&self) -> bool {
+        true
+    }
+
     /// Offered one page of a list still being read, so the consumer can start on its
     /// objects before the last page is in; `first_page` says the page starts a list
     /// (its first page, or the single page of a list started over). Returns whether

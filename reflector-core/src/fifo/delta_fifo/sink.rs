@@ -56,6 +56,15 @@ impl<K: Object> StoreSink<K> for DeltaFifo<K> {
         self.options.cached_unchanged(obj)
     }
 
+    /// Whether the known objects hold anything, or anything is queued or being
+    /// processed (which the consumer may yet add to them).
+    fn may_cache_listed(&self) -> bool {
+        // The processing lock makes the check see popped items as cached.
+        let _processing = self.lock_processing();
+        let idle = self.lock().queue.is_empty();
+        self.options.may_cache_listed(idle)
+    }
+
     /// Queues the page with a `Replaced` (or `Sync`) delta per item, as `replace`
     /// would, if the page belongs to a first list into an empty FIFO: with
     /// `first_page`, the FIFO must never have been populated and hold nothing, nor

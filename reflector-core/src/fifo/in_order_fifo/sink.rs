@@ -68,6 +68,13 @@ impl<K: Object> StoreSink<K> for InOrderFifo<K> {
         self.options.cached_unchanged(obj)
     }
 
+    /// Whether the cache holds anything, or anything is queued or being applied
+    /// (which the consumer may yet add to it).
+    fn may_cache_listed(&self) -> bool {
+        let idle = self.lock().is_idle();
+        self.options.may_cache_listed(idle)
+    }
+
     /// Queues the page with a `Replaced` delta per item if it belongs to a first
     /// list into an empty FIFO (never populated, nothing queued or being processed,
     /// nothing cached); later pages follow a first page it took. The consumer applies

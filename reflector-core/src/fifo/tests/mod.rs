@@ -6,6 +6,7 @@
 
 mod has_synced;
 mod invariants;
+mod list_lookups;
 mod pop;
 mod queueing;
 mod replace;

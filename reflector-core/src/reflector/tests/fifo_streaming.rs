@@ -1,12 +1,49 @@
 //! A first list streamed, page by page, into an informer's empty queue.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::FutureExt;
+use k8s_openapi::api::core::v1::Pod;
+use tokio::sync::Notify;
 
 use super::QUEUE;
-use crate::reflector::ReflectorOptions;
+use crate::fifo::{DeltaFifo, Entry, InOrderFifo};
+use crate::informer::InformerQueue;
+use crate::object::ObjectKey;
+use crate::reflector::{Reflector, ReflectorOptions};
+use crate::store::{Indexer, Indexers, KeyListerGetter, Store};
 use crate::test_support::*;
+
+/// A lister-watcher whose first list is two pages at resourceVersion 10, `a@1 b@2`
+/// then `c@3`, the second served once `release` is notified; a relist (from version
+/// 10) answers `relisted` in one page at version 20. Its watches stay open.
+fn two_pages(release: &Arc<Notify>, relisted: Vec<Pod>) -> Scripted {
+    let release = Arc::clone(release);
+    Scripted {
+        list: Box::new(move |p| {
+            let release = Arc::clone(&release);
+            let (relist, continued) = (rv_of(p) == "10", p.continue_token.is_some());
+            let relisted = relisted.clone();
+            async move {
+                if relist {
+                    Ok(pod_list("20", None, relisted))
+                } else if continued {
+                    release.notified().await;
+                    Ok(pod_list("10", None, vec![pod("c", "3")]))
+                } else {
+                    Ok(pod_list(
+                        "10",
+                        Some("next"),
+                        vec![pod("a", "1"), pod("b", "2")],
+                    ))
+                }
+            }
+            .boxed()
+        }),
+        watch: Box::new(|_, _| futures::future::ready(Ok(pending_watch())).boxed()),
+    }
+}
 
 /// The first list's pages reach an empty queue as they arrive: its consumer pops
 /// page one while page two is still being served, each item marked as in the
@@ -14,30 +51,8 @@ use crate::test_support::*;
 /// queue marks the end with a bookmark at the list's resource version).
 #[tokio::test(start_paused = true)]
 async fn first_list_streams_pages_into_an_empty_queue() {
-    let release = Arc::new(tokio::sync::Notify::new());
-    let lw = Scripted {
-        list: Box::new({
-            let release = Arc::clone(&release);
-            move |p| {
-                let release = Arc::clone(&release);
-                let continued = p.continue_token.is_some();
-                async move {
-                    if continued {
-                        release.notified().await;
-                        Ok(pod_list("10", None, vec![pod("c", "3")]))
-                    } else {
-                        Ok(pod_list(
-                            "10",
-                            Some("next"),
-                            vec![pod("a", "1"), pod("b", "2")],
-                        ))
-                    }
-                }
-                .boxed()
-            }
-        }),
-        watch: Box::new(|_, _| futures::future::ready(Ok(pending_watch())).boxed()),
-    };
+    let release = Arc::new(Notify::new());
+    let lw = two_pages(&release, Vec::new());
     let (queue, r) = reflector_into_informer_queue(QUEUE, lw, ReflectorOptions::default());
     let (cancel, task) = spawn_list_and_watch(&r);
     queue
@@ -101,4 +116,96 @@ async fn streamed_list_started_over_after_expired_continue_is_reconciled() {
     assert!(queue.has_synced());
     cancel.cancel();
     task.await.unwrap().unwrap();
+}
+
+/// A queue's cache as the informer fills it (the test applies what it pops), and
+/// how many objects were looked up in it.
+struct CountingCache {
+    indexer: Indexer<Pod>,
+    gets: AtomicUsize,
+}
+
+impl KeyListerGetter<Pod> for CountingCache {
+    fn list_keys(&self) -> Vec<ObjectKey> {
+        self.indexer.list_keys()
+    }
+
+    fn get(&self, key: &ObjectKey) -> Option<Arc<Pod>> {
+        self.gets.fetch_add(1, Ordering::SeqCst);
+        self.indexer.get(key)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.indexer.is_empty()
+    }
+}
+
+/// The first list into an empty queue looks none of its objects up in the cache,
+/// though the cache fills while the list is read (every such lookup would miss); a
+/// relist looks each of its objects up, and hands the queue the cached copy of an
+/// unchanged one.
+#[tokio::test(start_paused = true)]
+async fn only_a_relist_looks_listed_objects_up_in_the_cache() {
+    let release = Arc::new(Notify::new());
+    let relisted = vec![pod("a", "1"), pod("b", "5"), pod("c", "3")];
+    let lw = two_pages(&release, relisted);
+    let cache = Arc::new(CountingCache {
+        indexer: Indexer::new(Indexers::new()),
+        gets: AtomicUsize::new(0),
+    });
+    let (queue, store): (_, Arc<dyn Store<Pod>>) = match QUEUE {
+        InformerQueue::InOrder => {
+            let fifo = Arc::new(InOrderFifo::new().cache_view(cache.clone()));
+            (QueueUnderTest::InOrder(fifo.clone()), fifo)
+        }
+        InformerQueue::DeltaFifo => {
+            let fifo = Arc::new(DeltaFifo::new().cache_view(cache.clone()).emit_replaced(true));
+            (QueueUnderTest::Delta(fifo.clone()), fifo)
+        }
+    };
+    let r = Arc::new(Reflector::new(lw, store, ReflectorOptions::default()));
+    let first_list = tokio::spawn({
+        let r = Arc::clone(&r);
+        async move { r.list().await }
+    });
+    queue
+        .assert_pops(&["initial a: Replaced@1", "initial b: Replaced@2"])
+        .await;
+    // What the informer does with them: the cache is no longer empty.
+    cache.indexer.add(Arc::new(pod("a", "1"))).unwrap();
+    cache.indexer.add(Arc::new(pod("b", "2"))).unwrap();
+    release.notify_one();
+    first_list.await.unwrap().unwrap();
+    assert_eq!(cache.gets.load(Ordering::SeqCst), 0, "first list");
+    queue
+        .assert_pops(queue.per_queue(
+            &["initial c: Replaced@3"],
+            &["initial c: Replaced@3", "initial Bookmark@10"],
+        ))
+        .await;
+    cache.indexer.add(Arc::new(pod("c", "3"))).unwrap();
+    let cached_a = cache.indexer.get(&ObjectKey::new(None, "a")).unwrap();
+
+    r.list().await.unwrap();
+    assert_eq!(cache.gets.load(Ordering::SeqCst), 3, "relist: one per object");
+    let relisted_a = match &queue {
+        QueueUnderTest::Delta(f) => f
+            .pop_item()
+            .await
+            .unwrap()
+            .deltas
+            .newest()
+            .map(|d| Arc::clone(d.object.object())),
+        QueueUnderTest::InOrder(f) => f
+            .pop_batch(1, |mut popped, _| match popped.pop().map(|p| p.entry) {
+                Some(Entry::ReplacedAll { objects, .. }) => objects.first().cloned(),
+                _ => None,
+            })
+            .await
+            .unwrap(),
+    };
+    assert!(
+        relisted_a.is_some_and(|a| Arc::ptr_eq(&a, &cached_a)),
+        "unchanged: cached copy"
+    );
 }

@@ -1,7 +1,8 @@
 //! The in-order FIFO's tests: client-go's `the_real_fifo_test.go` ported test by
 //! test with the same expected sequences (`real_fifo.rs`, its atomic cases in
 //! `atomic.rs`, its batch pops in `pop_batch.rs`; the name of each starts with
-//! `in_order_`), and the consumer's watermark (`watermark.rs`).
+//! `in_order_`), the consumer's watermark (`watermark.rs`), and whether a list may find
+//! its objects in the cache (`list_lookups.rs`).
 //!
 //! Every test function of client-go's file has its port, named after it
 //! (`TestRealFIFO_addUpdate` is `in_order_add_update`). Not ported, as client-go
@@ -9,6 +10,7 @@
 //! neither a requeue nor a choice of delta type for listed objects).
 
 mod atomic;
+mod list_lookups;
 mod pop_batch;
 mod real_fifo;
 mod watermark;
