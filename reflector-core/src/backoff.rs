@@ -10,7 +10,6 @@
 
 use std::time::Duration;
 
-use rand::Rng;
 use tokio::time::Instant;
 
 /// Parameters of an exponential backoff. The defaults are client-go's reflector's.
@@ -102,8 +101,7 @@ impl Backoff {
 /// `factor` is not positive).
 pub(crate) fn jittered(base: Duration, factor: f64) -> Duration {
     if factor > 0.0 {
-        let r: f64 = rand::rng().random::<f64>();
-        base + base.mul_f64(factor * r)
+        base + base.mul_f64(factor * crate::random::random_unit())
     } else {
         base
     }

@@ -34,6 +34,7 @@ pub mod lister;
 pub mod listwatch;
 pub mod metrics;
 pub mod object;
+mod random;
 pub mod reflect;
 mod reflector;
 #[cfg(feature = "sharding")]

@@ -162,7 +162,7 @@ pub(crate) fn default_identity() -> Result<String, LeaderElectionError> {
         .map_err(|e| LeaderElectionError::Hostname(std::sync::Arc::new(e)))?
         .to_string_lossy()
         .into_owned();
-    let suffix: u64 = rand::random();
+    let suffix = crate::random::random_u64();
     Ok(format!("{host}_{suffix:016x}"))
 }
 

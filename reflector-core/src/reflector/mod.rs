@@ -18,7 +18,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use kube::api::{ListParams, WatchParams};
-use rand::Rng;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -532,7 +531,7 @@ where
 
     fn watch_timeout_secs(&self) -> u32 {
         let min = self.options.min_watch_timeout.as_secs_f64();
-        let secs = min + rand::rng().random::<f64>() * min;
+        let secs = min + crate::random::random_unit() * min;
         // Truncated like client-go's int64 conversion; bounded by 2×min.
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let secs = secs.min(f64::from(u32::MAX)) as u32;
