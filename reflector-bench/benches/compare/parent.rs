@@ -579,28 +579,23 @@ fn print_tables(
 /// The table of the scenarios that sync a second informer in one process: the first
 /// informer's sync and the second's, side by side, with the page faults and context
 /// switches of each.
-fn print_later_informers(selected: &[Scenario], results: &BTreeMap<&'static str, Vec<RunResult>>) {
+fn print_later_informers(selected: &[Scenario], results: &Results) {
     let later: Vec<_> = selected.iter().filter(|s| s.cache.is_second()).collect();
     if later.is_empty() {
         return;
     }
-    let of = |phase: Option<&'static str>, key: &'static str| {
-        move |r: &RunResult| {
-            let line = match phase {
-                Some(phase) => r.synced.get(phase)?,
-                None => &r.synced,
-            };
-            num(line, key)
+    // The figures of the first informer's sync (`Some("first")`) or of the timed one.
+    fn line<'a>(r: &'a RunResult, phase: Option<&str>) -> Option<&'a Value> {
+        match phase {
+            Some(phase) => r.synced.get(phase),
+            None => Some(&r.synced),
         }
+    }
+    let of = |phase: Option<&'static str>, key: &'static str| {
+        move |r: &RunResult| num(line(r, phase)?, key)
     };
     let counter = |phase: Option<&'static str>, key: &'static str| {
-        move |r: &RunResult| {
-            let line = match phase {
-                Some(phase) => r.synced.get(phase)?,
-                None => &r.synced,
-            };
-            num(line.get("counters")?, key)
-        }
+        move |r: &RunResult| num(line(r, phase)?.get("counters")?, key)
     };
     println!(
         "\n| a later informer in one process | informer | synced (s) | CPU (s) | vs first | minor faults | voluntary switches | involuntary switches |"
