@@ -242,7 +242,24 @@ pub fn from_slice<'a, T>(bytes: &'a [u8], filter: &FieldFilter) -> serde_json::R
 where
     T: Deserialize<'a>,
 {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
+    // Checked as UTF-8 once, whole, rather than string by string as serde_json checks
+    // bytes; a document that is not UTF-8 gets the byte reader's error.
+    match std::str::from_utf8(bytes) {
+        Ok(text) => from_read(serde_json::Deserializer::from_str(text), filter),
+        Err(_) => from_read(serde_json::Deserializer::from_slice(bytes), filter),
+    }
+}
+
+/// Decodes a `T` from `de`, skipping `filter`'s paths, then checks that only
+/// whitespace follows.
+fn from_read<'a, R, T>(
+    mut de: serde_json::Deserializer<R>,
+    filter: &FieldFilter,
+) -> serde_json::Result<T>
+where
+    R: serde_json::de::Read<'a>,
+    T: Deserialize<'a>,
+{
     let value = filter.deserialize(&mut de)?;
     de.end()?;
     Ok(value)

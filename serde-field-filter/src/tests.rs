@@ -224,6 +224,36 @@ fn malformed_input_is_a_typed_error_never_a_panic() {
 }
 
 #[test]
+fn non_ascii_and_invalid_utf8_decode_as_serde_json_does() {
+    let f = FieldFilter::managed_fields();
+    let text = "{\"metadata\":{\"name\":\"caf\u{e9}\",\"managedFields\":[{\"manager\":\"\u{1f980}\"}]},\"data\":{\"k\":\"\u{fc}ber \\u00e9 \\ud83e\\udd80\"}}";
+    let lean: ConfigMap = from_slice(text.as_bytes(), &f).unwrap();
+    let mut plain: ConfigMap = serde_json::from_slice(text.as_bytes()).unwrap();
+    plain.metadata.managed_fields = None;
+    assert_eq!(lean, plain);
+    assert_eq!(lean.metadata.name.as_deref(), Some("caf\u{e9}"));
+    assert_eq!(
+        lean.data.unwrap()["k"],
+        "\u{fc}ber \u{e9} \u{1f980}",
+        "escapes decode as before"
+    );
+
+    // Not UTF-8 in a kept string: serde_json's own error, at the same place.
+    let input = b"{\"metadata\":{\"name\":\"ab\xffcd\"}}";
+    let ours = from_slice::<ConfigMap>(input, &f).unwrap_err();
+    let theirs = serde_json::from_slice::<ConfigMap>(input).unwrap_err();
+    assert_eq!(ours.to_string(), theirs.to_string());
+    assert_eq!(
+        (ours.line(), ours.column()),
+        (theirs.line(), theirs.column())
+    );
+    // In a skipped string: skipped as serde_json skips what it ignores, unchecked.
+    let input = b"{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"\xc3\"}]}}";
+    let lean: ConfigMap = from_slice(input, &f).unwrap();
+    assert_eq!(lean.metadata.name.as_deref(), Some("a"));
+}
+
+#[test]
 fn list_and_watch_prefixes_filter_each_object() {
     let f = FieldFilter::managed_fields();
     let item = std::str::from_utf8(SAMPLE).unwrap();

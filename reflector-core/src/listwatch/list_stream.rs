@@ -48,7 +48,11 @@ pub(crate) fn decode_filtered<T: DeserializeOwned>(
 ) -> serde_json::Result<T> {
     match filter {
         Some(filter) => serde_field_filter::from_slice(bytes, filter),
-        None => serde_json::from_slice(bytes),
+        // Checked as UTF-8 once, whole, not string by string as serde_json checks bytes.
+        None => match std::str::from_utf8(bytes) {
+            Ok(text) => serde_json::from_str(text),
+            Err(_) => serde_json::from_slice(bytes),
+        },
     }
 }
 
