@@ -5,8 +5,8 @@
 //! 100k ConfigMaps. A [`ListStream`] never holds that body: a [`ListScanner`] finds each
 //! element of `items` in the chunks as they come, and an [`ItemDecoder`] decodes the
 //! elements straight into `K` (skipping the field filter's paths) on the blocking pool,
-//! a batch per free core, while the body is still being read. The decoded batches come
-//! out in list order, at most ~256 KiB of items (plus one read chunk's) each. The
+//! in batches of about 64 KiB that a worker per core takes in turn, while the body is
+//! still being read. The decoded batches come out in list order. The
 //! reflector hands each batch on as it hands on a page (see [`crate::reflector`]): into
 //! an empty informer's FIFO at once, or gathered for one atomic `replace` on a relist.
 //!
@@ -152,8 +152,7 @@ impl<'a, K> ListStream<'a, K> {
 
 impl<K: Send + 'static> ListStream<'_, K> {
     /// The next batch of items, in list order. Items are decoded on the blocking pool
-    /// ([`ItemDecoder`]) while the body is read on: a batch is the items of the chunks
-    /// read while the cores were busy. `Ok(None)` once the list has ended (then
+    /// ([`ItemDecoder`]) while the body is read on. `Ok(None)` once the list has ended (then
     /// [`ListStream::metadata`] holds its metadata).
     ///
     /// # Errors
@@ -184,7 +183,7 @@ impl<K: Send + 'static> ListStream<'_, K> {
             } => (body, scanner, decoder, failed, on_head),
         };
         loop {
-            // A core freed by the batch returned last takes the items gathered meanwhile.
+            // Items gathered while the workers were behind go out once one is not.
             decoder.dispatch(false);
             if decoder.front_is_done() || decoder.is_full() {
                 return Self::deliver(decoder.next_done().await, scanner_slot, failed);

@@ -310,7 +310,7 @@ where
                 return None;
             }
             if let Some(item) = self.ready.next() {
-                // A core freed by the batch being yielded takes the lines read meanwhile.
+                // Lines gathered while the workers were behind go out once one is not.
                 self.pool.dispatch(false);
                 return Some(self.yielded(item));
             }

@@ -1,6 +1,7 @@
 //! Tests of [`ItemDecoder`] on its own: the order batches come back in when they finish
-//! out of order, the bound on the bytes gathered while every core decodes, what dropping
-//! or aborting it does to the batches in flight, and an error in a later batch.
+//! out of order, a free worker taking the next queued batch by itself, the bound on the
+//! bytes not yet handed back, what dropping or aborting it does to the batches in
+//! flight, and an error in a later batch.
 //!
 //! Every interleaving is made by holding items of a [`Scripted`] decoder and letting them
 //! go, never by timing: the test waits on the script's condition variable for what it
@@ -37,8 +38,8 @@ fn scripted(
     (ItemDecoder::with(Arc::clone(&script)), script, let_go)
 }
 
-/// Gathers items `range` (each its index as JSON) and hands them out as one batch,
-/// forced past the limit of batches in flight when `force` is set.
+/// Gathers items `range` (each its index as JSON) and queues them as one batch, even
+/// with a batch waiting for each worker when `force` is set.
 fn batch(decoder: &mut Decoder, range: std::ops::Range<usize>, force: bool) {
     for i in range {
         decoder.push(i, i.to_string().as_bytes());
@@ -48,16 +49,24 @@ fn batch(decoder: &mut Decoder, range: std::ops::Range<usize>, force: bool) {
 
 /// Item `i` as exactly `size` bytes: its index as JSON, padded with leading spaces.
 fn padded(i: usize, size: usize) -> Vec<u8> {
-    format!("{i:>size$}").into_bytes()
+    let number = i.to_string();
+    let mut bytes = vec![b' '; size - number.len()];
+    bytes.extend_from_slice(number.as_bytes());
+    bytes
 }
 
-/// The batches in flight.
+/// The batches in flight (queued or being decoded).
 fn in_flight(decoder: &Decoder) -> usize {
     decoder.queue.in_flight.len()
 }
 
+/// The batches queued and not yet taken by a worker.
+fn queued(decoder: &Decoder) -> usize {
+    decoder.shared.lock().queue.len()
+}
+
 /// References to the script: the test's, the guard's, the decoder's (while it lives)
-/// and one per batch task still running.
+/// and one per worker still running.
 fn holders(script: &Arc<Scripted<Numbers>>) -> usize {
     Arc::strong_count(script)
 }
@@ -68,14 +77,11 @@ fn holders(script: &Arc<Scripted<Numbers>>) -> usize {
 #[tokio::test]
 async fn batches_come_back_in_body_order_when_a_later_one_finishes_first() {
     let (mut decoder, script, _let_go) = scripted([0]);
-    batch(&mut decoder, 0..10, false);
-    batch(&mut decoder, 10..20, false);
-    assert_eq!(in_flight(&decoder), 2, "a batch per core, at least two");
+    batch(&mut decoder, 0..10, true);
+    batch(&mut decoder, 10..20, true);
+    assert_eq!(in_flight(&decoder), 2);
     script.wait_for("the second batch is decoded, the first is on item 0", |s| {
         s.position(19).is_some() && s.begun == 11
-    });
-    wait_until("the second batch's task has ended", || {
-        decoder.queue.in_flight[1].is_finished()
     });
     assert!(!decoder.front_is_done(), "the first batch is held");
     for _ in 0..100 {
@@ -113,66 +119,125 @@ async fn batches_come_back_in_body_order_when_a_later_one_finishes_first() {
     });
 }
 
-/// With a batch in flight per core, the bytes gathered meanwhile make the decoder full
-/// exactly when they reach [`MAX_PENDING_BYTES`]; until a batch is returned, dispatch
-/// hands out no more batches unless forced, and a returned batch frees a core for the
-/// gathered one.
+/// While the oldest batch is held, the other workers decode every batch queued after
+/// it, one after another, with nothing handed back in between: a worker that is done
+/// takes the next batch itself, without the reading task, and no more workers run
+/// than there are cores.
 #[tokio::test]
-async fn gathered_bytes_make_it_full_while_every_core_decodes() {
-    const ITEM: usize = 1024;
-    let cores = max_in_flight();
-    // One batch per core, each a single item, held.
-    let (mut decoder, script, _let_go) = scripted(0..cores);
-    for i in 0..cores {
-        batch(&mut decoder, i..i + 1, false);
+async fn a_free_worker_takes_the_next_queued_batch_while_the_oldest_is_held() {
+    let (mut decoder, script, _let_go) = scripted([0]);
+    for i in 0..6 {
+        // Each item fills a batch, which goes out as it is pushed.
+        decoder.push(i, &padded(i, BATCH_BYTES));
     }
-    assert_eq!(in_flight(&decoder), cores);
-    script.wait_for("every core's batch is on its item", |s| s.begun == cores);
+    assert_eq!(in_flight(&decoder), 6);
+    script.wait_for("every batch after the held one is decoded", |s| {
+        (1..6).all(|i| s.position(i).is_some())
+    });
+    script.read(|s| {
+        assert_eq!(s.begun, 6, "item 0 and the five later batches");
+        assert_eq!(s.position(0), None);
+    });
+    assert_eq!(queued(&decoder), 0, "no batch is left waiting for a worker");
+    let workers = decoder.shared.lock().workers;
+    assert!((1..=max_workers()).contains(&workers), "{workers} workers");
+    assert!(!decoder.front_is_done(), "the first batch is held");
 
-    let per_batch = MAX_PENDING_BYTES / ITEM;
-    for n in 0..per_batch {
-        assert!(!decoder.is_full(), "{n} items gathered");
-        decoder.push(cores + n, &padded(cores + n, ITEM));
-        assert_eq!(decoder.pending_bytes(), (n + 1) * ITEM);
-        decoder.dispatch(false);
-        assert_eq!(in_flight(&decoder), cores, "no core is free");
-    }
-    assert_eq!(decoder.pending_bytes(), MAX_PENDING_BYTES);
-    assert!(decoder.is_full(), "full at MAX_PENDING_BYTES");
-    // The reading side stops here; an item pushed anyway joins the gathered batch.
-    let last = cores + per_batch;
-    decoder.push(last, &padded(last, ITEM));
-    decoder.dispatch(false);
-    assert_eq!(in_flight(&decoder), cores);
-    assert_eq!(decoder.pending_bytes(), MAX_PENDING_BYTES + ITEM);
-    assert!(decoder.is_full());
-
-    // The oldest batch comes back: a core is free, so the decoder is no longer full and
-    // the gathered batch goes out whole.
     script.let_go(0);
-    assert_eq!(decoder.next_done().await.expect("in flight").unwrap(), [0]);
-    assert_eq!(in_flight(&decoder), cores - 1);
-    assert!(!decoder.is_full(), "a core is free");
-    decoder.dispatch(false);
-    assert_eq!(in_flight(&decoder), cores);
-    assert_eq!(decoder.pending_bytes(), 0);
-
-    // Full again, then forced out (the body has ended) past the limit.
-    for i in last + 1..=last + per_batch {
-        decoder.push(i, &padded(i, ITEM));
-    }
-    assert!(decoder.is_full());
-    decoder.dispatch(true);
-    assert_eq!(in_flight(&decoder), cores + 1, "forced past the limit");
-    assert_eq!(decoder.pending_bytes(), 0);
-    assert!(!decoder.is_full());
-
-    (1..cores).for_each(|i| script.let_go(i));
-    let mut items = vec![0];
+    let mut items = Vec::new();
     while let Some(done) = decoder.next_done().await {
         items.extend(done.unwrap());
     }
-    assert_eq!(items, (0..=last + per_batch).collect::<Vec<_>>());
+    assert_eq!(items, (0..6).collect::<Vec<_>>());
+}
+
+/// A batch is queued as soon as it holds [`BATCH_BYTES`]; the bytes not yet handed
+/// back (queued, decoded, gathered) make the decoder full exactly when they reach
+/// [`MAX_UNDELIVERED_BYTES`], and handing back the oldest batch frees its bytes.
+#[tokio::test]
+async fn undelivered_bytes_make_it_full_until_the_oldest_batch_is_handed_back() {
+    const ITEM: usize = 1024;
+    let (mut decoder, script, _let_go) = scripted([0]);
+    decoder.push(0, &padded(0, ITEM));
+    decoder.dispatch(false);
+    assert_eq!(
+        in_flight(&decoder),
+        1,
+        "a worker is free: the item goes at once"
+    );
+    script.wait_for("the first batch is on its item", |s| s.begun == 1);
+
+    let per_batch = BATCH_BYTES / ITEM;
+    let last = MAX_UNDELIVERED_BYTES / ITEM - 1;
+    for i in 1..=last {
+        assert!(!decoder.is_full(), "{i} items pushed");
+        decoder.push(i, &padded(i, ITEM));
+        assert_eq!(
+            in_flight(&decoder),
+            1 + i / per_batch,
+            "a batch goes out whenever it holds BATCH_BYTES"
+        );
+    }
+    assert_eq!(decoder.pending_bytes(), (last % per_batch) * ITEM);
+    assert!(decoder.is_full(), "full at MAX_UNDELIVERED_BYTES");
+
+    script.let_go(0);
+    assert_eq!(decoder.next_done().await.expect("in flight").unwrap(), [0]);
+    assert!(
+        !decoder.is_full(),
+        "the oldest batch's bytes are handed back"
+    );
+    assert_eq!(
+        decoder.next_done().await.expect("in flight").unwrap(),
+        (1..=per_batch).collect::<Vec<_>>(),
+        "a batch of BATCH_BYTES"
+    );
+    decoder.dispatch(true);
+    assert_eq!(decoder.pending_bytes(), 0);
+    let mut items = (0..=per_batch).collect::<Vec<_>>();
+    while let Some(done) = decoder.next_done().await {
+        items.extend(done.unwrap());
+    }
+    assert_eq!(items, (0..=last).collect::<Vec<_>>());
+}
+
+/// With every worker held and a batch waiting for each, the items gathered stay
+/// gathered (to join a fuller batch) unless forced out; once a worker takes a waiting
+/// batch, they are queued.
+#[tokio::test]
+async fn gathered_items_wait_while_every_worker_has_a_batch_waiting() {
+    let cores = max_workers();
+    let held: Vec<usize> = (0..cores).map(|i| i * 10).collect();
+    let (mut decoder, script, _let_go) = scripted(held.clone());
+    for &start in &held {
+        batch(&mut decoder, start..start + 10, true);
+    }
+    script.wait_for("every worker is on a held item", |s| s.begun == cores);
+    let next = cores * 10;
+    for i in 0..cores {
+        batch(&mut decoder, next + i..next + i + 1, true);
+    }
+    assert_eq!(queued(&decoder), cores);
+    let gathered = next + cores;
+    decoder.push(gathered, gathered.to_string().as_bytes());
+    decoder.dispatch(false);
+    assert_eq!(in_flight(&decoder), 2 * cores, "not queued");
+    assert!(decoder.pending_bytes() > 0);
+
+    script.let_go(0);
+    wait_until("a worker has taken a waiting batch", || {
+        queued(&decoder) < cores
+    });
+    decoder.dispatch(false);
+    assert_eq!(in_flight(&decoder), 2 * cores + 1, "queued");
+    assert_eq!(decoder.pending_bytes(), 0);
+
+    held.iter().for_each(|&i| script.let_go(i));
+    let mut items = Vec::new();
+    while let Some(done) = decoder.next_done().await {
+        items.extend(done.unwrap());
+    }
+    assert_eq!(items, (0..=gathered).collect::<Vec<_>>());
 }
 
 /// Two batches held at their first item, the body's next items gathered: `stop` makes
@@ -180,24 +245,24 @@ async fn gathered_bytes_make_it_full_while_every_core_decodes() {
 /// next one and lets go of the shared decoder.
 async fn batches_in_flight_stop(stop: impl FnOnce(Decoder) -> Option<Decoder>) {
     let (mut decoder, script, _let_go) = scripted([0, 10]);
-    batch(&mut decoder, 0..10, false);
-    batch(&mut decoder, 10..20, false);
+    batch(&mut decoder, 0..10, true);
+    batch(&mut decoder, 10..20, true);
     decoder.push(20, b"20");
     script.wait_for("both batches are on their first item", |s| s.begun == 2);
     assert_eq!(
         holders(&script),
         5,
-        "the test, the guard, the decoder, two tasks"
+        "the test, the guard, the decoder, two workers"
     );
 
     let decoder = stop(decoder);
     let kept = usize::from(decoder.is_some());
-    assert_eq!(holders(&script), 4 + kept, "the tasks still hold it");
+    assert_eq!(holders(&script), 4 + kept, "the workers still hold it");
     script.let_go(0);
     script.wait_for("item 0 is decoded", |s| s.position(0).is_some());
     script.let_go(10);
     script.wait_for("item 10 is decoded", |s| s.position(10).is_some());
-    wait_until("both tasks have ended", || holders(&script) == 2 + kept);
+    wait_until("both workers have ended", || holders(&script) == 2 + kept);
     script.read(|s| {
         assert_eq!(s.begun, 2, "no item after the held ones");
         assert_eq!(s.done, [0, 10]);
@@ -237,7 +302,7 @@ async fn abort_stops_the_batches_in_flight() {
 #[tokio::test]
 async fn an_error_in_a_later_batch_is_the_last_thing_out() {
     let (mut decoder, script, _let_go) = scripted([0, 20]);
-    batch(&mut decoder, 0..10, false);
+    batch(&mut decoder, 0..10, true);
     for i in 10..20 {
         let bytes = if i == 15 {
             b"x".to_vec()
@@ -246,16 +311,14 @@ async fn an_error_in_a_later_batch_is_the_last_thing_out() {
         };
         decoder.push(i, &bytes);
     }
-    decoder.dispatch(false);
+    decoder.dispatch(true);
     batch(&mut decoder, 20..30, true);
     decoder.push(30, b"30");
     assert_eq!(in_flight(&decoder), 3);
-    script.wait_for("the second batch has reached its bad item", |s| {
-        s.position(15).is_some() && s.begun == 1 + 6 + 1
-    });
-    wait_until("the second batch's task has ended", || {
-        decoder.queue.in_flight[1].is_finished()
-    });
+    script.wait_for(
+        "the second batch has failed, the third is on its held item",
+        |s| s.position(15).is_some() && s.begun == 1 + 6 + 1,
+    );
     assert!(
         decoder.next_done().now_or_never().is_none(),
         "the first batch is held"
@@ -283,7 +346,7 @@ async fn an_error_in_a_later_batch_is_the_last_thing_out() {
     script.wait_for("the third batch's held item is decoded", |s| {
         s.position(20).is_some()
     });
-    wait_until("the third batch's task has ended", || holders(&script) == 3);
+    wait_until("the workers have ended", || holders(&script) == 3);
     script.read(|s| {
         assert_eq!(s.position(16), None, "the bad item's batch stops there");
         assert_eq!(s.position(21), None, "the batch after the error stops");

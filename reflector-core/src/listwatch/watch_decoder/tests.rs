@@ -242,11 +242,11 @@ async fn collect_with(
 }
 
 /// Streams `lines` (one line each, a backlog) through `decoder`, which holds lines
-/// 0 and 600: lines 0–599 go to the pool as one batch, 600–1199 as a second. Line
-/// 600 is let go first, so the second batch is done while the first is not, and
-/// nothing comes out meanwhile (the second batch's last decode is line
-/// `second_ends_at`). Then line 0 is let go and the rest sent: every item the stream
-/// yields, in order.
+/// 0 and 500: lines 0–499 go to the pool as one batch, 500–999 as a second (each
+/// ~55 KiB, under a batch's bytes). Line 500 is let go first, so the second batch is
+/// done while the first is not, and nothing comes out meanwhile (the second batch's
+/// last decode is line `second_ends_at`). Then line 0 is let go and the rest sent:
+/// every item the stream yields, in order.
 async fn second_batch_done_first(
     lines: &[String],
     second_ends_at: usize,
@@ -255,13 +255,13 @@ async fn second_batch_done_first(
     let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Bytes, ListWatchError>>();
     let mut stream = decode_lines(rx, Arc::clone(decoder));
     let handed_out = Arc::strong_count(decoder);
-    for part in [&lines[..600], &lines[600..1200]] {
+    for part in [&lines[..500], &lines[500..1000]] {
         tx.unbounded_send(Ok(Bytes::from(part.concat()))).unwrap();
         assert!(stream.next().now_or_never().is_none(), "line 0 is held");
     }
     // Each batch in flight holds the decoder; both are held at their first line.
     assert_eq!(Arc::strong_count(decoder), handed_out + 2, "two batches");
-    decoder.let_go(600);
+    decoder.let_go(500);
     decoder.wait_for("the second batch is decoded", |s| {
         s.position(second_ends_at).is_some()
     });
@@ -279,7 +279,7 @@ async fn second_batch_done_first(
         "the first batch is not done"
     );
     decoder.let_go(0);
-    tx.unbounded_send(Ok(Bytes::from(lines[1200..].concat())))
+    tx.unbounded_send(Ok(Bytes::from(lines[1000..].concat())))
         .unwrap();
     drop(tx);
     stream.collect().await
@@ -296,12 +296,12 @@ fn line_list(n: usize, odd: impl Fn(usize) -> Option<String>) -> Vec<String> {
 /// the first, and the events still come out in line order.
 #[tokio::test]
 async fn order_is_kept_across_batches_that_finish_out_of_order() {
-    let (decoder, _let_go) = scripted([0, 600]);
-    let got = second_batch_done_first(&line_list(2000, |_| None), 1199, &decoder).await;
+    let (decoder, _let_go) = scripted([0, 500]);
+    let got = second_batch_done_first(&line_list(2000, |_| None), 999, &decoder).await;
     let numbers: Vec<usize> = got.iter().map(number).collect();
     assert_eq!(numbers, (0..2000).collect::<Vec<_>>());
     decoder.read(|s| {
-        assert!(s.position(1199) < s.position(0), "reordered");
+        assert!(s.position(999) < s.position(0), "reordered");
         assert_eq!(s.pooled, 2000, "all on the pool");
     });
 }
@@ -310,7 +310,7 @@ async fn order_is_kept_across_batches_that_finish_out_of_order() {
 /// once, after every event before it, and nothing after it comes out.
 #[tokio::test]
 async fn a_malformed_line_in_a_parallel_batch_is_the_last_item() {
-    let (decoder, _let_go) = scripted([0, 600]);
+    let (decoder, _let_go) = scripted([0, 500]);
     let lines = line_list(2000, |i| (i == 900).then(|| "{not json".to_owned()));
     let got = second_batch_done_first(&lines, 900, &decoder).await;
     assert_eq!(got.len(), 901);
@@ -340,9 +340,9 @@ async fn unexpected_kinds_in_a_parallel_batch_are_yielded_in_place() {
         )
     };
     let odd = |i: usize| [300, 900, 1500].contains(&i);
-    let (decoder, _let_go) = scripted([0, 600]);
+    let (decoder, _let_go) = scripted([0, 500]);
     let lines = line_list(2000, |i| odd(i).then(|| pod(i)));
-    let got = second_batch_done_first(&lines, 1199, &decoder).await;
+    let got = second_batch_done_first(&lines, 999, &decoder).await;
     assert_eq!(got.len(), 2000);
     for (i, item) in got.iter().enumerate() {
         if odd(i) {
@@ -355,7 +355,7 @@ async fn unexpected_kinds_in_a_parallel_batch_are_yielded_in_place() {
         }
     }
     assert!(
-        decoder.read(|s| s.position(1199) < s.position(0)),
+        decoder.read(|s| s.position(999) < s.position(0)),
         "reordered"
     );
 }
