@@ -353,3 +353,41 @@ async fn an_error_in_a_later_batch_is_the_last_thing_out() {
         assert_eq!(s.begun, 10 + 6 + 1);
     });
 }
+
+/// Panics at item 3 and decodes every other item as [`Numbers`] does.
+#[derive(Debug)]
+struct PanicsAtThree;
+
+impl DecodeItem<usize> for PanicsAtThree {
+    fn decode(&self, index: usize, bytes: &[u8]) -> Result<usize, ListWatchError> {
+        assert_ne!(index, 3, "a decode that panics");
+        Numbers.decode(index, bytes)
+    }
+}
+
+/// A decode that panics on a worker panics where its batch is handed back, with the
+/// same message; the worker lives on, and the batch after it still comes out.
+#[tokio::test]
+async fn a_panic_in_a_decode_is_resumed_where_its_batch_is_handed_back() {
+    let mut decoder: ItemDecoder<usize, PanicsAtThree> = ItemDecoder::with(Arc::new(PanicsAtThree));
+    for i in 0..5 {
+        decoder.push(i, i.to_string().as_bytes());
+    }
+    decoder.dispatch(true);
+    for i in 5..10 {
+        decoder.push(i, i.to_string().as_bytes());
+    }
+    decoder.dispatch(true);
+    let panic = std::panic::AssertUnwindSafe(decoder.next_done())
+        .catch_unwind()
+        .await
+        .expect_err("the first batch panicked");
+    let message = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .unwrap_or_default();
+    assert!(message.contains("a decode that panics"), "{message:?}");
+    let second = decoder.next_done().await.expect("in flight").unwrap();
+    assert_eq!(second, (5..10).collect::<Vec<_>>());
+    assert!(decoder.next_done().await.is_none());
+}
