@@ -186,8 +186,6 @@ struct Queue<T> {
     in_flight: VecDeque<Pending<T>>,
     /// The oldest batch's result, when [`ItemDecoder::front_is_done`] found it.
     front: Option<Decoded<T>>,
-    /// The item bytes of `in_flight`.
-    in_flight_bytes: usize,
 }
 
 /// Decodes items on the blocking pool, batch by batch, handing the decoded batches back
@@ -218,7 +216,6 @@ impl<T, D> ItemDecoder<T, D> {
                 gathering: Batch::default(),
                 in_flight: VecDeque::new(),
                 front: None,
-                in_flight_bytes: 0,
             }),
             shared: Arc::new(Shared {
                 stop: AtomicBool::new(false),
@@ -244,7 +241,8 @@ impl<T, D> ItemDecoder<T, D> {
     /// Whether the reading task must wait for the oldest batch before it reads on: the
     /// items not yet handed back hold [`MAX_UNDELIVERED_BYTES`].
     pub(crate) fn is_full(&self) -> bool {
-        self.queue.in_flight_bytes + self.queue.gathering.bytes.len() >= MAX_UNDELIVERED_BYTES
+        let in_flight: usize = self.queue.in_flight.iter().map(|batch| batch.bytes).sum();
+        in_flight + self.queue.gathering.bytes.len() >= MAX_UNDELIVERED_BYTES
     }
 
     /// Whether the oldest batch in flight is decoded (so [`ItemDecoder::next_done`]
@@ -271,7 +269,6 @@ impl<T, D> ItemDecoder<T, D> {
     pub(crate) fn abort(&mut self) {
         self.stop();
         self.queue.in_flight.clear();
-        self.queue.in_flight_bytes = 0;
         self.queue.front = None;
         self.queue.gathering = Batch::default();
     }
@@ -326,7 +323,6 @@ impl<T: Send + 'static, D: DecodeItem<T>> ItemDecoder<T, D> {
                 done: waiting,
                 bytes,
             });
-            self.queue.in_flight_bytes += bytes;
             let start = work.workers < max_workers();
             work.workers += usize::from(start);
             start
@@ -353,8 +349,7 @@ impl<T: Send + 'static, D: DecodeItem<T>> ItemDecoder<T, D> {
             Some(decoded) => Ok(decoded),
             None => (&mut self.queue.in_flight.front_mut()?.done).await,
         };
-        let front = self.queue.in_flight.pop_front()?;
-        self.queue.in_flight_bytes -= front.bytes;
+        self.queue.in_flight.pop_front()?;
         let result = match decoded {
             Ok(Ok(result)) => result,
             Ok(Err(panic)) => std::panic::resume_unwind(panic),
