@@ -189,11 +189,11 @@
 //! ConfigMaps); with the tunables that is ~250 faults. Measured as the table above
 //! (`BENCHMARKS.md`, "glibc's tunables"; quiet machine, two runs): the first 100k sync
 //! took 0.54–0.68 CPU-s instead of 0.81–0.86 and 0.41–0.48 s instead of 0.55–0.57 s, at
-//! 360 MB resident instead of 348; at a million objects it took 4.6 s instead of 6.3 s. The same caveat as mimalloc's applies: a later informer's sync in a
-//! process whose first informer still holds its memory cost 0.79× and 2.38× the first's
-//! CPU in two runs (the kernel compacting memory to find free huge pages), and a forced
-//! relist took 1.91–1.97 s instead of 1.64–1.87 s. Measure your own workload with and
-//! without them.
+//! 360 MB resident instead of 348; at a million objects it took 4.6 s instead of 6.3 s.
+//! The same caveat as mimalloc's applies: a later informer's sync in a process whose
+//! first informer still holds its memory cost 0.79× and 2.38× the first's CPU in two
+//! runs (the kernel compacting memory to find free huge pages), and a forced relist took
+//! 1.91–1.97 s instead of 1.64–1.87 s. Measure your own workload with and without them.
 //!
 //! [`kube`]: https://docs.rs/kube
 //! [`k8s_openapi`]: https://docs.rs/k8s-openapi
