@@ -183,8 +183,9 @@
 //! ```
 //!
 //! `hugetlb=1` marks glibc's heaps for transparent huge pages (where the kernel's
-//! `transparent_hugepage/enabled` is `madvise` or `always`) and `top_pad` grows each heap
-//! 64 MiB at a time, so whole 2 MiB pages fit in it. About a third of a first sync's CPU
+//! `transparent_hugepage/enabled` is `madvise` or `always`) and `top_pad` makes each new
+//! heap of a thread's arena writable whole (64 MiB, a thread heap's most), so whole 2 MiB
+//! pages fit in it. About a third of a first sync's CPU
 //! is the kernel faulting in the cache's memory 4 KiB at a time (~89k faults for 100k
 //! ConfigMaps); with the tunables that is ~250 faults. Measured as the table above
 //! (`BENCHMARKS.md`, "glibc's tunables"; quiet machine, two runs): the first 100k sync
@@ -194,6 +195,15 @@
 //! first informer still holds its memory cost 0.79× and 2.38× the first's CPU in two
 //! runs (the kernel compacting memory to find free huge pages), and a forced relist took
 //! 1.91–1.97 s instead of 1.64–1.87 s. Measure your own workload with and without them.
+//!
+//! `GLIBC_TUNABLES=glibc.malloc.top_pad=67108864` alone has no such caveat measured: by
+//! default glibc makes a thread's heap writable a page at a time as it fills, one
+//! `mprotect` call per 4 KiB (~70k in a first 100k sync, each taking the lock that page
+//! faults wait for); with it, a few hundred. The first 100k sync took 0.57–0.67 CPU-s
+//! instead of 0.68–0.75, a later informer as without, a forced relist 3–7% slower
+//! (`BENCHMARKS.md`, "`top_pad` alone"). Use exactly 64 MiB: a smaller value keeps the
+//! page-by-page growth and turns off glibc's dynamic `mmap` threshold, which cost more
+//! than it saved.
 //!
 //! [`kube`]: https://docs.rs/kube
 //! [`k8s_openapi`]: https://docs.rs/k8s-openapi

@@ -97,7 +97,7 @@ impl ValueScan {
                     self.escape = false;
                     i += 1;
                 }
-                match memchr::memchr2(b'"', b'\\', &buf[i..]) {
+                match quote_or_backslash(&buf[i..]) {
                     None => {
                         *pos = buf.len();
                         return None;
@@ -137,6 +137,48 @@ impl ValueScan {
             }
         }
     }
+}
+
+/// Bytes examined eight at a time before a string's search goes to `memchr`: most
+/// strings of an object (keys, names, versions) end within them, and `memchr`'s
+/// set-up costs more than the scan of so short a run.
+const SHORT_RUN: usize = 32;
+
+/// `0x01` in every byte of a word.
+const LOW_BITS: u64 = u64::from_le_bytes([0x01; 8]);
+/// `0x80` in every byte of a word.
+const HIGH_BITS: u64 = u64::from_le_bytes([0x80; 8]);
+
+/// The high bit set in each byte of `word` that is zero, and possibly in bytes above
+/// the lowest one that is (the subtraction's borrow): only the lowest set bit is exact.
+fn zero_bytes(word: u64) -> u64 {
+    word.wrapping_sub(LOW_BITS) & !word & HIGH_BITS
+}
+
+/// Where the first `"` or `\` of `hay` is: the end of a string, or an escape in it.
+fn quote_or_backslash(hay: &[u8]) -> Option<usize> {
+    let short = hay.len().min(SHORT_RUN);
+    let mut words = hay[..short].chunks_exact(8);
+    let mut at = 0;
+    for word in words.by_ref() {
+        let word = u64::from_le_bytes([
+            word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7],
+        ]);
+        let found = zero_bytes(word ^ (LOW_BITS * u64::from(b'"')))
+            | zero_bytes(word ^ (LOW_BITS * u64::from(b'\\')));
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    if let Some(off) = words
+        .remainder()
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\')
+    {
+        return Some(at + off);
+    }
+    memchr::memchr2(b'"', b'\\', &hay[short..]).map(|off| short + off)
 }
 
 /// Finds the elements of a list body's `items` as the body's chunks arrive.

@@ -221,3 +221,26 @@ fn items_that_end_in_a_chunk_are_handed_out_from_it_uncopied() {
     );
     scanner.finish().unwrap();
 }
+
+/// The string search finds the first `"` or `\` wherever it is: in the words read
+/// eight bytes at a time, in their remainder, or past them (`memchr`), behind bytes
+/// one off either (`!`, `[`, `]`, `#`), a zero byte and multi-byte UTF-8, which a
+/// word-wide compare must not take for a match.
+#[test]
+fn the_string_search_finds_the_first_quote_or_backslash_at_any_offset() {
+    let fillers: [&[u8]; 3] = [b"!#[]]![#", "\0é€😀".as_bytes(), b"\0\x01abcdefg"];
+    for filler in fillers {
+        for len in 0..(SHORT_RUN + 24) {
+            let prefix: Vec<u8> = filler.iter().copied().cycle().take(len).collect();
+            assert_eq!(quote_or_backslash(&prefix), None, "{prefix:?}");
+            for target in [b'"', b'\\'] {
+                for tail in [&b""[..], b"\"", b"\\", b"x\"y\\"] {
+                    let mut hay = prefix.clone();
+                    hay.push(target);
+                    hay.extend_from_slice(tail);
+                    assert_eq!(quote_or_backslash(&hay), Some(len), "{hay:?}");
+                }
+            }
+        }
+    }
+}
