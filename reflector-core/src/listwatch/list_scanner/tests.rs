@@ -20,13 +20,17 @@ fn scan(body: &[u8], cuts: &[usize]) -> Result<(Vec<String>, String), ListWatchE
     Ok((items, String::from_utf8(head).unwrap()))
 }
 
-/// Items with escapes, nested brackets inside strings, multi-byte UTF-8 and an
-/// escaped backslash before a closing quote.
+/// Items with escapes, nested brackets inside strings, multi-byte UTF-8, an escaped
+/// backslash before a closing quote, and strings longer than the search's word-wide
+/// start (`SHORT_RUN` bytes) with escapes and brackets past it.
 const TRICKY: &str = concat!(
     r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":"a]}"},"#,
     r#""items":[{"metadata":{"name":"a\"]}"},"data":{"k":"é€😀 \\"}} , "#,
     r#"{"metadata":{"name":"b"},"data":{"x\\\"y":"[{\"}"}},"#,
-    "\n  {\"n\":[1,[2,{}]],\"s\":\"\\u00e9\\n\"}\n]}\n"
+    "\n  {\"n\":[1,[2,{}]],\"s\":\"\\u00e9\\n\"},",
+    r#"{"long":"0123456789abcdefghijklmnopqrstuvwxyz-0123456789 \"quoted]}\" é€ and \\ then [{","#,
+    r#""0123456789abcdefghijklmnopqrstuvwxyz key \\":"0123456789abcdefghijklmnopqrstuvwxyz0123456789ABCDEF\\"}"#,
+    "\n]}\n"
 );
 
 fn expected_items() -> Vec<String> {
