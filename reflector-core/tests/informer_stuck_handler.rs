@@ -3,6 +3,9 @@
 //! cache while the handler is stuck (the handler's own buffer holds its
 //! notifications), the watch is never dropped, and once unstuck the handler gets
 //! all 10,000 in order. The queue's length is exported as `informer_queued_items`.
+//! On a runtime of one worker thread too: the stuck handler holds no worker, so the
+//! informer, its watch and the embedded server go on (a handler that blocked its
+//! worker would stall them all until released).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -132,5 +135,15 @@ async fn stuck_handler_stalls_nothing_with_the_delta_fifo() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
 async fn stuck_handler_stalls_nothing_with_the_in_order_queue() {
+    stuck_handler_stalls_nothing(InformerQueue::InOrder).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn stuck_handler_stalls_nothing_on_one_worker_with_the_delta_fifo() {
+    stuck_handler_stalls_nothing(InformerQueue::DeltaFifo).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn stuck_handler_stalls_nothing_on_one_worker_with_the_in_order_queue() {
     stuck_handler_stalls_nothing(InformerQueue::InOrder).await;
 }

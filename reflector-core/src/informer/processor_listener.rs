@@ -18,14 +18,6 @@ use super::registration::PendingInitial;
 /// `processorListener.run` (one second).
 pub(crate) const SLEEP_AFTER_PANIC: Duration = Duration::from_secs(1);
 
-/// A run of handler calls that reaches this long stops there and marks the handler
-/// as one that blocks its thread: the next run goes through [`may_block`], whose
-/// hand-over of the worker is cheap beside such a run but too dear for every batch
-/// of a quick handler (measured with the `informer` bench's pipeline). A handler that blocks thus
-/// holds its worker (and whatever the scheduler had queued there) for one call at
-/// most.
-const SLOW_RUN: Duration = Duration::from_millis(1);
-
 /// The resync schedule of one listener. Guarded by `ProcessorListener::resync`.
 #[derive(Debug)]
 struct ResyncSchedule {
@@ -178,15 +170,12 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
     }
 
     /// Calls the handler for `notifications` in order, up to and including the
-    /// first that panics, until the listener is halted, or — with a `limit` — once
-    /// the run is seen to have taken that long (the run is then `slow`).
-    fn deliver_run(&self, notifications: &[&Notification<K>], limit: Option<Duration>) -> Run {
-        let started = std::time::Instant::now();
+    /// first that panics, until the listener is halted.
+    fn deliver_run(&self, notifications: &[&Notification<K>]) -> Run {
         let mut run = Run {
             handled: 0,
             panicked: false,
             halted: false,
-            slow: false,
         };
         for n in notifications {
             if self.halted.load(Ordering::SeqCst) {
@@ -198,14 +187,6 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
                 run.panicked = true;
                 break;
             }
-            // The clock is read after calls 1, 2, 4, ... and every 32nd: a handler
-            // that blocks is caught after its first call, and a quick one pays a
-            // handful of clock reads per batch, not one per call.
-            let check = run.handled.is_power_of_two() || run.handled.is_multiple_of(32);
-            if check && limit.is_some_and(|limit| started.elapsed() >= limit) {
-                run.slow = true;
-                break;
-            }
         }
         run
     }
@@ -214,9 +195,6 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
     /// and logged; the listener pauses for [`SLEEP_AFTER_PANIC`] and goes on.
     async fn run(&self, mut rx: mpsc::UnboundedReceiver<Message<K>>) {
         let mut sleep_after_panic = false;
-        // Whether the last run of handler calls reached `SLOW_RUN`: the next run
-        // then goes through `may_block`.
-        let mut blocking = false;
         // Created once, not per notification.
         let stopped = self.stop.cancelled();
         tokio::pin!(stopped);
@@ -248,12 +226,7 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
                             () = tokio::time::sleep(SLEEP_AFTER_PANIC) => {}
                         }
                     }
-                    let run = if blocking {
-                        may_block(|| self.deliver_run(rest, None))
-                    } else {
-                        self.deliver_run(rest, Some(SLOW_RUN))
-                    };
-                    blocking = run.slow;
+                    let run = may_block(|| self.deliver_run(rest));
                     rest = &rest[run.handled..];
                     if run.halted {
                         break 'outer;
@@ -289,18 +262,16 @@ struct Run {
     panicked: bool,
     /// The listener was halted before the rest.
     halted: bool,
-    /// The run stopped early because it reached its time limit.
-    slow: bool,
 }
 
-/// Runs handler code that may block its thread (handlers are synchronous and may
-/// sleep or do blocking I/O); used once a handler has been slow. On a multi-thread
-/// runtime this goes through
-/// `block_in_place`, which first hands the worker's other queued and deferred tasks
-/// to the rest of the pool, so a blocking handler holds up only its own listener:
-/// without it, a task the scheduler had parked on this worker (the informer's own,
-/// or another listener) would wait for the handler. Elsewhere (a current-thread
-/// runtime) `f` just runs.
+/// Runs handler calls, which may block their thread (handlers are synchronous and
+/// may sleep or do blocking I/O, from their first call on). On a multi-thread
+/// runtime this goes through `block_in_place`, which first hands the worker's other
+/// queued and deferred tasks to the rest of the pool, so a blocking handler holds up
+/// only its own listener: without it, a task the scheduler had left on this worker
+/// (the informer's reflector after a yield, the connection of its watch, another
+/// listener) would wait for the handler. Elsewhere (a current-thread runtime) `f`
+/// just runs.
 fn may_block<R>(f: impl FnOnce() -> R) -> R {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
