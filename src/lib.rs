@@ -185,9 +185,9 @@
 //! `hugetlb=1` marks glibc's heaps for transparent huge pages (where the kernel's
 //! `transparent_hugepage/enabled` is `madvise` or `always`) and `top_pad` makes each new
 //! heap of a thread's arena writable whole (64 MiB, a thread heap's most), so whole 2 MiB
-//! pages fit in it. About a third of a first sync's CPU
-//! is the kernel faulting in the cache's memory 4 KiB at a time (~89k faults for 100k
-//! ConfigMaps); with the tunables that is ~250 faults. Measured as the table above
+//! pages fit in it. About a third of a first sync's CPU is the kernel faulting in the
+//! cache's memory 4 KiB at a time (~89k faults for 100k ConfigMaps); with the tunables
+//! that is ~250 faults. Measured as the table above
 //! (`BENCHMARKS.md`, "glibc's tunables"; quiet machine, two runs): the first 100k sync
 //! took 0.54–0.68 CPU-s instead of 0.81–0.86 and 0.41–0.48 s instead of 0.55–0.57 s, at
 //! 360 MB resident instead of 348; at a million objects it took 4.6 s instead of 6.3 s.
