@@ -171,86 +171,137 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
 
     /// Calls the handler for `notifications` in order, up to and including the
     /// first that panics, until the listener is halted.
-    fn deliver_run(&self, notifications: &[&Notification<K>]) -> Run {
+    fn deliver_run<'a>(&self, notifications: impl Iterator<Item = &'a Notification<K>>) -> Run
+    where
+        K: 'a,
+    {
         let mut run = Run {
             handled: 0,
-            panicked: false,
-            halted: false,
+            end: RunEnd::Done,
         };
         for n in notifications {
             if self.halted.load(Ordering::SeqCst) {
-                run.halted = true;
+                run.end = RunEnd::Halted;
                 break;
             }
             run.handled += 1;
             if !self.deliver(n) {
-                run.panicked = true;
+                run.end = RunEnd::Panicked;
                 break;
             }
         }
         run
     }
 
+    /// Delivers `cursor`'s message from where it stands, then whatever is already
+    /// buffered, in one go (one [`may_block`] for many messages), until the buffer is
+    /// empty, [`HAND_OVER_LIMIT`] notifications are handled, a handler panics or the
+    /// listener is halted.
+    fn deliver_buffered(
+        &self,
+        rx: &mut mpsc::UnboundedReceiver<Message<K>>,
+        mut cursor: Cursor<K>,
+    ) -> Step<K> {
+        let mut handled = 0;
+        loop {
+            let run = self.deliver_run(cursor.rest());
+            handled += run.handled;
+            cursor.done += run.handled;
+            match run.end {
+                RunEnd::Halted => return Step::Halted(cursor),
+                RunEnd::Panicked => return Step::Panicked(cursor),
+                RunEnd::Done if handled >= HAND_OVER_LIMIT => return Step::Yield,
+                RunEnd::Done => match rx.try_recv() {
+                    Ok(next) => cursor = Cursor::new(next),
+                    Err(_) => return Step::Yield,
+                },
+            }
+        }
+    }
+
     /// Delivers notifications in order until stopped. A panicking handler is caught
     /// and logged; the listener pauses for [`SLEEP_AFTER_PANIC`] and goes on.
     async fn run(&self, mut rx: mpsc::UnboundedReceiver<Message<K>>) {
-        let mut sleep_after_panic = false;
         // Created once, not per notification.
         let stopped = self.stop.cancelled();
         tokio::pin!(stopped);
-        'outer: loop {
-            let first = tokio::select! {
-                biased;
-                () = &mut stopped => break,
-                m = rx.recv() => match m {
-                    Some(m) => m,
-                    None => break,
+        // The rest of a message whose handler call panicked, or that a halt cut
+        // short.
+        let mut left: Option<Cursor<K>> = None;
+        loop {
+            let cursor = match left.take() {
+                Some(cursor) => cursor,
+                None => tokio::select! {
+                    biased;
+                    () = &mut stopped => break,
+                    m = rx.recv() => match m {
+                        Some(m) => Cursor::new(m),
+                        None => break,
+                    },
                 },
             };
-            // Handle `first`, then whatever is already buffered, without going back
-            // to the scheduler for each message.
-            let mut next = Some(first);
-            while let Some(message) = next.take() {
-                let wanted: Vec<&Notification<K>> = match &message {
-                    Message::One(n) => vec![n],
-                    Message::Batch { items, syncing } => {
-                        items.iter().filter(|n| *syncing || !n.is_sync()).collect()
-                    }
-                };
-                let mut rest = &wanted[..];
-                while !rest.is_empty() {
-                    if sleep_after_panic {
-                        tokio::select! {
-                            biased;
-                            () = &mut stopped => break 'outer,
-                            () = tokio::time::sleep(SLEEP_AFTER_PANIC) => {}
-                        }
-                    }
-                    let run = may_block(|| self.deliver_run(rest));
-                    rest = &rest[run.handled..];
-                    if run.halted {
-                        break 'outer;
-                    }
-                    sleep_after_panic = run.panicked;
-                    // Yields only once the task's cooperative budget is spent, so a
-                    // long backlog does not monopolize the worker thread.
-                    tokio::task::consume_budget().await;
+            match may_block(|| self.deliver_buffered(&mut rx, cursor)) {
+                Step::Halted(cursor) => {
+                    left = Some(cursor);
+                    break;
                 }
-                next = rx.try_recv().ok();
+                Step::Panicked(cursor) => {
+                    left = Some(cursor);
+                    tokio::select! {
+                        biased;
+                        () = &mut stopped => break,
+                        () = tokio::time::sleep(SLEEP_AFTER_PANIC) => {}
+                    }
+                }
+                Step::Yield => {}
             }
+            // Yields only once the task's cooperative budget is spent, so a long
+            // backlog does not monopolize the worker thread.
+            tokio::task::consume_budget().await;
         }
-        // Drop whatever is still buffered; initial adds that will never be handled
-        // no longer count.
+        // Drop what is left; initial adds that will never be handled no longer count.
         rx.close();
+        let mut unhandled = left.map_or(0, |cursor| cursor.initial_adds());
         while let Ok(m) = rx.try_recv() {
-            let initial = match m {
-                Message::One(n) => usize::from(n.is_initial_add()),
-                Message::Batch { items, syncing } => initial_adds(&items, syncing),
-            };
-            if initial > 0 {
-                self.pending_initial.sub(initial);
-            }
+            unhandled += Cursor::new(m).initial_adds();
         }
+        if unhandled > 0 {
+            self.pending_initial.sub(unhandled);
+        }
+    }
+}
+
+/// How many notifications one [`may_block`] hands to the handler at most before the
+/// listener's task goes back to the scheduler (a message is never split for it).
+const HAND_OVER_LIMIT: usize = 1024;
+
+/// A message, and how many of the notifications this listener takes from it went
+/// to its handler.
+struct Cursor<K> {
+    message: Message<K>,
+    done: usize,
+}
+
+impl<K: 'static> Cursor<K> {
+    fn new(message: Message<K>) -> Self {
+        Cursor { message, done: 0 }
+    }
+
+    /// The notifications not handed to the handler yet.
+    fn rest(&self) -> impl Iterator<Item = &Notification<K>> {
+        let (items, syncing): (&[Notification<K>], bool) = match &self.message {
+            Message::One(n) => (std::slice::from_ref(n), true),
+            Message::Batch { items, syncing } => (items, *syncing),
+        };
+        items
+            .iter()
+            .filter(move |n| syncing || !n.is_sync())
+            .skip(self.done)
+    }
+
+    /// How many of the rest are initial-list adds.
+    fn initial_adds(&self) -> usize {
+        self.rest().filter(|n| n.is_initial_add()).count()
     }
 }
 
@@ -258,10 +309,27 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
 struct Run {
     /// Notifications handed to the handler (the panicking one included).
     handled: usize,
+    end: RunEnd,
+}
+
+/// Why a [`Run`] ended.
+enum RunEnd {
+    /// Every notification was handled.
+    Done,
     /// The last one handled panicked.
-    panicked: bool,
+    Panicked,
     /// The listener was halted before the rest.
-    halted: bool,
+    Halted,
+}
+
+/// How one [`ProcessorListener::deliver_buffered`] ended.
+enum Step<K> {
+    /// The buffer was empty, or the hand-over limit was reached.
+    Yield,
+    /// A handler call panicked; the rest of its message.
+    Panicked(Cursor<K>),
+    /// The listener was halted; the rest of the message it was in.
+    Halted(Cursor<K>),
 }
 
 /// Runs handler calls, which may block their thread (handlers are synchronous and

@@ -89,6 +89,43 @@ async fn event_panics() {
     running.stop().await;
 }
 
+/// A handler that panics in the middle of a batch (the initial list) still gets the
+/// rest of that batch, after the pause, and its registration syncs.
+#[tokio::test(start_paused = true)]
+async fn a_panic_mid_batch_resumes_with_the_rest_of_the_batch() {
+    let source = FakeSource::<Pod>::new();
+    for i in 0..5 {
+        source.add(ns_pod(&format!("p{i}")));
+    }
+    let informer = SharedIndexInformer::builder(source.clone())
+        .queue(QUEUE)
+        .build();
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let s = seen.clone();
+    let registration = informer
+        .add_event_fn(move |ev: Change<Pod>| {
+            let Change::Added { obj, .. } = ev else {
+                return;
+            };
+            let name = obj.metadata.name.clone().unwrap();
+            assert_ne!(name, "p1", "the handler exploded");
+            s.lock().unwrap().push(name);
+        })
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let running = start(&informer);
+    eventually(|| registration.has_synced()).await;
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "the listener paused after the panic"
+    );
+    let mut names = seen.lock().unwrap().clone();
+    names.sort();
+    assert_eq!(names, ["p0", "p2", "p3", "p4"]);
+    assert_eq!(informer.reflector_stats().handler_panics, 1);
+    running.stop().await;
+}
+
 /// Deletes reach handlers, including tombstones for deletes seen only by a relist.
 #[tokio::test(start_paused = true)]
 async fn deletes_and_tombstones_reach_handlers() {
