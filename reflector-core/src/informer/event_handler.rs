@@ -8,7 +8,10 @@ use crate::object::MaybeTombstone;
 ///
 /// Every method defaults to doing nothing. Handlers run on their own listener task,
 /// one notification at a time and in order for each object; keep them short and
-/// non-blocking (a controller's handler enqueues a key and returns).
+/// non-blocking (a controller's handler enqueues a key and returns). One that does
+/// block (a sleep, blocking I/O) holds up only its own notifications on a
+/// multi-thread runtime, where the listener calls handlers through
+/// `tokio::task::block_in_place`; on a current-thread runtime it holds up the runtime.
 ///
 /// # Example
 /// ```
