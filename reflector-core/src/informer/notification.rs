@@ -33,6 +33,23 @@ pub(crate) enum Message<K> {
     Batch { items: Batch<K>, syncing: bool },
 }
 
+impl<K: 'static> Message<K> {
+    /// The notifications of this message the listener takes: a single one; of a
+    /// batch, the resync entries only when `syncing`.
+    pub(crate) fn taken(&self) -> impl Iterator<Item = &Notification<K>> {
+        let (items, syncing): (&[Notification<K>], bool) = match self {
+            Message::One(n) => (std::slice::from_ref(n), true),
+            Message::Batch { items, syncing } => (items, *syncing),
+        };
+        items.iter().filter(move |n| syncing || !n.is_sync())
+    }
+
+    /// How many of [`taken`](Self::taken) are initial-list adds.
+    pub(crate) fn initial_adds(&self) -> usize {
+        self.taken().filter(|n| n.is_initial_add()).count()
+    }
+}
+
 impl<K> Notification<K> {
     /// What writing `new` to the cache tells listeners, given the object it
     /// replaced: an update of `old` (a resync if `is_sync(old, new)`), or an add if

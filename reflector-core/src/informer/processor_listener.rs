@@ -84,25 +84,22 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
 
     /// Queues a notification; never blocks.
     pub(crate) fn add(&self, n: Notification<K>) {
-        if n.is_initial_add() {
-            self.pending_initial.add(1);
-        }
-        if let Err(mpsc::error::SendError(Message::One(n))) = self.tx.send(Message::One(n))
-            && n.is_initial_add()
-        {
-            // The task is gone (listener removed or informer stopped).
-            self.pending_initial.sub(1);
-        }
+        self.send(Message::One(n));
     }
 
     /// Queues a shared batch; never blocks. `syncing`: this listener takes the
     /// batch's resync entries.
     pub(crate) fn add_batch(&self, items: Batch<K>, syncing: bool) {
-        let initial = initial_adds(&items, syncing);
+        self.send(Message::Batch { items, syncing });
+    }
+
+    /// Queues `message`, counting its initial adds as pending until handled.
+    fn send(&self, message: Message<K>) {
+        let initial = message.initial_adds();
         if initial > 0 {
             self.pending_initial.add(initial);
         }
-        if self.tx.send(Message::Batch { items, syncing }).is_err() && initial > 0 {
+        if self.tx.send(message).is_err() && initial > 0 {
             // The task is gone (listener removed or informer stopped).
             self.pending_initial.sub(initial);
         }
@@ -263,7 +260,7 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
         rx.close();
         let mut unhandled = left.map_or(0, |cursor| cursor.initial_adds());
         while let Ok(m) = rx.try_recv() {
-            unhandled += Cursor::new(m).initial_adds();
+            unhandled += m.initial_adds();
         }
         if unhandled > 0 {
             self.pending_initial.sub(unhandled);
@@ -289,14 +286,7 @@ impl<K: 'static> Cursor<K> {
 
     /// The notifications not handed to the handler yet.
     fn rest(&self) -> impl Iterator<Item = &Notification<K>> {
-        let (items, syncing): (&[Notification<K>], bool) = match &self.message {
-            Message::One(n) => (std::slice::from_ref(n), true),
-            Message::Batch { items, syncing } => (items, *syncing),
-        };
-        items
-            .iter()
-            .filter(move |n| syncing || !n.is_sync())
-            .skip(self.done)
+        self.message.taken().skip(self.done)
     }
 
     /// How many of the rest are initial-list adds.
@@ -347,13 +337,4 @@ fn may_block<R>(f: impl FnOnce() -> R) -> R {
         }
         _ => f(),
     }
-}
-
-/// How many initial-list adds of `items` a listener takes (`syncing`: it takes the
-/// resync entries too).
-fn initial_adds<K: 'static>(items: &Batch<K>, syncing: bool) -> usize {
-    items
-        .iter()
-        .filter(|n| (syncing || !n.is_sync()) && n.is_initial_add())
-        .count()
 }
