@@ -20,6 +20,8 @@
 //! an unknown option or scenario is an error. `--check-args` parses and checks the other
 //! arguments, prints what they select and exits without measuring (what
 //! `scripts/check-benchmarks.py` runs for each command in `BENCHMARKS.md`).
+//! With `COMPARE_IN_TASK` set in the environment each child runs its scenario in a
+//! spawned task on a runtime worker instead of on its main thread.
 //!
 //! # Server shapes
 //!
@@ -57,7 +59,7 @@
 //! * time from the first request until the cache holds the initial list (`has_synced`,
 //!   `wait_until_ready`, or the last page decoded), polled every millisecond, and the
 //!   child's CPU time (user + system, every thread; `/proc/self/stat`, 10 ms ticks)
-//!   over the same span;
+//!   over the same span, and how much of it was system time;
 //! * `VmRSS` and `VmHWM` from `/proc/self/status` 300 ms after sync, and live heap bytes
 //!   from a counting global allocator (`stats_alloc`; it adds two atomic increments to
 //!   every allocation, in every scenario alike); `VmHWM` is the peak RSS since the child

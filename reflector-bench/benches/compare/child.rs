@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::cpu::cpu_secs;
+use crate::cpu::{cpu, cpu_secs};
 use crate::mem::{self, HeapPeak};
 use crate::scenario::{self, Cache, Phase, SHARDS, Scenario};
 
@@ -43,7 +43,21 @@ pub fn run(name: &str, url: &str, objects: usize, paged: bool) -> Result<(), Str
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let result = rt.block_on(body(scenario, url, objects, paged));
+    // The scenario's future runs on the main thread (`block_on`), or with
+    // `COMPARE_IN_TASK` set in a spawned task on a worker thread, as a controller's
+    // would. It matters to what glibc charges the floor: the main thread allocates from
+    // the main arena, grown 128 KiB at a time, a worker from an arena of its own, grown
+    // a page at a time (BENCHMARKS.md, "System time").
+    let result = if std::env::var_os("COMPARE_IN_TASK").is_some() {
+        let url = url.to_owned();
+        rt.block_on(async move {
+            tokio::spawn(async move { body(scenario, &url, objects, paged).await })
+                .await
+                .map_err(|e| e.to_string())?
+        })
+    } else {
+        rt.block_on(body(scenario, url, objects, paged))
+    };
     rt.shutdown_background();
     result
 }
@@ -521,9 +535,9 @@ async fn body(scenario: Scenario, url: &str, objects: usize, paged: bool) -> Res
     let heap0 = mem::heap();
     let peak = HeapPeak::start();
     let counters = Counters::now();
-    let (start, cpu0) = (Instant::now(), cpu_secs());
+    let (start, cpu0) = (Instant::now(), cpu());
     let built = build(scenario.cache, client, paged).await?;
-    let (secs, cpu) = (start.elapsed().as_secs_f64(), cpu_secs() - cpu0);
+    let (secs, used) = (start.elapsed().as_secs_f64(), cpu().since(cpu0));
     let counters = counters.since();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let len = built.len();
@@ -533,7 +547,8 @@ async fn body(scenario: Scenario, url: &str, objects: usize, paged: bool) -> Res
     let mut synced = json!({
         "phase": "synced",
         "secs": secs,
-        "cpu": cpu,
+        "cpu": used.total,
+        "cpu_system": used.system,
         "len": len,
         "rss0": rss0,
         "heap0": heap0,

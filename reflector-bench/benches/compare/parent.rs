@@ -135,11 +135,12 @@ fn run_shape(
         for s in order {
             let result = child(&exe, &server, s, args, objects, paged)?;
             eprintln!(
-                "compare: {objects} objects, run {} {}: synced in {:.3} s ({:.2} CPU s){}{}",
+                "compare: {objects} objects, run {} {}: synced in {:.3} s ({:.2} CPU s, {:.2} of it system){}{}",
                 run + 1,
                 s.name,
                 num(&result.synced, "secs").unwrap_or(f64::NAN),
                 num(&result.synced, "cpu").unwrap_or(f64::NAN),
+                num(&result.synced, "cpu_system").unwrap_or(f64::NAN),
                 result
                     .synced
                     .get("first")
@@ -386,6 +387,7 @@ fn print_tables(
     );
     let secs = |r: &RunResult| num(&r.synced, "secs");
     let cpu = |r: &RunResult| num(&r.synced, "cpu");
+    let cpu_system = |r: &RunResult| num(&r.synced, "cpu_system");
     let rss = synced_mb("rss");
     let heap = |r: &RunResult| heap_delta(r).map(|b| b / MB);
     let floor_t = med(results, "floor", secs);
@@ -394,17 +396,21 @@ fn print_tables(
     let kube_streaming_t = med(results, "kube-runtime-streaming", secs);
     let kube_cpu = med(results, "kube-runtime", cpu);
     let floor_cpu = med(results, "floor", cpu);
+    let floor_system = med(results, "floor", cpu_system);
     let floor_rss = med(results, "floor", &rss);
     let kube_rss = med(results, "kube-runtime", &rss);
     let floor_heap = med(results, "floor", heap);
     let kube_heap = med(results, "kube-runtime", heap);
     println!(
-        "| initial sync | time to synced (s) | vs floor | vs decode-only | vs kube-runtime | vs kube-runtime streaming list | CPU to synced (s) | vs floor | vs kube-runtime | RSS after sync (MB) | vs floor | vs kube-runtime | heap (MB) | vs floor | vs kube-runtime | heap bytes/object | peak RSS during sync (MB) | peak / after | peak heap during sync (MB) |"
+        "| initial sync | time to synced (s) | vs floor | vs decode-only | vs kube-runtime | vs kube-runtime streaming list | CPU to synced (s) | vs floor | vs kube-runtime | of it system (s) | vs floor | RSS after sync (MB) | vs floor | vs kube-runtime | heap (MB) | vs floor | vs kube-runtime | heap bytes/object | peak RSS during sync (MB) | peak / after | peak heap during sync (MB) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!(
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
     for s in selected.iter().filter(|s| s.phase == Phase::Sync) {
         let t = med(results, s.name, secs);
         let c = med(results, s.name, cpu);
+        let system = med(results, s.name, cpu_system);
         let r = med(results, s.name, &rss);
         let h = med(results, s.name, heap);
         let per_object = med(results, s.name, |r| {
@@ -415,7 +421,7 @@ fn print_tables(
             Some((num(&r.synced, "heap_peak")? - num(&r.synced, "heap0")?) / MB)
         });
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             s.name,
             fmt(t, 2),
             ratio(t, floor_t),
@@ -425,6 +431,8 @@ fn print_tables(
             fmt(c, 2),
             ratio(c, floor_cpu),
             ratio(c, kube_cpu),
+            fmt(system, 2),
+            ratio(system, floor_system),
             fmt(r, 0),
             ratio(r, floor_rss),
             ratio(r, kube_rss),
