@@ -47,7 +47,7 @@ pub fn run(name: &str, url: &str, objects: usize, paged: bool) -> Result<(), Str
     // `COMPARE_IN_TASK` set in a spawned task on a worker thread, as a controller's
     // would. It matters to what glibc charges the floor: the main thread allocates from
     // the main arena, grown 128 KiB at a time, a worker from an arena of its own, grown
-    // a page at a time (BENCHMARKS.md, "System time").
+    // a page at a time (BENCHMARKS.md, "System and user time").
     let result = if std::env::var_os("COMPARE_IN_TASK").is_some() {
         let url = url.to_owned();
         rt.block_on(async move {
