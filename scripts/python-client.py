@@ -6,7 +6,6 @@ validation and defaulting. Run by scripts/python-client.sh; exits 1 naming what 
 import json
 import sys
 import threading
-import time
 import urllib.request
 
 from kubernetes import client, config, watch
@@ -101,9 +100,9 @@ def follow():
             w.stop()
 
 
+# The watch starts at `since`, so it replays whatever happened before it connected.
 follower = threading.Thread(target=follow)
 follower.start()
-time.sleep(0.5)
 v1.create_namespaced_config_map(NS, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="w-1")))
 v1.patch_namespaced_config_map("w-1", NS, {"data": {"x": "y"}})
 v1.delete_namespaced_config_map("w-1", NS)

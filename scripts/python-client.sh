@@ -17,12 +17,14 @@ python3 -m venv "$scratch/venv"
 "$scratch/venv/bin/pip" install --quiet --disable-pip-version-check 'kubernetes==37.0.2'
 
 echo "-- the testkit binary"
-cargo build --quiet --locked -p reflector-testkit
-target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-"$target_dir/debug/reflector-testkit" --demo --admin --crd examples/testkit/widget-crd.yaml \
-  > "$scratch/url" &
+# `cargo run` execs the binary, so $! is the server itself.
+cargo run --quiet --locked -p reflector-testkit -- --demo --admin \
+  --crd examples/testkit/widget-crd.yaml > "$scratch/url" &
 server=$!
-for _ in $(seq 1 100); do [ -s "$scratch/url" ] && break; sleep 0.1; done
+until [ -s "$scratch/url" ]; do
+  kill -0 "$server" 2>/dev/null || { echo "the testkit binary exited before serving"; exit 1; }
+  sleep 0.2
+done
 url=$(head -n 1 "$scratch/url")
 [ -n "$url" ] || { echo "the testkit binary printed no URL"; exit 1; }
 cat > "$scratch/kubeconfig" <<CONFIG
