@@ -62,7 +62,7 @@ pub struct Indexers<K> {
 /// One registered index: its function, and for the built-in namespace index the
 /// borrowing form the store uses instead.
 pub(crate) struct IndexEntry<K> {
-    /// The function as registered; what [`Indexers::get`] hands out.
+    /// The function as registered; what `ThreadSafeStore::index` calls.
     pub(crate) func: IndexFunc<K>,
     /// Set only by [`Indexers::with_namespace_index`]: the object's namespace (`""`
     /// when cluster-scoped), borrowed from it. The store indexes with it without
@@ -109,6 +109,11 @@ impl<K> Indexers<K> {
     /// allocating: the store reads each object's namespace in place instead of
     /// collecting it into a `Vec<String>`. The informer registers it this way.
     ///
+    /// The index is built on its first read (`by_index`, `index_keys`, `index`,
+    /// `index_values` with [`NAMESPACE_INDEX`]), in one pass over the objects under
+    /// the write lock, and kept up to date from then on: a cache never read by
+    /// namespace never pays for keeping the index.
+    ///
     /// # Example
     /// ```
     /// use std::sync::Arc;
@@ -153,9 +158,9 @@ impl<K> Indexers<K> {
             .map(|old| old.func)
     }
 
-    /// The function of index `name`.
-    pub(crate) fn get(&self, name: &str) -> Option<&IndexFunc<K>> {
-        self.funcs.get(name).map(|e| &e.func)
+    /// The entry of index `name`.
+    pub(crate) fn entry(&self, name: &str) -> Option<&IndexEntry<K>> {
+        self.funcs.get(name)
     }
 
     /// Adds `entry` as index `name`, keeping its borrowing form.

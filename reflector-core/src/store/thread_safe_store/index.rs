@@ -12,13 +12,20 @@ use crate::store::indexer::{IndexEntry, Indexers};
 /// Invariant: no set is empty; a value whose last key leaves is removed.
 pub(super) type Index = HashMap<String, HashSet<ObjectKey>>;
 
+/// Whether index `entry` is built before its first read: every user index is; the
+/// built-in namespace index is built by its first read.
+pub(super) fn built_eagerly<K>(entry: &IndexEntry<K>) -> bool {
+    entry.namespace_of.is_none()
+}
+
 /// Above this many values, set differences use a hash set instead of a linear scan.
 const LINEAR_DIFF_MAX: usize = 16;
 
 /// Moves `key` from `old`'s index values to `new`'s. Every user index function
 /// runs before any index changes, so one that panics leaves the indices as they
 /// were; the built-in namespace index reads its value in place, cannot panic, and
-/// is applied last, with the namespace read from `key` when `ns_from_key`.
+/// is applied last, with the namespace read from `key` when `ns_from_key`, and only
+/// once built (until its first read it is not kept).
 pub(super) fn reindex<K>(
     indexers: &Indexers<K>,
     indices: &mut HashMap<String, Index>,
@@ -57,6 +64,9 @@ pub(super) fn reindex<K>(
         let Some(namespace_of) = entry.namespace_of else {
             continue;
         };
+        let Some(index) = indices.get_mut(name) else {
+            continue;
+        };
         let (old_value, new_value) = if ns_from_key {
             let ns = key.namespace().unwrap_or_default();
             (old.map(|_| ns), new.map(|_| ns))
@@ -66,10 +76,6 @@ pub(super) fn reindex<K>(
         if old_value == new_value {
             continue;
         }
-        let index = match indices.get_mut(name) {
-            Some(index) => index,
-            None => indices.entry(name.to_owned()).or_default(),
-        };
         if let Some(value) = old_value {
             remove_key(index, value, key);
         }

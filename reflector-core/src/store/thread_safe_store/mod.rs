@@ -23,7 +23,7 @@ mod index;
 #[cfg(test)]
 mod tests;
 
-use index::{Index, build_index, reindex};
+use index::{Index, build_index, built_eagerly, reindex};
 
 /// A concurrent map from [`ObjectKey`] to `Arc<K>`, with named secondary indices.
 ///
@@ -43,8 +43,9 @@ struct State<K> {
     items: HashMap<ObjectKey, Arc<K>>,
     /// Index name → index function. Guarded by `ThreadSafeStore::state`.
     indexers: Indexers<K>,
-    /// Index name → index. Has an entry (possibly empty) for every name in
-    /// `indexers` and no other. Guarded by `ThreadSafeStore::state`.
+    /// Index name → index. Has an entry (possibly empty) for every user index in
+    /// `indexers`, and for the built-in namespace index once it has been read (see
+    /// [`ThreadSafeStore::with_index`]); no other. Guarded by `ThreadSafeStore::state`.
     indices: HashMap<String, Index>,
     /// Every key is `ns/name` (or `name`) of its object: see
     /// [`ThreadSafeStore::with_key_namespaces`]. Set once, at construction.
@@ -65,8 +66,9 @@ impl<K> ThreadSafeStore<K> {
     /// object (the old one is likely out of the CPU cache).
     pub(crate) fn with_key_namespaces(indexers: Indexers<K>, keys_carry_namespace: bool) -> Self {
         let indices = indexers
-            .names()
-            .map(|name| (name.to_owned(), Index::default()))
+            .entries()
+            .filter(|(_, entry)| built_eagerly(entry))
+            .map(|(name, _)| (name.to_owned(), Index::default()))
             .collect();
         ThreadSafeStore {
             state: RwLock::new(State {
@@ -152,27 +154,71 @@ impl<K> ThreadSafeStore<K> {
         self.read().items.is_empty()
     }
 
-    /// Replaces every object with `items` and rebuilds every index.
+    /// Replaces every object with `items` and rebuilds every index (a namespace
+    /// index not read yet stays unbuilt).
     ///
     /// The new map and indices are built without the lock, then swapped in under
     /// it: readers see the old content or the new one, never a mix. When a key
     /// appears twice, the last object wins.
     pub fn replace(&self, items: impl IntoIterator<Item = (ObjectKey, Arc<K>)>) {
-        let indexers = self.read().indexers.clone();
+        let (indexers, built): (Indexers<K>, Vec<String>) = {
+            let state = self.read();
+            (
+                state.indexers.clone(),
+                state.indices.keys().cloned().collect(),
+            )
+        };
         let items: HashMap<ObjectKey, Arc<K>> = items.into_iter().collect();
-        let mut indices: HashMap<String, Index> = indexers
-            .entries()
-            .map(|(name, entry)| (name.to_owned(), build_index(entry, &items)))
+        let mut indices: HashMap<String, Index> = built
+            .into_iter()
+            .filter_map(|name| {
+                let index = build_index(indexers.entry(&name)?, &items);
+                Some((name, index))
+            })
             .collect();
         let mut state = self.write();
-        // Indexers only grow; index the new items for any added since the snapshot.
+        // Indexers only grow; index the new items for any index added, or read for
+        // the first time, since the snapshot.
         for (name, entry) in state.indexers.entries() {
-            if !indices.contains_key(name) {
+            if state.indices.contains_key(name) && !indices.contains_key(name) {
                 indices.insert(name.to_owned(), build_index(entry, &items));
             }
         }
         state.items = items;
         state.indices = indices;
+    }
+
+    /// Runs `read` on index `name` (with the objects, its function and the index)
+    /// under the lock. A namespace index read for the first time is built first,
+    /// under the write lock: its first read costs one pass over the objects.
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownIndex`] if no index is called `name`.
+    fn with_index<R>(
+        &self,
+        name: &str,
+        read: impl FnOnce(&HashMap<ObjectKey, Arc<K>>, &IndexFunc<K>, &Index) -> R,
+    ) -> Result<R, StoreError> {
+        let unknown = || StoreError::UnknownIndex(name.to_owned());
+        {
+            let state = self.read();
+            let entry = state.indexers.entry(name).ok_or_else(unknown)?;
+            if let Some(index) = state.indices.get(name) {
+                return Ok(read(&state.items, &entry.func, index));
+            }
+        }
+        let mut state = self.write();
+        let State {
+            items,
+            indexers,
+            indices,
+            ..
+        } = &mut *state;
+        let entry = indexers.entry(name).ok_or_else(unknown)?;
+        let index = indices
+            .entry(name.to_owned())
+            .or_insert_with(|| build_index(entry, items));
+        Ok(read(items, &entry.func, index))
     }
 
     /// The objects that share at least one of `obj`'s values for index `name`,
@@ -181,26 +227,26 @@ impl<K> ThreadSafeStore<K> {
     /// # Errors
     /// [`StoreError::UnknownIndex`] if no index is called `name`.
     pub fn index(&self, name: &str, obj: &K) -> Result<Vec<Arc<K>>, StoreError> {
-        let state = self.read();
-        let (f, index) = state.index_locked(name)?;
-        let values = f(obj);
-        let mut out = Vec::new();
-        if let [value] = values.as_slice() {
-            // One value needs no de-duplication.
-            if let Some(keys) = index.get(value) {
-                out.extend(keys.iter().filter_map(|k| state.items.get(k).cloned()));
-            }
-        } else {
-            let mut seen: HashSet<&ObjectKey> = HashSet::default();
-            for keys in values.iter().filter_map(|v| index.get(v)) {
-                for key in keys {
-                    if seen.insert(key) {
-                        out.extend(state.items.get(key).cloned());
+        self.with_index(name, |items, f, index| {
+            let values = f(obj);
+            let mut out = Vec::new();
+            if let [value] = values.as_slice() {
+                // One value needs no de-duplication.
+                if let Some(keys) = index.get(value) {
+                    out.extend(keys.iter().filter_map(|k| items.get(k).cloned()));
+                }
+            } else {
+                let mut seen: HashSet<&ObjectKey> = HashSet::default();
+                for keys in values.iter().filter_map(|v| index.get(v)) {
+                    for key in keys {
+                        if seen.insert(key) {
+                            out.extend(items.get(key).cloned());
+                        }
                     }
                 }
             }
-        }
-        Ok(out)
+            out
+        })
     }
 
     /// The keys of the objects whose values for index `name` include `value`,
@@ -209,12 +255,12 @@ impl<K> ThreadSafeStore<K> {
     /// # Errors
     /// [`StoreError::UnknownIndex`] if no index is called `name`.
     pub fn index_keys(&self, name: &str, value: &str) -> Result<Vec<ObjectKey>, StoreError> {
-        let state = self.read();
-        let (_, index) = state.index_locked(name)?;
-        let mut keys: Vec<ObjectKey> = index
-            .get(value)
-            .map(|set| set.iter().cloned().collect())
-            .unwrap_or_default();
+        let mut keys: Vec<ObjectKey> = self.with_index(name, |_, _, index| {
+            index
+                .get(value)
+                .map(|set| set.iter().cloned().collect())
+                .unwrap_or_default()
+        })?;
         keys.sort_unstable();
         Ok(keys)
     }
@@ -225,16 +271,12 @@ impl<K> ThreadSafeStore<K> {
     /// # Errors
     /// [`StoreError::UnknownIndex`] if no index is called `name`.
     pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<K>>, StoreError> {
-        let state = self.read();
-        let (_, index) = state.index_locked(name)?;
-        Ok(index
-            .get(value)
-            .map(|keys| {
-                keys.iter()
-                    .filter_map(|k| state.items.get(k).cloned())
-                    .collect()
-            })
-            .unwrap_or_default())
+        self.with_index(name, |items, _, index| {
+            index
+                .get(value)
+                .map(|keys| keys.iter().filter_map(|k| items.get(k).cloned()).collect())
+                .unwrap_or_default()
+        })
     }
 
     /// Every value index `name` currently holds at least one object under, in no
@@ -242,10 +284,7 @@ impl<K> ThreadSafeStore<K> {
     #[must_use]
     #[doc(alias = "ListIndexFuncValues")]
     pub fn index_values(&self, name: &str) -> Vec<String> {
-        self.read()
-            .indices
-            .get(name)
-            .map(|index| index.keys().cloned().collect())
+        self.with_index(name, |_, _, index| index.keys().cloned().collect())
             .unwrap_or_default()
     }
 
@@ -270,9 +309,11 @@ impl<K> ThreadSafeStore<K> {
         if let Some(name) = conflicts.first() {
             return Err(StoreError::IndexConflict((*name).to_owned()));
         }
-        // Build every new index before touching the state.
+        // Build every new index (but a namespace index, built when first read)
+        // before touching the state.
         let built: Vec<(String, Index)> = new
             .entries()
+            .filter(|(_, entry)| built_eagerly(entry))
             .map(|(name, entry)| (name.to_owned(), build_index(entry, &state.items)))
             .collect();
         state.indices.extend(built);
@@ -340,14 +381,6 @@ impl<K> State<K> {
         let old = self.items.get(key).cloned()?;
         self.reindex_locked(key, Some(&old), None);
         self.items.remove(key)
-    }
-
-    /// The function and index called `name`. Expects the lock held.
-    fn index_locked(&self, name: &str) -> Result<(&IndexFunc<K>, &Index), StoreError> {
-        match (self.indexers.get(name), self.indices.get(name)) {
-            (Some(f), Some(index)) => Ok((f, index)),
-            _ => Err(StoreError::UnknownIndex(name.to_owned())),
-        }
     }
 
     /// Moves `key` in every index from `old`'s values to `new`'s. All index

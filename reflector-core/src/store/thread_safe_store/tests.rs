@@ -42,7 +42,9 @@ fn annotation(cm: &ConfigMap) -> &str {
 }
 
 /// The keys under `value` in index `name`, sorted; `None` if the set is absent.
+/// Reads the index first (building a namespace index not read yet).
 fn set_of(store: &ThreadSafeStore<ConfigMap>, name: &str, value: &str) -> Option<Vec<String>> {
+    let _ = store.index_values(name);
     let state = store.read();
     state.indices[name].get(value).map(|set| {
         let mut keys: Vec<String> = set.iter().map(|k| k.as_str().to_owned()).collect();
@@ -232,6 +234,98 @@ fn builtin_namespace_index_matches_the_index_function() {
         set_of(&late, NAMESPACE_INDEX, "ops"),
         Some(vec!["z".to_owned()])
     );
+}
+
+/// Whether the store keeps index `name` (a namespace index is kept once read).
+fn kept(store: &ThreadSafeStore<ConfigMap>, name: &str) -> bool {
+    store.read().indices.contains_key(name)
+}
+
+/// The built-in namespace index is not kept until it is first read; that read
+/// builds it from every object, and from then on it follows writes, replaces
+/// included. Every read form builds it; a user index is kept from the start.
+#[test]
+fn namespace_index_is_built_by_its_first_read() {
+    use super::super::NAMESPACE_INDEX;
+    for keys_carry_namespace in [false, true] {
+        let store = ThreadSafeStore::with_key_namespaces(
+            Indexers::new()
+                .with_namespace_index()
+                .with("v", |c: &ConfigMap| vec![annotation(c).to_owned()]),
+            keys_carry_namespace,
+        );
+        let put = |ns: &str, name: &str| {
+            store.upsert(ObjectKey::new(Some(ns), name), cm_in(ns, name, "x"));
+        };
+        put("prod", "a");
+        put("prod", "b");
+        put("dev", "c");
+        store.delete(&ObjectKey::new(Some("prod"), "b"));
+        store.replace([
+            (ObjectKey::new(Some("prod"), "a"), cm_in("prod", "a", "x")),
+            (ObjectKey::new(Some("qa"), "d"), cm_in("qa", "d", "x")),
+        ]);
+        put("dev", "c");
+        assert!(!kept(&store, NAMESPACE_INDEX), "kept before any read");
+        assert!(kept(&store, "v"));
+        let names = |objs: Vec<Arc<ConfigMap>>| {
+            let mut names: Vec<String> = objs
+                .iter()
+                .map(|o| o.metadata.name.clone().unwrap())
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(names(store.by_index(NAMESPACE_INDEX, "qa").unwrap()), ["d"]);
+        assert!(kept(&store, NAMESPACE_INDEX));
+        let mut values = store.index_values(NAMESPACE_INDEX);
+        values.sort();
+        assert_eq!(values, ["dev", "prod", "qa"]);
+        // Kept from now on: writes and a replace move it.
+        put("dev", "e");
+        store.delete(&ObjectKey::new(Some("qa"), "d"));
+        assert_eq!(
+            store.index_keys(NAMESPACE_INDEX, "dev").unwrap(),
+            [
+                ObjectKey::new(Some("dev"), "c"),
+                ObjectKey::new(Some("dev"), "e")
+            ]
+        );
+        assert!(store.by_index(NAMESPACE_INDEX, "qa").unwrap().is_empty());
+        store.replace([(ObjectKey::new(Some("ops"), "f"), cm_in("ops", "f", "x"))]);
+        assert!(kept(&store, NAMESPACE_INDEX));
+        assert_eq!(store.index_values(NAMESPACE_INDEX), ["ops"]);
+        assert_eq!(
+            names(
+                store
+                    .index(NAMESPACE_INDEX, &cm_in("ops", "any", "y"))
+                    .unwrap()
+            ),
+            ["f"]
+        );
+    }
+    // Each read form builds it, and added later it waits for its first read too.
+    type Read = fn(&ThreadSafeStore<ConfigMap>);
+    let reads: [Read; 4] = [
+        |s| drop(s.by_index(NAMESPACE_INDEX, "qa")),
+        |s| drop(s.index_keys(NAMESPACE_INDEX, "qa")),
+        |s| drop(s.index(NAMESPACE_INDEX, &cm_in("qa", "q", "x"))),
+        |s| drop(s.index_values(NAMESPACE_INDEX)),
+    ];
+    for read in reads {
+        let store = ThreadSafeStore::new(Indexers::new());
+        store.add(ObjectKey::new(Some("qa"), "z"), cm_in("qa", "z", "x"));
+        store
+            .add_indexers(Indexers::new().with_namespace_index())
+            .unwrap();
+        assert!(!kept(&store, NAMESPACE_INDEX));
+        read(&store);
+        assert!(kept(&store, NAMESPACE_INDEX));
+        assert_eq!(
+            store.index_keys(NAMESPACE_INDEX, "qa").unwrap(),
+            [ObjectKey::new(Some("qa"), "z")]
+        );
+    }
 }
 
 /// A user index function that panics leaves the built-in namespace index as it
