@@ -5,8 +5,10 @@
 //!   buffer and task; time until every handler has seen every event.
 //!   `informer_pipeline/updates_handlers/{1,4,16}`: the same with 100k MODIFIED
 //!   events over 100k listed and cached objects. In the same run, kube-runtime's
-//!   reflector over the same events (`kube_runtime_added`, `kube_runtime_updates`)
-//!   and the least any cache does (`floor_arc_and_keep`).
+//!   reflector over the same events (`kube_runtime_added`, `kube_runtime_updates`),
+//!   the least any keyed cache does on one task (`floor_keyed_cache_added`,
+//!   `floor_keyed_cache_updates`: `Arc`, key, map insert, the replaced object
+//!   dropped) and the least any cache does (`floor_arc_and_keep`).
 //! - `indexer_reads/{get,by_index}/{0,4,16}_readers`: one reader's throughput while
 //!   N other reader threads and one writer thread hammer the same indexer (the shape
 //!   of client-go's BenchmarkSharedIndexInformer).
@@ -357,6 +359,70 @@ fn run_kube_runtime(
     elapsed
 }
 
+/// The least any keyed cache does per event, on one task of the same runtime: the
+/// object out of the watch event into an `Arc`, its `namespace/name` key built, the
+/// `Arc` put in a map under it (the cache's map type, keyed by the cache's key type)
+/// and handed on once (a handler's share); with `ModifiedOverCached` the replaced
+/// object is dropped there and then. No queue, no lock, no second task: every stage
+/// of an informer beyond these is overhead over this floor, and a pipeline that
+/// spreads the work over both cores (the replaced objects' frees, say) can beat it.
+fn run_keyed_floor(
+    rt: &tokio::runtime::Runtime,
+    objects: &[ConfigMap],
+    scenario: Scenario,
+    clock: Clock,
+) -> Duration {
+    use reflector_core::object::ObjectKey;
+    use std::collections::HashMap;
+
+    fn key_of(obj: &ConfigMap) -> ObjectKey {
+        ObjectKey::new(
+            obj.metadata.namespace.as_deref(),
+            obj.metadata.name.as_deref().unwrap_or_default(),
+        )
+    }
+    let (listed, events): (Vec<ConfigMap>, Vec<_>) = match scenario {
+        Scenario::AddedIntoEmpty => (
+            Vec::new(),
+            objects.iter().cloned().map(WatchEvent::Added).collect(),
+        ),
+        Scenario::ModifiedOverCached => (
+            objects.to_vec(),
+            modified(objects).map(WatchEvent::Modified).collect(),
+        ),
+    };
+    let (elapsed, cache, handed) = rt.block_on(async {
+        // The listed objects cached by a task, as an informer's consumer caches them.
+        let mut cache = tokio::spawn(async move {
+            let mut cache: HashMap<ObjectKey, Arc<ConfigMap>> = HashMap::new();
+            for obj in listed {
+                cache.insert(key_of(&obj), Arc::new(obj));
+            }
+            cache
+        })
+        .await
+        .unwrap();
+        let start = clock.now();
+        let (cache, handed) = tokio::spawn(async move {
+            let mut stream = futures::stream::iter(events.into_iter().map(Ok::<_, ()>)).boxed();
+            let mut handed = Vec::with_capacity(EVENTS);
+            while let Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) =
+                stream.next().await
+            {
+                let obj = Arc::new(obj);
+                drop(cache.insert(key_of(&obj), Arc::clone(&obj)));
+                handed.push(obj);
+            }
+            (cache, handed)
+        })
+        .await
+        .unwrap();
+        (start.elapsed(), cache, handed)
+    });
+    assert_eq!((cache.len(), handed.len()), (EVENTS, EVENTS));
+    elapsed
+}
+
 fn pipeline(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -414,6 +480,19 @@ fn pipeline(c: &mut Criterion) {
             b.iter_custom(|iters| {
                 (0..iters)
                     .map(|_| run_kube_runtime(&rt, &objects, scenario, clock))
+                    .sum()
+            });
+        });
+    }
+    // Keyed floors: the least any keyed cache does per event, one task, no queue.
+    for (name, scenario) in [
+        ("floor_keyed_cache_added", Scenario::AddedIntoEmpty),
+        ("floor_keyed_cache_updates", Scenario::ModifiedOverCached),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| run_keyed_floor(&rt, &objects, scenario, clock))
                     .sum()
             });
         });
