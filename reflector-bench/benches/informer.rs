@@ -382,15 +382,11 @@ fn run_keyed_floor(
     scenario: Scenario,
     clock: Clock,
 ) -> Duration {
-    use reflector_core::object::ObjectKey;
+    use reflector_core::object::{ObjectKey, meta_namespace_key};
     use std::collections::HashMap;
 
-    fn key_of(obj: &ConfigMap) -> ObjectKey {
-        ObjectKey::new(
-            obj.metadata.namespace.as_deref(),
-            obj.metadata.name.as_deref().unwrap_or_default(),
-        )
-    }
+    // The cache's own key function; every bench object has a name.
+    let key_of = |obj: &ConfigMap| meta_namespace_key(obj).expect("named");
     let (listed, events) = scenario.listed_and_events(objects);
     let (elapsed, cache, handed) = rt.block_on(async {
         // The listed objects cached by a task, as an informer's consumer caches them.
