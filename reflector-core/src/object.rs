@@ -30,9 +30,12 @@ pub use maybe_tombstone::MaybeTombstone;
 pub use object_ref::ObjectRef;
 
 /// What this crate asks of a cached object: a Kubernetes resource that can be shared
-/// across tasks.
+/// across tasks, and serialized (a relist compares each listed object with the cached
+/// one by its JSON, to keep one copy of what did not change).
 ///
-/// Implemented for every type that satisfies the bounds, so users never implement it.
+/// Implemented for every type that satisfies the bounds, so users never implement it:
+/// `k8s-openapi` types, `#[derive(CustomResource)]` types, `DynamicObject` and
+/// `PartialObjectMeta<K>` all do.
 ///
 /// # Example
 /// ```
@@ -40,9 +43,9 @@ pub use object_ref::ObjectRef;
 /// fn cacheable<K: reflector::object::Object>() {}
 /// cacheable::<ConfigMap>();
 /// ```
-pub trait Object: kube::Resource + Clone + Send + Sync + 'static {}
+pub trait Object: kube::Resource + serde::Serialize + Clone + Send + Sync + 'static {}
 
-impl<T> Object for T where T: kube::Resource + Clone + Send + Sync + 'static {}
+impl<T> Object for T where T: kube::Resource + serde::Serialize + Clone + Send + Sync + 'static {}
 
 /// Why a key could not be made or parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -34,12 +34,23 @@ impl<K: Object> QueueOptions<K> {
         }
     }
 
-    /// The cached object under `obj`'s key, if it has `obj`'s resourceVersion (the
-    /// reflector then hands the cached copy on instead of `obj`).
-    pub(super) fn cached_unchanged(&self, obj: &K) -> Option<Arc<K>> {
-        let known = self.known_objects.as_ref().filter(|k| !k.is_empty())?;
-        let key = self.key_of(obj).ok()?;
-        crate::store::same_state(known.get(&key), obj)
+    /// A listed object as the queue keeps it: transformed, then, with `look_up`,
+    /// swapped for the cached copy if it is exactly that object (see
+    /// [`StoreSink::prepare_listed`](crate::store::StoreSink::prepare_listed); the
+    /// comparison is after the transform, as the cache holds objects).
+    pub(super) fn prepare_listed(&self, obj: Arc<K>, look_up: bool) -> Arc<K> {
+        let obj = self.transformed(obj);
+        let Some(known) = self
+            .known_objects
+            .as_ref()
+            .filter(|k| look_up && !k.is_empty())
+        else {
+            return obj;
+        };
+        let Ok(key) = self.key_of(&obj) else {
+            return obj;
+        };
+        crate::store::unchanged(known.get(&key), &obj).unwrap_or(obj)
     }
 }
 
@@ -62,16 +73,7 @@ impl<K> QueueOptions<K> {
         }
     }
 
-    /// Whether `obj` is the very object the cache holds under `key` (the reflector
-    /// handed an unchanged cached object back, transformed already).
-    pub(super) fn is_cached(&self, key: &ObjectKey, obj: &Arc<K>) -> bool {
-        self.known_objects
-            .as_ref()
-            .and_then(|known| known.get(key))
-            .is_some_and(|cached| Arc::ptr_eq(&cached, obj))
-    }
-
-    /// Whether [`cached_unchanged`](Self::cached_unchanged) may find an object of a
+    /// Whether [`prepare_listed`](Self::prepare_listed) may find an object of a
     /// list starting now, given whether the queue is `idle` (nothing queued, nothing
     /// being applied): not when the cache is empty and only the list's own objects
     /// can reach it.

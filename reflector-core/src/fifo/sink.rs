@@ -43,6 +43,6 @@ mod tests {
         let a = cm(1, 1);
         indexer.add(a.clone()).unwrap();
         let sink = sink_for(indexer as Arc<dyn Store<ConfigMap>>);
-        assert!(Arc::ptr_eq(&sink.cached_unchanged(&cm(1, 1)).unwrap(), &a));
+        assert!(Arc::ptr_eq(&sink.prepare_listed(cm(1, 1), true), &a));
     }
 }

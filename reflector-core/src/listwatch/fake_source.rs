@@ -163,6 +163,35 @@ impl<K: Object> FakeSource<K> {
         self.change_notifying(obj, WatchEvent::Deleted, true, false)
     }
 
+    /// Rewrites every stored object with `f`, keeping its resource version and telling
+    /// no watch: what a real API server's reads return after a CRD update adds a schema
+    /// default or prunes a field (the stored object is not written again, so its
+    /// resource version stays). The server also ends every watch of the kind and
+    /// answers `410` to a watch from before the update; follow with
+    /// [`compact_history`](Self::compact_history) and
+    /// [`break_watches`](Self::break_watches) to play that part.
+    ///
+    /// # Example
+    /// ```
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use reflector::listwatch::FakeSource;
+    /// let source = FakeSource::<ConfigMap>::new();
+    /// let mut cm = ConfigMap::default();
+    /// cm.metadata.name = Some("a".into());
+    /// source.add(cm);
+    /// source.rewrite_stored(|cm| {
+    ///     cm.data.get_or_insert_default().insert("priority".into(), "5".into());
+    /// });
+    /// let stored = &source.items()[0];
+    /// assert_eq!(stored.metadata.resource_version.as_deref(), Some("1"));
+    /// assert_eq!(stored.data.as_ref().unwrap()["priority"], "5");
+    /// ```
+    pub fn rewrite_stored(&self, mut f: impl FnMut(&mut K)) {
+        for obj in self.lock().items.values_mut() {
+            f(obj);
+        }
+    }
+
     /// Forgets the change history: watches resuming from an older resource version
     /// get a `410 Expired` `ERROR` event, which makes a reflector relist.
     pub fn compact_history(&self) {

@@ -311,7 +311,8 @@ where
             self.store
                 .finish_list_stream(list.items, &list.resource_version)
         } else {
-            self.store.replace(list.items, &list.resource_version)
+            self.store
+                .replace_listed(list.items, &list.resource_version)
         };
         stored.map_err(|source| ReflectorError::Sync {
             resource: self.name.clone(),
@@ -321,8 +322,9 @@ where
         Ok(())
     }
 
-    /// Lists everything at `rv`, page by page, each object the store already caches
-    /// unchanged swapped for the cached copy as its page arrives. A list none of whose
+    /// Lists everything at `rv`, page by page, each object prepared by the store as
+    /// its page arrives ([`StoreSink::prepare_listed`]: transformed, and swapped for
+    /// the cached copy if it is exactly the cached object). A list none of whose
     /// objects the store can hold yet ([`StoreSink::may_cache_listed`], asked as each
     /// list starts) is not looked up at all.
     ///
@@ -340,17 +342,10 @@ where
             if first_page {
                 look_up = self.store.may_cache_listed();
             }
-            let items: Vec<Arc<K>> = if look_up {
-                page.into_iter()
-                    .map(|obj| {
-                        self.store
-                            .cached_unchanged(&obj)
-                            .unwrap_or_else(|| Arc::new(obj))
-                    })
-                    .collect()
-            } else {
-                page.into_iter().map(Arc::new).collect()
-            };
+            let items: Vec<Arc<K>> = page
+                .into_iter()
+                .map(|obj| self.store.prepare_listed(Arc::new(obj), look_up))
+                .collect();
             match self.store.stream_list_page(&items, first_page) {
                 Ok(true) => {
                     streamed += items.len();

@@ -8,8 +8,9 @@ use crate::store::{Store, StoreError, StoreSink, WatchAction, apply_each};
 
 /// A plain map from key to object: it collects the initial events of a watch-list
 /// so the real store sees them as one `replace`, as client-go's temporary store.
-/// An object the real store already caches unchanged is kept as the cached copy, so
-/// the decoded duplicate is freed as soon as it arrives.
+/// Each object is prepared by the real store as it arrives
+/// ([`StoreSink::prepare_listed`]: transformed, and kept as the cached copy if it is
+/// exactly the cached object), so a decoded duplicate is freed at once.
 ///
 /// Into an empty informer (nothing queued, nothing cached, never populated), the
 /// initial events are not collected: they go on to the real store as the pages of a
@@ -21,8 +22,8 @@ use crate::store::{Store, StoreError, StoreSink, WatchAction, apply_each};
 pub(crate) struct TemporaryStore<K: Object> {
     /// Guarded by its own mutex; never held across an await.
     state: Mutex<Collected<K>>,
-    /// The reflector's store, asked for cached copies of unchanged objects and
-    /// handed the initial events directly when it takes them as a streamed list.
+    /// The reflector's store, which prepares each object, and is handed the initial
+    /// events directly when it takes them as a streamed list.
     cache: Arc<dyn StoreSink<K>>,
 }
 
@@ -64,7 +65,7 @@ impl<K: Object> TemporaryStore<K> {
         if streamed {
             self.cache.finish_list_stream(items, resource_version)
         } else {
-            self.cache.replace(items, resource_version)
+            self.cache.replace_listed(items, resource_version)
         }
     }
 
@@ -76,14 +77,18 @@ impl<K: Object> TemporaryStore<K> {
             .streaming
             .get_or_insert_with(|| self.cache.stream_list_page(&[], true).unwrap_or(false))
     }
+
+    /// Collects an object the real store prepared already.
+    fn collect(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        let key = meta_namespace_key(obj.as_ref())?;
+        self.lock().items.insert(key, obj);
+        Ok(())
+    }
 }
 
 impl<K: Object> Store<K> for TemporaryStore<K> {
     fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let key = meta_namespace_key(obj.as_ref())?;
-        let obj = self.cache.cached_unchanged(&obj).unwrap_or(obj);
-        self.lock().items.insert(key, obj);
-        Ok(())
+        self.collect(self.cache.prepare_listed(obj, true))
     }
 
     fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
@@ -116,6 +121,7 @@ impl<K: Object> Store<K> for TemporaryStore<K> {
     fn replace(&self, items: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
         let mut map = HashMap::with_capacity(items.len());
         for obj in items {
+            let obj = self.cache.prepare_listed(obj, true);
             map.insert(meta_namespace_key(obj.as_ref())?, obj);
         }
         self.lock().items = map;
@@ -156,7 +162,7 @@ impl<K: Object> StoreSink<K> for TemporaryStore<K> {
                 Ok(true) => {}
                 Ok(false) => {
                     for (action, obj) in actions.iter().zip(objects.drain(..)) {
-                        if let Err(e) = self.add(obj) {
+                        if let Err(e) = self.collect(obj) {
                             failed(*action, e);
                         }
                     }
@@ -180,7 +186,8 @@ impl<K: Object> StoreSink<K> for TemporaryStore<K> {
                     failed(action, e);
                 }
             } else {
-                objects.push(obj);
+                // Streamed into an empty store: nothing to look up.
+                objects.push(self.cache.prepare_listed(obj, false));
                 actions.push(action);
             }
         }

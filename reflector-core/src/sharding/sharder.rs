@@ -109,7 +109,7 @@ enum Write {
 
 impl<K> Sharder<K>
 where
-    K: kube::Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: kube::Resource + serde::Serialize + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Clone + Send + Sync + 'static,
 {
     /// A sharder of `K` for `ring`, watching `K` with `factory`'s metadata-only

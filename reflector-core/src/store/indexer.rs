@@ -511,12 +511,15 @@ impl<K: Object> super::StoreSink<K> for Indexer<K> {
         self.inner.version.set(resource_version);
     }
 
-    fn cached_unchanged(&self, obj: &K) -> Option<Arc<K>> {
-        if Indexer::is_empty(self) {
-            return None;
+    /// The cached copy if `obj` is exactly the cached object, else `obj`.
+    fn prepare_listed(&self, obj: Arc<K>, look_up: bool) -> Arc<K> {
+        if !look_up || Indexer::is_empty(self) {
+            return obj;
         }
-        let key = self.key_of(obj).ok()?;
-        super::same_state(self.inner.store.get(&key), obj)
+        let Ok(key) = self.key_of(&obj) else {
+            return obj;
+        };
+        super::unchanged(self.inner.store.get(&key), &obj).unwrap_or(obj)
     }
 }
 

@@ -17,10 +17,12 @@ mod indexer;
 pub(crate) mod resource_version;
 mod sink;
 mod thread_safe_store;
+mod unchanged;
 
 pub use indexer::{Indexer, Indexers, NAMESPACE_INDEX, namespace_index_func};
 pub(crate) use sink::{StoreSink, WatchAction, apply_each, sink_for};
 pub(crate) use thread_safe_store::BatchWriter;
+pub(crate) use unchanged::unchanged;
 
 use std::any::Any;
 use std::sync::Arc;
@@ -134,12 +136,6 @@ pub trait Store<K: Object>: Any + Send + Sync {
     /// # Errors
     /// [`StoreError::Closed`] on a closed FIFO.
     fn resync(&self) -> Result<(), StoreError>;
-}
-
-/// `cached`, if it is `obj`'s state: same resourceVersion (set on both).
-pub(crate) fn same_state<K: Object>(cached: Option<Arc<K>>, obj: &K) -> Option<Arc<K>> {
-    let rv = obj.meta().resource_version.as_deref()?;
-    cached.filter(|c| c.meta().resource_version.as_deref() == Some(rv))
 }
 
 /// The read-only view of a cache a [`DeltaFifo`](crate::fifo::DeltaFifo) consults to

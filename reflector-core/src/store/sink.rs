@@ -62,9 +62,9 @@ pub(crate) fn apply_each<K: Object, S: Store<K> + ?Sized>(
 }
 
 /// A [`Store`] as the reflector writes through it: the store verbs plus the
-/// batching and streaming hooks only the `DeltaFifo` implements (and
-/// `cached_unchanged`, which the [`Indexer`] answers too). Every hook defaults to
-/// what a plain store does with the verbs alone.
+/// batching and streaming hooks only the queues implement (and `prepare_listed`,
+/// which the [`Indexer`] answers too). Every hook defaults to what a plain store does
+/// with the verbs alone.
 pub(crate) trait StoreSink<K: Object>: Store<K> {
     /// Applies a run of watch events in order, each as the [`WatchAction`]'s own
     /// call would, and leaves `run` empty; `failed` is told of every event the store
@@ -96,18 +96,25 @@ pub(crate) trait StoreSink<K: Object>: Store<K> {
     #[doc(alias = "Bookmark")]
     fn handed_over(&self, _resource_version: &str) {}
 
-    /// The object this store (or the cache behind it) already holds under `obj`'s key,
-    /// if it has `obj`'s resourceVersion: the same state of the same object, since the
-    /// API server gives every change a new resourceVersion. The reflector hands the
-    /// cached `Arc` to [`replace`](Store::replace) instead of the freshly decoded copy,
-    /// so a relist holds one copy of every unchanged object rather than two (its peak
-    /// memory is the old cache plus what changed, not twice the cache). Default: `None`.
-    fn cached_unchanged(&self, _obj: &K) -> Option<Arc<K>> {
-        None
+    /// One object of a list as the store will keep it, handed over before the list
+    /// ends ([`stream_list_page`](StoreSink::stream_list_page),
+    /// [`finish_list_stream`](StoreSink::finish_list_stream),
+    /// [`replace_listed`](StoreSink::replace_listed)), which take it as it is: the
+    /// store's transform applied, and, with `look_up`, the copy the store (or the cache
+    /// behind it) already holds if `obj` is exactly that object
+    /// ([`unchanged`](super::unchanged): same resourceVersion *and* same content; a
+    /// real API server changes what a read returns without a new resourceVersion when
+    /// a CRD's schema adds a default). So a relist holds one copy of every unchanged
+    /// object rather than two (its peak memory is the old cache plus what changed, not
+    /// twice the cache). The reflector calls it for every listed object as its page
+    /// arrives; `look_up` is what [`may_cache_listed`](StoreSink::may_cache_listed)
+    /// said as the list started. Default: `obj`.
+    fn prepare_listed(&self, obj: Arc<K>, _look_up: bool) -> Arc<K> {
+        obj
     }
 
-    /// Asked as a list starts, before any of its objects is looked up with
-    /// [`cached_unchanged`](StoreSink::cached_unchanged): whether such a lookup may
+    /// Asked as a list starts, before any of its objects is looked up by
+    /// [`prepare_listed`](StoreSink::prepare_listed): whether such a lookup may
     /// find one of them. `false` promises that the cache is empty and that nothing
     /// queued for it or being applied can fill it but the list's own objects: an
     /// object cached while the list is read then came from the list itself, whose
@@ -122,7 +129,8 @@ pub(crate) trait StoreSink<K: Object>: Store<K> {
     /// (its first page, or the single page of a list started over). Returns whether
     /// the store took the page; if it did, the reflector ends the list with
     /// [`finish_list_stream`](StoreSink::finish_list_stream) and the items no page
-    /// handed over, instead of [`replace`](Store::replace).
+    /// handed over, instead of [`replace_listed`](StoreSink::replace_listed). The
+    /// items are [`prepare_listed`](StoreSink::prepare_listed) already.
     ///
     /// A store takes pages only of a first list into an empty store (nothing queued,
     /// nothing cached, never populated), where `replace` would find nothing to delete
@@ -147,7 +155,17 @@ pub(crate) trait StoreSink<K: Object>: Store<K> {
         rest: Vec<Arc<K>>,
         resource_version: &str,
     ) -> Result<(), StoreError> {
-        self.replace(rest, resource_version)
+        self.replace_listed(rest, resource_version)
+    }
+
+    /// Ends a list no page of which the store took: [`replace`](Store::replace) with
+    /// `items`, each [`prepare_listed`](StoreSink::prepare_listed) already (a queue
+    /// does not transform them again). Default: `replace`.
+    ///
+    /// # Errors
+    /// As [`replace`](Store::replace).
+    fn replace_listed(&self, items: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
+        self.replace(items, resource_version)
     }
 }
 
@@ -214,10 +232,10 @@ mod tests {
         let a = cm(1, 1);
         indexer.add(a.clone()).unwrap();
         let sink = sink_for(indexer.clone() as Arc<dyn Store<ConfigMap>>);
-        assert!(Arc::ptr_eq(&sink.cached_unchanged(&cm(1, 1)).unwrap(), &a));
+        assert!(Arc::ptr_eq(&sink.prepare_listed(cm(1, 1), true), &a));
 
         let plain = sink_for(Arc::new(PlainStore(indexer as Arc<dyn Store<ConfigMap>>)));
-        assert!(plain.cached_unchanged(&cm(1, 1)).is_none());
+        assert!(!Arc::ptr_eq(&plain.prepare_listed(cm(1, 1), true), &a));
         assert!(!plain.stream_list_page(&[cm(2, 1)], true).unwrap());
     }
 }

@@ -47,16 +47,15 @@ impl<K: Object> DeltaFifo<K> {
     }
 
     /// Queues listed items with a `Replaced` (or `Sync`) delta each, as a streamed
-    /// list's pages: every one is new to the FIFO, so the transform runs on it.
+    /// list's pages (which the reflector transformed with `prepare_listed` already).
     pub(super) fn queue_listed_locked(
         &self,
         state: &mut State<K>,
         keyed: Vec<(ObjectKey, Arc<K>)>,
     ) {
         let action = self.list_delta_type();
-        let transform = self.options.transform.is_some();
         for (key, obj) in keyed {
-            self.queue_action_locked(state, key, action, MaybeTombstone::Object(obj), transform);
+            self.queue_action_locked(state, key, action, MaybeTombstone::Object(obj), false);
         }
     }
 

@@ -51,9 +51,9 @@ impl<K: Object> StoreSink<K> for DeltaFifo<K> {
         }
     }
 
-    /// The known object under `obj`'s key, if it has `obj`'s resourceVersion.
-    fn cached_unchanged(&self, obj: &K) -> Option<Arc<K>> {
-        self.options.cached_unchanged(obj)
+    /// Transformed, then the known object if it is exactly that object.
+    fn prepare_listed(&self, obj: Arc<K>, look_up: bool) -> Arc<K> {
+        self.options.prepare_listed(obj, look_up)
     }
 
     /// Whether the known objects hold anything, or anything is queued or being
@@ -126,10 +126,15 @@ impl<K: Object> StoreSink<K> for DeltaFifo<K> {
             // The list started over after its streamed pages (an expired continue token), and
             // the new list found the FIFO no longer empty: `rest` is then the whole list.
             tracing::debug!("DeltaFifo: a streamed list was started over; replacing");
-            return self.replace(rest, resource_version);
+            return self.replace_keyed(keyed, resource_version, false);
         }
         self.queue_listed_locked(&mut state, keyed);
         self.end_list(state, processing, resource_version);
         Ok(())
+    }
+
+    /// [`replace`](Store::replace) without transforming the items again.
+    fn replace_listed(&self, items: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
+        self.replace_keyed(self.keyed(items)?, resource_version, false)
     }
 }

@@ -87,7 +87,58 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
     /// The first `replace` sets the initial population that
     /// [`has_synced`](DeltaFifo::has_synced) waits for: every key it queued.
     fn replace(&self, items: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
-        let keyed = self.keyed(items)?;
+        let transform = self.options.transform.is_some();
+        self.replace_keyed(self.keyed(items)?, resource_version, transform)
+    }
+
+    /// Appends a `Sync` delta for every known object whose key has no pending
+    /// delta (a pending delta is newer than the known object, so re-delivering the
+    /// known one would go back in time). Does nothing without known objects.
+    fn resync(&self) -> Result<(), StoreError> {
+        let processing = self.lock_processing();
+        let mut state = self.lock();
+        if state.life.closed {
+            return Err(StoreError::Closed);
+        }
+        let Some(known) = &self.options.known_objects else {
+            return Ok(());
+        };
+        let mut queued = false;
+        for key in known.list_keys() {
+            if state.items.contains_key(&key) {
+                continue;
+            }
+            let Some(obj) = known.get(&key) else {
+                tracing::info!(key = %key, "DeltaFifo: known key vanished from the known objects during resync; not synced");
+                continue;
+            };
+            queued |= self.queue_action_locked(
+                &mut state,
+                key,
+                DeltaType::Sync,
+                MaybeTombstone::Object(obj),
+                false,
+            );
+        }
+        drop(state);
+        drop(processing);
+        if queued {
+            self.core.notify.notify_waiters();
+        }
+        Ok(())
+    }
+}
+
+/// The list half of the producer side.
+impl<K: Object> DeltaFifo<K> {
+    /// [`replace`](Store::replace) with keyed items, transformed here with
+    /// `transform` (a list the reflector hands over was transformed already).
+    pub(super) fn replace_keyed(
+        &self,
+        keyed: Vec<(ObjectKey, Arc<K>)>,
+        resource_version: &str,
+        transform: bool,
+    ) -> Result<(), StoreError> {
         let action = self.list_delta_type();
         let processing = self.lock_processing();
         let mut state = self.lock();
@@ -97,9 +148,6 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
         let mut listed = HashSet::with_capacity_and_hasher(keyed.len(), RandomState::default());
         for (key, obj) in keyed {
             listed.insert(key.clone());
-            // An object the reflector took from the known objects (unchanged since it
-            // was cached) was transformed when it first came in; never twice.
-            let transform = self.options.transform.is_some() && !self.options.is_cached(&key, &obj);
             self.queue_action_locked(
                 &mut state,
                 key,
@@ -141,43 +189,6 @@ impl<K: Object> Store<K> for DeltaFifo<K> {
         }
 
         self.end_list(state, processing, resource_version);
-        Ok(())
-    }
-
-    /// Appends a `Sync` delta for every known object whose key has no pending
-    /// delta (a pending delta is newer than the known object, so re-delivering the
-    /// known one would go back in time). Does nothing without known objects.
-    fn resync(&self) -> Result<(), StoreError> {
-        let processing = self.lock_processing();
-        let mut state = self.lock();
-        if state.life.closed {
-            return Err(StoreError::Closed);
-        }
-        let Some(known) = &self.options.known_objects else {
-            return Ok(());
-        };
-        let mut queued = false;
-        for key in known.list_keys() {
-            if state.items.contains_key(&key) {
-                continue;
-            }
-            let Some(obj) = known.get(&key) else {
-                tracing::info!(key = %key, "DeltaFifo: known key vanished from the known objects during resync; not synced");
-                continue;
-            };
-            queued |= self.queue_action_locked(
-                &mut state,
-                key,
-                DeltaType::Sync,
-                MaybeTombstone::Object(obj),
-                false,
-            );
-        }
-        drop(state);
-        drop(processing);
-        if queued {
-            self.core.notify.notify_waiters();
-        }
         Ok(())
     }
 }

@@ -7,7 +7,7 @@ use super::InOrderFifo;
 use super::state::{Mark, Queued};
 use crate::fifo::{Delta, DeltaType};
 use crate::object::Object;
-use crate::store::{Store, StoreError, StoreSink, WatchAction};
+use crate::store::{StoreError, StoreSink, WatchAction};
 
 impl<K: Object> StoreSink<K> for InOrderFifo<K> {
     /// Queues the run's events in order under one lock with one wake-up; keys and
@@ -63,9 +63,9 @@ impl<K: Object> StoreSink<K> for InOrderFifo<K> {
         self.core.notify.notify_one();
     }
 
-    /// The cached object under `obj`'s key, if it has `obj`'s resourceVersion.
-    fn cached_unchanged(&self, obj: &K) -> Option<Arc<K>> {
-        self.options.cached_unchanged(obj)
+    /// Transformed, then the cached copy if it is exactly the cached object.
+    fn prepare_listed(&self, obj: Arc<K>, look_up: bool) -> Arc<K> {
+        self.options.prepare_listed(obj, look_up)
     }
 
     /// Whether the cache holds anything, or anything is queued or being applied
@@ -83,7 +83,7 @@ impl<K: Object> StoreSink<K> for InOrderFifo<K> {
     /// [`finish_list_stream`](StoreSink::finish_list_stream). Refuses (`Ok(false)`)
     /// otherwise, or if a key cannot be computed (the final `replace` reports it).
     fn stream_list_page(&self, items: &[Arc<K>], first_page: bool) -> Result<bool, StoreError> {
-        let Ok(listed) = self.keyed_listed(items.iter().cloned()) else {
+        let Ok(listed) = self.keyed_listed(items.iter().cloned(), false) else {
             return Ok(false);
         };
         let mut state = self.lock();
@@ -117,7 +117,7 @@ impl<K: Object> StoreSink<K> for InOrderFifo<K> {
         rest: Vec<Arc<K>>,
         resource_version: &str,
     ) -> Result<(), StoreError> {
-        let listed = self.keyed_listed(rest.iter().cloned())?;
+        let listed = self.keyed_listed(rest.iter().cloned(), false)?;
         let mut state = self.lock();
         if state.life.closed {
             return Err(StoreError::Closed);
@@ -125,7 +125,7 @@ impl<K: Object> StoreSink<K> for InOrderFifo<K> {
         if !state.life.streaming {
             drop(state);
             tracing::debug!("InOrderFifo: a streamed list was started over; replacing");
-            return self.replace(rest, resource_version);
+            return self.replace_keyed(listed, resource_version);
         }
         let mut entries: Vec<Queued<K>> = listed
             .into_iter()
@@ -141,5 +141,10 @@ impl<K: Object> StoreSink<K> for InOrderFifo<K> {
         state.push_all_locked(entries);
         self.end_list(state);
         Ok(())
+    }
+
+    /// [`replace`](crate::store::Store::replace) without transforming the items again.
+    fn replace_listed(&self, items: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
+        self.replace_keyed(self.keyed_listed(items, false)?, resource_version)
     }
 }

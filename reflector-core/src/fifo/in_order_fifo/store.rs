@@ -11,17 +11,18 @@ use crate::object::{KeyError, MaybeTombstone, Object, ObjectKey};
 use crate::store::{Store, StoreError};
 
 impl<K: Object> InOrderFifo<K> {
-    /// Keys each listed object and transforms it unless it came from the cache.
+    /// Keys each listed object, and transforms it with `transform` (a list the
+    /// reflector hands over was transformed by `prepare_listed` already).
     pub(super) fn keyed_listed(
         &self,
         items: impl IntoIterator<Item = Arc<K>>,
+        transform: bool,
     ) -> Result<Vec<(ObjectKey, Arc<K>)>, KeyError> {
         items
             .into_iter()
             .map(|obj| {
                 let key = self.options.key_of(&obj)?;
-                let obj = if self.options.transform.is_some() && !self.options.is_cached(&key, &obj)
-                {
+                let obj = if transform {
                     self.options.transformed(obj)
                 } else {
                     obj
@@ -29,6 +30,41 @@ impl<K: Object> InOrderFifo<K> {
                 Ok((key, obj))
             })
             .collect()
+    }
+
+    /// [`replace`](Store::replace) with keyed, transformed items.
+    pub(super) fn replace_keyed(
+        &self,
+        listed: Vec<(ObjectKey, Arc<K>)>,
+        resource_version: &str,
+    ) -> Result<(), StoreError> {
+        let processing = self.lock_processing();
+        let mut state = self.lock();
+        if state.life.closed {
+            return Err(StoreError::Closed);
+        }
+        if self.atomic {
+            let entry = Entry::ReplacedAll {
+                objects: listed.into_iter().map(|(_, obj)| obj).collect(),
+                resource_version: resource_version.to_owned(),
+            };
+            state.push_all_locked([Queued {
+                key: None,
+                entry,
+                mark: Mark::Version(resource_version.to_owned()),
+            }]);
+        } else {
+            let mut entries = self.relist_deltas_locked(&state, listed);
+            if let Some(last) = entries.last_mut()
+                && !resource_version.is_empty()
+            {
+                last.mark = Mark::Version(resource_version.to_owned());
+            }
+            state.push_all_locked(entries);
+        }
+        drop(processing);
+        self.end_list(state);
+        Ok(())
     }
 
     /// One watch change (`add`, `update`, `delete`): keyed and transformed outside
@@ -176,34 +212,7 @@ impl<K: Object> Store<K> for InOrderFifo<K> {
     /// initial population [`has_synced`](InOrderFifo::has_synced) waits for: every
     /// entry queued by then.
     fn replace(&self, items: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
-        let listed = self.keyed_listed(items)?;
-        let processing = self.lock_processing();
-        let mut state = self.lock();
-        if state.life.closed {
-            return Err(StoreError::Closed);
-        }
-        if self.atomic {
-            let entry = Entry::ReplacedAll {
-                objects: listed.into_iter().map(|(_, obj)| obj).collect(),
-                resource_version: resource_version.to_owned(),
-            };
-            state.push_all_locked([Queued {
-                key: None,
-                entry,
-                mark: Mark::Version(resource_version.to_owned()),
-            }]);
-        } else {
-            let mut entries = self.relist_deltas_locked(&state, listed);
-            if let Some(last) = entries.last_mut()
-                && !resource_version.is_empty()
-            {
-                last.mark = Mark::Version(resource_version.to_owned());
-            }
-            state.push_all_locked(entries);
-        }
-        drop(processing);
-        self.end_list(state);
-        Ok(())
+        self.replace_keyed(self.keyed_listed(items, true)?, resource_version)
     }
 
     /// With atomic events, queues one [`Entry::SyncAll`]; without, a `Sync` delta

@@ -104,43 +104,69 @@ async fn delta_fifo_transformer_skips_resync() {
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 }
 
-/// `cached_unchanged` finds the known object with the same resourceVersion (what the
-/// reflector reuses during a relist), and `replace` does not transform such an
-/// object again: only the freshly decoded one goes through the transform.
+/// A relist's object is prepared once (`prepare_listed`): transformed, then compared
+/// with the known object *after* the transform; only an equal object at the same
+/// resourceVersion is swapped for the known copy. One whose content changed at the
+/// same resourceVersion (a CRD's new default, applied by the server as it reads) is
+/// kept as listed. `replace_listed` transforms nothing again; the public `replace`
+/// transforms every item.
 #[tokio::test(start_paused = true)]
-async fn delta_fifo_replace_does_not_transform_reused_known_objects() {
-    let (calls, xfrm) = counting_identity();
-    let with_rv = |name: &str, rv: &str| {
-        let mut cm = (*mk(name, rv)).clone();
+async fn delta_fifo_prepares_listed_objects_once_and_keeps_only_equal_known_ones() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    // Drops the `noise` key, as a transform stripping managedFields would.
+    let xfrm: TransformFunc<ConfigMap> = {
+        let calls = Arc::clone(&calls);
+        Arc::new(move |obj: Obj| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            let mut obj = Arc::unwrap_or_clone(obj);
+            obj.data.get_or_insert_default().remove("noise");
+            Arc::new(obj)
+        })
+    };
+    let with = |name: &str, rv: &str, extra: &[(&str, &str)]| {
+        let mut cm = (*mk(name, "x")).clone();
         cm.metadata.resource_version = Some(rv.to_owned());
+        let data = cm.data.get_or_insert_default();
+        for (k, v) in extra {
+            data.insert((*k).to_owned(), (*v).to_owned());
+        }
         Arc::new(cm)
     };
-    let (foo, bar) = (with_rv("foo", "5"), with_rv("bar", "6"));
+    let (foo, bar) = (with("foo", "5", &[]), with("bar", "6", &[]));
     let f = DeltaFifo::new()
         .cache_view(Arc::new(Literal(vec![foo.clone(), bar.clone()])))
         .emit_replaced(true)
         .shared_transform(xfrm);
-    let reused = f.cached_unchanged(&with_rv("foo", "5")).expect("same RV");
-    assert!(Arc::ptr_eq(&reused, &foo));
-    assert!(
-        f.cached_unchanged(&with_rv("bar", "9")).is_none(),
-        "RV moved"
-    );
-    assert!(
-        f.cached_unchanged(&with_rv("baz", "1")).is_none(),
-        "unknown"
-    );
 
-    let new_bar = with_rv("bar", "9");
-    f.replace(vec![reused, new_bar.clone()], "9").unwrap();
+    let reused = f.prepare_listed(with("foo", "5", &[("noise", "1")]), true);
+    assert!(Arc::ptr_eq(&reused, &foo), "equal once transformed");
+    let defaulted = f.prepare_listed(with("bar", "6", &[("priority", "5")]), true);
+    assert!(!Arc::ptr_eq(&defaulted, &bar), "same RV, new content");
+    assert_eq!(data(&defaulted, "priority"), "5");
+    let moved = f.prepare_listed(with("bar", "9", &[]), true);
+    assert!(!Arc::ptr_eq(&moved, &bar), "RV moved");
+    let not_looked_up = f.prepare_listed(with("foo", "5", &[]), false);
+    assert!(!Arc::ptr_eq(&not_looked_up, &foo), "no look-up asked");
+    assert_eq!(calls.load(Ordering::SeqCst), 4, "each listed object once");
+
+    f.replace_listed(vec![reused, defaulted.clone()], "9")
+        .unwrap();
     assert_eq!(
         calls.load(Ordering::SeqCst),
-        1,
-        "only the new bar is transformed"
+        4,
+        "a prepared list is not transformed again"
     );
     let item = pop(&f).await;
     assert!(Arc::ptr_eq(item.deltas[0].object.object(), &foo));
     assert_eq!(item.deltas[0].delta_type, Replaced);
     let item = pop(&f).await;
-    assert!(Arc::ptr_eq(item.deltas[0].object.object(), &new_bar));
+    assert!(Arc::ptr_eq(item.deltas[0].object.object(), &defaulted));
+
+    f.replace(vec![with("baz", "10", &[("noise", "1")])], "10")
+        .unwrap();
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        5,
+        "replace transforms its items"
+    );
 }

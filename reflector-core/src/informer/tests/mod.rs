@@ -17,6 +17,8 @@ macro_rules! behaviours {
         mod lifecycle;
         #[path = "registration.rs"]
         mod registration;
+        #[path = "relist.rs"]
+        mod relist;
         #[path = "resync.rs"]
         mod resync;
         #[path = "waits.rs"]
