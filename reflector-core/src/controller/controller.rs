@@ -136,6 +136,8 @@ pub struct Controller<K: Object, P = Action> {
     pub(super) rescope: Option<Rescope<K>>,
     /// Whether a reconcile waits for the caches to reach the controller's own writes.
     pub(super) read_your_writes: bool,
+    /// Whether live changes are reconciled before a backlog (`priority_queue`).
+    pub(super) priority_queue: bool,
     pub(super) error_policy: P,
 }
 
@@ -195,6 +197,7 @@ where
             #[cfg(feature = "sharding")]
             rescope: None,
             read_your_writes: true,
+            priority_queue: true,
             error_policy: Action::requeue_rate_limited(),
             name,
         }
@@ -392,6 +395,7 @@ impl<K: Object, P> Controller<K, P> {
             #[cfg(feature = "sharding")]
             rescope: self.rescope,
             read_your_writes: self.read_your_writes,
+            priority_queue: self.priority_queue,
             error_policy: policy,
         }
     }
@@ -413,6 +417,27 @@ impl<K: Object, P> Controller<K, P> {
     #[must_use]
     pub fn read_your_writes(mut self, wait: bool) -> Self {
         self.read_your_writes = wait;
+        self
+    }
+
+    /// Whether live changes are reconciled before a backlog, as controller-runtime's
+    /// priority queue (its default since v0.23). Default: true.
+    ///
+    /// The keys of the informers' initial lists, of updates that changed no
+    /// resourceVersion (resyncs, objects a relist found unchanged) and of a new
+    /// leadership term's catch-up are queued at
+    /// [`Priority::LOW`](crate::workqueue::Priority::LOW); every other change (an
+    /// add or update with a new resourceVersion, a delete) at
+    /// [`Priority::DEFAULT`](crate::workqueue::Priority::DEFAULT), and a worker takes
+    /// the highest priority first. So after a restart with a large backlog, a change
+    /// made meanwhile is reconciled in about the time of one reconcile per worker,
+    /// not after the backlog. A requeue (an error, [`Action::requeue_after`]) keeps
+    /// the key's priority; a live change raises a queued backlog key. `workqueue_depth`
+    /// is reported per priority. With `false`, keys are reconciled in the order
+    /// queued.
+    #[must_use]
+    pub fn priority_queue(mut self, on: bool) -> Self {
+        self.priority_queue = on;
         self
     }
 
