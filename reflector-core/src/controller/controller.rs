@@ -17,6 +17,7 @@ use crate::sharding::Ring;
 use crate::workqueue::{DefaultRateLimiter, RateLimiter};
 
 use super::action::Action;
+use super::event_filter::EventFilter;
 use super::owner_mapping::OwnerMapping;
 #[cfg(feature = "sharding")]
 use super::sharded::Shard;
@@ -115,6 +116,8 @@ pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 pub struct Controller<K: Object, P = Action> {
     pub(super) name: String,
     pub(super) primary: SharedIndexInformer<K>,
+    /// Which of the primary's adds and updates are reconciled (`filter`).
+    pub(super) primary_filter: Option<EventFilter<K>>,
     pub(super) sources: Vec<Box<dyn WatchSource>>,
     pub(super) concurrency: usize,
     pub(super) rate_limiter: Arc<dyn RateLimiter<ObjectKey>>,
@@ -182,6 +185,7 @@ where
         let name = K::kind(&K::DynamicType::default()).to_lowercase();
         Controller {
             primary,
+            primary_filter: None,
             sources: Vec::new(),
             concurrency: 1,
             rate_limiter: Arc::new(DefaultRateLimiter::default()),
@@ -227,7 +231,34 @@ where
         children: SharedIndexInformer<C>,
         mapping: OwnerMapping<K>,
     ) -> Self {
-        self.source(children, move |c: &C| mapping.owners(c), true)
+        self.source(children, move |c: &C| mapping.owners(c), true, None)
+    }
+
+    /// As [`owns`](Self::owns), reconciling the owner only for the children's
+    /// changes that pass `filter` (deletions always do). See [`EventFilter`].
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+    /// # use reflector::controller::{Action, Controller, EventFilter, Request};
+    /// # use reflector::informer::InformerFactory;
+    /// # async fn reconcile(_: Request<Deployment>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
+    /// # async fn f(factory: InformerFactory) -> Result<(), reflector::controller::ControllerError> {
+    /// Controller::new(factory.informer::<Deployment>())
+    ///     .filter(EventFilter::generation_changed())
+    ///     .owns_filtered(factory.informer::<ReplicaSet>(), EventFilter::generation_changed())
+    ///     .run(reconcile, Arc::new(()))
+    ///     .await
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn owns_filtered<C: Object>(
+        self,
+        children: SharedIndexInformer<C>,
+        filter: EventFilter<C>,
+    ) -> Self {
+        let mapping = OwnerMapping::new();
+        self.source(children, move |c: &C| mapping.owners(c), true, Some(filter))
     }
 
     /// Shards this controller over `ring`: it reconciles only the objects the ring's
@@ -320,7 +351,49 @@ impl<K: Object, P> Controller<K, P> {
         O: Object,
         I: IntoIterator<Item = ObjectRef<K>>,
     {
-        self.source(informer, mapper, false)
+        self.source(informer, mapper, false, None)
+    }
+
+    /// As [`watches`](Self::watches), for the changes of `informer` that pass
+    /// `filter` (deletions always do). See [`EventFilter`].
+    #[must_use]
+    pub fn watches_filtered<O, I>(
+        self,
+        informer: SharedIndexInformer<O>,
+        filter: EventFilter<O>,
+        mapper: impl Fn(&O) -> I + Send + Sync + 'static,
+    ) -> Self
+    where
+        O: Object,
+        I: IntoIterator<Item = ObjectRef<K>>,
+    {
+        self.source(informer, mapper, false, Some(filter))
+    }
+
+    /// Reconciles only the primary's changes that pass `filter` (deletions always
+    /// do; a second call keeps what passes both), e.g.
+    /// [`EventFilter::generation_changed`] so that the controller's own status
+    /// writes do not reconcile again. Default: every change. See [`EventFilter`].
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use k8s_openapi::api::apps::v1::Deployment;
+    /// # use reflector::controller::{Action, Controller, EventFilter, Request};
+    /// # async fn reconcile(_: Request<Deployment>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
+    /// # async fn f(client: kube::Client) -> Result<(), reflector::controller::ControllerError> {
+    /// Controller::<Deployment>::for_kind(client)
+    ///     .filter(EventFilter::generation_changed().or(EventFilter::labels_changed()))
+    ///     .run(reconcile, Arc::new(()))
+    ///     .await
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn filter(mut self, filter: EventFilter<K>) -> Self {
+        self.primary_filter = Some(match self.primary_filter.take() {
+            Some(before) => before.and(filter),
+            None => filter,
+        });
+        self
     }
 
     /// Adds a mapped source; `owned` for `owns`.
@@ -329,6 +402,7 @@ impl<K: Object, P> Controller<K, P> {
         informer: SharedIndexInformer<O>,
         mapper: impl Fn(&O) -> I + Send + Sync + 'static,
         owned: bool,
+        filter: Option<EventFilter<O>>,
     ) -> Self
     where
         O: Object,
@@ -339,6 +413,7 @@ impl<K: Object, P> Controller<K, P> {
             informer,
             KeyMapping::Mapped(Arc::new(mapper)),
             owned,
+            filter,
         )));
         self
     }
@@ -380,6 +455,7 @@ impl<K: Object, P> Controller<K, P> {
         Controller {
             name: self.name,
             primary: self.primary,
+            primary_filter: self.primary_filter,
             sources: self.sources,
             concurrency: self.concurrency,
             rate_limiter: self.rate_limiter,

@@ -92,9 +92,17 @@ impl<K: Object, P> Controller<K, P> {
         let queue = self.queue();
         let cache = self.primary.indexer().clone();
         let (primary, sources) = (self.primary.clone(), std::mem::take(&mut self.sources));
+        let filter = self.primary_filter.take();
         let metrics = self.metrics.as_ref();
-        let mut watching =
-            Watching::register(&name, primary, sources, &queue, term.gate(), metrics)?;
+        let mut watching = Watching::register(
+            &name,
+            primary,
+            filter,
+            sources,
+            &queue,
+            term.gate(),
+            metrics,
+        )?;
         if self.start_informers {
             watching.start_informers();
         }

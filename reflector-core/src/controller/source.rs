@@ -16,6 +16,7 @@ use crate::object::{
 use crate::workqueue::{Priority, WorkQueue};
 
 use super::consistency::Cache;
+use super::event_filter::EventFilter;
 use super::key_gate::KeyGate;
 
 /// Maps a watched object to the keys of the primaries to reconcile.
@@ -42,6 +43,8 @@ impl<O> Clone for KeyMapping<O> {
 struct EnqueueHandler<O> {
     queue: WorkQueue<ObjectKey>,
     mapping: KeyMapping<O>,
+    /// Which adds and updates count; deletes always do.
+    filter: Option<EventFilter<O>>,
     /// The term's gate: the primary's own keys pass through it.
     gate: Option<Arc<dyn KeyGate>>,
 }
@@ -84,10 +87,20 @@ fn priority(unchanged: bool) -> Priority {
 
 impl<O: Object> EventHandler<O> for EnqueueHandler<O> {
     fn on_add(&self, obj: &Arc<O>, is_in_initial_list: bool) {
+        if self.filter.as_ref().is_some_and(|f| !f.passes_add(obj)) {
+            return;
+        }
         self.enqueue(obj, priority(is_in_initial_list));
     }
 
     fn on_update(&self, old: &Arc<O>, new: &Arc<O>) {
+        if self
+            .filter
+            .as_ref()
+            .is_some_and(|f| !f.passes_update(old, new))
+        {
+            return;
+        }
         let priority = priority(old.meta().resource_version == new.meta().resource_version);
         // As controller-runtime's mapping handlers: both states count, so a child
         // that changed owner reconciles the old owner and the new one.
@@ -173,20 +186,23 @@ pub(crate) struct InformerSource<O: Object> {
     informer: SharedIndexInformer<O>,
     mapping: KeyMapping<O>,
     owned: bool,
+    filter: Option<EventFilter<O>>,
 }
 
 impl<O: Object> InformerSource<O> {
-    /// A source of `informer`'s events, mapped to keys by `mapping`; `owned` for
-    /// the children of `owns`.
+    /// A source of `informer`'s events that pass `filter`, mapped to keys by
+    /// `mapping`; `owned` for the children of `owns`.
     pub(crate) fn new(
         informer: SharedIndexInformer<O>,
         mapping: KeyMapping<O>,
         owned: bool,
+        filter: Option<EventFilter<O>>,
     ) -> Self {
         InformerSource {
             informer,
             mapping,
             owned,
+            filter,
         }
     }
 }
@@ -204,6 +220,7 @@ impl<O: Object> WatchSource for InformerSource<O> {
         let registration = self.informer.add_event_handler(EnqueueHandler {
             queue: queue.clone(),
             mapping: self.mapping.clone(),
+            filter: self.filter.clone(),
             gate: gate.cloned(),
         })?;
         let informer = self.informer.clone();
