@@ -20,6 +20,7 @@ use crate::state::{EventType, ResourceId, State};
 use crate::status::{ApiError, go_quote};
 
 mod scale;
+mod storage;
 
 pub(crate) use scale::scale;
 use scale::{ScalePaths, json_path};
@@ -50,10 +51,15 @@ pub(crate) struct CustomResources {
     /// Resource ids no longer served (their CRD or version went away). Ids are never
     /// reused for another resource, so the event log's ids stay valid.
     retired: BTreeSet<ResourceId>,
-    /// The resourceVersions at which each id stopped being served, oldest first: a watch
-    /// of the resource ends there, as the real server's watches end when a CRD's storage
-    /// is torn down.
-    retired_at: BTreeMap<ResourceId, Vec<u64>>,
+    /// The resourceVersions at which each id's storage was torn down, oldest first: its
+    /// CRD was deleted, the version stopped being served, or the CRD's spec changed. A
+    /// watch of the resource ends there, as the real server's watches end when a CRD's
+    /// storage is torn down.
+    storage_ends: BTreeMap<ResourceId, Vec<u64>>,
+    /// The resourceVersion at which each id's current storage (and so its watch cache)
+    /// began: the CRD's creation or its last change of spec. A watch from before it is
+    /// 410, as the real watch cache's history starts there.
+    storage_since: BTreeMap<ResourceId, u64>,
 }
 
 impl CustomResources {
@@ -86,20 +92,36 @@ impl CustomResources {
             .collect()
     }
 
-    /// The first resourceVersion at or after `since` at which `rid` stopped being served.
-    pub(crate) fn retired_since(&self, rid: ResourceId, since: u64) -> Option<u64> {
-        self.retired_at
+    /// The first resourceVersion after `since` at which the storage of `rid` was
+    /// torn down (the CRD deleted or changed, the version no longer served).
+    pub(crate) fn storage_ended_since(&self, rid: ResourceId, since: u64) -> Option<u64> {
+        self.storage_ends
             .get(&rid)?
             .iter()
             .copied()
-            .find(|rv| *rv >= since)
+            .find(|rv| *rv > since)
+    }
+
+    /// The resourceVersion at which the current storage of `rid` began, if it comes from
+    /// a CRD: watches from before it are 410.
+    pub(crate) fn storage_since(&self, rid: ResourceId) -> Option<u64> {
+        self.storage_since.get(&rid).copied()
     }
 
     /// Stops serving `rid` after the write at resourceVersion `rv`.
     fn retire(&mut self, rid: ResourceId, rv: u64) {
         self.served.remove(&rid);
         self.retired.insert(rid);
-        self.retired_at.entry(rid).or_default().push(rv);
+        self.storage_since.remove(&rid);
+        self.storage_ends.entry(rid).or_default().push(rv);
+    }
+
+    /// Starts a new storage for `rid` at resourceVersion `rv`, ending the one it had (its
+    /// open watches end there).
+    fn restart_storage(&mut self, rid: ResourceId, rv: u64) {
+        if self.storage_since.insert(rid, rv).is_some() {
+            self.storage_ends.entry(rid).or_default().push(rv);
+        }
     }
 }
 
@@ -390,6 +412,18 @@ pub(crate) fn after_commit(
     if crd.metadata.deletion_timestamp.is_some() {
         return;
     }
+    // The real CRD handler builds a new storage (and watch cache) for a new CRD and
+    // whenever its spec changes; status and metadata writes keep the storage.
+    let spec_changed = state
+        .log
+        .iter()
+        .rev()
+        .find(|e| e.resource == rid)
+        .is_none_or(|e| {
+            e.prev
+                .as_ref()
+                .is_none_or(|prev| prev.value().get("spec") != value.get("spec"))
+        });
     let mut serving = BTreeSet::new();
     for version in crd.spec.versions.iter().filter(|v| v.served) {
         let subresources = version.subresources.as_ref();
@@ -420,6 +454,13 @@ pub(crate) fn after_commit(
                 status_replicas: json_path(&s.status_replicas_path),
                 label_selector: s.label_selector_path.as_deref().map(json_path),
             });
+        if spec_changed || state.custom.storage_since(served_rid).is_none() {
+            let rv = state.rv;
+            state.custom.restart_storage(served_rid, rv);
+            if let Some(schema) = &schema {
+                storage::apply_schema_on_read(state, served_rid, schema);
+            }
+        }
         state.custom.served.insert(
             served_rid,
             Served {

@@ -312,6 +312,15 @@
 //! * The `scale` subresource (`autoscaling/v1` Scale) reads `specReplicasPath`,
 //!   `statusReplicasPath` and `labelSelectorPath`; `PUT`/`PATCH` write `specReplicasPath`
 //!   (the object's schema still applies; a Scale `resourceVersion` is a precondition).
+//! * Changing a CRD's spec (a schema, the versions) rebuilds its kind's storage, as the
+//!   real CRD handler does: every open watch of its objects ends at once without an
+//!   event, a watch from a resourceVersion before the change is 410 (an `ERROR` event,
+//!   `too old resource version: N (M)`), and reads (get, lists of every shape, a
+//!   watch-list's initial events) serve the stored objects through the new schema — its
+//!   `default`s applied, the fields it no longer declares pruned — at unchanged
+//!   resourceVersions, as the real server defaults and prunes what it reads from etcd.
+//!   Each CRD's watch cache starts at its creation: a watch of its objects from an
+//!   older resourceVersion is 410 too.
 //! * Deleting the CRD deletes every object of its versions (watchers get `DELETED`s, as
 //!   from the real cleanup finalizer, which this server runs at once), then the CRD; its
 //!   paths then answer 404 and discovery no longer lists it. Creating it again serves an

@@ -262,6 +262,14 @@ impl Watch {
                     Some(state.snapshot(self.rid, self.namespace.as_deref())),
                 )),
                 Start::After(n) if n < state.floor => Err(expired_line(n, state.floor)),
+                // A custom resource's watch cache starts with its CRD's creation or last
+                // change: nothing older can be watched from.
+                Start::After(n)
+                    if let Some(since) = state.custom.storage_since(self.rid)
+                        && n < since =>
+                {
+                    Err(expired_line(n, since))
+                }
                 Start::After(n) => Ok((n, None)),
             }
         };
@@ -297,7 +305,7 @@ impl Watch {
             loop {
                 let (batch, retired_at) = {
                     let state = self.shared.state();
-                    let retired_at = state.custom.retired_since(self.rid, served_since);
+                    let retired_at = state.custom.storage_ended_since(self.rid, served_since);
                     let batch = if cursor < state.floor {
                         Err(state.floor)
                     } else {

@@ -26,6 +26,7 @@ mod direct_write;
 mod list_page;
 mod namespace_lifecycle;
 mod pod_binding;
+mod rewrite;
 mod validation;
 
 pub(crate) use delete::{Deleted, Preconditions};

@@ -321,3 +321,62 @@ pub async fn create_widget_crd(server: &ApiServer, printer_columns: Value) {
     let (code, created) = send_json(server, "POST", crds, widget_crd_json(printer_columns)).await;
     assert_eq!(code, 201, "{created}");
 }
+
+/// The path of the CustomResourceDefinitions collection.
+pub const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+/// A namespaced `Widget` (`widgets.example.com`, `v1`) with a structural schema as
+/// operators write them: an `enum`, `default`s, a `x-kubernetes-preserve-unknown-fields`
+/// object, a CEL rule, `selectableFields`, `status` and `scale` subresources and printer
+/// columns.
+pub fn structural_widget_crd() -> Value {
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}, "scale": {
+                    "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+                "selectableFields": [{"jsonPath": ".spec.size"}],
+                "additionalPrinterColumns": [
+                    {"name": "Size", "type": "string", "jsonPath": ".spec.size"},
+                    {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"}],
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object",
+                        "x-kubernetes-validations": [{
+                            "rule": "self.replicas <= self.maxReplicas",
+                            "message": "replicas must not exceed maxReplicas"}],
+                        "properties": {
+                            "size": {"type": "string", "enum": ["small", "medium", "large"]},
+                            "replicas": {"type": "integer", "minimum": 0, "default": 1},
+                            "maxReplicas": {"type": "integer", "default": 10},
+                            "legacy": {"type": "string"},
+                            "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+                    "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}}}}}}]}})
+}
+
+/// Creates `crd` through the API; panics if the server refuses it.
+pub async fn create_crd(server: &ApiServer, crd: Value) {
+    let (code, created) = send_json(server, "POST", CRDS, crd).await;
+    assert_eq!(code, 201, "{created}");
+}
+
+/// The `Widget`s of [`structural_widget_crd`] in `default`, through a client without
+/// kube's retries.
+pub fn structural_widgets(server: &ApiServer) -> Api<kube::api::DynamicObject> {
+    let resource = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("example.com", "v1", "Widget"),
+        "widgets",
+    );
+    Api::namespaced_with(server.client_without_retries(), "default", &resource)
+}
+
+/// A `Widget` of [`structural_widget_crd`] named `name` with `spec`.
+pub fn structural_widget(name: &str, spec: Value) -> kube::api::DynamicObject {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": name}, "spec": spec,
+    }))
+    .expect("a valid object")
+}
