@@ -112,7 +112,7 @@ pub(crate) fn apply(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
     let options = ApplyOptions::parse(pairs)?;
     let mut config = Value::Object(decode(&body.bytes)?);
     drop_nulls(&mut config);
-    let mut state = shared.state();
+    let mut state = shared.write_state(pairs);
     let info = state.resources[rid].clone();
     let applied_version = config.get("apiVersion").and_then(Value::as_str);
     if applied_version != Some(info.api_version().as_str()) {

@@ -15,10 +15,11 @@ use serde_json::{Value, json};
 
 use crate::object::{key_of, meta_str, now_timestamp};
 use crate::resource::ResourceInfo;
-use crate::schema_validation::{self, FieldError};
+use crate::schema_validation::FieldError;
 use crate::state::{EventType, ResourceId, State};
 use crate::status::{ApiError, go_quote};
 
+mod admission;
 mod scale;
 mod storage;
 
@@ -41,6 +42,8 @@ pub(crate) struct Served {
     pub schema: Option<Arc<Value>>,
     /// The version's `scale` subresource.
     pub scale: Option<ScalePaths>,
+    /// The JSON paths of the version's `selectableFields` (`.spec.size`).
+    pub selectable_fields: Vec<String>,
 }
 
 /// Resources served from CRD objects. Lives in `State` (guarded by `Shared::state`).
@@ -155,17 +158,13 @@ pub(crate) fn admit(
     let Some(schema) = state.custom.served(rid).and_then(|s| s.schema.clone()) else {
         return Ok(());
     };
-    let admission = schema_validation::admit(&schema, value);
-    if admission.errors.is_empty() {
-        return Ok(());
-    }
-    let info = &state.resources[rid];
-    Err(ApiError::invalid_fields(
-        &info.kind,
-        &info.group,
+    let write = admission::Write {
+        rid,
         name,
-        &admission.errors,
-    ))
+        old,
+        schema: &schema,
+    };
+    admission::admit(state, &write, value)
 }
 
 /// The real `SetDefaults` of a v1 CRD: `singular` (lower-case kind), `listKind`
@@ -296,7 +295,10 @@ fn validate_crd(name: &str, crd: &Value) -> Vec<FieldError> {
                     message: "Required value: must not be empty at the root".to_owned(),
                     ..required(&format!("spec.versions[{i}].schema.openAPIV3Schema.type"))
                 }),
-            Some(_) => {}
+            Some(schema) => errors.extend(crate::cel_rules::compile_errors(
+                schema,
+                &format!("spec.versions[{i}].schema.openAPIV3Schema"),
+            )),
         }
     }
     let storage = versions
@@ -467,6 +469,12 @@ pub(crate) fn after_commit(
                 crd: name.clone(),
                 schema,
                 scale,
+                selectable_fields: version
+                    .selectable_fields
+                    .iter()
+                    .flatten()
+                    .map(|f| f.json_path.clone())
+                    .collect(),
             },
         );
         serving.insert(served_rid);

@@ -7,6 +7,16 @@ use crate::router::{Target, json_response};
 use crate::server::Shared;
 use crate::status::ApiError;
 
+/// A group's entry in `/apis`, and (with `kind` and `apiVersion`) its own `/apis/{group}`
+/// document: its versions and the preferred one, the first served.
+fn group_doc(group: &str, versions: &[String]) -> Value {
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
+        .collect();
+    json!({"name": group, "versions": versions, "preferredVersion": versions.first()})
+}
+
 pub(crate) fn respond(shared: &Shared, target: &Target) -> Result<Response, ApiError> {
     let state = shared.state();
     let doc = match target {
@@ -28,15 +38,21 @@ pub(crate) fn respond(shared: &Shared, target: &Target) -> Result<Response, ApiE
             }
             let groups: Vec<Value> = groups
                 .iter()
-                .map(|(group, versions)| {
-                    let versions: Vec<Value> = versions
-                        .iter()
-                        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
-                        .collect();
-                    json!({"name": group, "versions": versions, "preferredVersion": versions[0]})
-                })
+                .map(|(group, versions)| group_doc(group, versions))
                 .collect();
             json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+        }
+        Target::Group(group) => {
+            let mut versions: Vec<String> = Vec::new();
+            for (_, r) in state.served().filter(|(_, r)| r.group == *group) {
+                if !versions.contains(&r.version) {
+                    versions.push(r.version.clone());
+                }
+            }
+            let mut doc = group_doc(group, &versions);
+            doc["kind"] = json!("APIGroup");
+            doc["apiVersion"] = json!("v1");
+            doc
         }
         Target::Version => json!({
             "major": "1",

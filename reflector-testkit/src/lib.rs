@@ -24,6 +24,7 @@
 //!
 //! * Paths `/api/v1/{resource}`, `/api/v1/namespaces/{ns}/{resource}[/{name}[/status]]` and
 //!   the same under `/apis/{group}/{version}`; discovery at `/api`, `/apis`, `/api/v1`,
+//!   `/apis/{group}` (an `APIGroup` for every served group, built-in or CRD),
 //!   `/apis/{group}/{version}` and `/version`, listing each resource's verbs and, as the
 //!   real server, its `shortNames` and `categories` (built-ins: the real ones, e.g. `po`
 //!   and `all` for Pods; CRDs: from their `names`). Anything else is a 404 `Status`.
@@ -48,6 +49,7 @@
 //!   kubectl's client-side validation rejects misspelled fields (tried with kubectl
 //!   1.20.2). The operations do not list the `fieldValidation` parameter: the server does
 //!   not implement server-side field validation, so newer kubectl validates on the client.
+//! * Every answer carries `Cache-Control: no-cache, private`, as the real server's.
 //! * Every error is a `kind: Status` JSON object with `status: Failure`, `message`,
 //!   `reason`, `code` and `details` where the real server sets them.
 //! * One global resourceVersion counter (like etcd's revision), bumped on every write.
@@ -100,7 +102,14 @@
 //!   dotted JSONPaths) for custom objects, `Name` and `Created At` for other kinds; rows
 //!   carry the object's `PartialObjectMetadata`, the object or nothing (`includeObject`).
 //!   Watches are not served as Tables.
-//! * Not supported: `dryRun` (answers 400 rather than silently writing), aggregated
+//! * `dryRun=All` (what `kubectl diff` and `--dry-run=server` send; in a DELETE's
+//!   `DeleteOptions` body too) on create, update, patch, apply, delete and deletecollection:
+//!   the write runs in full (defaulting, admission, validation, conflicts) and answers as
+//!   a real one would (a created object without a `resourceVersion`, an updated one at
+//!   its current one), but nothing is stored, no resourceVersion moves and no watch event
+//!   is sent. Any other `dryRun` value is the real 422 (`CreateOptions.meta.k8s.io "" is
+//!   invalid: dryRun: Unsupported value: []string{"x"}: supported values: "All"`).
+//! * Not supported: aggregated
 //!   discovery (`Discovery::run_aggregated`), YAML and CBOR encodings (protobuf: see
 //!   [Protobuf](#protobuf)), resource-specific field
 //!   selectors other than the Events' and a Pod's `spec.nodeName` and `status.phase`
@@ -307,8 +316,35 @@
 //!   `x-kubernetes-int-or-string`), answering the real 422, e.g. `Widget.example.com "w"
 //!   is invalid: [spec.color: Unsupported value: "green": supported values: "red",
 //!   "blue", spec.size: Invalid value: "string": spec.size in body must be of type
-//!   integer: "string"]`. Not checked: `x-kubernetes-validations` (CEL), `format`,
-//!   `multipleOf`, `uniqueItems`, list-type/map-type uniqueness.
+//!   integer: "string"]`. Not checked: `format`, `multipleOf`, `uniqueItems`,
+//!   list-type/map-type uniqueness.
+//! * CEL rules (`x-kubernetes-validations`) are evaluated on every create, update, patch,
+//!   apply and `/scale` write, after the schema's validation (not when that found a type
+//!   or enum error: then the real extra cause `<nil>: Invalid value: "null": some
+//!   validation rules were not checked because the object was invalid; ...` is added):
+//!   a rule that does not hold is the real 422 with the rule's `message` (or
+//!   `messageExpression`, else `failed rule: <rule>`) at the node's field path (plus
+//!   its `fieldPath`), e.g. `Widget.example.com "w" is invalid: spec: Invalid value:
+//!   "object": replicas must not exceed maxReplicas`, and a `reason` other than
+//!   `FieldValueInvalid` gives that error type. Transition rules (`oldSelf`) run on updates
+//!   where the old value exists. Rules are evaluated with the `cel` crate: the CEL
+//!   standard library and macros, the Kubernetes string functions and list functions
+//!   (`slice`, `flatten`, `distinct`, `reverse`, `sort`); a rule calling anything else
+//!   (the `quantity`, `url`, `ip`, `cidr`, `format`, `semver`, `authz` and regex libraries,
+//!   `isSorted`/`sum`/`min`/`max`, `duration`, `timestamp`) is refused when the CRD is
+//!   written, with a 422 naming the rule, never passed over.
+//! * The steps of a custom-object write run in the real server's order: mutating
+//!   admission, then defaulting and pruning, then schema validation and CEL rules, then
+//!   validating admission (no admission plugin runs on custom objects here).
+//! * A `PUT` of a custom object without `metadata.resourceVersion` is the real 422
+//!   (`metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`):
+//!   custom resources allow no unconditional update.
+//! * `selectableFields`: a field selector on a field a CRD version declares
+//!   (`spec.size=large`, `!=` too) filters its lists and watches; any other field is the
+//!   real 400 `field label not supported: spec.replicas` (without `selectableFields`,
+//!   the default wording).
+//! * Lists of custom objects carry `metadata.continue`, `""` on the last page, as an
+//!   `UnstructuredList` does.
 //! * The `scale` subresource (`autoscaling/v1` Scale) reads `specReplicasPath`,
 //!   `statusReplicasPath` and `labelSelectorPath`; `PUT`/`PATCH` write `specReplicasPath`
 //!   (the object's schema still applies; a Scale `resourceVersion` is a precondition).
@@ -395,6 +431,7 @@ mod apply;
 pub mod bench_objects;
 mod bookmark_schedule;
 mod builder;
+mod cel_rules;
 mod continue_token;
 mod crd;
 mod discovery;

@@ -81,6 +81,10 @@ pub(crate) struct State {
     notify: watch::Sender<u64>,
     /// Resources served from CRD objects (schemas, scale paths, retired ids).
     pub custom: crate::crd::CustomResources,
+    /// Whether writes are dry runs (`dryRun=All`): [`State::commit`] then answers the
+    /// object it would store, and stores, logs and notifies nothing. Set for one request
+    /// by `Shared::write_state`.
+    pub dry_run: bool,
 }
 
 impl State {
@@ -94,6 +98,7 @@ impl State {
             rv: 1,
             notify,
             custom: crate::crd::CustomResources::default(),
+            dry_run: false,
         };
         for info in crate::resource::builtins() {
             state.register(info);
@@ -177,6 +182,9 @@ impl State {
         mut value: Value,
         event_type: EventType,
     ) -> Arc<StoredObject> {
+        if self.dry_run {
+            return Self::dry_run_result(key, value, event_type);
+        }
         crate::crd::before_commit(self, rid, &value, event_type);
         self.rv += 1;
         let rv = self.rv;
@@ -209,6 +217,18 @@ impl State {
             self.finish_namespace_if_empty(&namespace);
         }
         object
+    }
+
+    /// What a dry-run write answers: the object as it would be stored, a new one without
+    /// a resourceVersion, an existing one at its current resourceVersion.
+    fn dry_run_result(key: Arc<str>, mut value: Value, event_type: EventType) -> Arc<StoredObject> {
+        if event_type == EventType::Added {
+            metadata_mut(&mut value).remove("resourceVersion");
+        }
+        let rv = meta_str(&value, "resourceVersion")
+            .and_then(|rv| rv.parse().ok())
+            .unwrap_or(0);
+        Arc::new(StoredObject::from_value(key, rv, &value))
     }
 
     /// Stores (or, for a delete, removes) one resource's version of a write at the
