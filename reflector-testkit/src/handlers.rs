@@ -234,7 +234,8 @@ pub(crate) fn delete(
     pairs: &[(String, String)],
     body: &RequestBody,
 ) -> Result<Response, ApiError> {
-    let options = delete_options(body)?;
+    let mut options = delete_options(body)?;
+    options.preconditions.foreground |= param(pairs, "propagationPolicy") == Some("Foreground");
     let mut state = shared.write_state(pairs);
     // `DeleteOptions.dryRun` in the body counts as the query's (kube and kubectl send it
     // there).
@@ -300,6 +301,7 @@ fn delete_options(body: &RequestBody) -> Result<DeleteOptions, ApiError> {
             .and_then(Value::as_str)
             .map(str::to_owned)
     };
+    let foreground = options.get("propagationPolicy").and_then(Value::as_str) == Some("Foreground");
     let dry_run = options
         .get("dryRun")
         .and_then(Value::as_array)
@@ -308,6 +310,7 @@ fn delete_options(body: &RequestBody) -> Result<DeleteOptions, ApiError> {
         preconditions: Preconditions {
             resource_version: field("resourceVersion"),
             uid: field("uid"),
+            foreground,
         },
         dry_run,
     })

@@ -74,6 +74,15 @@
 //!   `status` subresource (get/replace/patch) for resources that have one: main-resource
 //!   writes keep the stored `status`, status writes keep everything but `status` (and
 //!   `managedFields`). Creating an object of such a resource drops its `status`.
+//! * Finalizers while deleting, as the real store: an object being deleted may lose
+//!   finalizers but not gain any (the real 422 `metadata.finalizers: Forbidden: no new
+//!   finalizers([b]) can be added if the object is being deleted`); the update that
+//!   empties them is not written: the object is deleted, its `DELETED` event carrying the
+//!   finalizers it last had. `propagationPolicy: Foreground` (in `DeleteOptions` or the
+//!   query) answers the object with the `foregroundDeletion` finalizer added. This server
+//!   has no garbage collector: it deletes no dependents, and takes `foregroundDeletion`
+//!   off itself as soon as no object names the owner in its `ownerReferences` (at once
+//!   when none does, else when the test deletes the last of them).
 //! * Core ConfigMaps and Secrets hold at most 1 MiB of data (the real `MaxSecretSize`):
 //!   a create or update past it is the real 422 (`ConfigMap "x" is invalid: []: Too long:
 //!   may not be more than 1048576 bytes`; a Secret's field is `data`).
@@ -357,15 +366,18 @@
 //!   resourceVersions, as the real server defaults and prunes what it reads from etcd.
 //!   Each CRD's watch cache starts at its creation: a watch of its objects from an
 //!   older resourceVersion is 410 too.
-//! * Deleting the CRD deletes every object of its versions (watchers get `DELETED`s, as
-//!   from the real cleanup finalizer, which this server runs at once), then the CRD; its
-//!   paths then answer 404 and discovery no longer lists it. Creating it again serves an
-//!   empty kind again.
+//! * Deleting a CRD runs the real lifecycle: the DELETE answers the CRD (200) with a
+//!   `deletionTimestamp`, the `customresourcecleanup.apiextensions.k8s.io` finalizer and a
+//!   `Terminating` condition (`True`); every object of its versions is then deleted
+//!   through the usual delete (watchers get `DELETED`s; objects with finalizers get a
+//!   `deletionTimestamp` and wait for them); meanwhile reads, lists, watches and patches
+//!   keep working and a create is the real 403 (`create not allowed while custom resource
+//!   definition is terminating`); once the last object is gone the CRD goes, its open
+//!   watches end, its paths answer 404 and discovery no longer lists it. Creating it again
+//!   serves an empty kind again.
 //! * Not supported: conversion between versions of a multi-version CRD (each served
 //!   version keeps its own objects; `conversion` is stored but not applied), name
-//!   conflicts between CRDs (`NamesAccepted` is always True), and the `Terminating`
-//!   phase: a DELETE of a CRD answers a success `Status` at once (the real one answers
-//!   the CRD with `deletionTimestamp` and its cleanup finalizer, then removes it).
+//!   conflicts between CRDs (`NamesAccepted` is always True).
 //!
 //! # Faults
 //!

@@ -339,3 +339,196 @@ async fn crd_answers_are_not_cached_and_lists_carry_an_empty_continue() {
     assert_eq!(last["metadata"]["continue"], "", "{last}");
     let _ = PATIENCE;
 }
+
+/// The `Terminating` condition of a CRD's JSON.
+fn terminating(crd: &Value) -> Value {
+    crd["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Terminating")
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn crd_deletion_waits_for_its_objects_finalizers() {
+    let server = serve().await;
+    let api = structural_widgets(&server);
+    let mut held = structural_widget("held", json!({}));
+    held.metadata.finalizers = Some(vec!["example.com/hold".to_owned()]);
+    create(&api, &held).await;
+    create(&api, &structural_widget("free", json!({}))).await;
+    let mut watch = watch_from(&api, &server.current_resource_version().to_string()).await;
+
+    let crd_path = format!("{CRDS}/widgets.example.com");
+    let (code, answer) = send_json(&server, "DELETE", &crd_path, Value::Null).await;
+    assert_eq!(
+        (code, &answer["kind"]),
+        (200, &json!("CustomResourceDefinition")),
+        "{answer}"
+    );
+    assert!(
+        answer["metadata"]["deletionTimestamp"].is_string(),
+        "{answer}"
+    );
+    assert_eq!(
+        answer["metadata"]["finalizers"],
+        json!(["customresourcecleanup.apiextensions.k8s.io"])
+    );
+    assert_eq!(terminating(&answer)["status"], "True", "{answer}");
+    assert_eq!(terminating(&answer)["reason"], "InstanceDeletionPending");
+
+    // While it waits: reads, lists and patches work, creates are refused.
+    let (code, crd) = send_json(&server, "GET", &crd_path, Value::Null).await;
+    assert_eq!((code, &terminating(&crd)["status"]), (200, &json!("True")));
+    let new = serde_json::to_value(structural_widget("new", json!({}))).unwrap();
+    let (code, body) = send_json(&server, "POST", WIDGETS, new).await;
+    assert_eq!(
+        (code, &body["reason"]),
+        (403, &json!("Forbidden")),
+        "{body}"
+    );
+    assert_eq!(
+        body["message"],
+        "create not allowed while custom resource definition is terminating"
+    );
+    let listed = api.list(&ListParams::default()).await.unwrap();
+    let names: Vec<_> = listed
+        .iter()
+        .filter_map(|w| w.metadata.name.clone())
+        .collect();
+    assert_eq!(
+        names,
+        ["held"],
+        "the object without finalizers went at once"
+    );
+    let (code, _) = send_json(
+        &server,
+        "PATCH",
+        &format!("{WIDGETS}/held"),
+        json!({"metadata": {"labels": {"seen": "yes"}}}),
+    )
+    .await;
+    assert_eq!(code, 200);
+    match watch.try_next().await.unwrap() {
+        Some(WatchEvent::Deleted(w)) => assert_eq!(w.metadata.name.as_deref(), Some("free")),
+        other => panic!("expected free's DELETED, got {other:?}"),
+    }
+    match watch.try_next().await.unwrap() {
+        Some(WatchEvent::Modified(w)) => assert!(w.metadata.deletion_timestamp.is_some()),
+        other => panic!("expected held's MODIFIED, got {other:?}"),
+    }
+
+    // The last finalizer goes: the object, then the CRD.
+    let (code, _) = send_json(
+        &server,
+        "PATCH",
+        &format!("{WIDGETS}/held"),
+        json!({"metadata": {"finalizers": null}}),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let mut seen = Vec::new();
+    while let Some(event) = tokio::time::timeout(PATIENCE, watch.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+    {
+        seen.push(event);
+    }
+    assert!(
+        matches!(seen.as_slice(), [WatchEvent::Modified(_), WatchEvent::Deleted(w)] if w.metadata.name.as_deref() == Some("held")),
+        "the label patch, then held's DELETED, then the end: {seen:?}"
+    );
+    let (code, _) = send_json(&server, "GET", &crd_path, Value::Null).await;
+    assert_eq!(code, 404, "the CRD goes with its last object");
+}
+
+#[tokio::test]
+async fn crd_objects_being_deleted_take_no_new_finalizers_and_keep_theirs_in_deleted() {
+    let server = serve().await;
+    let api = structural_widgets(&server);
+    let mut held = structural_widget("w", json!({}));
+    held.metadata.finalizers = Some(vec!["a".to_owned()]);
+    create(&api, &held).await;
+    let path = format!("{WIDGETS}/w");
+    let (code, _) = send_json(&server, "DELETE", &path, Value::Null).await;
+    assert_eq!(code, 200);
+    let (code, body) = send_json(
+        &server,
+        "PATCH",
+        &path,
+        json!({"metadata": {"finalizers": ["a", "b"]}}),
+    )
+    .await;
+    assert_invalid(
+        code,
+        &body,
+        "w",
+        "metadata.finalizers",
+        "FieldValueForbidden",
+        "Forbidden: no new finalizers([b]) can be added if the object is being deleted",
+    );
+    let mut watch = watch_from(&api, &server.current_resource_version().to_string()).await;
+    let (code, _) = send_json(
+        &server,
+        "PATCH",
+        &path,
+        json!({"metadata": {"finalizers": null}}),
+    )
+    .await;
+    assert_eq!(code, 200);
+    match watch.try_next().await.unwrap() {
+        Some(WatchEvent::Deleted(w)) => {
+            assert_eq!(
+                w.metadata.finalizers,
+                Some(vec!["a".to_owned()]),
+                "the last it had"
+            );
+        }
+        other => panic!("expected one DELETED, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn crd_foreground_deletion_answers_the_foreground_finalizer() {
+    let server = serve().await;
+    let owner = create_widget(&server, "owner", json!({})).await;
+    let mut dependent = serde_json::to_value(structural_widget("dependent", json!({}))).unwrap();
+    dependent["metadata"]["ownerReferences"] = json!([{"apiVersion": "example.com/v1",
+        "kind": "Widget", "name": "owner", "uid": owner["metadata"]["uid"]}]);
+    let (code, _) = send_json(&server, "POST", WIDGETS, dependent).await;
+    assert_eq!(code, 201);
+    let foreground = json!({"propagationPolicy": "Foreground"});
+    let path = format!("{WIDGETS}/owner");
+    let (code, answer) = send_json(&server, "DELETE", &path, foreground.clone()).await;
+    assert_eq!(code, 200, "{answer}");
+    assert_eq!(
+        answer["metadata"]["finalizers"],
+        json!(["foregroundDeletion"])
+    );
+    assert!(answer["metadata"]["deletionTimestamp"].is_string());
+    let (code, _) = send_json(&server, "GET", &path, Value::Null).await;
+    assert_eq!(code, 200, "waits for its dependent");
+    let (code, _) = send_json(
+        &server,
+        "DELETE",
+        &format!("{WIDGETS}/dependent"),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(code, 200);
+    let (code, _) = send_json(&server, "GET", &path, Value::Null).await;
+    assert_eq!(code, 404, "gone with its last dependent");
+    // Without dependents it goes at once, after answering the finalizer.
+    create_widget(&server, "alone", json!({})).await;
+    let alone = format!("{WIDGETS}/alone");
+    let (code, answer) = send_json(&server, "DELETE", &alone, foreground).await;
+    assert_eq!(
+        (code, &answer["metadata"]["finalizers"]),
+        (200, &json!(["foregroundDeletion"]))
+    );
+    let (code, _) = send_json(&server, "GET", &alone, Value::Null).await;
+    assert_eq!(code, 404);
+}

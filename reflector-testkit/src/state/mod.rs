@@ -21,8 +21,10 @@ use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 use crate::watch::EventLines;
 
+mod crd_cleanup;
 mod delete;
 mod direct_write;
+mod foreground;
 mod list_page;
 mod namespace_lifecycle;
 mod pod_binding;
@@ -32,7 +34,7 @@ mod validation;
 pub(crate) use delete::{Deleted, Preconditions};
 
 pub(crate) use list_page::ObjectFilter;
-use validation::{pod_qos_class, validate_pod_update, validate_write};
+use validation::{pod_qos_class, validate_no_new_finalizers, validate_pod_update, validate_write};
 
 /// Index of a registered resource in `State::resources`.
 pub(crate) type ResourceId = usize;
@@ -85,6 +87,9 @@ pub(crate) struct State {
     /// object it would store, and stores, logs and notifies nothing. Set for one request
     /// by `Shared::write_state`.
     pub dry_run: bool,
+    /// Objects deleted in the foreground whose `foregroundDeletion` finalizer waits for
+    /// their dependents to go (see `foreground`).
+    foreground: Vec<(ResourceId, Arc<str>)>,
 }
 
 impl State {
@@ -99,6 +104,7 @@ impl State {
             notify,
             custom: crate::crd::CustomResources::default(),
             dry_run: false,
+            foreground: Vec::new(),
         };
         for info in crate::resource::builtins() {
             state.register(info);
@@ -209,6 +215,12 @@ impl State {
         }
         self.notify.send_replace(rv);
         crate::crd::after_commit(self, rid, &value, event_type);
+        if event_type == EventType::Deleted {
+            self.finish_crd_of(rid);
+            if !self.foreground.is_empty() {
+                self.finish_foreground();
+            }
+        }
         if event_type == EventType::Deleted
             && self.resources[rid].namespaced
             && let Some(namespace) = meta_str(&value, "namespace")
@@ -372,6 +384,7 @@ impl State {
             ));
         }
         self.admit_in_namespace(&info, namespace, &name, true)?;
+        self.refuse_create_while_terminating(rid)?;
         validate_write(&info, &name, &body)?;
         crate::crd::admit(self, rid, &name, &mut body, None)?;
         let key = key_of(namespace.filter(|_| info.namespaced), &name);
@@ -521,6 +534,7 @@ impl State {
             return Ok(old);
         }
         validate_write(&info, name, &new)?;
+        validate_no_new_finalizers(&info, name, &old_value, &new)?;
         if !status_write {
             validate_pod_update(&info, name, &old_value, &new)?;
         }
@@ -529,11 +543,11 @@ impl State {
             .and_then(|m| m.get("finalizers"))
             .and_then(Value::as_array)
             .is_none_or(Vec::is_empty);
-        let event_type = if deleting && finalizers_empty {
-            EventType::Deleted
-        } else {
-            EventType::Modified
-        };
-        Ok(self.commit(rid, key, new, event_type))
+        if deleting && finalizers_empty {
+            // As the real store: the update that empties the finalizers is not written;
+            // the stored object is deleted, its DELETED carrying the finalizers it had.
+            return Ok(self.commit(rid, key, old_value, EventType::Deleted));
+        }
+        Ok(self.commit(rid, key, new, EventType::Modified))
     }
 }
