@@ -103,10 +103,36 @@ pub(crate) fn create(
     let mut value = read_object(shared, rid, body)?;
     let manager = manager(pairs, body);
     let mut state = shared.write_state(pairs);
+    let name = meta_str(&value, "name").unwrap_or_default().to_owned();
     let unknown = drop_unknown(&state, rid, &mut value);
+    let duplicates = decode_custom(&state, rid, body, &value, &name, validation, &unknown)?;
     validation.check(&unknown)?;
     let created = state.create(rid, namespace, value, Writer::Update(&manager))?;
-    Ok(validation.warn(json_response(201, repr.render(&created)), &unknown))
+    let response = validation.warn(json_response(201, repr.render(&created)), &unknown);
+    Ok(validation.warn_duplicates(response, &duplicates))
+}
+
+/// For a custom object's create or update body: the real decoder's checks (`kind` and
+/// `apiVersion`, then under `Strict` repeated keys and unknown fields); returns the keys
+/// the body repeats, for `Warn`'s headers. Built-in kinds: nothing to check here.
+fn decode_custom(
+    state: &State,
+    rid: ResourceId,
+    body: &RequestBody,
+    value: &Value,
+    name: &str,
+    validation: FieldValidation,
+    unknown: &[String],
+) -> Result<Vec<String>, ApiError> {
+    if state.custom.served(rid).is_none() || body.media_type() == PROTOBUF {
+        return Ok(Vec::new());
+    }
+    let info = &state.resources[rid];
+    crate::custom_decode::check_type(info, &body.bytes, value, name)?;
+    let duplicates = crate::custom_decode::duplicate_fields(&body.bytes);
+    let prefix = crate::custom_decode::strict_prefix(info);
+    validation.check_custom(&prefix, &duplicates, unknown)?;
+    Ok(duplicates)
 }
 
 /// A write to one object or its status subresource (`PUT` or `PATCH`), as routed.
@@ -130,6 +156,9 @@ pub(crate) fn update(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
     let manager = manager(write.pairs, body);
     let mut state = write.shared.write_state(write.pairs);
     let unknown = drop_unknown(&state, write.rid, &mut value);
+    let duplicates = decode_custom(
+        &state, write.rid, body, &value, write.name, validation, &unknown,
+    )?;
     validation.check(&unknown)?;
     require_resource_version(&state, write, &value)?;
     let updated = state.update(
@@ -140,7 +169,8 @@ pub(crate) fn update(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
         write.status,
         Writer::Update(&manager),
     )?;
-    Ok(validation.warn(json_response(200, write.repr.render(&updated)), &unknown))
+    let response = validation.warn(json_response(200, write.repr.render(&updated)), &unknown);
+    Ok(validation.warn_duplicates(response, &duplicates))
 }
 
 /// The real 422 of a `PUT` of a custom object without `metadata.resourceVersion`: the

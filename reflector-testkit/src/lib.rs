@@ -345,6 +345,19 @@
 //! * The steps of a custom-object write run in the real server's order: mutating
 //!   admission, then defaulting and pruning, then schema validation and CEL rules, then
 //!   validating admission (no admission plugin runs on custom objects here).
+//! * A custom object's create or update body is decoded as the real server's
+//!   unstructured decoder does: without `kind` (or `apiVersion`) it is the real 400
+//!   (`Object 'Kind' is missing in '{...}'`), a wrong one the real 422 (`kind: Invalid
+//!   value: "Gadget": must be Widget`); a key repeated in one object is a warning
+//!   (`duplicate field "spec.size"`, the last value kept) or, under
+//!   `fieldValidation=Strict`, the real 400, whose message starts as every strict
+//!   decoding error of a custom object does: `Widget in version "v1" cannot be handled
+//!   as a Widget: strict decoding error: duplicate field "spec.size"`.
+//! * Server-side apply of a custom object with a field its schema does not declare is the
+//!   real 500 (`failed to create typed patch object (default/w; example.com/v1,
+//!   Kind=Widget): .spec.bogus: field not declared in schema`), whatever
+//!   `fieldValidation` says. A patch whose only content the schema prunes writes nothing
+//!   (no resourceVersion, generation or event; the unknown-field warning).
 //! * A `PUT` of a custom object without `metadata.resourceVersion` is the real 422
 //!   (`metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`):
 //!   custom resources allow no unconditional update.
@@ -446,6 +459,7 @@ mod builder;
 mod cel_rules;
 mod continue_token;
 mod crd;
+mod custom_decode;
 mod discovery;
 mod error;
 mod event_storage;

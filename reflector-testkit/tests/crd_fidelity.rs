@@ -532,3 +532,117 @@ async fn crd_foreground_deletion_answers_the_foreground_finalizer() {
     let (code, _) = send_json(&server, "GET", &alone, Value::Null).await;
     assert_eq!(code, 404);
 }
+
+#[tokio::test]
+async fn crd_apply_of_an_undeclared_field_is_500_and_a_pruned_only_patch_writes_nothing() {
+    let server = serve().await;
+    let path = format!("{WIDGETS}/w");
+    let applied = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w"}, "spec": {"size": "small", "bogus": true}});
+    for validation in ["", "&fieldValidation=Ignore", "&fieldValidation=Strict"] {
+        let answer = send_raw(
+            &server,
+            "PATCH",
+            &format!("{path}?fieldManager=tester{validation}"),
+            &[("content-type", "application/apply-patch+yaml")],
+            serde_json::to_vec(&applied).unwrap(),
+        )
+        .await;
+        let body = answer.json();
+        assert_eq!(
+            (answer.code, &body["reason"]),
+            (500, &json!("InternalError")),
+            "{body}"
+        );
+        assert_eq!(
+            body["message"],
+            "Internal error occurred: failed to create typed patch object (default/w; example.com/v1, Kind=Widget): .spec.bogus: field not declared in schema"
+        );
+    }
+    let created = create_widget(&server, "w", json!({"size": "small"})).await;
+    let api = structural_widgets(&server);
+    let rv = server.current_resource_version();
+    let mut watch = watch_from(&api, &rv.to_string()).await;
+    let answer = send_json_raw(&server, "PATCH", &path, json!({"spec": {"bogus": 1}})).await;
+    assert_eq!(answer.code, 200);
+    let warning = answer.headers.get("warning").and_then(|v| v.to_str().ok());
+    assert_eq!(warning, Some("299 - \"unknown field \\\"spec.bogus\\\"\""));
+    let patched = answer.json();
+    assert_eq!(
+        patched["metadata"]["resourceVersion"],
+        created["metadata"]["resourceVersion"]
+    );
+    assert_eq!(patched["metadata"]["generation"], 1);
+    assert_eq!(server.current_resource_version(), rv, "nothing written");
+    let (code, _) = send_json(&server, "PATCH", &path, json!({"spec": {"size": "large"}})).await;
+    assert_eq!(code, 200);
+    match watch.try_next().await.unwrap() {
+        Some(WatchEvent::Modified(w)) => assert_eq!(w.data["spec"]["size"], "large"),
+        other => panic!("the next real write is the first event: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn crd_malformed_writes_answer_as_the_real_decoder() {
+    let server = serve().await;
+    let send = |body: &'static str, query: &'static str| {
+        let server = &server;
+        async move {
+            send_raw(
+                server,
+                "POST",
+                &format!("{WIDGETS}{query}"),
+                &[("content-type", "application/json")],
+                body.as_bytes().to_vec(),
+            )
+            .await
+        }
+    };
+    let no_kind = r#"{"metadata":{"name":"w"},"spec":{}}"#;
+    let answer = send(no_kind, "").await;
+    let body = answer.json();
+    assert_eq!(
+        (answer.code, &body["reason"]),
+        (400, &json!("BadRequest")),
+        "{body}"
+    );
+    assert_eq!(
+        body["message"],
+        format!("Object 'Kind' is missing in '{no_kind}'")
+    );
+
+    let wrong = r#"{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"w"}}"#;
+    let answer = send(wrong, "").await;
+    assert_invalid(
+        answer.code,
+        &answer.json(),
+        "w",
+        "kind",
+        "FieldValueInvalid",
+        "Invalid value: \"Gadget\": must be Widget",
+    );
+
+    let duplicated = r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":"small","size":"large"}}"#;
+    let answer = send(duplicated, "?fieldValidation=Strict").await;
+    let body = answer.json();
+    assert_eq!(
+        (answer.code, &body["reason"]),
+        (400, &json!("BadRequest")),
+        "{body}"
+    );
+    assert_eq!(
+        body["message"],
+        "Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: duplicate field \"spec.size\""
+    );
+    let unknown = r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"colour":"red"}}"#;
+    let answer = send(unknown, "?fieldValidation=Strict").await;
+    assert_eq!(
+        answer.json()["message"],
+        "Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: unknown field \"spec.colour\""
+    );
+    let answer = send(duplicated, "").await;
+    assert_eq!(answer.code, 201, "the default mode stores the last value");
+    assert_eq!(answer.json()["spec"]["size"], "large");
+    let warning = answer.headers.get("warning").and_then(|v| v.to_str().ok());
+    assert_eq!(warning, Some("299 - \"duplicate field \\\"spec.size\\\"\""));
+}

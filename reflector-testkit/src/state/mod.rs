@@ -492,6 +492,9 @@ impl State {
             }
             body
         };
+        // Custom objects are pruned and defaulted first: a field the schema drops changes
+        // no generation.
+        crate::crd::admit(self, rid, name, &mut new, Some(&old_value))?;
         let old_meta = metadata(&old_value).cloned().unwrap_or_default();
         let old_generation = old_meta
             .get("generation")
@@ -525,7 +528,6 @@ impl State {
                 Value::String(old.rv.to_string()),
             );
         }
-        crate::crd::admit(self, rid, name, &mut new, Some(&old_value))?;
         if let Writer::Update(manager) = writer {
             let scope = Scope::new(&info, status_write);
             track_update(&scope, &old_value, &mut new, manager);
