@@ -49,7 +49,9 @@
 //!   kubectl's client-side validation rejects misspelled fields (tried with kubectl
 //!   1.20.2). The operations do not list the `fieldValidation` parameter: the server does
 //!   not implement server-side field validation, so newer kubectl validates on the client.
-//! * Every answer carries `Cache-Control: no-cache, private`, as the real server's.
+//! * Every answer carries `Cache-Control: no-cache, private`, as the real server's. An
+//!   `Accept` that names `application/yaml` before JSON gets the answer (object, list,
+//!   Table, error) in YAML.
 //! * Every error is a `kind: Status` JSON object with `status: Failure`, `message`,
 //!   `reason`, `code` and `details` where the real server sets them.
 //! * One global resourceVersion counter (like etcd's revision), bumped on every write.
@@ -110,7 +112,8 @@
 //!   priority 1), Namespaces and Leases, a CRD version's `additionalPrinterColumns` (simple
 //!   dotted JSONPaths) for custom objects, `Name` and `Created At` for other kinds; rows
 //!   carry the object's `PartialObjectMetadata`, the object or nothing (`includeObject`).
-//!   Watches are not served as Tables.
+//!   Watches are too (`kubectl get -w`): each event's object is a Table with the one
+//!   row of the object the event carries.
 //! * `dryRun=All` (what `kubectl diff` and `--dry-run=server` send; in a DELETE's
 //!   `DeleteOptions` body too) on create, update, patch, apply, delete and deletecollection:
 //!   the write runs in full (defaulting, admission, validation, conflicts) and answers as
@@ -119,7 +122,7 @@
 //!   is sent. Any other `dryRun` value is the real 422 (`CreateOptions.meta.k8s.io "" is
 //!   invalid: dryRun: Unsupported value: []string{"x"}: supported values: "All"`).
 //! * Not supported: aggregated
-//!   discovery (`Discovery::run_aggregated`), YAML and CBOR encodings (protobuf: see
+//!   discovery (`Discovery::run_aggregated`), the CBOR encoding (protobuf: see
 //!   [Protobuf](#protobuf)), resource-specific field
 //!   selectors other than the Events' and a Pod's `spec.nodeName` and `status.phase`
 //!   (400; the real server accepts a few more, e.g. a Pod's `spec.schedulerName` or a
@@ -367,6 +370,13 @@
 //!   the default wording).
 //! * Lists of custom objects carry `metadata.continue`, `""` on the last page, as an
 //!   `UnstructuredList` does.
+//! * Discovery lists a custom resource's verbs in the CRD handler's order (`delete`,
+//!   `deletecollection`, `get`, `list`, `patch`, `create`, `update`, `watch`) with its
+//!   `storageVersionHash`; a printer column without a description gets the real one
+//!   (`Custom resource definition column (in JSONPath format): .spec.size`).
+//! * [`ApiServerBuilder::crd_storage_initialization`] (off by default) makes a new kind's
+//!   collection answer the real 429 `storage is (re)initializing` for a while, for tests
+//!   of a client's retry path.
 //! * The `scale` subresource (`autoscaling/v1` Scale) reads `specReplicasPath`,
 //!   `statusReplicasPath` and `labelSelectorPath`; `PUT`/`PATCH` write `specReplicasPath`
 //!   (the object's schema still applies; a Scale `resourceVersion` is a precondition).
@@ -488,8 +498,10 @@ mod state;
 mod status;
 mod strategic_merge;
 mod table;
+mod table_watch;
 mod unknown_fields;
 mod watch;
+mod yaml_answer;
 
 pub use builder::ApiServerBuilder;
 pub use error::TestkitError;

@@ -45,7 +45,7 @@ pub(crate) async fn list_or_watch(
     let field_labels = FieldLabels::of_resource(&shared.state(), rid);
     let options = ListOptions::parse(pairs, field_labels)?;
     if options.watch {
-        return crate::watch::start(shared, read.repr, rid, namespace, options, fired);
+        return crate::watch::start(shared, read, rid, namespace, options, fired);
     }
     if let (Rv::At(n), None) = (options.rv, &options.continue_token) {
         wait_for_resource_version(shared, n).await;

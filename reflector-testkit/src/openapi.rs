@@ -286,7 +286,10 @@ fn resource_paths(info: &ResourceInfo, definition: &str, flavor: Flavor) -> Vec<
         });
         // Writes take `dryRun`, as the real operations list it (kubectl looks for it on
         // PATCH before `kubectl diff` or `--dry-run=server`).
-        if matches!(action, "post" | "put" | "patch" | "delete" | "deletecollection") {
+        if matches!(
+            action,
+            "post" | "put" | "patch" | "delete" | "deletecollection"
+        ) {
             let description = "When present, indicates that modifications should not be persisted. Valid values are: - All: all dry run stages will be processed";
             let parameter = match flavor {
                 Flavor::V2 => json!({"name": "dryRun", "in": "query", "type": "string",

@@ -193,7 +193,12 @@ fn operation(value: &Value) -> Message {
         if parameter.get("in").and_then(Value::as_str) != Some("query") {
             continue;
         }
-        let text = |key: &str| parameter.get(key).and_then(Value::as_str).unwrap_or_default();
+        let text = |key: &str| {
+            parameter
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
         let mut query = Message::default();
         query.string(2, "query");
         query.string(3, text("description"));

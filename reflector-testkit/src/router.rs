@@ -217,12 +217,14 @@ async fn dispatch(
         && matches!(target, Target::Collection { .. } | Target::Object { .. })
         && has_protobuf(shared, target)
         && prefers_protobuf(accept);
+    let yaml = !is_watch(pairs) && crate::yaml_answer::prefers_yaml(accept);
     if matches!(target, Target::Collection { .. } | Target::Object { .. })
         && !accepts_json(accept)
         && !protobuf
+        && !yaml
     {
         // The real negotiation's 406 (`NewNotAcceptableError`), listing what this server
-        // encodes: protobuf, YAML and CBOR are not among them.
+        // encodes: CBOR is not among them.
         return ApiError::new(
             406,
             "NotAcceptable",
@@ -231,6 +233,9 @@ async fn dispatch(
         .into_response();
     }
     if let Some(error) = invalid_dry_run(method, target, pairs) {
+        return error.into_response();
+    }
+    if let Some(error) = crate::crd::initializing(shared, target) {
         return error.into_response();
     }
     let result = match target {
@@ -344,6 +349,8 @@ async fn dispatch(
     let response = result.unwrap_or_else(ApiError::into_response);
     if protobuf {
         crate::protobuf_codec::into_protobuf(response).await
+    } else if yaml {
+        crate::yaml_answer::into_yaml(response).await
     } else {
         response
     }

@@ -339,7 +339,15 @@ impl Printer {
                 name: text("name").into(),
                 kind: text("type").into(),
                 format: text("format").into(),
-                description: text("description"),
+                // The real CRD table convertor's text for a column without one.
+                description: Some(text("description"))
+                    .filter(|d| !d.is_empty())
+                    .unwrap_or_else(|| {
+                        format!(
+                            "Custom resource definition column (in JSONPath format): {}",
+                            text("jsonPath")
+                        )
+                    }),
                 priority: column["priority"]
                     .as_u64()
                     .and_then(|p| u32::try_from(p).ok())

@@ -646,3 +646,124 @@ async fn crd_malformed_writes_answer_as_the_real_decoder() {
     let warning = answer.headers.get("warning").and_then(|v| v.to_str().ok());
     assert_eq!(warning, Some("299 - \"duplicate field \\\"spec.size\\\"\""));
 }
+
+const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+
+#[tokio::test]
+async fn crd_watches_as_table_carry_a_table_per_event() {
+    let server = serve().await;
+    let rv = server.current_resource_version();
+    create_widget(&server, "a", json!({"size": "large"})).await;
+    let uri = format!("{WIDGETS}?watch=true&resourceVersion={rv}&timeoutSeconds=1");
+    let answer = send_raw(&server, "GET", &uri, &[("accept", TABLE)], Vec::new()).await;
+    assert_eq!(answer.code, 200);
+    let events: Vec<Value> = answer
+        .body
+        .split(|b| *b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| serde_json::from_slice(line).unwrap())
+        .collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["type"], "ADDED");
+    let table = &events[0]["object"];
+    assert_eq!(
+        (&table["kind"], &table["apiVersion"]),
+        (&json!("Table"), &json!("meta.k8s.io/v1"))
+    );
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(columns, ["Name", "Size", "Replicas"]);
+    assert_eq!(table["rows"][0]["cells"], json!(["a", "large", 1]));
+    assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+}
+
+#[tokio::test]
+async fn crd_yaml_answers_and_the_initializing_storage_option() {
+    let server = ApiServer::builder()
+        .crd_storage_initialization(std::time::Duration::from_secs(60))
+        .start()
+        .await
+        .unwrap();
+    create_crd(&server, structural_widget_crd()).await;
+    let answer = send_raw(&server, "GET", WIDGETS, &[], Vec::new()).await;
+    let body = answer.json();
+    assert_eq!(
+        (answer.code, &body["reason"]),
+        (429, &json!("TooManyRequests")),
+        "{body}"
+    );
+    assert_eq!(body["message"], "storage is (re)initializing");
+    assert_eq!(body["details"], json!({"retryAfterSeconds": 1}));
+    assert_eq!(answer.headers.get("retry-after").unwrap(), "1");
+
+    // By default a new kind serves at once; YAML on request.
+    let server = serve().await;
+    create_widget(&server, "a", json!({"size": "small"})).await;
+    for uri in [format!("{WIDGETS}/a"), WIDGETS.to_owned()] {
+        let answer = send_raw(
+            &server,
+            "GET",
+            &uri,
+            &[("accept", "application/yaml")],
+            Vec::new(),
+        )
+        .await;
+        assert_eq!(answer.code, 200, "{uri}");
+        assert_eq!(answer.content_type(), "application/yaml");
+        let text = String::from_utf8(answer.body).unwrap();
+        let value: Value = serde_norway::from_str(&text).unwrap();
+        assert_eq!(value["apiVersion"], "example.com/v1", "{text}");
+        assert!(text.contains("size: small"), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn crd_discovery_printer_columns_and_blocked_rule_causes_read_as_the_real_server() {
+    let server = serve().await;
+    let (_, resources) = send_json(&server, "GET", "/apis/example.com/v1", Value::Null).await;
+    let widgets = resources["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "widgets")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        widgets["verbs"],
+        json!([
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "create",
+            "update",
+            "watch"
+        ])
+    );
+    // base64(sha256("example.com/v1/Widget")[..8]).
+    assert_eq!(widgets["storageVersionHash"], "gIwvi5rymmg=");
+    create_widget(&server, "a", json!({})).await;
+    let answer = send_raw(&server, "GET", WIDGETS, &[("accept", TABLE)], Vec::new()).await;
+    let columns = answer.json()["columnDefinitions"].clone();
+    assert_eq!(
+        columns[1]["description"],
+        "Custom resource definition column (in JSONPath format): .spec.size"
+    );
+    // A type error stops the CEL rules, with the real extra cause.
+    let bad = serde_json::to_value(structural_widget("b", json!({"replicas": "many"}))).unwrap();
+    let (code, body) = send_json(&server, "POST", WIDGETS, bad).await;
+    assert_eq!(code, 422, "{body}");
+    let causes = body["details"]["causes"].as_array().unwrap();
+    assert_eq!(causes.len(), 2, "{body}");
+    assert_eq!(causes[0]["field"], "spec.replicas");
+    assert_eq!(
+        causes[1],
+        json!({"reason": "FieldValueInvalid", "field": "<nil>",
+            "message": "Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"})
+    );
+}
