@@ -216,8 +216,8 @@ async fn dispatch(
     let protobuf = !is_watch(pairs)
         && matches!(target, Target::Collection { .. } | Target::Object { .. })
         && has_protobuf(shared, target)
-        && prefers_protobuf(accept);
-    let yaml = !is_watch(pairs) && crate::yaml_answer::prefers_yaml(accept);
+        && prefers(accept, crate::protobuf_codec::PROTOBUF);
+    let yaml = !is_watch(pairs) && prefers(accept, crate::yaml_answer::YAML);
     if matches!(target, Target::Collection { .. } | Target::Object { .. })
         && !accepts_json(accept)
         && !protobuf
@@ -411,14 +411,14 @@ fn has_protobuf(shared: &Shared, target: &Target) -> bool {
         && crate::protobuf_codec::descriptor(&info.group, &info.version, &info.kind).is_some()
 }
 
-/// Whether the first media range of `accept` this server encodes is protobuf (a plain
-/// `application/vnd.kubernetes.protobuf`, not one `as=` another type).
-fn prefers_protobuf(accept: &str) -> bool {
+/// Whether the first media range of `accept` this server encodes is `wanted` (protobuf,
+/// YAML) as it is, not `as=` another type, rather than JSON.
+pub(crate) fn prefers(accept: &str, wanted: &str) -> bool {
     for range in accept.split(',') {
         let mut parts = range.split(';').map(str::trim);
         let media = parts.next().unwrap_or_default();
         let converted = parts.any(|p| p.starts_with("as="));
-        if media.eq_ignore_ascii_case(crate::protobuf_codec::PROTOBUF) && !converted {
+        if media.eq_ignore_ascii_case(wanted) && !converted {
             return true;
         }
         if media.eq_ignore_ascii_case("application/json")

@@ -76,15 +76,18 @@ impl FieldValidation {
     }
 
     /// `response` with one `Warning` header per repeated key under `Warn`.
-    pub(crate) fn warn_duplicates(self, mut response: Response, duplicates: &[String]) -> Response {
+    pub(crate) fn warn_duplicates(self, response: Response, duplicates: &[String]) -> Response {
+        self.warn_each(response, "duplicate field", duplicates)
+    }
+
+    /// `response` with a `Warning: 299 - "<what> \"<field>\""` header per field under
+    /// `Warn`.
+    fn warn_each(self, mut response: Response, what: &str, fields: &[String]) -> Response {
         if self != Self::Warn {
             return response;
         }
-        for field in duplicates {
-            let text = format!(
-                "299 - {}",
-                go_quote(&format!("duplicate field {}", go_quote(field)))
-            );
+        for field in fields {
+            let text = format!("299 - {}", go_quote(&format!("{what} {}", go_quote(field))));
             if let Ok(value) = HeaderValue::from_str(&text) {
                 response.headers_mut().append(http::header::WARNING, value);
             }
@@ -114,20 +117,8 @@ impl FieldValidation {
     }
 
     /// `response` with one `Warning` header per unknown field under `Warn`.
-    pub(crate) fn warn(self, mut response: Response, unknown: &[String]) -> Response {
-        if self != Self::Warn {
-            return response;
-        }
-        for field in unknown {
-            let text = format!(
-                "299 - {}",
-                go_quote(&format!("unknown field {}", go_quote(field)))
-            );
-            if let Ok(value) = HeaderValue::from_str(&text) {
-                response.headers_mut().append(http::header::WARNING, value);
-            }
-        }
-        response
+    pub(crate) fn warn(self, response: Response, unknown: &[String]) -> Response {
+        self.warn_each(response, "unknown field", unknown)
     }
 }
 

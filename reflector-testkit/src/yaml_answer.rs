@@ -8,23 +8,6 @@ use serde_json::Value;
 /// `application/yaml`.
 pub(crate) const YAML: &str = "application/yaml";
 
-/// Whether the first media range of `accept` this server encodes is YAML.
-pub(crate) fn prefers_yaml(accept: &str) -> bool {
-    for range in accept.split(',') {
-        let media = range.split(';').next().unwrap_or_default().trim();
-        if media.eq_ignore_ascii_case(YAML) {
-            return true;
-        }
-        if media.eq_ignore_ascii_case("application/json")
-            || media == "application/*"
-            || media == "*/*"
-        {
-            return false;
-        }
-    }
-    false
-}
-
 /// `response` (a JSON answer) re-encoded as YAML; any other answer as it is.
 ///
 /// # Cancel safety

@@ -87,13 +87,10 @@ impl State {
         mut value: Value,
         old: Arc<StoredObject>,
     ) -> Deleted {
-        if metadata(&value).is_some_and(|m| m.contains_key("deletionTimestamp")) {
+        if !super::delete::mark_deleting(&mut value) {
             return Deleted::Pending(old);
         }
         let name = key.to_string();
-        let meta = metadata_mut(&mut value);
-        meta.insert("deletionTimestamp".to_owned(), now_timestamp());
-        meta.insert("deletionGracePeriodSeconds".to_owned(), json!(0));
         let mut all = finalizers(&value);
         if !all.iter().any(|f| f == CLEANUP_FINALIZER) {
             all.push(CLEANUP_FINALIZER.to_owned());

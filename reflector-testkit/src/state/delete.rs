@@ -28,6 +28,18 @@ pub(crate) struct Preconditions {
     pub foreground: bool,
 }
 
+/// Starts the deletion of `value`: `deletionTimestamp` now, `deletionGracePeriodSeconds`
+/// 0. False (and `value` untouched) when it was being deleted already.
+pub(super) fn mark_deleting(value: &mut Value) -> bool {
+    if metadata(value).is_some_and(|m| m.contains_key("deletionTimestamp")) {
+        return false;
+    }
+    let meta = metadata_mut(value);
+    meta.insert("deletionTimestamp".to_owned(), now_timestamp());
+    meta.insert("deletionGracePeriodSeconds".to_owned(), json!(0));
+    true
+}
+
 impl State {
     /// DELETE. With finalizers the object gets `deletionTimestamp` and stays; otherwise it
     /// is removed.
