@@ -6,11 +6,13 @@
 //! - [`listwatch`]: listing and watching through `kube::Api` (or any source);
 //! - [`Reflector`]: the list-then-watch loop that keeps a store in step (its
 //!   types are at the crate root);
-//! - [`fifo`]: the `DeltaFifo` between the reflector and the informer;
+//! - [`fifo`]: the informer's queue between the reflector and the cache: client-go
+//!   1.36's in-order queue (`InOrderFifo`, the default) or the `DeltaFifo`;
 //! - [`store`]: the `Store` contract, the thread-safe store and the `Indexer`;
 //! - [`informer`]: the shared informer, its handlers and the informer factory;
 //! - [`lister`]: typed read-only views of an informer's cache;
-//! - [`workqueue`]: the dedup, delaying and rate-limited queues that feed workers;
+//! - [`workqueue`]: the work queue that feeds workers (dedup, delayed adds, per-item
+//!   rate limits, in one type);
 //! - [`controller`]: workers that take keys from a queue and reconcile them;
 //! - [`leader_election`]: Lease leader election, so one replica reconciles at a time;
 //! - `sharding` (feature `sharding`): one controller split across replicas: Lease

@@ -20,6 +20,11 @@
 //! # Ok(()) }
 //! ```
 //!
+//! The guide below tests a controller with it; the sections after it say what the server
+//! serves and how it answers, as the real API server does.
+//!
+#![doc = include_str!("../docs/testing-your-controller.md")]
+//!
 //! # What it serves
 //!
 //! * Paths `/api/v1/{resource}`, `/api/v1/namespaces/{ns}/{resource}[/{name}[/status]]` and
@@ -46,9 +51,11 @@
 //!   `anyOf`, `oneOf`, `not`), an open object for anything else; each top-level
 //!   definition carries `x-kubernetes-group-version-kind`, each path an operation per verb.
 //!   So `kubectl apply -f`, `create -f` and `explain` work without `--validate=false`, and
-//!   kubectl's client-side validation rejects misspelled fields (tried with kubectl
-//!   1.20.2). The operations do not list the `fieldValidation` parameter: the server does
-//!   not implement server-side field validation, so newer kubectl validates on the client.
+//!   kubectl's client-side validation rejects misspelled fields (checked with kubectl
+//!   1.20.2). The operations do not list the `fieldValidation` parameter, so a kubectl
+//!   that looks for it there validates on the client instead of sending it; the server
+//!   honours the parameter all the same when a client sends it ([Unknown
+//!   fields](#unknown-fields)).
 //! * Every answer carries `Cache-Control: no-cache, private`, as the real server's. An
 //!   `Accept` that names `application/yaml` before JSON gets the answer (object, list,
 //!   Table, error) in YAML.
@@ -456,8 +463,8 @@
 //!
 //! (`kubectl get` is answered a Table with the kind's columns; use `kubectl get --raw
 //! /api/v1/namespaces/demo/configmaps` for the list itself.) The repository's
-//! `examples/testkit/` holds the CRD and object of the README's walk-through, which
-//! `scripts/kubectl-walkthrough.sh` runs with Debian's kubectl.
+//! `examples/testkit/` holds the CRD and object of this crate's README's walk-through,
+//! which `scripts/kubectl-walkthrough.sh` runs with Debian's kubectl.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
