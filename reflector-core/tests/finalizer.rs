@@ -63,7 +63,7 @@ async fn reconcile(
     }
     let api = Api::<ConfigMap>::namespaced(ctx.client.clone(), NS);
     ctx.finalizer
-        .reconcile(&api, req, |event| async {
+        .reconcile(&api, &req, |event| async {
             match event {
                 FinalizerStep::Apply(cm) => {
                     assert!(

@@ -69,7 +69,7 @@ async fn reconcile(
     }
     let api = Api::<ConfigMap>::namespaced(ctx.client.clone(), NS);
     ctx.finalizer
-        .reconcile(&api, req, |step| async {
+        .reconcile(&api, &req, |step| async {
             match step {
                 FinalizerStep::Apply(cm) => ctx.update(|s| {
                     s.applied.insert(cm.name_any());

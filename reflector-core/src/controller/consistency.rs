@@ -2,16 +2,18 @@
 //! reconcile never runs on a cache older than the controller's own last write to it
 //! (client-go's `ConsistencyStore`: `WroteAt`, `EnsureReady`, `Clear`).
 
-use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tokio::time::Instant;
 
 use crate::object::ObjectKey;
 use crate::store::resource_version::StoreVersion;
+
+use super::kind_key::KindKey;
 
 /// How long a reconcile is deferred at most for the cache to reach a recorded
 /// write: 10 s. A key still waiting then is queued again and reconciled whatever its
@@ -22,8 +24,8 @@ pub(crate) const MAX_STALE_WAIT: Duration = Duration::from_secs(10);
 /// One cache writes are recorded against: the primary informer's, or an owned
 /// informer's.
 pub(crate) struct Cache {
-    /// The cached type: a write of this type is recorded against this cache.
-    pub(crate) type_id: TypeId,
+    /// What the cache holds: a write of it is recorded against this cache.
+    pub(crate) kind: KindKey,
     pub(crate) version: Arc<StoreVersion>,
 }
 
@@ -91,23 +93,28 @@ impl ConsistencyStore {
         self.pending.store(records.len(), Ordering::Release);
     }
 
-    /// Records that the controller wrote an object of type `written` at
-    /// `resource_version` for the primary under `key` (uid `uid`). Not recorded: a
-    /// type the controller has no informer for, a version that is not an integer.
+    /// Records that the controller wrote an object of kind `written` at
+    /// `resource_version` for the primary under `key` (uid `uid`), against every
+    /// cache holding that kind. Not recorded: a kind the controller has no informer
+    /// for, a version that is not an integer.
     #[doc(alias = "WroteAt")]
     pub(crate) fn wrote_at(
         &self,
         key: &ObjectKey,
         uid: &str,
-        written: TypeId,
+        written: &KindKey,
         resource_version: &str,
     ) {
-        let Some(cache) = self.caches.iter().position(|c| c.type_id == written) else {
-            return;
-        };
         let Ok(rv) = resource_version.parse::<u64>() else {
             return;
         };
+        let mut holding = (self.caches.iter().enumerate())
+            .filter(|(_, c)| c.kind.holds(written))
+            .map(|(i, _)| i)
+            .peekable();
+        if holding.peek().is_none() {
+            return;
+        }
         let mut records = self.records();
         let record = records.entry(key.clone()).or_insert_with(|| Record {
             uid: uid.to_owned(),
@@ -121,9 +128,11 @@ impl ConsistencyStore {
             record.parked = None;
         }
         record.since = Instant::now();
-        match record.targets.iter_mut().find(|(c, _)| *c == cache) {
-            Some((_, target)) => *target = (*target).max(rv),
-            None => record.targets.push((cache, rv)),
+        for cache in holding {
+            match record.targets.iter_mut().find(|(c, _)| *c == cache) {
+                Some((_, target)) => *target = (*target).max(rv),
+                None => record.targets.push((cache, rv)),
+            }
         }
         self.count_locked(&records);
     }
@@ -176,6 +185,31 @@ impl ConsistencyStore {
         {
             records.remove(key);
             self.count_locked(&records);
+        }
+    }
+}
+
+/// Where one reconcile's writes are recorded: the controller's store, under the
+/// primary's key and uid.
+#[derive(Clone)]
+pub(crate) struct WriteLog {
+    store: Arc<ConsistencyStore>,
+    key: ObjectKey,
+    uid: String,
+}
+
+impl WriteLog {
+    /// Records the writes made for the primary under `key`, cached as `uid`, in
+    /// `store`.
+    pub(crate) fn new(store: Arc<ConsistencyStore>, key: ObjectKey, uid: String) -> Self {
+        WriteLog { store, key, uid }
+    }
+
+    /// Records a write of `kind` whose answer carried `meta` (its resourceVersion;
+    /// none: nothing to wait for).
+    pub(crate) fn wrote(&self, kind: &KindKey, meta: &ObjectMeta) {
+        if let Some(rv) = meta.resource_version.as_deref() {
+            self.store.wrote_at(&self.key, &self.uid, kind, rv);
         }
     }
 }

@@ -404,10 +404,12 @@ impl<K: Object, P> Controller<K, P> {
     /// Whether a reconcile waits until the caches have seen the controller's own
     /// writes (client-go's staleness mitigation). Default: true.
     ///
-    /// Each write recorded for a reconcile ([`Request::wrote`](super::Request::wrote);
-    /// the [`Finalizer`](super::Finalizer)'s own) defers the next reconcile of that
-    /// key until the cache of the written kind (the primary's, or an
-    /// [`owns`](Self::owns) informer's) has reached the write's resource version:
+    /// Each write recorded for a reconcile (through the request's
+    /// [`api`](super::Request::api) or [`recording`](super::Request::recording), the
+    /// [`Finalizer`](super::Finalizer)'s own, [`Request::wrote`](super::Request::wrote))
+    /// defers the next reconcile of that key until every cache of the written kind
+    /// (the primary's, or an [`owns`](Self::owns) informer's, of the same group and
+    /// resource whatever type it decodes into) has reached the write's resource version:
     /// the key is parked, holding no worker, and queued again when that informer
     /// applies the version (an event or a bookmark), or after 10 s at the latest,
     /// then reconciled whatever the cache shows (that fallback requeue fires also

@@ -10,7 +10,7 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
-use super::{Action, Request};
+use super::{Action, RecordingApi, Request};
 use crate::object::ObjectKey;
 
 /// What a reconcile behind a [`Finalizer`] is asked to do (kube-runtime's
@@ -72,25 +72,39 @@ pub enum FinalizerError<E> {
 /// then fails with 409 or finds the object gone). Keep one `Finalizer` per
 /// controller, in its context: a new one (a restarted process) knows of no cleanup.
 ///
-/// Its writes are recorded on the request ([`Request::wrote`]): with the
-/// controller's default [`read_your_writes`](super::Controller::read_your_writes),
-/// the next reconcile of the key waits until the cache has seen them.
+/// Its writes are recorded on the request, and so are a step's own writes through the
+/// request's [`api`](Request::api) or [`recording`](Request::recording) (the step borrows
+/// the request): with the controller's default
+/// [`read_your_writes`](super::Controller::read_your_writes), the next reconcile of
+/// the key waits until the cache has seen them.
 ///
 /// # Example
 /// ```no_run
 /// use std::sync::Arc;
-/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+/// use kube::api::{DeleteParams, Patch, PatchParams};
 /// use reflector::controller::{Action, Finalizer, FinalizerError, FinalizerStep, Request};
 ///
 /// struct Ctx { client: kube::Client, finalizer: Finalizer }
 ///
 /// async fn reconcile(req: Request<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, FinalizerError<kube::Error>> {
 ///     let api = kube::Api::<ConfigMap>::namespaced(ctx.client.clone(), req.key.namespace().unwrap_or_default());
+///     // Recorded for this reconcile, in the request's namespace.
+///     let secrets = req.api::<Secret>(&ctx.client);
 ///     ctx.finalizer
-///         .reconcile(&api, req, |event| async move {
-///             match event {
-///                 FinalizerStep::Apply(cm) => println!("apply {:?}", cm.metadata.name),
-///                 FinalizerStep::Cleanup(cm) => println!("clean up after {:?}", cm.metadata.name),
+///         .reconcile(&api, &req, |step| async {
+///             match step {
+///                 FinalizerStep::Apply(cm) => {
+///                     let secret = serde_json::json!({
+///                         "apiVersion": "v1", "kind": "Secret",
+///                         "metadata": { "name": cm.metadata.name },
+///                     });
+///                     let apply = PatchParams::apply("my-controller").force();
+///                     secrets.patch(req.key.name(), &apply, &Patch::Apply(&secret)).await?;
+///                 }
+///                 FinalizerStep::Cleanup(_) => {
+///                     secrets.delete(req.key.name(), &DeleteParams::default()).await?;
+///                 }
 ///             }
 ///             Ok(Action::done())
 ///         })
@@ -127,7 +141,9 @@ impl Finalizer {
     }
 
     /// Reconciles `req` behind the finalizer (see the type's docs); `api` must reach
-    /// the object (its namespace for a namespaced kind).
+    /// the object (its namespace for a namespaced kind). The finalizer's own writes
+    /// are recorded on `req`, as the step's through `req`'s
+    /// [`api`](Request::api) and [`recording`](Request::recording).
     ///
     /// # Errors
     /// A [`FinalizerError`]: the reconcile's own error, or why the finalizer could
@@ -140,7 +156,7 @@ impl Finalizer {
     pub async fn reconcile<K, E, F, Fut>(
         &self,
         api: &Api<K>,
-        req: Request<K>,
+        req: &Request<K>,
         reconcile: F,
     ) -> Result<Action, FinalizerError<E>>
     where
@@ -168,10 +184,9 @@ impl Finalizer {
             (false, false) => {
                 let mut finalizers = obj.finalizers().to_vec();
                 finalizers.push(self.name.clone());
-                let written = write_finalizers(api, &name, &obj, finalizers)
+                write_finalizers(&req.recording(api.clone()), &name, &obj, finalizers)
                     .await
                     .map_err(FinalizerError::AddFinalizer)?;
-                req.wrote(&written);
                 Ok(Action::done())
             }
             (false, true) => reconcile(FinalizerStep::Apply(obj))
@@ -194,8 +209,8 @@ impl Finalizer {
                     .filter(|f| **f != self.name)
                     .cloned()
                     .collect();
-                match write_finalizers(api, &name, &obj, rest).await {
-                    Ok(written) => req.wrote(&written),
+                match write_finalizers(&req.recording(api.clone()), &name, &obj, rest).await {
+                    Ok(_) => {}
                     Err(kube::Error::Api(s)) if s.code == 404 => {}
                     Err(e) => return Err(FinalizerError::RemoveFinalizer(e)),
                 }
@@ -223,9 +238,9 @@ impl Finalizer {
 
 /// Sets `metadata.finalizers` with a JSON merge patch that carries the cached
 /// `resourceVersion`: a write based on a stale object fails with 409 instead of
-/// dropping someone else's finalizer.
+/// dropping someone else's finalizer. Recorded through `api`.
 async fn write_finalizers<K>(
-    api: &Api<K>,
+    api: &RecordingApi<K>,
     name: &str,
     obj: &K,
     finalizers: Vec<String>,

@@ -50,7 +50,9 @@ mod error_policy;
 mod event_filter;
 mod finalizer;
 mod key_gate;
+mod kind_key;
 mod owner_mapping;
+mod recording_api;
 mod request;
 mod run;
 #[cfg(feature = "sharding")]
@@ -70,4 +72,5 @@ pub use error_policy::ErrorPolicy;
 pub use event_filter::EventFilter;
 pub use finalizer::{Finalizer, FinalizerError, FinalizerStep};
 pub use owner_mapping::OwnerMapping;
+pub use recording_api::RecordingApi;
 pub use request::Request;

@@ -2,7 +2,6 @@
 //! keys of the controller's queue (controller-runtime's `source.Kind` plus an event
 //! handler).
 
-use std::any::TypeId;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -18,6 +17,7 @@ use crate::workqueue::{Priority, WorkQueue};
 use super::consistency::Cache;
 use super::event_filter::EventFilter;
 use super::key_gate::KeyGate;
+use super::kind_key::KindKey;
 
 /// Maps a watched object to the keys of the primaries to reconcile.
 pub(crate) type Mapper<O> = Arc<dyn Fn(&O) -> Vec<ObjectKey> + Send + Sync>;
@@ -178,7 +178,7 @@ pub(crate) trait WatchSource: Send + Sync {
     fn start(&self, cancel: CancellationToken) -> Option<BoxFuture<'static, ()>>;
     fn export_stats(&self, collector: &ReflectorCollector, label: &str);
 
-    /// The informer's cache, as writes of its type are recorded against it.
+    /// The informer's cache, as writes of its kind are recorded against it.
     fn cache(&self) -> Cache;
 }
 
@@ -249,7 +249,7 @@ impl<O: Object> WatchSource for InformerSource<O> {
 
     fn cache(&self) -> Cache {
         Cache {
-            type_id: TypeId::of::<O>(),
+            kind: KindKey::cache::<O>(self.informer.api_url()),
             version: Arc::clone(self.informer.indexer().version()),
         }
     }

@@ -201,6 +201,14 @@ impl<K: Object> SharedIndexInformer<K> {
         self.inner.label_selector.as_deref()
     }
 
+    /// The collection URL this informer lists and watches
+    /// (`/api/v1/namespaces/a/configmaps`), when it does so through an
+    /// [`ApiListerWatcher`](crate::listwatch::ApiListerWatcher); `None` for any other
+    /// lister-watcher. Read by a controller to record its writes against this cache.
+    pub(crate) fn api_url(&self) -> Option<&str> {
+        self.inner.lister_watcher.api_url()
+    }
+
     /// The cache.
     #[must_use]
     pub fn indexer(&self) -> &Indexer<K> {

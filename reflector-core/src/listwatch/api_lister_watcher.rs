@@ -222,7 +222,9 @@ where
     {
         self.in_namespace(Some(namespace))
     }
+}
 
+impl<K: Resource> ApiListerWatcher<K> {
     /// The collection URL requests go to.
     #[must_use]
     pub fn url(&self) -> &str {

@@ -71,6 +71,15 @@ impl<K: Clone + 'static> BoxListerWatcher<K> {
     }
 }
 
+impl<K: kube::Resource + Clone + 'static> BoxListerWatcher<K> {
+    /// The collection URL the boxed lister-watcher lists and watches, when it is an
+    /// [`ApiListerWatcher`](super::ApiListerWatcher); `None` for any other.
+    pub(crate) fn api_url(&self) -> Option<&str> {
+        (self.as_any().downcast_ref::<super::ApiListerWatcher<K>>())
+            .map(super::ApiListerWatcher::url)
+    }
+}
+
 impl<K: Clone + Send + 'static> ListerWatcher<K> for BoxListerWatcher<K> {
     async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, ListWatchError> {
         self.0.list_boxed(params).await

@@ -13,11 +13,11 @@ fn store() -> (ConsistencyStore, Arc<StoreVersion>, Arc<StoreVersion>) {
     );
     let caches = vec![
         Cache {
-            type_id: TypeId::of::<Primary>(),
+            kind: KindKey::cache::<Primary>(None),
             version: Arc::clone(&primary),
         },
         Cache {
-            type_id: TypeId::of::<Child>(),
+            kind: KindKey::cache::<Child>(None),
             version: Arc::clone(&child),
         },
     ];
@@ -48,9 +48,9 @@ async fn stale_reconcile_waits_for_every_cache_written_to() {
         "nothing written"
     );
 
-    store.wrote_at(&key(), "u1", TypeId::of::<Primary>(), "12");
-    store.wrote_at(&key(), "u1", TypeId::of::<Primary>(), "11");
-    store.wrote_at(&key(), "u1", TypeId::of::<Child>(), "15");
+    store.wrote_at(&key(), "u1", &KindKey::cache::<Primary>(None), "12");
+    store.wrote_at(&key(), "u1", &KindKey::cache::<Primary>(None), "11");
+    store.wrote_at(&key(), "u1", &KindKey::cache::<Child>(None), "15");
     assert_eq!(waits_for(store.ensure_ready(&key())), Some((12, true)));
     assert_eq!(
         waits_for(store.ensure_ready(&key())),
@@ -80,7 +80,7 @@ async fn stale_reconcile_waits_for_every_cache_written_to() {
 #[tokio::test(start_paused = true)]
 async fn stale_reconcile_never_blocked_by_a_version_that_is_not_an_integer() {
     let (store, primary, _child) = store();
-    store.wrote_at(&key(), "u1", TypeId::of::<Primary>(), "5");
+    store.wrote_at(&key(), "u1", &KindKey::cache::<Primary>(None), "5");
     assert_eq!(
         waits_for(store.ensure_ready(&key())),
         Some((5, true)),
@@ -89,8 +89,8 @@ async fn stale_reconcile_never_blocked_by_a_version_that_is_not_an_integer() {
     primary.set("not-a-number");
     assert!(waits_for(store.ensure_ready(&key())).is_none());
 
-    store.wrote_at(&key(), "u1", TypeId::of::<Child>(), "opaque");
-    store.wrote_at(&key(), "u1", TypeId::of::<Unwatched>(), "99");
+    store.wrote_at(&key(), "u1", &KindKey::cache::<Child>(None), "opaque");
+    store.wrote_at(&key(), "u1", &KindKey::cache::<Unwatched>(None), "99");
     assert_eq!(store.pending.load(Ordering::Acquire), 0, "nothing recorded");
     assert!(waits_for(store.ensure_ready(&key())).is_none());
 }
@@ -100,7 +100,7 @@ async fn stale_reconcile_never_blocked_by_a_version_that_is_not_an_integer() {
 #[tokio::test(start_paused = true)]
 async fn stale_records_are_cleared_when_the_primary_is_gone() {
     let (store, _primary, _child) = store();
-    store.wrote_at(&key(), "u1", TypeId::of::<Primary>(), "5");
+    store.wrote_at(&key(), "u1", &KindKey::cache::<Primary>(None), "5");
     store.clear(&key(), Some("u1"));
     assert!(
         waits_for(store.ensure_ready(&key())).is_some(),
@@ -111,7 +111,7 @@ async fn stale_records_are_cleared_when_the_primary_is_gone() {
         waits_for(store.ensure_ready(&key())).is_none(),
         "another object"
     );
-    store.wrote_at(&key(), "u1", TypeId::of::<Primary>(), "5");
+    store.wrote_at(&key(), "u1", &KindKey::cache::<Primary>(None), "5");
     store.clear(&key(), None);
     assert!(waits_for(store.ensure_ready(&key())).is_none(), "gone");
 }
@@ -122,10 +122,60 @@ async fn stale_records_are_cleared_when_the_primary_is_gone() {
 async fn stale_wait_is_bounded() {
     let (store, primary, _child) = store();
     primary.set("1");
-    store.wrote_at(&key(), "u1", TypeId::of::<Primary>(), "5");
+    store.wrote_at(&key(), "u1", &KindKey::cache::<Primary>(None), "5");
     tokio::time::advance(MAX_STALE_WAIT - Duration::from_millis(1)).await;
     assert!(waits_for(store.ensure_ready(&key())).is_some());
     tokio::time::advance(Duration::from_millis(1)).await;
     assert!(waits_for(store.ensure_ready(&key())).is_none());
     assert_eq!(store.pending.load(Ordering::Acquire), 0);
+}
+
+/// A write is recorded against every cache holding its resource, whatever type each
+/// decodes it into; a cache of another namespace is not waited for.
+#[tokio::test(start_paused = true)]
+async fn stale_write_waits_for_every_cache_of_its_resource() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::DynamicObject;
+    use kube::core::PartialObjectMeta;
+
+    let versions: [Arc<StoreVersion>; 3] = Default::default();
+    let [full, meta, other] = &versions;
+    let cache = |kind, version: &Arc<StoreVersion>| Cache {
+        kind,
+        version: Arc::clone(version),
+    };
+    let store = ConsistencyStore::new(vec![
+        cache(
+            KindKey::cache::<ConfigMap>(Some("/api/v1/configmaps")),
+            full,
+        ),
+        cache(
+            KindKey::cache::<PartialObjectMeta<ConfigMap>>(Some(
+                "/api/v1/namespaces/ns/configmaps",
+            )),
+            meta,
+        ),
+        cache(
+            KindKey::cache::<DynamicObject>(Some("/api/v1/namespaces/other/configmaps")),
+            other,
+        ),
+    ]);
+    for version in &versions {
+        version.set("1");
+    }
+    let mut cm = ConfigMap::default();
+    cm.metadata.namespace = Some("ns".into());
+    store.wrote_at(&key(), "u1", &KindKey::of_object(&cm, &()), "5");
+    assert_eq!(waits_for(store.ensure_ready(&key())), Some((5, true)));
+    full.set("5");
+    assert_eq!(
+        waits_for(store.ensure_ready(&key())),
+        Some((5, true)),
+        "the metadata-only cache of the namespace next"
+    );
+    meta.set("5");
+    assert!(
+        waits_for(store.ensure_ready(&key())).is_none(),
+        "another namespace's cache is not waited for"
+    );
 }
