@@ -58,10 +58,10 @@ type Error = FinalizerError<kube::Error>;
 async fn reconcile(req: Request<Widget>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let ns = req.key.namespace().unwrap_or_default().to_owned();
     let widgets = Api::<Widget>::namespaced(ctx.client.clone(), &ns);
-    let config_maps = Api::<ConfigMap>::namespaced(ctx.client.clone(), &ns);
+    let config_maps = req.api::<ConfigMap>(&ctx.client); // its writes are waited for
     // The finalizer is added before the first apply and removed once cleanup succeeded.
     ctx.finalizer
-        .reconcile(&widgets, req, |step| async {
+        .reconcile(&widgets, &req, |step| async {
             let (event, widget) = match step {
                 FinalizerStep::Apply(widget) => {
                     let want = desired_config_map(&widget);

@@ -148,29 +148,30 @@ fn desired_data(w: &Widget, peers: String) -> BTreeMap<String, String> {
 
 async fn reconcile(req: Request<Widget>, ctx: Arc<Ctx>) -> Result<Action, FinalizerError<Error>> {
     ctx.reconciles.fetch_add(1, Ordering::Relaxed);
-    let key = req.key.clone();
-    let ns = key.namespace().unwrap_or_default().to_owned();
+    let ns = req.key.namespace().unwrap_or_default().to_owned();
     let widgets: Api<Widget> = Api::namespaced(ctx.client.clone(), &ns);
     // The finalizer helper adds the finalizer before the first apply and removes it
-    // once `cleanup` succeeded.
+    // once `cleanup` succeeded. The steps write through the request's handles, so
+    // the next reconcile sees the caches at or past those writes.
     ctx.finalizer
-        .reconcile(&widgets, req, |event| async {
+        .reconcile(&widgets, &req, |event| async {
             match event {
-                FinalizerStep::Apply(widget) => apply(&key, &widget, &ctx).await,
-                FinalizerStep::Cleanup(widget) => cleanup(&key, &widget, &ctx).await,
+                FinalizerStep::Apply(widget) => apply(&req, &widget, &ctx).await,
+                FinalizerStep::Cleanup(widget) => cleanup(&req, &widget, &ctx).await,
             }
         })
         .await
 }
 
 /// Removes what the widget owns outside garbage collection: its ConfigMap.
-async fn cleanup(key: &ObjectRef<Widget>, widget: &Widget, ctx: &Ctx) -> Result<Action, Error> {
+async fn cleanup(req: &Request<Widget>, widget: &Widget, ctx: &Ctx) -> Result<Action, Error> {
+    let key = &req.key;
     let ns = widget.namespace().unwrap_or_default();
     let cm_name = config_map_name(&widget.name_any());
-    // The cache may lag behind our own writes: an object already gone (404) means
-    // the work was done.
+    // Someone else may have deleted it: an object already gone (404) means the work
+    // was done.
     if ctx.config_maps.get(Some(&ns), &cm_name).is_some() {
-        let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
+        let cms = req.api::<ConfigMap>(&ctx.client);
         ignore_not_found(
             cms.delete(&cm_name, &DeleteParams::default())
                 .await
@@ -188,11 +189,13 @@ async fn cleanup(key: &ObjectRef<Widget>, widget: &Widget, ctx: &Ctx) -> Result<
 }
 
 /// Keeps the widget's ConfigMap and status in line with its spec.
-async fn apply(key: &ObjectRef<Widget>, widget: &Widget, ctx: &Ctx) -> Result<Action, Error> {
+async fn apply(req: &Request<Widget>, widget: &Widget, ctx: &Ctx) -> Result<Action, Error> {
+    let key = &req.key;
     let name = widget.name_any();
     let ns = widget.namespace().unwrap_or_default();
-    let widgets: Api<Widget> = Api::namespaced(ctx.client.clone(), &ns);
-    let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
+    // Writes through these are recorded for read-your-writes.
+    let widgets = req.api::<Widget>(&ctx.client);
+    let cms = req.api::<ConfigMap>(&ctx.client);
     let cm_name = config_map_name(&name);
     let data = desired_data(widget, peers(&ctx.widgets, &widget.spec.owner, &name)?);
     match ctx.config_maps.get(Some(&ns), &cm_name) {
