@@ -89,6 +89,8 @@ use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 mod child;
 #[path = "compare/cpu.rs"]
 mod cpu;
+#[path = "compare/figures.rs"]
+mod figures;
 #[path = "compare/index.rs"]
 mod index;
 #[path = "compare/mem.rs"]

@@ -14,6 +14,7 @@ use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
 use serde_json::Value;
 
 use crate::Args;
+pub(crate) use crate::figures::{fmt, median, num, ratio};
 use crate::index::{self, QueryFigure};
 use crate::mem::{self, MB};
 use crate::scale;
@@ -318,24 +319,6 @@ fn traced<T>(server: &ApiServer, f: impl FnOnce() -> T) -> T {
     })
 }
 
-pub(crate) fn num(v: &Value, key: &str) -> Option<f64> {
-    v.get(key)?.as_f64()
-}
-
-pub(crate) fn median(mut xs: Vec<f64>) -> Option<f64> {
-    xs.retain(|x| x.is_finite());
-    if xs.is_empty() {
-        return None;
-    }
-    xs.sort_by(f64::total_cmp);
-    let mid = xs.len() / 2;
-    Some(if xs.len() % 2 == 1 {
-        xs[mid]
-    } else {
-        (xs[mid - 1] + xs[mid]) / 2.0
-    })
-}
-
 /// Median over the runs of `name` of `f`.
 pub(crate) fn med(
     results: &Results,
@@ -343,17 +326,6 @@ pub(crate) fn med(
     f: impl Fn(&RunResult) -> Option<f64>,
 ) -> Option<f64> {
     median(results.get(name)?.iter().filter_map(f).collect())
-}
-
-pub(crate) fn fmt(x: Option<f64>, digits: usize) -> String {
-    x.map_or_else(|| "–".to_owned(), |x| format!("{x:.digits$}"))
-}
-
-pub(crate) fn ratio(a: Option<f64>, b: Option<f64>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
-        _ => "–".to_owned(),
-    }
 }
 
 pub(crate) fn synced_mb(key: &'static str) -> impl Fn(&RunResult) -> Option<f64> {

@@ -1,0 +1,253 @@
+//! A child process: runs one side's controller against the parent's server and reports
+//! what its reconciles saw, one JSON line per phase on stdout.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller as kr;
+use kube::runtime::watcher;
+use reflector::controller::{Action, Controller, Request};
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+
+use crate::cpu::cpu_secs;
+use crate::latency::{Record, STAMP, quantile_ms};
+use crate::mem;
+use crate::{Args, Scenario, Side};
+
+/// The annotation the reconcile applies: the stamp it saw.
+pub const OBSERVED: &str = "bench.reflector.rs/observed";
+/// The reconcile's field manager (the parent's warm-up applies as it too).
+pub const MANAGER: &str = "bench-controller";
+/// How long the child waits for a phase before it reports failure.
+const PATIENCE: Duration = Duration::from_secs(600);
+
+/// What every reconcile needs.
+struct Ctx {
+    client: kube::Client,
+    record: Record,
+}
+
+/// The apply a reconcile sends for `cm`: the stamp it saw, as the annotation.
+pub fn observed_patch(name: &str, stamp: u64) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "annotations": {OBSERVED: stamp.to_string()}},
+    })
+}
+
+/// The stamp of `cm` (0 if it was never changed by the writer).
+pub fn stamp_of(cm: &ConfigMap) -> u64 {
+    cm.data
+        .as_ref()
+        .and_then(|d| d.get(STAMP))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The reconcile both sides run: record the start, apply the annotation.
+///
+/// # Cancel safety
+/// Not cancel safe: an apply may be sent without its result read.
+async fn reconcile_one(ctx: &Ctx, cm: &ConfigMap) -> Result<ConfigMap, kube::Error> {
+    let name = cm.metadata.name.as_deref().unwrap_or_default();
+    let stamp = stamp_of(cm);
+    ctx.record.started(name, stamp);
+    let namespace = cm.metadata.namespace.as_deref().unwrap_or("default");
+    Api::<ConfigMap>::namespaced(ctx.client.clone(), namespace)
+        .patch(
+            name,
+            &PatchParams::apply(MANAGER),
+            &Patch::Apply(observed_patch(name, stamp)),
+        )
+        .await
+}
+
+/// # Cancel safety
+/// Not cancel safe (see `reconcile_one`).
+async fn reconcile_ours(req: Request<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, kube::Error> {
+    let Some(cm) = req.object.clone() else {
+        return Ok(Action::done());
+    };
+    let written = reconcile_one(&ctx, &cm).await?;
+    req.wrote(&written);
+    Ok(Action::done())
+}
+
+/// # Cancel safety
+/// Not cancel safe (see `reconcile_one`).
+async fn reconcile_kube(cm: Arc<ConfigMap>, ctx: Arc<Ctx>) -> Result<kr::Action, kube::Error> {
+    reconcile_one(&ctx, &cm).await?;
+    Ok(kr::Action::await_change())
+}
+
+/// Starts `side`'s controller; it runs until the child exits.
+fn start(side: Side, ctx: Arc<Ctx>, concurrency: usize) -> JoinHandle<()> {
+    let client = ctx.client.clone();
+    match side {
+        Side::Ours | Side::OursNoReadYourWrites => tokio::spawn(async move {
+            let run = Controller::<ConfigMap>::for_kind(client)
+                .concurrency(concurrency)
+                .read_your_writes(side == Side::Ours)
+                .run(reconcile_ours, ctx)
+                .await;
+            if let Err(e) = run {
+                eprintln!("controller_load: our controller ended: {e}");
+            }
+        }),
+        Side::KubeRuntime => tokio::spawn(async move {
+            let config =
+                kr::Config::default().concurrency(u16::try_from(concurrency).unwrap_or(u16::MAX));
+            kr::Controller::new(Api::<ConfigMap>::all(client), watcher::Config::default())
+                .with_config(config)
+                .run(
+                    reconcile_kube,
+                    |_, e, _| {
+                        eprintln!("controller_load: reconcile failed: {e}");
+                        kr::Action::requeue(Duration::from_millis(100))
+                    },
+                    ctx,
+                )
+                .for_each(|_| futures::future::ready(()))
+                .await;
+        }),
+    }
+}
+
+fn emit(line: &Value) {
+    println!("{line}");
+}
+
+/// Reads the parent's next line, split on whitespace, its first word `word`.
+///
+/// # Cancel safety
+/// Not relevant: awaited to completion by the child.
+async fn cue(word: &'static str) -> Result<Vec<String>, String> {
+    let line = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map(|_| line)
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| e.to_string())?;
+    let parts: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+    match parts.first() {
+        Some(w) if w == word => Ok(parts),
+        _ => Err(format!("expected `{word} …`, got {line:?}")),
+    }
+}
+
+/// The child's whole life: one side, one scenario.
+pub fn run(side: Side, scenario: Scenario, url: &str, args: &Args) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let result = rt.block_on(body(side, scenario, url, args));
+    rt.shutdown_background();
+    result
+}
+
+/// # Cancel safety
+/// Not relevant: the child's whole life.
+async fn body(side: Side, scenario: Scenario, url: &str, args: &Args) -> Result<(), String> {
+    let config = kube::Config::new(url.parse().map_err(|e| format!("url {url}: {e}"))?);
+    let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
+    let ctx = Arc::new(Ctx {
+        client,
+        record: Record::default(),
+    });
+    let objects = match scenario {
+        Scenario::Steady => args.objects,
+        Scenario::Restart => args.backlog,
+    };
+    let started = Instant::now();
+    let _controller = start(side, ctx.clone(), args.concurrency);
+    emit(&json!({"phase": "started"}));
+    match scenario {
+        Scenario::Steady => {
+            let all = ctx
+                .record
+                .wait_until(PATIENCE, |r| r.objects() >= objects)
+                .await;
+            if !all {
+                return Err(format!(
+                    "{}: {} of {objects} objects reconciled",
+                    side.name(),
+                    ctx.record.objects()
+                ));
+            }
+            // Let the initial list's own writes settle before the clock runs.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            emit(&json!({"phase": "ready", "secs": started.elapsed().as_secs_f64()}));
+            cue("go").await?;
+            ctx.record.take();
+            let (cpu0, start) = (cpu_secs(), Instant::now());
+            let stop = cue("stop").await?;
+            let window = start.elapsed().as_secs_f64();
+            let (cpu, reconciles) = (cpu_secs() - cpu0, ctx.record.reconciles());
+            let (last, stamp) = last_change(&stop)?;
+            let drain = Instant::now();
+            let drained = ctx
+                .record
+                .wait_until(PATIENCE, |r| r.last(&last) >= stamp)
+                .await;
+            let drain_secs = drain.elapsed().as_secs_f64();
+            let (mut samples, _) = ctx.record.take();
+            samples.sort_unstable();
+            emit(&json!({
+                "phase": "steady",
+                "samples": samples.len(),
+                "p50_ms": quantile_ms(&samples, 0.50),
+                "p99_ms": quantile_ms(&samples, 0.99),
+                "max_ms": quantile_ms(&samples, 1.0),
+                "reconciles": reconciles,
+                "window_s": window,
+                "cpu": cpu,
+                "drained": drained,
+                "drain_s": drain_secs,
+                "rss": mem::rss(),
+            }));
+        }
+        Scenario::Restart => {
+            let live = cue("live").await?;
+            let (last, stamp) = last_change(&live)?;
+            let reconciled = ctx
+                .record
+                .wait_until(PATIENCE, |r| r.last(&last) >= stamp)
+                .await;
+            let live_at = started.elapsed().as_secs_f64();
+            let (samples, _) = ctx.record.take();
+            let all = ctx
+                .record
+                .wait_until(PATIENCE, |r| r.objects() >= objects)
+                .await;
+            emit(&json!({
+                "phase": "restart",
+                "live_ms": if reconciled { samples.last().map(|ns| *ns as f64 / 1e6) } else { None },
+                "live_reconciled_at_s": live_at,
+                "backlog_s": all.then(|| started.elapsed().as_secs_f64()),
+                "rss": mem::rss(),
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// The object and stamp of the parent's `stop NAME STAMP` or `live NAME STAMP` cue.
+fn last_change(cue: &[String]) -> Result<(String, u64), String> {
+    match cue {
+        [_, name, stamp] => Ok((
+            name.clone(),
+            stamp
+                .parse()
+                .map_err(|e| format!("cue {cue:?}: stamp: {e}"))?,
+        )),
+        _ => Err(format!("cue {cue:?}: expected a name and a stamp")),
+    }
+}
