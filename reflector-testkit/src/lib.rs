@@ -122,7 +122,8 @@
 //!   Watches are too (`kubectl get -w`): each event's object is a Table with the one
 //!   row of the object the event carries.
 //! * `dryRun=All` (what `kubectl diff` and `--dry-run=server` send; in a DELETE's
-//!   `DeleteOptions` body too) on create, update, patch, apply, delete and deletecollection:
+//!   `DeleteOptions` body too) on create, update, patch, apply, delete, deletecollection
+//!   and a custom object's `/scale` writes:
 //!   the write runs in full (defaulting, admission, validation, conflicts) and answers as
 //!   a real one would (a created object without a `resourceVersion`, an updated one at
 //!   its current one), but nothing is stored, no resourceVersion moves and no watch event

@@ -846,3 +846,64 @@ async fn crd_scale_writes_record_the_managers_scale_entry() {
         "autoscaler"
     );
 }
+
+#[tokio::test]
+async fn crd_scale_dry_run_answers_the_scale_and_stores_nothing() {
+    let server = serve().await;
+    let api = structural_widgets(&server);
+    let stored = create_widget(&server, "w", json!({"replicas": 2})).await;
+    let rv = server.current_resource_version();
+    let mut watch = watch_from(&api, &rv.to_string()).await;
+    let path = format!("{WIDGETS}/w");
+    let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+        "metadata": {"name": "w", "namespace": "default"}, "spec": {"replicas": 5}});
+    let (code, answer) =
+        send_json(&server, "PUT", &format!("{path}/scale?dryRun=All"), scale).await;
+    assert_eq!(
+        (code, &answer["spec"]["replicas"]),
+        (200, &json!(5)),
+        "{answer}"
+    );
+    assert_eq!(
+        answer["metadata"]["resourceVersion"], stored["metadata"]["resourceVersion"],
+        "answered at the current resourceVersion"
+    );
+    let (code, answer) = send_json(
+        &server,
+        "PATCH",
+        &format!("{path}/scale?dryRun=All"),
+        json!({"spec": {"replicas": 6}}),
+    )
+    .await;
+    assert_eq!(
+        (code, &answer["spec"]["replicas"]),
+        (200, &json!(6)),
+        "{answer}"
+    );
+    // Validation still runs: the CEL rule refuses 12 > maxReplicas.
+    let (code, _) = send_json(
+        &server,
+        "PATCH",
+        &format!("{path}/scale?dryRun=All"),
+        json!({"spec": {"replicas": 12}}),
+    )
+    .await;
+    assert_eq!(code, 422);
+
+    assert_eq!(server.current_resource_version(), rv, "nothing written");
+    let (_, unchanged) = send_json(&server, "GET", &path, Value::Null).await;
+    assert_eq!(unchanged, stored);
+    // The first event the watch sees is the next real write.
+    let (code, _) = send_json(&server, "PATCH", &path, json!({"spec": {"size": "large"}})).await;
+    assert_eq!(code, 200);
+    let event = tokio::time::timeout(PATIENCE, watch.next())
+        .await
+        .expect("an event")
+        .expect("open")
+        .expect("decodes");
+    let WatchEvent::Modified(object) = event else {
+        panic!("{event:?}");
+    };
+    assert_eq!(object.data["spec"]["replicas"], 2);
+    assert_eq!(object.data["spec"]["size"], "large");
+}

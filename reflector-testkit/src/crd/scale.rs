@@ -87,7 +87,8 @@ fn scale_of(object: &Value, paths: &ScalePaths) -> Value {
 /// `GET`, `PUT` and `PATCH` on `{object}/scale` of a custom resource with a `scale`
 /// subresource. A write sets the object's `specReplicasPath` (a `metadata.resourceVersion`
 /// in the Scale is a precondition, as on the real server), records its `managedFields`
-/// entry as the real server does (see `scale_fields`) and answers the new Scale.
+/// entry as the real server does (see `scale_fields`) and answers the new Scale; under
+/// `dryRun=All` (`pairs`) it stores nothing.
 pub(crate) fn scale(
     shared: &Shared,
     method: &Method,
@@ -97,7 +98,7 @@ pub(crate) fn scale(
     pairs: &[(String, String)],
     body: Option<&RequestBody>,
 ) -> Result<Response, ApiError> {
-    let mut state = shared.state();
+    let mut state = shared.write_state(pairs);
     let info = state.resources[rid].clone();
     let paths = state
         .custom
