@@ -242,12 +242,12 @@ pub(crate) fn apply(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
 
     match live {
         None => {
-            let created = state.create(rid, namespace, merged, Writer::Apply)?;
+            let created = state.create(rid, namespace, merged, Writer::Computed)?;
             Ok(json_response(201, repr.render(&created)))
         }
         Some(_) => {
             let updated =
-                state.update(rid, namespace, name, merged, status_write, Writer::Apply)?;
+                state.update(rid, namespace, name, merged, status_write, Writer::Computed)?;
             Ok(json_response(200, repr.render(&updated)))
         }
     }

@@ -21,6 +21,7 @@ use crate::status::{ApiError, go_quote};
 
 mod admission;
 mod scale;
+mod scale_fields;
 mod served;
 mod storage;
 

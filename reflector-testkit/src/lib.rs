@@ -122,7 +122,8 @@
 //!   Watches are too (`kubectl get -w`): each event's object is a Table with the one
 //!   row of the object the event carries.
 //! * `dryRun=All` (what `kubectl diff` and `--dry-run=server` send; in a DELETE's
-//!   `DeleteOptions` body too) on create, update, patch, apply, delete and deletecollection:
+//!   `DeleteOptions` body too) on create, update, patch, apply, delete, deletecollection
+//!   and a custom object's `/scale` writes:
 //!   the write runs in full (defaulting, admission, validation, conflicts) and answers as
 //!   a real one would (a created object without a `resourceVersion`, an updated one at
 //!   its current one), but nothing is stored, no resourceVersion moves and no watch event
@@ -387,6 +388,13 @@
 //! * The `scale` subresource (`autoscaling/v1` Scale) reads `specReplicasPath`,
 //!   `statusReplicasPath` and `labelSelectorPath`; `PUT`/`PATCH` write `specReplicasPath`
 //!   (the object's schema still applies; a Scale `resourceVersion` is a precondition).
+//!   Their `managedFields` are the real server's: the writer (`fieldManager`, else the
+//!   `User-Agent`) gets an `Update` entry of the object's apiVersion with
+//!   `subresource: scale` owning the replicas path, without a `time` (so it sorts first of
+//!   the `Update`s); a change of value takes the path from every other entry. An `Apply`
+//!   entry keeps it while its value stands; an `Update` entry always loses it, and gets it
+//!   back in a second, time-less entry of its own when the value stood. Not supported:
+//!   server-side apply of a Scale (415).
 //! * Changing a CRD's spec (a schema, the versions) rebuilds its kind's storage, as the
 //!   real CRD handler does: every open watch of its objects ends at once without an
 //!   event, a watch from a resourceVersion before the change is 410 (an `ERROR` event,

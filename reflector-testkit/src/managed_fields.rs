@@ -18,9 +18,9 @@ pub(crate) enum Writer<'a> {
     /// A create, update or non-apply patch: the changed fields go to this manager's
     /// `Update` entry.
     Update(&'a str),
-    /// A server-side apply: the object already carries the `managedFields` the apply
-    /// computed.
-    Apply,
+    /// A server-side apply or a `/scale` write: the object already carries the
+    /// `managedFields` computed for it.
+    Computed,
 }
 
 /// `Apply` or `Update`, as in `ManagedFieldsEntry.operation`.

@@ -337,9 +337,11 @@ async fn dispatch(
         } => {
             let ns = namespace.as_deref();
             match method.as_str() {
-                "GET" => crate::crd::scale(shared, method, *rid, ns, name, None),
+                "GET" => crate::crd::scale(shared, method, *rid, ns, name, pairs, None),
                 "PUT" | "PATCH" => match read_body(request).await {
-                    Ok(body) => crate::crd::scale(shared, method, *rid, ns, name, Some(&body)),
+                    Ok(body) => {
+                        crate::crd::scale(shared, method, *rid, ns, name, pairs, Some(&body))
+                    }
                     Err(e) => Err(e),
                 },
                 other => Err(ApiError::method_not_allowed(other)),

@@ -767,3 +767,123 @@ async fn crd_discovery_printer_columns_and_blocked_rule_causes_read_as_the_real_
             "message": "Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"})
     );
 }
+
+/// The `managedFields` entry of `manager`, if the object has one.
+fn managed_entry<'a>(object: &'a Value, manager: &str) -> Option<&'a Value> {
+    object["metadata"]["managedFields"]
+        .as_array()?
+        .iter()
+        .find(|e| e["manager"] == manager)
+}
+
+#[tokio::test]
+async fn crd_scale_writes_record_the_managers_scale_entry() {
+    let server = serve().await;
+    let body = serde_json::to_value(structural_widget("w", json!({"replicas": 2}))).unwrap();
+    let create = format!("{WIDGETS}?fieldManager=creator");
+    let (code, created) = send_json(&server, "POST", &create, body).await;
+    assert_eq!(code, 201, "{created}");
+    let path = format!("{WIDGETS}/w");
+    let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+        "metadata": {"name": "w", "namespace": "default"}, "spec": {"replicas": 3}});
+    let put = format!("{path}/scale?fieldManager=scaler");
+    let (code, answer) = send_json(&server, "PUT", &put, scale).await;
+    assert_eq!(
+        (code, &answer["spec"]["replicas"]),
+        (200, &json!(3)),
+        "{answer}"
+    );
+    let (_, object) = send_json(&server, "GET", &path, Value::Null).await;
+    // As the real ScaleHandler's `ToParent`: the scale writer's entry is an `Update` of the
+    // custom resource's version with `subresource: scale`, owning the replicas path, and
+    // carries no `time`; the creator loses the replicas field.
+    let replicas_only = json!({"f:spec": {"f:replicas": {}}});
+    assert_eq!(
+        managed_entry(&object, "scaler"),
+        Some(
+            &json!({"manager": "scaler", "operation": "Update", "apiVersion": "example.com/v1",
+            "fieldsType": "FieldsV1", "fieldsV1": replicas_only, "subresource": "scale"})
+        ),
+        "{object}"
+    );
+    let creator = managed_entry(&object, "creator").expect("the creator keeps its other fields");
+    assert!(
+        creator["fieldsV1"]["f:spec"].get("f:replicas").is_none(),
+        "{creator}"
+    );
+    assert!(creator["fieldsV1"]["f:spec"].get("f:maxReplicas").is_some());
+
+    // A merge patch of the Scale by another manager takes the field from the first.
+    let (code, _) = send_json(
+        &server,
+        "PATCH",
+        &format!("{path}/scale?fieldManager=autoscaler"),
+        json!({"spec": {"replicas": 4}}),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let (_, object) = send_json(&server, "GET", &path, Value::Null).await;
+    assert_eq!(object["spec"]["replicas"], 4);
+    assert_eq!(managed_entry(&object, "scaler"), None, "{object}");
+    let autoscaler = managed_entry(&object, "autoscaler").expect("an entry");
+    assert_eq!(
+        (&autoscaler["subresource"], &autoscaler["fieldsV1"]),
+        (&json!("scale"), &replicas_only)
+    );
+    // Its first entry: no `time`, so it sorts first of the `Update`s as on the real server.
+    assert_eq!(
+        object["metadata"]["managedFields"][0]["manager"],
+        "autoscaler"
+    );
+}
+
+#[tokio::test]
+async fn crd_scale_dry_run_answers_the_scale_and_stores_nothing() {
+    let server = serve().await;
+    let api = structural_widgets(&server);
+    let stored = create_widget(&server, "w", json!({"replicas": 2})).await;
+    let rv = server.current_resource_version();
+    let mut watch = watch_from(&api, &rv.to_string()).await;
+    let path = format!("{WIDGETS}/w");
+    let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+        "metadata": {"name": "w", "namespace": "default"}, "spec": {"replicas": 5}});
+    let (code, answer) =
+        send_json(&server, "PUT", &format!("{path}/scale?dryRun=All"), scale).await;
+    assert_eq!(
+        (code, &answer["spec"]["replicas"]),
+        (200, &json!(5)),
+        "{answer}"
+    );
+    assert_eq!(
+        answer["metadata"]["resourceVersion"], stored["metadata"]["resourceVersion"],
+        "answered at the current resourceVersion"
+    );
+    // A patch too; validation still runs (the CEL rule refuses 12 > maxReplicas).
+    for (replicas, expected) in [(6, 200), (12, 422)] {
+        let uri = format!("{path}/scale?dryRun=All");
+        let patch = json!({"spec": {"replicas": replicas}});
+        let (code, answer) = send_json(&server, "PATCH", &uri, patch).await;
+        assert_eq!(code, expected, "{answer}");
+        assert!(
+            code != 200 || answer["spec"]["replicas"] == replicas,
+            "{answer}"
+        );
+    }
+
+    assert_eq!(server.current_resource_version(), rv, "nothing written");
+    let (_, unchanged) = send_json(&server, "GET", &path, Value::Null).await;
+    assert_eq!(unchanged, stored);
+    // The first event the watch sees is the next real write.
+    let (code, _) = send_json(&server, "PATCH", &path, json!({"spec": {"size": "large"}})).await;
+    assert_eq!(code, 200);
+    let event = tokio::time::timeout(PATIENCE, watch.next())
+        .await
+        .expect("an event")
+        .expect("open")
+        .expect("decodes");
+    let WatchEvent::Modified(object) = event else {
+        panic!("{event:?}");
+    };
+    assert_eq!(object.data["spec"]["replicas"], 2);
+    assert_eq!(object.data["spec"]["size"], "large");
+}

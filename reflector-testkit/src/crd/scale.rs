@@ -5,11 +5,13 @@ use axum::response::Response;
 use http::Method;
 use serde_json::{Value, json};
 
+use super::scale_fields::{self, ReplicasPaths};
+use crate::field_set::PathElement;
 use crate::object::{key_of, metadata, metadata_mut};
 use crate::patch::Patch;
 use crate::router::{RequestBody, json_response};
 use crate::server::Shared;
-use crate::state::ResourceId;
+use crate::state::{ResourceId, State};
 use crate::status::ApiError;
 
 /// `subresources.scale` of a CRD version: JSON paths (`.spec.replicas`) split into keys.
@@ -84,16 +86,19 @@ fn scale_of(object: &Value, paths: &ScalePaths) -> Value {
 
 /// `GET`, `PUT` and `PATCH` on `{object}/scale` of a custom resource with a `scale`
 /// subresource. A write sets the object's `specReplicasPath` (a `metadata.resourceVersion`
-/// in the Scale is a precondition, as on the real server) and answers the new Scale.
+/// in the Scale is a precondition, as on the real server), records its `managedFields`
+/// entry as the real server does (see `scale_fields`) and answers the new Scale; under
+/// `dryRun=All` (`pairs`) it stores nothing.
 pub(crate) fn scale(
     shared: &Shared,
     method: &Method,
     rid: ResourceId,
     namespace: Option<&str>,
     name: &str,
+    pairs: &[(String, String)],
     body: Option<&RequestBody>,
 ) -> Result<Response, ApiError> {
-    let mut state = shared.state();
+    let mut state = shared.write_state(pairs);
     let info = state.resources[rid].clone();
     let paths = state
         .custom
@@ -139,6 +144,7 @@ pub(crate) fn scale(
             &format!("Invalid value: {replicas}: must be greater than or equal to 0"),
         ));
     }
+    let changed = get_path(&object, &paths.spec_replicas) != Some(&json!(replicas));
     let mut updated = object;
     set_path(&mut updated, &paths.spec_replicas, json!(replicas));
     let rv = requested
@@ -149,12 +155,43 @@ pub(crate) fn scale(
         Some(rv) => metadata_mut(&mut updated).insert("resourceVersion".to_owned(), json!(rv)),
         None => metadata_mut(&mut updated).remove("resourceVersion"),
     };
-    // A scale write has no `fieldManager` of its own here: the user agent's product.
-    let manager =
-        crate::managed_fields::manager_of(None, body.map_or("", |b| b.user_agent.as_str()));
-    let writer = crate::managed_fields::Writer::Update(&manager);
+    let manager = crate::managed_fields::manager_of(
+        crate::query::param(pairs, "fieldManager"),
+        body.map_or("", |b| b.user_agent.as_str()),
+    );
+    let entries = crate::managed_fields::decode(&updated).unwrap_or_default();
+    let entries = scale_fields::after_scale_write(
+        entries,
+        &replicas_paths(&state, rid),
+        &info.api_version(),
+        &manager,
+        changed,
+    );
+    crate::managed_fields::encode(&mut updated, entries);
+    let writer = crate::managed_fields::Writer::Computed;
     let stored = state.update(rid, namespace, name, updated, false, writer)?;
     Ok(scale_response(&scale_of(&stored.value(), &paths)))
+}
+
+/// The replicas path of every served version of `rid`'s CRD, by apiVersion.
+fn replicas_paths(state: &State, rid: ResourceId) -> ReplicasPaths {
+    let Some(crd) = state.custom.served(rid).map(|s| s.crd.clone()) else {
+        return Vec::new();
+    };
+    state
+        .custom
+        .of_crd(&crd)
+        .into_iter()
+        .filter_map(|version| {
+            let served = state.custom.served(version)?;
+            let path = served.scale.as_ref().map(|scale| {
+                (scale.spec_replicas.iter())
+                    .map(|key| PathElement::Field(key.clone()))
+                    .collect()
+            });
+            Some((state.resources[version].api_version(), path))
+        })
+        .collect()
 }
 
 fn scale_response(scale: &Value) -> Response {
