@@ -213,7 +213,7 @@
 //!   `subresource: status` for status writes), `fieldsV1` in the real `f:`/`k:`/`v:`/`.`
 //!   encoding, sorted as the real server sorts them. A client may set `managedFields` in an
 //!   update (`[{}]` clears them), as on the real server. Not modelled: the cap of 10
-//!   `Update` managers, kubectl's `last-applied-configuration` upgrade, `dryRun`, CBOR apply
+//!   `Update` managers, kubectl's `last-applied-configuration` upgrade, CBOR apply
 //!   (`application/apply-patch+cbor`).
 //!
 //! ## Protobuf
