@@ -25,7 +25,7 @@ use reflector::manager::Manifests;
 use reflector_testkit::RequestLogEntry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::{Widget, WidgetSet, WidgetSetSpec};
+use super::{Widget, WidgetSet, WidgetSetSpec};
 use embedded::Embedded;
 pub use embedded::Error;
 
