@@ -465,9 +465,9 @@ async fn manager_lost_lease_drains_both_controllers_until_the_takeover_bound() {
                 .iter()
                 .filter(|r| r.controller == controller && r.start < stepped_down)
                 .collect();
-            let r = ended
-                .last()
-                .unwrap_or_else(|| panic!("no {controller} reconcile was in flight: {log:?}"));
+            let r = ended.last().unwrap_or_else(|| {
+                panic!("no {controller} reconcile in flight at the step-down has ended: {log:?}")
+            });
             assert!(
                 r.end > stepped_down && r.end - r.start < long,
                 "{controller}: in flight at the step-down, aborted by the takeover bound: {r:?}"
