@@ -714,6 +714,10 @@ impl ListerWatcher<ConfigMap> for Observed {
     }
 }
 
+/// At the end of a watch: the Lease's holder, and whether the factory's informer
+/// had stopped.
+type WatchEndSeen = (Option<String>, bool);
+
 /// What the shutdown-order test's reconcile shares.
 struct OrderCtx {
     server: Arc<ApiServer>,
@@ -752,7 +756,7 @@ async fn manager_shuts_down_in_order() {
     let secrets = manager.factory().namespaced::<Secret>(NS);
     // At each end of a watch of the hand-built informer: the Lease's holder, and
     // whether the factory's Secret informer had stopped.
-    let watch_ends: Arc<Mutex<Vec<(Option<String>, bool)>>> = Arc::default();
+    let watch_ends: Arc<Mutex<Vec<WatchEndSeen>>> = Arc::default();
     let on_watch_end = {
         let (server, secrets, ends) = (
             Arc::clone(&server),

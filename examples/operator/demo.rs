@@ -94,7 +94,7 @@ pub fn print_yaml(
     crds: impl IntoIterator<Item = CustomResourceDefinition>,
     manifests: Manifests,
 ) -> Result<(), Error> {
-    let crds = crds.into_iter().map(|crd| serde_json::to_value(crd));
+    let crds = crds.into_iter().map(serde_json::to_value);
     let objects = crds.collect::<Result<Vec<_>, _>>()?;
     for object in objects.into_iter().chain(manifests.objects()) {
         print!("---\n{}", serde_norway::to_string(&object)?);

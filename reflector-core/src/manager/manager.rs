@@ -50,8 +50,8 @@ use super::task::Task;
 ///   [`registry_mut`](Self::registry_mut).
 /// - **Readiness.** [`health`](Self::health): ready once every informer of every
 ///   controller has synced, while the election runs (as leader or follower; the
-///   line says which); served on `/readyz` by
-///   [`metrics_server`](Self::metrics_server).
+///   line says which); served on `/readyz` by `metrics_server` (feature
+///   `metrics-server`).
 /// - **Orderly shutdown** on SIGTERM or SIGINT (the manager always listens), or
 ///   when the [`graceful_shutdown_on`](Self::graceful_shutdown_on) trigger
 ///   resolves: controllers and tasks stop taking work → reconciles and tasks in

@@ -44,7 +44,8 @@ pub struct DeployOptions {
 impl DeployOptions {
     /// Deploys `image` as `name`, in namespace `default`, one replica, no
     /// arguments, `/metrics` and the probes on port 8080 (where the operator must
-    /// serve them: [`Manager::metrics_server`] on `0.0.0.0:8080`).
+    /// serve them: `Manager::metrics_server` on `0.0.0.0:8080`, feature
+    /// `metrics-server`).
     pub fn new(name: impl Into<String>, image: impl Into<String>) -> Self {
         DeployOptions {
             name: name.into(),

@@ -42,7 +42,7 @@ impl Manager {
     ///   start or failed: an informer stopped, its caches did not sync within its
     ///   cache-sync timeout, reconciles had to be aborted at shutdown, a sharded
     ///   controller wired wrong;
-    /// - [`ManagerError::Metrics`] (feature `metrics-server`) if serving failed.
+    /// - `ManagerError::Metrics` (feature `metrics-server`) if serving failed.
     ///
     /// # Cancel safety
     /// The signals and the trigger are the clean stop. Dropping the future aborts
