@@ -251,7 +251,7 @@ pub use serde_field_filter;
 /// # Ok(()) }
 /// ```
 pub mod prelude {
-    pub use reflector_core::controller::{Action, Controller, Request};
+    pub use reflector_core::controller::{Action, Controller, EventFilter, Request};
     pub use reflector_core::informer::{Change, InformerFactory, SharedIndexInformer};
     pub use reflector_core::leader_election::{LeaderElection, LeaderElectionConfig, LeaderState};
     pub use reflector_core::lister::Lister;

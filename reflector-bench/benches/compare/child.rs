@@ -581,14 +581,17 @@ async fn body(scenario: Scenario, url: &str, objects: usize, paged: bool) -> Res
             let reset = mem::reset_hwm();
             peak.reset();
             emit(synced, steady);
+            // The cache is idle until the parent ends the watch: CPU from here on is
+            // the relist's.
+            let cpu0 = cpu_secs();
             let (rv, name) = cue("relist").await?;
             let start = Instant::now();
             poll_until(|| built.rv_of(&name) >= rv).await?;
-            let secs = start.elapsed().as_secs_f64();
+            let (secs, cpu) = (start.elapsed().as_secs_f64(), cpu_secs() - cpu0);
             // Let the old objects go before reading the peak and the new steady state.
             tokio::time::sleep(Duration::from_millis(300)).await;
             emit(
-                json!({"phase": "relist", "secs": secs, "hwm_reset": reset, "len": built.len()}),
+                json!({"phase": "relist", "secs": secs, "cpu": cpu, "hwm_reset": reset, "len": built.len()}),
                 memory(&peak),
             );
         }

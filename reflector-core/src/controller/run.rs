@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::object::{Object, ObjectKey};
 use crate::store::Indexer;
-use crate::workqueue::{QueueConfig, WorkQueue};
+use crate::workqueue::{Priority, QueueConfig, WorkQueue};
 
 use super::action::Action;
 use super::controller::Controller;
@@ -132,8 +132,17 @@ impl<K: Object, P> Controller<K, P> {
         let queue = self.queue();
         let cache = self.primary.indexer().clone();
         let (primary, sources) = (self.primary.clone(), std::mem::take(&mut self.sources));
+        let filter = self.primary_filter.take();
         let metrics = self.metrics.as_ref();
-        let watching = Watching::register(&name, primary, sources, &queue, term.gate(), metrics)?;
+        let watching = Watching::register(
+            &name,
+            primary,
+            filter,
+            sources,
+            &queue,
+            term.gate(),
+            metrics,
+        )?;
         let consistency = self
             .read_your_writes
             .then(|| Arc::new(watching.consistency()));
@@ -165,7 +174,9 @@ impl<K: Object, P> Controller<K, P> {
 
     /// The work queue, named after the controller, with its metrics.
     fn queue(&self) -> WorkQueue<ObjectKey> {
-        let mut config = QueueConfig::default().name(self.name.clone());
+        let mut config = QueueConfig::default()
+            .name(self.name.clone())
+            .priorities(self.priority_queue);
         if let Some(m) = &self.metrics {
             config = config.metrics(m);
         }
@@ -238,7 +249,12 @@ where
             return Ok(());
         }
         let (name, queue, cache) = (&self.name, &self.queue, &self.cache);
-        let requeue = || cache.list_keys().into_iter().for_each(|key| queue.add(key));
+        // A term's catch-up is a backlog: live changes go first.
+        let requeue = || {
+            for key in cache.list_keys() {
+                queue.add_with_priority(key, Priority::LOW);
+            }
+        };
         while self.term.acquired(graceful, requeue).await {
             tracing::info!(controller = %name, workers = self.concurrency, "starting workers");
             let worker = |slot, stop| Arc::clone(&self.shared).worker(slot, stop);
@@ -255,8 +271,9 @@ where
                 never = workers.tend(queue, self.gauges) => match never {},
             };
             for key in workers.end_term(until).await {
+                let priority = queue.priority(&key).unwrap_or_default();
                 queue.done(&key);
-                queue.add(key);
+                queue.add_with_priority(key, priority);
             }
         }
         queue.shutdown();
