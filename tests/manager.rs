@@ -17,7 +17,7 @@ use kube::api::{
     WatchParams,
 };
 use kube::{Resource, ResourceExt};
-use reflector::controller::{Action, Controller, Request};
+use reflector::controller::{Action, Controller, EventFilter, Request};
 use reflector::informer::SharedIndexInformer;
 use reflector::leader_election::{
     DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, LeaderElection, LeaderElectionConfig,
@@ -209,13 +209,13 @@ impl Replica {
             log: Arc::clone(log),
             reconcile_time: options.reconcile_time,
         });
-        let config_maps = manager.factory().namespaced::<ConfigMap>(NS);
-        let secrets = manager.factory().namespaced::<Secret>(NS);
-        let copies = Controller::new(config_maps)
-            .owns(secrets.clone())
+        // Each controller asks the factory for Secrets: one informer for both.
+        let factory = manager.factory();
+        let copies = Controller::new(factory.namespaced::<ConfigMap>(NS))
+            .owns(factory.namespaced::<Secret>(NS))
             .name("configmaps");
+        let mut secrets = Controller::new(factory.namespaced::<Secret>(NS)).name("secrets");
         manager.add(copies, reconcile_config_map, Arc::clone(&ctx));
-        let mut secrets = Controller::new(secrets).name("secrets");
         if options.secrets_every_replica {
             secrets = secrets.every_replica();
         }
@@ -596,6 +596,69 @@ async fn manager_lists_a_kind_shared_by_two_controllers_once() {
     assert_eq!(count(Verb::List, "configmaps"), 1);
     assert_eq!(count(Verb::Watch, "configmaps"), 1);
     a.stop().await.unwrap();
+}
+
+/// The names a reconcile saw, in order.
+type Order = Mutex<Vec<String>>;
+
+async fn record_slowly(req: Request<ConfigMap>, order: Arc<Order>) -> Result<Action, kube::Error> {
+    order.lock().unwrap().push(req.key.name().to_owned());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Ok(Action::done())
+}
+
+/// A controller run by a manager keeps its priority queue and its event filter:
+/// with 40 ConfigMaps in the initial list and a second per reconcile, one created
+/// once reconciling started is reconciled before half the backlog (without
+/// priorities it would be last); then, under `labels_changed`, a data-only update
+/// is not reconciled and a label change is.
+#[tokio::test(start_paused = true)]
+async fn manager_controller_keeps_its_priority_queue_and_filter() {
+    const BACKLOG: usize = 40;
+    let server = server_with(BACKLOG).await;
+    let stop = CancellationToken::new();
+    let client = server.client_with_user_agent(&agent(0)).unwrap();
+    let mut manager = Manager::new(client).graceful_shutdown_on(stop.clone().cancelled_owned());
+    let order: Arc<Order> = Arc::default();
+    let config_maps = manager.factory().namespaced::<ConfigMap>(NS);
+    let controller = Controller::new(config_maps).filter(EventFilter::labels_changed());
+    manager.add(controller, record_slowly, Arc::clone(&order));
+    let run = tokio::spawn(manager.run());
+    until("reconciling started", Duration::from_secs(60), || {
+        !order.lock().unwrap().is_empty()
+    })
+    .await;
+    let api = Api::<ConfigMap>::namespaced(server.client(), NS);
+    let mut live = ConfigMap::default();
+    live.metadata.name = Some("live".into());
+    api.create(&PostParams::default(), &live).await.unwrap();
+    until("every ConfigMap reconciled", Duration::from_secs(120), || {
+        order.lock().unwrap().len() == BACKLOG + 1
+    })
+    .await;
+    let position = order.lock().unwrap().iter().position(|n| n == "live");
+    assert!(
+        position.is_some_and(|p| p < BACKLOG / 2),
+        "the live change waited behind the backlog: {order:?}"
+    );
+
+    let reconciled = |name: &str| order.lock().unwrap().iter().filter(|n| *n == name).count();
+    let data = serde_json::json!({ "data": { "v": "1" } });
+    api.patch("cm-0", &PatchParams::default(), &Patch::Merge(&data))
+        .await
+        .unwrap();
+    let labels = serde_json::json!({ "metadata": { "labels": { "l": "1" } } });
+    api.patch("cm-1", &PatchParams::default(), &Patch::Merge(&labels))
+        .await
+        .unwrap();
+    until("the label change reconciled", Duration::from_secs(60), || {
+        reconciled("cm-1") == 2
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(reconciled("cm-0"), 1, "a data-only update was reconciled");
+    stop.cancel();
+    run.await.unwrap().unwrap();
 }
 
 /// `/readyz` (served by the manager) fails while an informer has not synced,
