@@ -63,7 +63,9 @@ pub fn operator(client: kube::Client) -> Result<Manager, Error> {
         recorder: manager.recorder("widget-operator")?,
         widgets: widgets.lister(),
     });
-    let set_controller = Controller::new(sets).owns(widgets.clone());
+    // The set's own status writes change no generation: they do not reconcile it again.
+    let generation = EventFilter::generation_changed();
+    let set_controller = Controller::new(sets).filter(generation).owns(widgets.clone());
     manager.add(set_controller, reconcile_set, Arc::clone(&ctx));
     let widget_controller = Controller::new(widgets).owns(config_maps);
     manager.add(widget_controller, reconcile_widget, ctx);
@@ -99,8 +101,7 @@ async fn reconcile_set(req: Request<WidgetSet>, ctx: Arc<Ctx>) -> Result<Action,
     if set.status.as_ref().map(|s| s.widgets) != Some(replicas) {
         let sets = Api::<WidgetSet>::namespaced(ctx.client.clone(), &ns);
         let status = Patch::Merge(serde_json::json!({ "status": { "widgets": replicas } }));
-        let params = PatchParams::default();
-        sets.patch_status(&name, &params, &status).await?;
+        sets.patch_status(&name, &PatchParams::default(), &status).await?;
     }
     Ok(Action::done())
 }
@@ -120,8 +121,7 @@ async fn reconcile_widget(req: Request<Widget>, ctx: Arc<Ctx>) -> Result<Action,
                 cm.data = Some([("message".into(), widget.spec.message.clone())].into());
                 let apply = PatchParams::apply("widget-operator").force();
                 config_maps.patch(&name, &apply, &Patch::Apply(&cm)).await?;
-                let note = format!("applied {name}");
-                (Event::normal("Applied", "Reconcile").note(note), widget)
+                (Event::normal("Applied", "Reconcile").note(format!("applied {name}")), widget)
             }
             FinalizerStep::Cleanup(widget) => {
                 let name = format!("widget-{}", widget.name_any());
