@@ -63,9 +63,8 @@ pub fn operator(client: kube::Client) -> Result<Manager, Error> {
         recorder: manager.recorder("widget-operator")?,
         widgets: widgets.lister(),
     });
-    // The set's own status writes change no generation: they do not reconcile it again.
-    let generation = EventFilter::generation_changed();
-    let set_controller = Controller::new(sets).filter(generation).owns(widgets.clone());
+    let by_spec = EventFilter::generation_changed(); // its own status writes: not again
+    let set_controller = Controller::new(sets).filter(by_spec).owns(widgets.clone());
     manager.add(set_controller, reconcile_set, Arc::clone(&ctx));
     let widget_controller = Controller::new(widgets).owns(config_maps);
     manager.add(widget_controller, reconcile_widget, ctx);
@@ -101,7 +100,8 @@ async fn reconcile_set(req: Request<WidgetSet>, ctx: Arc<Ctx>) -> Result<Action,
     if set.status.as_ref().map(|s| s.widgets) != Some(replicas) {
         let sets = Api::<WidgetSet>::namespaced(ctx.client.clone(), &ns);
         let status = Patch::Merge(serde_json::json!({ "status": { "widgets": replicas } }));
-        sets.patch_status(&name, &PatchParams::default(), &status).await?;
+        let params = PatchParams::default();
+        sets.patch_status(&name, &params, &status).await?;
     }
     Ok(Action::done())
 }
@@ -121,15 +121,15 @@ async fn reconcile_widget(req: Request<Widget>, ctx: Arc<Ctx>) -> Result<Action,
                 cm.data = Some([("message".into(), widget.spec.message.clone())].into());
                 let apply = PatchParams::apply("widget-operator").force();
                 config_maps.patch(&name, &apply, &Patch::Apply(&cm)).await?;
-                (Event::normal("Applied", "Reconcile").note(format!("applied {name}")), widget)
+                let note = format!("applied {name}");
+                (Event::normal("Applied", "Reconcile").note(note), widget)
             }
             FinalizerStep::Cleanup(widget) => {
                 let name = format!("widget-{}", widget.name_any());
                 match config_maps.delete(&name, &DeleteParams::default()).await {
-                    Ok(_) => {}
                     Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Action::done()),
-                    Err(e) => return Err(e),
-                }
+                    deleted => deleted?,
+                };
                 let note = format!("deleted {name}");
                 (Event::normal("CleanedUp", "Cleanup").note(note), widget)
             }

@@ -632,9 +632,11 @@ async fn manager_controller_keeps_its_priority_queue_and_filter() {
     let mut live = ConfigMap::default();
     live.metadata.name = Some("live".into());
     api.create(&PostParams::default(), &live).await.unwrap();
-    until("every ConfigMap reconciled", Duration::from_secs(120), || {
-        order.lock().unwrap().len() == BACKLOG + 1
-    })
+    until(
+        "every ConfigMap reconciled",
+        Duration::from_secs(120),
+        || order.lock().unwrap().len() == BACKLOG + 1,
+    )
     .await;
     let position = order.lock().unwrap().iter().position(|n| n == "live");
     assert!(
@@ -651,9 +653,11 @@ async fn manager_controller_keeps_its_priority_queue_and_filter() {
     api.patch("cm-1", &PatchParams::default(), &Patch::Merge(&labels))
         .await
         .unwrap();
-    until("the label change reconciled", Duration::from_secs(60), || {
-        reconciled("cm-1") == 2
-    })
+    until(
+        "the label change reconciled",
+        Duration::from_secs(60),
+        || reconciled("cm-1") == 2,
+    )
     .await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(reconciled("cm-0"), 1, "a data-only update was reconciled");
