@@ -138,7 +138,7 @@ async fn reconcile_widget(req: Request<Widget>, ctx: Arc<Ctx>) -> Result<Action,
         if let Err(e) = ctx.recorder.publish(widget.as_ref(), event) {
             eprintln!("event not recorded: {e}");
         }
-        Ok(Action::done())
+        Ok::<_, kube::Error>(Action::done())
     };
     // The finalizer is added before the first apply and removed once cleanup succeeded.
     let done = ctx.finalizer.reconcile(&widgets, req, apply_or_clean_up);
