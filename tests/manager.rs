@@ -33,6 +33,9 @@ mod support {
     pub mod namespaces;
 }
 use support::namespaces::create_namespaces;
+#[path = "../reflector-core/tests/paused/mod.rs"]
+mod paused;
+use paused::until;
 
 /// Where the objects live (the Leases go in each client's default namespace).
 const NS: &str = "mgr";
@@ -292,19 +295,6 @@ impl Drop for Replica {
     fn drop(&mut self) {
         self.run.abort();
         self.watcher.abort();
-    }
-}
-
-/// Sleeps on the clock (20 ms steps) until `cond` holds, up to `limit`; panics naming
-/// `what` if it does not.
-async fn until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(
-            start.elapsed() < limit,
-            "not reached within {limit:?}: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
