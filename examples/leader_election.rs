@@ -1,7 +1,7 @@
-//! Two replicas of one ConfigMap controller, each with its own client, elect a
-//! leader through a `coordination.k8s.io/v1` Lease: both sync their caches, only
-//! the leader reconciles. Stopping the leader releases the lease and the other
-//! replica takes over.
+//! Two replicas of one ConfigMap operator, each a `Manager` with its own client,
+//! elect a leader through a `coordination.k8s.io/v1` Lease: both sync their caches,
+//! only the leader reconciles. Stopping the leader releases the lease (once its
+//! reconciles finished) and the other replica takes over.
 //!
 //! ```sh
 //! cargo run --example leader_election                # on the embedded API server
@@ -16,10 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::select_all;
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::Api;
-use reflector::controller::ControllerError;
+use reflector::manager::ManagerError;
 use reflector::prelude::*;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -30,11 +28,11 @@ async fn reconcile(req: Request<ConfigMap>, replica: Arc<String>) -> Result<Acti
     Ok(Action::done())
 }
 
-/// One replica: its election, its stop token, and its running controller.
+/// One replica: its election, its stop token, and its running manager.
 struct Replica {
     election: LeaderElection,
     stop: CancellationToken,
-    run: JoinHandle<Result<(), ControllerError>>,
+    run: JoinHandle<Result<(), ManagerError>>,
 }
 
 fn start(client: kube::Client, id: &str) -> Result<Replica, Box<dyn std::error::Error>> {
@@ -44,15 +42,19 @@ fn start(client: kube::Client, id: &str) -> Result<Replica, Box<dyn std::error::
         .renew_deadline(Duration::from_millis(1500))
         .retry_period(Duration::from_millis(500))
         .release_on_cancel(true);
-    let leases = Api::<Lease>::default_namespaced(client.clone());
-    let election = LeaderElection::new(leases, "configmap-controller", config)?;
     let stop = CancellationToken::new();
-    let run = tokio::spawn(
-        Controller::for_api(Api::<ConfigMap>::default_namespaced(client))
-            .leader_elected(election.clone())
-            .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(reconcile, Arc::new(id.to_owned())),
+    // The Lease goes in the client's default namespace.
+    let mut manager = Manager::new(client)
+        .leader_election("configmap-controller", config)?
+        .graceful_shutdown_on(stop.clone().cancelled_owned());
+    let election = manager.election().cloned().ok_or("no election")?;
+    let config_maps = manager.factory().informer::<ConfigMap>();
+    manager.add(
+        Controller::new(config_maps),
+        reconcile,
+        Arc::new(id.to_owned()),
     );
+    let run = tokio::spawn(manager.run());
     Ok(Replica {
         election,
         stop,

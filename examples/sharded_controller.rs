@@ -1,12 +1,13 @@
 //! One controller sharded over three replicas on the embedded API server: 30
-//! ConfigMaps, each the controller owner of a Secret. Every replica runs
+//! ConfigMaps, each the controller owner of a Secret. Every replica is a `Manager`
+//! running
 //!
 //! - a `Controller::sharded(&ring)`, whose informers select only its shard's
 //!   ConfigMaps and Secrets, which holds the replica's membership Lease and reconciles
-//!   only while it is a member;
-//! - a `Sharder` of the ConfigMaps and a `Sharder::owned` of the Secrets (the ring
-//!   elects one replica to write): each object is labelled with its shard by
-//!   rendezvous hashing, a Secret with its owner's.
+//!   only while it is a member (a sharded controller runs on every replica);
+//! - a `Sharder` of the ConfigMaps and a `Sharder::owned` of the Secrets, as tasks on
+//!   every replica (the ring elects one replica to write): each object is labelled
+//!   with its shard by rendezvous hashing, a Secret with its owner's.
 //!
 //! Then one replica is killed (its lease not released): once the lease expires,
 //! its objects — and only its — move to the other two, which reconcile them.
@@ -31,11 +32,13 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
 use reflector::informer::InformerScope;
+use reflector::manager::ManagerError;
+use reflector::object::Object;
 use reflector::prelude::*;
 use reflector::sharding::{Ring, Sharder};
 use reflector_testkit::ApiServer;
 use serde_json::json;
-use tokio::task::JoinSet;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing_subscriber::EnvFilter;
 
@@ -57,13 +60,30 @@ async fn reconcile(req: Request<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, Inf
     Ok(Action::done())
 }
 
-/// One replica: a sharded controller and the two sharders, on tasks it owns.
+/// One replica: a manager running a sharded controller and the two sharders.
 struct Replica {
     ring: Ring,
     mine: SharedIndexInformer<ConfigMap>,
     sharder: Arc<Sharder<ConfigMap>>,
     stop: CancellationToken,
-    tasks: JoinSet<()>,
+    run: JoinHandle<Result<(), ManagerError>>,
+}
+
+/// A task running `sharder` on every replica until the manager stops.
+fn sharder_task<K>(name: &'static str, sharder: Arc<Sharder<K>>) -> Task
+where
+    K: Object + serde::de::DeserializeOwned + std::fmt::Debug,
+    K::DynamicType: Default + Clone + Send + Sync + 'static,
+{
+    let run = move |stop| {
+        let sharder = Arc::clone(&sharder);
+        async move {
+            if let Err(e) = sharder.run(stop).await {
+                eprintln!("the {name} stopped: {e}");
+            }
+        }
+    };
+    Task::new(name, run).every_replica()
 }
 
 fn start(
@@ -82,48 +102,29 @@ fn start(
         shard,
         config,
     )?;
-    let factory = InformerFactory::new(client);
-    let sharder = Arc::new(Sharder::<ConfigMap>::new(&ring, &factory)?);
-    let children = Sharder::<Secret>::owned(&ring, &factory)?;
+    let stop = CancellationToken::new();
+    let mut manager = Manager::new(client).graceful_shutdown_on(stop.clone().cancelled_owned());
+    let factory = manager.factory();
+    let sharder = Arc::new(Sharder::<ConfigMap>::new(&ring, factory)?);
+    let children = Arc::new(Sharder::<Secret>::owned(&ring, factory)?);
     let scope = InformerScope::default().labels(ring.selector());
     let mine = factory.scoped::<ConfigMap>(&scope);
-    let stop = CancellationToken::new();
     let controller = Controller::new(mine.clone())
         .owns(factory.scoped::<Secret>(&scope))
-        .sharded(&ring) // runs the ring's membership too
-        .start_informers(false)
-        .graceful_shutdown_on(stop.clone().cancelled_owned());
-    factory.start();
+        .sharded(&ring); // runs the ring's membership too
     let ctx = Arc::new(Ctx {
         shard: shard.to_owned(),
         reconciled: Arc::clone(reconciled),
     });
-    let mut tasks = JoinSet::new();
-    let name = shard.to_owned();
-    tasks.spawn(async move {
-        let _factory = factory; // the informers live as long as the controller
-        if let Err(e) = controller.run(reconcile, ctx).await {
-            eprintln!("{name}: controller stopped: {e}");
-        }
-    });
-    let (primaries, until) = (Arc::clone(&sharder), stop.clone());
-    tasks.spawn(async move {
-        if let Err(e) = primaries.run(until).await {
-            eprintln!("the ConfigMap sharder stopped: {e}");
-        }
-    });
-    let until = stop.clone();
-    tasks.spawn(async move {
-        if let Err(e) = children.run(until).await {
-            eprintln!("the Secret sharder stopped: {e}");
-        }
-    });
+    manager.add(controller, reconcile, ctx);
+    manager.add_task(sharder_task("ConfigMap sharder", Arc::clone(&sharder)));
+    manager.add_task(sharder_task("Secret sharder", children));
     Ok(Replica {
         ring,
         mine,
         sharder,
         stop,
-        tasks,
+        run: tokio::spawn(manager.run()),
     })
 }
 
@@ -212,7 +213,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     println!("killing {dead} (its lease will expire), which held {its:?}");
     let killed = Instant::now();
-    gone.tasks.shutdown().await; // aborts: nothing is released
+    gone.run.abort(); // nothing is released
+    let _ = (&mut gone.run).await;
 
     settled(&replicas, &reconciled).await?;
     let by = reconciled
@@ -229,9 +231,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("{dead}'s objects now reconciled by: {moved:?}");
 
-    for mut r in replicas {
+    for r in replicas {
         r.stop.cancel(); // graceful: reconciles end, then the lease is released
-        while r.tasks.join_next().await.is_some() {}
+        r.run.await??;
     }
     println!("done");
     Ok(())

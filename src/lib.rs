@@ -42,10 +42,12 @@
 //!   [`Controller::watches`](controller::Controller::watches);
 //! - cleanup before deletion: [`controller::Finalizer`];
 //! - Events (`kubectl events`): [`events::Recorder`];
-//! - one active replica: [`leader_election`], [`Controller::leader_elected`](controller::Controller::leader_elected);
-//!   several active replicas: `sharding` (the `sharding` feature);
-//! - metrics with controller-runtime's names, `/metrics`, `/healthz` and `/readyz`:
-//!   [`metrics`] (the server needs the `metrics-server` feature);
+//! - several controllers in one process, one active replica (leader election),
+//!   `/metrics`, `/healthz` and `/readyz`, an ordered shutdown, RBAC and deploy
+//!   manifests: the [`Manager`](manager::Manager) (the server needs the
+//!   `metrics-server` feature); several active replicas: `sharding` (the
+//!   `sharding` feature);
+//! - metrics with controller-runtime's names: [`metrics`];
 //! - typed index queries on a custom resource: `#[derive(Reflect)]`, below.
 //!
 //! Every part is also usable on its own, in the order of the data path:
@@ -214,10 +216,10 @@ pub use reflector_derive::Reflect;
 pub use serde_field_filter;
 
 /// What an operator author needs, in one `use reflector::prelude::*;`: the
-/// controller and its request, action and stop token; the informer factory, its
-/// informers, listers and events; the typed key; `Reflect` (the derive and the
-/// trait); leader election (`LeaderElection`, its config, and the `LeaderState` its
-/// `state()` and `transitions()` report).
+/// controller and its request, action and stop token; the manager and its tasks;
+/// the informer factory, its informers, listers and events; the typed key;
+/// `Reflect` (the derive and the trait); leader election (`LeaderElection`, its
+/// config, and the `LeaderState` its `state()` and `transitions()` report).
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -241,6 +243,7 @@ pub mod prelude {
     pub use reflector_core::informer::{Change, InformerFactory, SharedIndexInformer};
     pub use reflector_core::leader_election::{LeaderElection, LeaderElectionConfig, LeaderState};
     pub use reflector_core::lister::Lister;
+    pub use reflector_core::manager::{Manager, Task};
     pub use reflector_core::object::ObjectRef;
     pub use reflector_core::reflect::Reflect;
     pub use reflector_derive::Reflect;

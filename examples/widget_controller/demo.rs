@@ -32,7 +32,11 @@ impl Demo {
     /// The kubeconfig's client with `--cluster`; else an embedded API server with the
     /// Widget CRD installed and the demo namespace created.
     pub async fn start() -> Result<Self, Box<dyn std::error::Error>> {
-        Ok(Demo(Embedded::start(Widget::crd(), NS).await?))
+        Ok(Demo(
+            Embedded::start([Widget::crd()], NS)
+                .await
+                .map_err(|e| e as Box<dyn std::error::Error>)?,
+        ))
     }
 
     /// A client of the API server.
@@ -95,7 +99,10 @@ impl Demo {
         if let Some(line) = text.lines().find(success) {
             println!("  metrics           {line}");
         }
-        self.0.finish().await
+        self.0
+            .finish()
+            .await
+            .map_err(|e| e as Box<dyn std::error::Error>)
     }
 }
 

@@ -34,6 +34,7 @@ pub mod informer;
 pub mod leader_election;
 pub mod lister;
 pub mod listwatch;
+pub mod manager;
 pub mod metrics;
 pub mod object;
 mod random;

@@ -1,5 +1,6 @@
-//! Lease leader election on the embedded API server, each replica with its own
-//! `kube::Client`, on tokio's paused clock: one leader at a time (no two replicas
+//! Lease leader election on the embedded API server, each replica a `Manager` with
+//! one controller and its own `kube::Client`, on tokio's paused clock: one leader
+//! at a time (no two replicas
 //! reconcile in overlapping terms), hand-over with and without release, a leader
 //! whose renewals fail steps down by the renew deadline before anyone takes over,
 //! lost races are not errors, expiry is judged on the local clock, and the lease
@@ -15,11 +16,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, PostParams};
 use prometheus_client::registry::Registry;
-use reflector_core::controller::{Action, Controller, ControllerError, Request};
+use reflector_core::controller::{Action, Controller, Request};
 use reflector_core::leader_election::{
     DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LeaderElection,
     LeaderElectionConfig, LeaderElectionError, LeaderState,
 };
+use reflector_core::manager::{Manager, ManagerError};
 use reflector_core::metrics::{Health, Metrics, render_metrics};
 use reflector_core::object::ObjectKey;
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
@@ -29,9 +31,11 @@ use tokio_util::sync::CancellationToken;
 
 mod paused;
 mod support {
+    pub mod clients;
     pub mod namespaces;
 }
 use paused::until;
+use support::clients::replica_client;
 use support::namespaces::create_namespaces;
 
 const LEASE: &str = "widgets";
@@ -100,13 +104,14 @@ async fn reconcile(req: Request<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, kub
     Ok(Action::requeue_after(Duration::from_secs(1)))
 }
 
-/// One replica: a leader-elected controller with its own client, its leadership
-/// terms as its election reported them, and its metrics and readiness.
+/// One replica: a manager running a leader-only controller, with its own client,
+/// its leadership terms as its election reported them, and its metrics and
+/// readiness.
 struct Replica {
     id: usize,
     election: LeaderElection,
     stop: CancellationToken,
-    run: JoinHandle<Result<(), ControllerError>>,
+    run: JoinHandle<Result<(), ManagerError>>,
     terms: Terms,
     watcher: JoinHandle<()>,
     registry: Registry,
@@ -125,22 +130,18 @@ impl Replica {
         release: bool,
         reconcile_time: Duration,
     ) -> Replica {
-        let mut registry = Registry::default();
-        let metrics = Metrics::registered(&mut registry);
         // Each replica's requests carry its own User-Agent, so a fault can target one.
-        let client = server
-            .client_with_user_agent(&format!("replica-{id}/test"))
-            .unwrap();
-        let election = LeaderElection::new(
-            Api::namespaced(client.clone(), NS),
-            LEASE,
-            config(&format!("replica-{id}"))
-                .release_on_cancel(release)
-                .metrics(&metrics),
-        )
-        .unwrap();
-        let health = Health::new();
-        health.leader_election(&election);
+        let client = replica_client(server, &format!("replica-{id}/test"), NS);
+        let stop = CancellationToken::new();
+        let config = config(&format!("replica-{id}")).release_on_cancel(release);
+        let mut manager = Manager::new(client)
+            .leader_election(LEASE, config)
+            .unwrap()
+            .graceful_shutdown_on(stop.clone().cancelled_owned());
+        let election = manager.election().unwrap().clone();
+        let health = manager.health().clone();
+        let mut registry = Registry::default();
+        manager.metrics().register(&mut registry);
         let terms = Terms::default();
         let watcher = tokio::spawn({
             let (mut transitions, terms) = (election.transitions(), Arc::clone(&terms));
@@ -157,19 +158,14 @@ impl Replica {
                 }
             }
         });
-        let stop = CancellationToken::new();
         let ctx = Arc::new(Ctx {
             replica: id,
             log: Arc::clone(log),
             reconcile_time,
         });
-        let run = tokio::spawn(
-            Controller::for_api(Api::<ConfigMap>::namespaced(client, NS))
-                .leader_elected(election.clone())
-                .metrics(&metrics)
-                .graceful_shutdown_on(stop.clone().cancelled_owned())
-                .run(reconcile, ctx),
-        );
+        let config_maps = manager.factory().namespaced::<ConfigMap>(NS);
+        manager.add(Controller::new(config_maps), reconcile, ctx);
+        let run = tokio::spawn(manager.run());
         Replica {
             id,
             election,
@@ -758,7 +754,11 @@ async fn bad_configuration_and_double_runs_are_typed_errors() {
         Err(LeaderElectionError::LeaseDurationNotAboveRenewDeadline { .. })
     ));
 
-    let e = election(&server, config("a"));
+    // A manager whose election is already running elsewhere does not start.
+    let mut manager = Manager::new(replica_client(&server, "a", NS))
+        .leader_election(LEASE, config("a"))
+        .unwrap();
+    let e = manager.election().unwrap().clone();
     let stop = CancellationToken::new();
     let first = tokio::spawn({
         let (e, stop) = (e.clone(), stop.clone());
@@ -769,22 +769,23 @@ async fn bad_configuration_and_double_runs_are_typed_errors() {
         e.run(stop.clone()).await,
         Err(LeaderElectionError::AlreadyRunning(_))
     ));
-    let controller = Controller::for_api(Api::<ConfigMap>::namespaced(server.client(), NS))
-        .leader_elected(e.clone())
-        .run(
-            reconcile,
-            Arc::new(Ctx {
-                replica: 0,
-                log: ReconcileLog::default(),
-                reconcile_time: RECONCILE_TIME,
-            }),
-        )
-        .await;
+    let config_maps = manager.factory().namespaced::<ConfigMap>(NS);
+    let ctx = Arc::new(Ctx {
+        replica: 0,
+        log: ReconcileLog::default(),
+        reconcile_time: RECONCILE_TIME,
+    });
+    manager.add(Controller::new(config_maps), reconcile, ctx);
     assert!(matches!(
-        controller,
-        Err(ControllerError::LeaderElection(
+        manager.run().await,
+        Err(ManagerError::LeaderElection(
             LeaderElectionError::AlreadyRunning(_)
         ))
+    ));
+    // A manager with an invalid election is refused when configured.
+    assert!(matches!(
+        Manager::new(server.client()).leader_election("", config("a")),
+        Err(ManagerError::LeaderElection(LeaderElectionError::EmptyName))
     ));
     stop.cancel();
     first.await.unwrap().unwrap();

@@ -47,6 +47,10 @@ pub struct RequestLogEntry {
     pub status: u16,
     /// The fault that shaped this response, if any.
     pub fault: Option<FaultId>,
+    /// The request's `User-Agent` header (`""` without one): whose request it was,
+    /// when each client has its own
+    /// ([`ApiServer::client_with_user_agent`](crate::ApiServer::client_with_user_agent)).
+    pub user_agent: String,
 }
 
 impl RequestLogEntry {

@@ -53,15 +53,17 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
     let target = parse_target(&shared, &path);
     let watch = is_watch(&pairs);
     let verb = verb_of(&method, &target, watch);
+    let user_agent = request
+        .headers()
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
     let fired = shared.faults.on_request(&RequestInfo {
         verb,
         resource: target.resource(),
         has_continue: param(&pairs, "continue").is_some_and(|c| !c.is_empty()),
-        user_agent: request
-            .headers()
-            .get(header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default(),
+        user_agent: &user_agent,
     });
     if let Some((_, delay)) = fired.latency {
         tokio::select! {
@@ -88,6 +90,7 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
         query: pairs,
         status: response.status().as_u16(),
         fault: fault_id,
+        user_agent,
     });
     response
 }

@@ -1,14 +1,13 @@
 //! [`Controller`]: the builder (the constructors that make its primary informer are
 //! in `constructors.rs`; its `run` is in `run.rs`; the terms a leader-elected or
 //! sharded controller reconciles in, in `term.rs` and, with the `sharding` feature,
-//! `sharded.rs`).
+//! `sharded.rs`; how a manager runs it, in `managed.rs`).
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::informer::SharedIndexInformer;
-use crate::leader_election::LeaderElection;
 use crate::lister::Lister;
 use crate::metrics::Metrics;
 use crate::object::{Object, ObjectKey, ObjectRef};
@@ -16,6 +15,7 @@ use crate::workqueue::{DefaultRateLimiter, RateLimiter};
 
 use super::action::Action;
 use super::event_filter::EventFilter;
+use super::footprint::{Footprint, KindUse};
 use super::owner_mapping::OwnerMapping;
 #[cfg(feature = "sharding")]
 use super::sharded::Shard;
@@ -48,8 +48,11 @@ pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 ///   ([`Action::requeue_rate_limited`] unless [`error_policy`](Self::error_policy)
 ///   sets another: the key's exponential backoff from the rate limiter, which a
 ///   success resets).
-/// - **Leader election** (optional, [`leader_elected`](Self::leader_elected)):
-///   informers sync while following; reconciles run only while this replica leads.
+/// - **Leader election**, several controllers in one process, `/metrics`: add the
+///   controller to a [`Manager`](crate::manager::Manager), which shares one
+///   election, one informer factory and one metrics registry among its
+///   controllers; informers sync while following, reconciles run only while this
+///   replica leads (unless [`every_replica`](Self::every_replica)).
 /// - **Informers are started for you.** `run` starts every watched informer that
 ///   has not started and stops those it started when it returns
 ///   ([`start_informers(false)`](Self::start_informers) leaves that to their owner).
@@ -126,7 +129,11 @@ pub struct Controller<K: Object, P = Action> {
     pub(super) shutdown_on_signal: bool,
     /// Resolves to start the graceful shutdown (`graceful_shutdown_on`).
     pub(super) shutdown: Option<Trigger>,
-    pub(super) election: Option<LeaderElection>,
+    /// Whether, under a manager with a leader election, it reconciles only while
+    /// the replica leads (`every_replica` clears it).
+    pub(super) leader_only: bool,
+    /// The kinds it watches, for the manager's RBAC and readiness.
+    pub(super) footprint: Footprint,
     /// Set by `sharded`.
     #[cfg(feature = "sharding")]
     pub(super) shard: Option<Shard<K>>,
@@ -160,7 +167,8 @@ impl<K: Object, P> std::fmt::Debug for Controller<K, P> {
             .field("start_informers", &self.start_informers)
             .field("shutdown_on_signal", &self.shutdown_on_signal)
             .field("graceful_shutdown_on", &self.shutdown.is_some())
-            .field("election", &self.election);
+            .field("leader_only", &self.leader_only)
+            .field("footprint", &self.footprint);
         #[cfg(feature = "sharding")]
         d.field("ring", &self.shard.as_ref().map(|s| &s.ring));
         d.finish_non_exhaustive()
@@ -181,6 +189,8 @@ where
     #[must_use]
     pub fn new(primary: SharedIndexInformer<K>) -> Self {
         let name = K::kind(&K::DynamicType::default()).to_lowercase();
+        let mut footprint = Footprint::default();
+        footprint.add_typed(&primary, KindUse::Primary);
         Controller {
             primary,
             primary_filter: None,
@@ -193,7 +203,8 @@ where
             start_informers: true,
             shutdown_on_signal: false,
             shutdown: None,
-            election: None,
+            leader_only: true,
+            footprint,
             #[cfg(feature = "sharding")]
             shard: None,
             #[cfg(feature = "sharding")]
@@ -217,19 +228,22 @@ where
     /// `controller: true`), on the child's add, update (old and new owner) and
     /// delete. See [`OwnerMapping`].
     #[must_use]
-    pub fn owns<C: Object>(self, children: SharedIndexInformer<C>) -> Self {
+    pub fn owns<C>(self, children: SharedIndexInformer<C>) -> Self
+    where
+        C: Object,
+    {
         self.owns_with(children, OwnerMapping::new())
     }
 
     /// As [`owns`](Self::owns) with another mapping, e.g.
     /// `OwnerMapping::new().every_owner()`.
     #[must_use]
-    pub fn owns_with<C: Object>(
-        self,
-        children: SharedIndexInformer<C>,
-        mapping: OwnerMapping<K>,
-    ) -> Self {
-        self.source(children, move |c: &C| mapping.owners(c), true, None)
+    pub fn owns_with<C>(self, children: SharedIndexInformer<C>, mapping: OwnerMapping<K>) -> Self
+    where
+        C: Object,
+    {
+        let owners = move |c: &C| mapping.owners(c);
+        self.source(children, owners, KindUse::Owned, None)
     }
 
     /// As [`owns`](Self::owns), reconciling the owner only for the children's
@@ -250,13 +264,13 @@ where
     /// # }
     /// ```
     #[must_use]
-    pub fn owns_filtered<C: Object>(
-        self,
-        children: SharedIndexInformer<C>,
-        filter: EventFilter<C>,
-    ) -> Self {
+    pub fn owns_filtered<C>(self, children: SharedIndexInformer<C>, filter: EventFilter<C>) -> Self
+    where
+        C: Object,
+    {
         let mapping = OwnerMapping::new();
-        self.source(children, move |c: &C| mapping.owners(c), true, Some(filter))
+        let owners = move |c: &C| mapping.owners(c);
+        self.source(children, owners, KindUse::Owned, Some(filter))
     }
 }
 
@@ -276,7 +290,7 @@ impl<K: Object, P> Controller<K, P> {
         O: Object,
         I: IntoIterator<Item = ObjectRef<K>>,
     {
-        self.source(informer, mapper, false, None)
+        self.source(informer, mapper, KindUse::Watched, None)
     }
 
     /// As [`watches`](Self::watches), for the changes of `informer` that pass
@@ -292,7 +306,7 @@ impl<K: Object, P> Controller<K, P> {
         O: Object,
         I: IntoIterator<Item = ObjectRef<K>>,
     {
-        self.source(informer, mapper, false, Some(filter))
+        self.source(informer, mapper, KindUse::Watched, Some(filter))
     }
 
     /// Reconciles only the primary's changes that pass `filter` (deletions always
@@ -321,18 +335,20 @@ impl<K: Object, P> Controller<K, P> {
         self
     }
 
-    /// Adds a mapped source; `owned` for `owns`.
+    /// Adds a mapped source, used as `used` (owned children, or watched).
     fn source<O, I>(
         mut self,
         informer: SharedIndexInformer<O>,
         mapper: impl Fn(&O) -> I + Send + Sync + 'static,
-        owned: bool,
+        used: KindUse,
         filter: Option<EventFilter<O>>,
     ) -> Self
     where
         O: Object,
         I: IntoIterator<Item = ObjectRef<K>>,
     {
+        self.footprint.add(&informer, used);
+        let owned = used == KindUse::Owned;
         let mapper = move |o: &O| mapper(o).into_iter().map(ObjectRef::into_key).collect();
         self.sources.push(Box::new(InformerSource::new(
             informer,
@@ -390,7 +406,8 @@ impl<K: Object, P> Controller<K, P> {
             start_informers: self.start_informers,
             shutdown_on_signal: self.shutdown_on_signal,
             shutdown: self.shutdown,
-            election: self.election,
+            leader_only: self.leader_only,
+            footprint: self.footprint,
             #[cfg(feature = "sharding")]
             shard: self.shard,
             #[cfg(feature = "sharding")]
@@ -516,59 +533,13 @@ impl<K: Object, P> Controller<K, P> {
         self
     }
 
-    /// Reconciles only while this replica leads `election`, as controller-runtime's
-    /// manager with `LeaderElection: true`. Default: no election (always
-    /// reconciles).
-    ///
-    /// `run` runs the election from the start, so the informers start and sync
-    /// while this replica follows (its caches are warm when it takes over).
-    /// Handlers keep queueing keys meanwhile; no reconcile runs.
-    ///
-    /// - **Gaining leadership** starts a term: every cached object is queued (the
-    ///   previous leader's requeue timers are gone, as after a controller-runtime
-    ///   restart) and `concurrency` workers start.
-    /// - **Losing it** (no renewal within the renew deadline) ends the term: no new
-    ///   reconcile starts, and the reconciles in flight are awaited — until the
-    ///   instant another replica could at the earliest take the lease (the last
-    ///   successful renewal plus the lease duration); any still running then are
-    ///   aborted, logged, and their keys queued again. The replica then follows and
-    ///   may lead again later.
-    ///
-    /// Why a candidate again rather than ending `run` with an error (controller-runtime
-    /// exits the process by default): the term boundary already guarantees no two
-    /// replicas reconcile at once, the informers stay warm, and a transient API
-    /// outage that cost the lease does not need a pod restart to recover. To exit
-    /// instead, stop the controller when
-    /// [`not_leading`](LeaderElection::not_leading) resolves after a term.
-    ///
-    /// On shutdown (the stop future, a signal), the workers are drained first and
-    /// the election is stopped after them, so with
-    /// [`release_on_cancel`](crate::leader_election::LeaderElectionConfig::release_on_cancel)
-    /// the lease is given up only once no reconcile runs.
-    ///
-    /// ```no_run
-    /// # use std::sync::Arc;
-    /// use k8s_openapi::api::coordination::v1::Lease;
-    /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector::controller::{Action, Controller, Request};
-    /// use reflector::leader_election::{LeaderElection, LeaderElectionConfig};
-    /// # async fn reconcile(_: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
-    /// # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
-    /// let election = LeaderElection::new(
-    ///     kube::Api::<Lease>::default_namespaced(client.clone()),
-    ///     "configmap-controller",
-    ///     LeaderElectionConfig::default().release_on_cancel(true),
-    /// )?;
-    /// Controller::<ConfigMap>::for_kind(client)
-    ///     .leader_elected(election)
-    ///     .shutdown_on_signal()
-    ///     .run(reconcile, Arc::new(()))
-    ///     .await?;
-    /// # Ok(()) }
-    /// ```
+    /// Under a [`Manager`](crate::manager::Manager) with a leader election,
+    /// reconciles on every replica, leader or not, as controller-runtime's
+    /// `NeedLeaderElection() == false`. Default: only while the replica leads.
+    /// A controller run alone has no election, so this changes nothing there.
     #[must_use]
-    pub fn leader_elected(mut self, election: LeaderElection) -> Self {
-        self.election = Some(election);
+    pub fn every_replica(mut self) -> Self {
+        self.leader_only = false;
         self
     }
 

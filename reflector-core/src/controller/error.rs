@@ -44,9 +44,9 @@ pub enum ControllerError {
     /// installed; the controller did not start. Not retryable.
     #[error("cannot listen for termination signals")]
     Signal(#[source] Arc<std::io::Error>),
-    /// The election given with `leader_elected` could not run (it is already
-    /// running elsewhere); the controller did not start. Not retryable while the
-    /// other run lasts.
+    /// A sharded controller's ring could not run its membership lease (it is
+    /// already running elsewhere); the controller did not start. Not retryable
+    /// while the other run lasts.
     #[error("cannot run the leader election")]
     LeaderElection(#[source] LeaderElectionError),
     /// A controller given to `sharded` would not watch only its shard's share (an

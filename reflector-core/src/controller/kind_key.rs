@@ -48,6 +48,16 @@ impl ResourceScope {
         })
     }
 
+    /// The API group (`""` for the core group).
+    pub(crate) fn group(&self) -> &str {
+        &self.group
+    }
+
+    /// The resource, as in the URL (`configmaps`).
+    pub(crate) fn resource(&self) -> &str {
+        &self.resource
+    }
+
     /// The resource of `C` (described by `dyntype`), in `namespace`.
     fn of<C: Resource>(dyntype: &C::DynamicType, namespace: Option<&str>) -> Self {
         ResourceScope {

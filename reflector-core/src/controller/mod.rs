@@ -30,7 +30,8 @@
 //! that changes while it is reconciled is reconciled once more afterwards.
 //!
 //! Workers run in **terms**. A plain controller has one, from sync to shutdown. A
-//! leader-elected one ([`Controller::leader_elected`]) and a sharded one
+//! leader-elected one (under a [`Manager`](crate::manager::Manager) with an
+//! election) and a sharded one
 //! (`Controller::sharded`, feature `sharding`, whose terms are its shard's membership of the ring) hold
 //! a lease: each acquisition starts a term (every cached object queued, workers
 //! started), each loss ends it (no new reconcile; those in flight may finish until
@@ -38,7 +39,8 @@
 //! only after the workers drained.
 //!
 //! Metrics (controller-runtime's and client-go's names) are reported to a shared
-//! [`Metrics`](crate::metrics::Metrics) given with [`Controller::metrics`].
+//! [`Metrics`](crate::metrics::Metrics) given with [`Controller::metrics`], or to
+//! the manager's.
 
 mod action;
 mod consistency;
@@ -49,8 +51,10 @@ mod error;
 mod error_policy;
 mod event_filter;
 mod finalizer;
+mod footprint;
 mod key_gate;
 mod kind_key;
+mod managed;
 mod owner_mapping;
 mod recording_api;
 mod request;
@@ -74,3 +78,7 @@ pub use finalizer::{Finalizer, FinalizerError, FinalizerStep};
 pub use owner_mapping::OwnerMapping;
 pub use recording_api::RecordingApi;
 pub use request::Request;
+
+pub(crate) use footprint::{KindRef, KindUse};
+pub(crate) use managed::{Managed, ManagedController, PreparedController};
+pub(crate) use shutdown::{Shutdown, Trigger};

@@ -50,10 +50,12 @@ where
     ///   checked.
     /// - **Membership.** `run` runs the ring ([`Ring::run`]: its membership lease and
     ///   the observation of the others), so do not run it yourself. Reconciles run
-    ///   only while this shard holds its lease, in terms as with
-    ///   [`leader_elected`](Self::leader_elected) (which cannot be combined with
-    ///   this); on a graceful shutdown the workers are drained first and the lease
-    ///   is released after them, so the objects move only once no reconcile runs.
+    ///   only while this shard holds its lease, in terms as a leader-elected
+    ///   controller's (a sharded controller under a
+    ///   [`Manager`](crate::manager::Manager) runs on every replica, outside the
+    ///   manager's election); on a graceful shutdown the workers are drained first
+    ///   and the lease is released after them, so the objects move only once no
+    ///   reconcile runs.
     /// - **Drains.** When an object carries the drain annotation
     ///   (`shard.reflector.rs/<ring>-drain`), its key is no longer reconciled here;
     ///   once a reconcile of it in flight has ended, the shard removes its label and

@@ -1,6 +1,6 @@
 //! [`Term`]: the spans during which a controller reconciles — the terms of a lease
-//! it holds (leadership of an election, or a shard's membership of its ring), or one
-//! endless term without a lease.
+//! it holds (leadership of a manager's election, or a shard's membership of its
+//! ring), or one endless term without a lease.
 
 use std::sync::Arc;
 
@@ -42,7 +42,8 @@ struct Lease {
     /// Subscribed before the election runs, so no transition is missed.
     transitions: LeaderTransitions,
     /// Runs the election (and what must end before it gives the lease up) until its
-    /// token fires; taken by `start`.
+    /// token fires; taken by `start`. `None` for an election run by its owner (a
+    /// manager's, shared by its controllers).
     run: Option<Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send>>,
     /// Fired by `release`.
     stop: CancellationToken,
@@ -64,6 +65,7 @@ impl Term {
     /// Terms of `election`'s lease, whose run (claimed already) is `run`: given a
     /// token, it runs the election until the token fires, then releases. `gate`, if
     /// any, filters the primary's keys.
+    #[cfg_attr(not(feature = "sharding"), allow(dead_code))]
     pub(crate) fn leased(
         name: &str,
         election: LeaderElection,
@@ -80,6 +82,24 @@ impl Term {
                 task: JoinSet::new(),
             }),
             gate,
+            acquired_once: false,
+        }
+    }
+
+    /// Terms of `election`'s lease, run by its owner (a manager, which gives the
+    /// lease up once every controller following it has drained): the term follows
+    /// its acquisitions and losses, and neither runs nor releases it.
+    pub(crate) fn following(name: &str, election: LeaderElection) -> Self {
+        Term {
+            name: name.to_owned(),
+            lease: Some(Lease {
+                transitions: election.transitions(),
+                election,
+                run: None,
+                stop: CancellationToken::new(),
+                task: JoinSet::new(),
+            }),
+            gate: None,
             acquired_once: false,
         }
     }
@@ -141,11 +161,12 @@ impl Term {
     }
 
     /// Stops the lease's run, which releases the lease if configured, and waits for
-    /// it. Call once no reconcile runs.
+    /// it. Call once no reconcile runs. Nothing to do without a lease, or for a
+    /// lease its owner runs.
     ///
     /// # Cancel safety
     /// Dropping the future aborts the run (no release: the lease expires).
-    pub(crate) async fn release(mut self) {
+    pub(crate) async fn release(&mut self) {
         let Some(lease) = &mut self.lease else {
             return;
         };
@@ -159,29 +180,14 @@ impl Term {
 }
 
 impl<K: Object, P> Controller<K, P> {
-    /// The terms this controller reconciles in: its election's, its shard's, or one
-    /// endless term. The lease is claimed here, before anything starts.
+    /// The terms this controller reconciles in when it runs alone: its shard's, or
+    /// one endless term. A shard's lease is claimed here, before anything starts.
     pub(super) fn term(&mut self) -> Result<Term, ControllerError> {
         #[cfg(feature = "sharding")]
         if let Some(shard) = self.shard.take() {
-            if self.election.is_some() {
-                return Err(ControllerError::Sharding {
-                    informer: None,
-                    reason: "a sharded controller cannot be leader-elected too: its shard's membership lease decides when it reconciles",
-                });
-            }
             return self.shard_term(shard);
         }
-        match self.election.take() {
-            None => Ok(Term::endless(&self.name)),
-            Some(election) => {
-                let guard = election.claim().map_err(ControllerError::LeaderElection)?;
-                let run = move |stop| -> BoxFuture<'static, ()> {
-                    LeaderElection::run_claimed(guard, stop)
-                };
-                Ok(Term::leased(&self.name, election, run, None))
-            }
-        }
+        Ok(Term::endless(&self.name))
     }
 }
 

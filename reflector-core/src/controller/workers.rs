@@ -93,16 +93,32 @@ impl Workers {
     }
 
     /// The graceful end (the queue shut down already): lets the reconciles in flight
-    /// finish within `timeout`, then aborts the rest.
+    /// finish within `timeout`, then aborts the rest; sooner if `lost` resolves
+    /// first (the term's lease was lost meanwhile), at the instant it answers (the
+    /// earliest another replica could take over; `None`: no sooner).
     ///
     /// # Errors
     /// [`ControllerError::GracefulShutdownTimeout`] if some had to be aborted.
     ///
     /// # Cancel safety
     /// Dropping the future aborts the workers.
-    pub(crate) async fn shut_down(mut self, timeout: Duration) -> Result<(), ControllerError> {
+    pub(crate) async fn shut_down(
+        mut self,
+        timeout: Duration,
+        lost: impl Future<Output = Option<Instant>>,
+    ) -> Result<(), ControllerError> {
         tracing::info!(controller = %self.name, "shutdown signal received, waiting for workers to finish");
-        match self.stop_until(Some(Instant::now() + timeout)).await {
+        let deadline = Instant::now() + timeout;
+        let limit = async {
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => {}
+                until = lost => match until {
+                    Some(until) => tokio::time::sleep_until(until.min(deadline)).await,
+                    None => tokio::time::sleep_until(deadline).await,
+                },
+            }
+        };
+        match self.stop_until(limit).await {
             (0, _) => Ok(()),
             (aborted, _) => Err(ControllerError::GracefulShutdownTimeout { timeout, aborted }),
         }
@@ -115,31 +131,35 @@ impl Workers {
     /// # Cancel safety
     /// Dropping the future aborts the workers.
     pub(crate) async fn end_term(mut self, until: Option<Instant>) -> Vec<ObjectKey> {
-        self.stop_until(until).await.1
+        let limit = async {
+            match until {
+                Some(until) => tokio::time::sleep_until(until).await,
+                None => std::future::pending().await,
+            }
+        };
+        self.stop_until(limit).await.1
     }
 
-    /// Tells the workers to stop, waits for them until `deadline` (`None`: no
-    /// limit), aborts the rest, and answers how many were aborted and the keys they
-    /// were reconciling.
+    /// Tells the workers to stop, waits for them until `limit` resolves, aborts the
+    /// rest, and answers how many were aborted and the keys they were reconciling.
     ///
     /// # Cancel safety
     /// Dropping the future leaves the workers to `self`'s drop (aborted).
-    async fn stop_until(&mut self, deadline: Option<Instant>) -> (usize, Vec<ObjectKey>) {
+    async fn stop_until(&mut self, limit: impl Future<Output = ()>) -> (usize, Vec<ObjectKey>) {
         self.stop.cancel();
         let name = &self.name;
+        let tasks = &mut self.tasks;
         let drain = async {
-            while let Some(joined) = self.tasks.join_next().await {
+            while let Some(joined) = tasks.join_next().await {
                 if let Err(e) = joined {
                     tracing::error!(controller = %name, error = %e, "a worker ended unexpectedly");
                 }
             }
         };
-        let drained = match deadline {
-            Some(deadline) => tokio::time::timeout_at(deadline, drain).await.is_ok(),
-            None => {
-                drain.await;
-                true
-            }
+        let drained = tokio::select! {
+            biased;
+            () = drain => true,
+            () = limit => false,
         };
         if drained {
             return (0, Vec::new());

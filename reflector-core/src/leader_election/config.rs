@@ -99,8 +99,8 @@ impl LeaderElectionConfig {
     /// Whether a graceful stop gives the lease up (empty `holderIdentity`,
     /// `leaseDurationSeconds` 1, as client-go's `ReleaseOnCancel`), so a follower
     /// takes over on its next attempt instead of after the lease expires. Only
-    /// safe if the leading work has stopped when the election is cancelled, which
-    /// `Controller::leader_elected` ensures. Default false, as client-go's.
+    /// safe if the leading work has stopped when the election is cancelled, which a
+    /// [`Manager`](crate::manager::Manager) ensures. Default false, as client-go's.
     pub fn release_on_cancel(mut self, release: bool) -> Self {
         self.release_on_cancel = release;
         self

@@ -53,9 +53,9 @@ use super::{LeaderElectionConfig, LeaderElectionError, LeaderState, LeaderTransi
 ///   at once.
 ///
 /// The handle is cheap to clone; clones share the state. Run it yourself with
-/// [`run`](Self::run), or give it to
-/// [`Controller::leader_elected`](crate::controller::Controller::leader_elected),
-/// which runs it and reconciles only while leading. Readiness:
+/// [`run`](Self::run), or let a [`Manager`](crate::manager::Manager) make and run
+/// it ([`Manager::leader_election`](crate::manager::Manager::leader_election)): its
+/// controllers then reconcile only while leading. Readiness:
 /// [`Health::leader_election`](crate::metrics::Health::leader_election).
 ///
 /// # Example
@@ -198,6 +198,11 @@ impl LeaderElection {
     #[must_use]
     pub fn name(&self) -> &str {
         &self.shared.lock.name
+    }
+
+    /// The lease's namespace.
+    pub(crate) fn namespace(&self) -> &str {
+        self.shared.lock.api.namespace().unwrap_or_default()
     }
 
     /// This replica's identity (`holderIdentity` while it leads).

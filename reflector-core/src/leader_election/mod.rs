@@ -14,9 +14,10 @@
 //! - [`LeaderElectionMetrics`]: the families an election reports to;
 //! - [`LeaderElectionError`]: invalid configuration, or a second run.
 //!
-//! A [`Controller`](crate::controller::Controller) given an election with
-//! [`leader_elected`](crate::controller::Controller::leader_elected) runs it, keeps
-//! its informers warm while following and reconciles only while leading.
+//! A [`Manager`](crate::manager::Manager) with an election
+//! ([`Manager::leader_election`](crate::manager::Manager::leader_election)) runs it,
+//! keeps its controllers' informers warm while following and reconciles only while
+//! leading.
 //!
 //! ```no_run
 //! use k8s_openapi::api::coordination::v1::Lease;

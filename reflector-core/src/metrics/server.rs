@@ -97,6 +97,28 @@ impl MetricsServer {
         })
     }
 
+    /// Serves on `listener`, bound already (a manager binds its address when told
+    /// it, so the address is known, and taken, before it runs).
+    ///
+    /// # Errors
+    /// [`MetricsError::Serve`] if the listener cannot be made non-blocking or
+    /// handed to tokio (outside a runtime).
+    pub(crate) fn from_listener(
+        listener: std::net::TcpListener,
+        registry: Arc<Registry>,
+        health: Health,
+    ) -> Result<Self, MetricsError> {
+        listener
+            .set_nonblocking(true)
+            .map_err(MetricsError::Serve)?;
+        let listener = tokio::net::TcpListener::from_std(listener).map_err(MetricsError::Serve)?;
+        Ok(MetricsServer {
+            listener,
+            registry,
+            health,
+        })
+    }
+
     /// The readiness checks `GET /readyz` answers from (default: none, so ready).
     /// `GET /healthz` is always served.
     #[must_use]
