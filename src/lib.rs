@@ -1,7 +1,7 @@
 //! # reflector
 //!
 //! Kubernetes controllers in async Rust with client-go's semantics — Reflector,
-//! DeltaFifo, SharedIndexInformer, Indexer, WorkQueue — on [`kube`] and
+//! Fifo, SharedIndexInformer, Indexer, WorkQueue — on [`kube`] and
 //! [`k8s_openapi`].
 //!
 //! Newcomers start with the [`Controller`](controller::Controller) builder: it
@@ -97,7 +97,7 @@
 //! use reflector::Reflect;
 //! use reflector::informer::Change;
 //! use reflector::object::ObjectRef;
-//! use reflector::store::{Indexer, Indexers, Store, StoreError};
+//! use reflector::store::{Indexers, StoreError, Writer};
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
 //!
@@ -115,7 +115,7 @@
 //! }
 //!
 //! # fn main() -> Result<(), StoreError> {
-//! let cache = Indexer::new(Widget::indexers());
+//! let mut cache = Writer::new(Widget::indexers());
 //! let spec = WidgetSpec { owner: "alice".into(), tags: vec!["blue".into()], parent: None, size: 1 };
 //! let mut w = Widget::new("w1", spec);
 //! w.metadata.namespace = Some("default".into());
@@ -126,7 +126,7 @@
 //! assert!(cache.by_parent("p")?.is_empty());
 //!
 //! // A cache built without `Widget::indexers()` fails loudly.
-//! let bare = Indexer::<Widget>::new(Indexers::new());
+//! let bare = Writer::<Widget>::new(Indexers::new());
 //! assert_eq!(bare.by_owner("alice").unwrap_err(), StoreError::UnknownIndex("by_owner".into()));
 //! # Ok(()) }
 //!

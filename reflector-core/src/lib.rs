@@ -6,8 +6,9 @@
 //! - [`listwatch`]: listing and watching through `kube::Api` (or any source);
 //! - [`Reflector`]: the list-then-watch loop that keeps a store in step (its
 //!   types are at the crate root);
-//! - [`fifo`]: the `DeltaFifo` between the reflector and the informer;
-//! - [`store`]: the `Store` contract, the thread-safe store and the `Indexer`;
+//! - [`fifo`]: the queue between the reflector and the informer, in order or per key;
+//! - [`store`]: the cache's one `Writer`, its read-only `Indexer`s, and the `Store`
+//!   contract of a cache of your own;
 //! - [`informer`]: the shared informer, its handlers and the informer factory;
 //! - [`lister`]: typed read-only views of an informer's cache;
 //! - [`workqueue`]: the dedup, delaying and rate-limited queues that feed workers;

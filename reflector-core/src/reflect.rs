@@ -50,11 +50,11 @@ mod reflected_informer;
 /// # Example
 /// ```
 /// use reflector::reflect::Reflect;
-/// use reflector::store::Indexer;
+/// use reflector::store::Writer;
 ///
 /// /// A cache with every index `K` declares.
-/// fn cache<K: Reflect>() -> Indexer<K> {
-///     Indexer::new(K::indexers())
+/// fn cache<K: Reflect>() -> Writer<K> {
+///     Writer::new(K::indexers())
 /// }
 ///
 /// /// Whether `K` declares the index `name`.

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use prometheus_client::registry::Registry;
-use reflector_core::informer::{Change, InformerQueue, SharedIndexInformer};
+use reflector_core::fifo::QueueMode;
+use reflector_core::informer::{Change, SharedIndexInformer};
 use reflector_core::listwatch::ApiListerWatcher;
 use reflector_core::metrics::{Metrics, render_metrics};
 use reflector_testkit::ApiServer;
@@ -25,7 +26,7 @@ const EVENTS: usize = 10_000;
 /// How long any one wait may take before the test fails.
 const GUARD: Duration = Duration::from_secs(60);
 
-async fn stuck_handler_stalls_nothing(queue: InformerQueue) {
+async fn stuck_handler_stalls_nothing(queue: QueueMode) {
     let server = ApiServer::start().await.expect("server");
     let informer = SharedIndexInformer::builder(ApiListerWatcher::new(
         kube::Api::<ConfigMap>::namespaced(server.client(), "default"),
@@ -130,20 +131,20 @@ async fn stuck_handler_stalls_nothing(queue: InformerQueue) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
 async fn stuck_handler_stalls_nothing_with_the_delta_fifo() {
-    stuck_handler_stalls_nothing(InformerQueue::DeltaFifo).await;
+    stuck_handler_stalls_nothing(QueueMode::PerKey).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
 async fn stuck_handler_stalls_nothing_with_the_in_order_queue() {
-    stuck_handler_stalls_nothing(InformerQueue::InOrder).await;
+    stuck_handler_stalls_nothing(QueueMode::InOrder).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn stuck_handler_stalls_nothing_on_one_worker_with_the_delta_fifo() {
-    stuck_handler_stalls_nothing(InformerQueue::DeltaFifo).await;
+    stuck_handler_stalls_nothing(QueueMode::PerKey).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn stuck_handler_stalls_nothing_on_one_worker_with_the_in_order_queue() {
-    stuck_handler_stalls_nothing(InformerQueue::InOrder).await;
+    stuck_handler_stalls_nothing(QueueMode::InOrder).await;
 }

@@ -13,8 +13,9 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self as kr, ObjectRef};
 use kube::runtime::watcher;
 use reflector::ReflectorOptions;
+use reflector::fifo::QueueMode;
 use reflector::informer::{
-    InformerFactory, InformerQueue, InformerScope, SharedIndexInformer, strip_managed_fields,
+    InformerFactory, InformerScope, SharedIndexInformer, strip_managed_fields,
 };
 use reflector::listwatch::ApiListerWatcher;
 use reflector::object::Object;
@@ -363,7 +364,7 @@ async fn build(cache: Cache, client: kube::Client, paged: bool) -> Result<Built,
                 factory = factory.keep_managed_fields();
             }
             if cache == Cache::OursFactoryInOrder || cache.is_second() {
-                factory = factory.queue(InformerQueue::InOrder);
+                factory = factory.queue(QueueMode::InOrder);
             }
             let informer = if cache == Cache::OursFactoryShard {
                 let (label, _, mine) = SHARDS;

@@ -10,7 +10,8 @@ use crate::object::Object;
 use crate::reflector::ReflectorOptions;
 use crate::store::Indexers;
 
-use super::{InformerQueue, SharedIndexInformer};
+use super::SharedIndexInformer;
+use crate::fifo::QueueMode;
 
 /// Builds a [`SharedIndexInformer`]: what it lists and watches, its default handler
 /// resync period, its indexers, a transform and its reflector's options. Settings
@@ -19,7 +20,7 @@ use super::{InformerQueue, SharedIndexInformer};
 ///
 /// Defaults: no handler resync (as `NewSharedIndexInformer(lw, obj, 0, indexers)`),
 /// only the namespace index, no transform, [`ReflectorOptions::default`], the
-/// [`DeltaFifo`](InformerQueue::DeltaFifo) queue.
+/// in-order queue ([`QueueMode::InOrder`]).
 ///
 /// # Example
 /// ```no_run
@@ -48,7 +49,7 @@ pub struct InformerBuilder<K: Object> {
     pub(super) indexers: Indexers<K>,
     pub(super) transform: Option<TransformFunc<K>>,
     pub(super) reflector_options: ReflectorOptions,
-    pub(super) queue: InformerQueue,
+    pub(super) queue: QueueMode,
     /// The label selector the lister-watcher applies, when known (set by the
     /// factory, which built it); a sharded controller checks it.
     pub(super) label_selector: Option<String>,
@@ -73,7 +74,7 @@ impl<K: Object> InformerBuilder<K> {
             indexers: Indexers::new(),
             transform: None,
             reflector_options: ReflectorOptions::default(),
-            queue: InformerQueue::default(),
+            queue: QueueMode::default(),
             label_selector: None,
         }
     }
@@ -115,11 +116,11 @@ impl<K: Object> InformerBuilder<K> {
     }
 
     /// The queue between the reflector and the cache (default:
-    /// [`InformerQueue::InOrder`], client-go 1.36's: every change in watch order,
-    /// relists and resyncs applied atomically; [`InformerQueue::DeltaFifo`] is
-    /// client-go's informer queue before 1.36). See [`InformerQueue`] for what each
+    /// [`QueueMode::InOrder`], client-go 1.36's: every change in watch order,
+    /// relists and resyncs applied atomically; [`QueueMode::PerKey`] is
+    /// client-go's informer queue before 1.36). See [`QueueMode`] for what each
     /// guarantees.
-    pub fn queue(mut self, queue: InformerQueue) -> Self {
+    pub fn queue(mut self, queue: QueueMode) -> Self {
         self.queue = queue;
         self
     }

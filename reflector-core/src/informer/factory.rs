@@ -19,7 +19,8 @@ use crate::listwatch::ApiListerWatcher;
 use crate::object::Object;
 use crate::reflector::ReflectorOptions;
 
-use super::{InformerError, InformerOptions, InformerQueue, InformerScope, SharedIndexInformer};
+use super::{InformerError, InformerOptions, InformerScope, SharedIndexInformer};
+use crate::fifo::QueueMode;
 
 /// Which informer: type and scope.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -116,7 +117,7 @@ pub struct InformerFactory {
     /// Reflector options of every informer made from now on.
     reflector_options: ReflectorOptions,
     /// The queue of every informer made from now on.
-    queue: InformerQueue,
+    queue: QueueMode,
     /// The factory's informers and the tasks running them; never held across an
     /// await.
     state: Mutex<FactoryState>,
@@ -152,7 +153,7 @@ impl InformerFactory {
             skip_managed_fields: true,
             skip: FieldFilter::new(),
             reflector_options: ReflectorOptions::default(),
-            queue: InformerQueue::default(),
+            queue: QueueMode::default(),
             state: Mutex::new(FactoryState::default()),
             cancel: CancellationToken::new(),
         }
@@ -178,10 +179,10 @@ impl InformerFactory {
     }
 
     /// The queue of every informer made from now on (default:
-    /// [`InformerQueue::InOrder`], as client-go 1.36); see
+    /// [`QueueMode::InOrder`], as client-go 1.36); see
     /// [`InformerBuilder::queue`](super::InformerBuilder::queue).
     #[must_use]
-    pub fn queue(mut self, queue: InformerQueue) -> Self {
+    pub fn queue(mut self, queue: QueueMode) -> Self {
         self.queue = queue;
         self
     }

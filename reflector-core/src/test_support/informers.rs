@@ -10,7 +10,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::objects::ns_pod;
-use crate::informer::{EventHandler, InformerQueue, Registration, SharedIndexInformer};
+use crate::fifo::QueueMode;
+use crate::informer::{EventHandler, Registration, SharedIndexInformer};
 use crate::listwatch::FakeSource;
 use crate::object::MaybeTombstone;
 
@@ -82,7 +83,7 @@ pub(crate) fn start(informer: &SharedIndexInformer<Pod>) -> Running {
 /// A source holding a pod for each of `names`, and an informer over it (with
 /// `queue`) that resyncs every second.
 pub(crate) fn resyncing_informer(
-    queue: InformerQueue,
+    queue: QueueMode,
     names: &[&str],
 ) -> (FakeSource<Pod>, SharedIndexInformer<Pod>) {
     let source = FakeSource::<Pod>::new();
@@ -99,7 +100,7 @@ pub(crate) fn resyncing_informer(
 /// An empty source, an informer over it (with `queue`), and a recording listener
 /// registered on it.
 pub(crate) fn listened_informer(
-    queue: InformerQueue,
+    queue: QueueMode,
 ) -> (
     FakeSource<Pod>,
     SharedIndexInformer<Pod>,

@@ -11,18 +11,16 @@
 //!   the events sent down them;
 //! - [`list_table`]: a table of list requests answered row by row over N rounds;
 //! - [`stores`]: fake stores (a recording store, a fixed list of known objects);
-//! - [`fifos`]: every queue the fifo suites build, and popping from it with a
-//!   deadline;
-//! - [`informer_queues`]: the queue a reflector writes into as an informer builds
-//!   it, of either kind, and its pops shown the same way for both, so the
-//!   reflector suite runs once per queue;
+//! - [`fifos`]: every queue the suites build (either mode, and as an informer builds
+//!   it in front of a reflector), popping from it with a deadline, its pops shown
+//!   the same way for both modes, and [`each_queue!`](fifos::each_queue), which runs
+//!   one test body once per mode;
 //! - [`reflectors`]: reflectors run in a task until a condition holds;
 //! - [`informers`]: running informers and client-go's recording `testListener`;
 //! - [`waiting`]: waiting on the paused clock until a condition holds.
 
 pub(crate) mod api_errors;
 pub(crate) mod fifos;
-pub(crate) mod informer_queues;
 pub(crate) mod informers;
 pub(crate) mod list_table;
 pub(crate) mod lister_watchers;
@@ -34,7 +32,6 @@ pub(crate) mod watches;
 
 pub(crate) use api_errors::*;
 pub(crate) use fifos::*;
-pub(crate) use informer_queues::*;
 pub(crate) use informers::*;
 pub(crate) use list_table::*;
 pub(crate) use lister_watchers::*;

@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::fifo::DeltaType;
+use crate::fifo::FifoError;
 use crate::object::{ObjectKey, deletion_handling_key};
-use crate::store::{Store, StoreError};
 
 use crate::test_support::*;
 use DeltaType::{Added, Updated};
@@ -28,7 +28,7 @@ async fn delta_fifo_pop_should_unblock_when_closed() {
             .await
             .expect("pop returned within 500 ms of close")
             .unwrap();
-        assert_eq!(r, Err(StoreError::Closed));
+        assert_eq!(r, Err(FifoError::Closed));
     }
 }
 
@@ -39,11 +39,11 @@ async fn delta_fifo_close_drains_queued_items_then_fails_writes() {
     f.add(mk("b", 2)).unwrap();
     f.close();
     assert!(f.is_closed());
-    assert_eq!(f.add(mk("c", 3)), Err(StoreError::Closed));
-    assert_eq!(f.replace(vec![], "0"), Err(StoreError::Closed));
+    assert_eq!(f.add(mk("c", 3)), Err(FifoError::Closed));
+    assert_eq!(f.replace(vec![], "0"), Err(FifoError::Closed));
     assert_eq!(pop(&f).await.key.as_str(), "a");
     assert_eq!(pop(&f).await.key.as_str(), "b");
-    assert_eq!(f.pop_item().await, Err(StoreError::Closed));
+    assert_eq!(f.pop_item().await, Err(FifoError::Closed));
 }
 
 /// A `pop` dropped while waiting takes nothing: the next pop gets the item whole.
@@ -96,7 +96,8 @@ async fn delta_fifo_pop_runs_process_under_the_lock_and_returns_its_value() {
     let f = fifo();
     f.add(mk("a", 1)).unwrap();
     let (key, n, initial) = f
-        .pop(|deltas, initial| {
+        .pop(|entry, initial| {
+            let deltas = entry.deltas().unwrap();
             let key = deletion_handling_key(&deltas.newest().unwrap().object).unwrap();
             (key, deltas.len(), initial)
         })
@@ -112,7 +113,7 @@ async fn delta_fifo_add_does_not_wait_for_a_running_pop_callback() {
     let f = fifo();
     f.add(mk("a", 1)).unwrap();
     let popped = f
-        .pop_one(|item| {
+        .pop_with(|item| {
             f.add(mk("b", 2)).unwrap();
             f.update(mk("a", 3)).unwrap();
             item.key.to_string()

@@ -5,22 +5,26 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::fifo::QueueMode;
 use crate::informer::*;
 use crate::listwatch::FakeSource;
 use crate::store::Indexers;
 
-use super::QUEUE;
 use crate::test_support::*;
+
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    indexer
+);
 
 /// TestIndexer: by_index works after sync, after later adds, and for an indexer
 /// added while the informer runs (existing objects are indexed).
-#[tokio::test(start_paused = true)]
-async fn indexer() {
+async fn indexer(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
     source.add(labelled("a", "app", "web"));
     source.add(labelled("b", "app", "db"));
     let informer = SharedIndexInformer::builder(source.clone())
-        .queue(QUEUE)
+        .queue(queue)
         .indexers(Indexers::new().with("by_app", |p: &Pod| {
             p.metadata
                 .labels
