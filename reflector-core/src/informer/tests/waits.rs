@@ -255,3 +255,54 @@ async fn stale_store_version_not_an_integer_never_blocks_a_wait(queue: QueueMode
     assert_eq!(informer.reflector_stats().store_resource_version, 0);
     running.stop().await;
 }
+
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    a_write_is_reached_with_its_batch_under_churn_of_other_keys
+);
+
+/// Read-your-writes under churn: a write followed by a stream of changes to other
+/// keys (more than one batch) is reached, and a wait for it released, by the batch
+/// that applies the write, while the other keys' changes are still queued: neither
+/// mode waits for its queue to drain (a controller's deferred key is woken the same
+/// way, well before its 10 s fallback).
+async fn a_write_is_reached_with_its_batch_under_churn_of_other_keys(queue: QueueMode) {
+    let (tx, stream) = fake_watch();
+    let informer = SharedIndexInformer::builder(scripted(
+        |_| Ok(pod_list("10", None, vec![pod("w", "5")])),
+        watch_once(stream),
+    ))
+    .queue(queue)
+    .build();
+    let running = start(&informer);
+    informer.wait_synced().await.unwrap();
+    // What is still queued when the cache reaches the write, seen from the wake-up
+    // every wait for it gets (run by the batch that moves the version).
+    let queued_at_release = Arc::new(Mutex::new(None));
+    let recorded = Arc::clone(&queued_at_release);
+    let weak = informer.downgrade();
+    let wake = Box::new(move || {
+        let queued = weak.upgrade().map(|i| i.queued_items());
+        *recorded.lock().unwrap() = queued;
+    });
+    assert!(informer.indexer().version().wake_at(11, wake));
+    let waiting = tokio::spawn({
+        let informer = informer.clone();
+        async move { informer.wait_for_resource_version("11").await }
+    });
+    let churn = (0..300).map(|i| modified(&format!("other-{i}"), &(12 + i).to_string()));
+    send(&tx, std::iter::once(modified("w", "11")).chain(churn));
+    tokio::time::timeout(Duration::from_secs(1), waiting)
+        .await
+        .expect("released by the write's batch")
+        .unwrap()
+        .unwrap();
+    let queued = queued_at_release.lock().unwrap().expect("the wake-up ran");
+    assert!(
+        queued > 0,
+        "released only once the queue drained ({queued} queued), not by the write's batch"
+    );
+    let w = informer.lister().get(None, "w").unwrap();
+    assert_eq!(w.metadata.resource_version.as_deref(), Some("11"));
+    running.stop().await;
+}
