@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::CustomResource;
 use kube::core::NamespaceResourceScope;
 use reflector::Reflect;
-use reflector::informer::{Change, InformerFactory, SharedIndexInformer};
+use reflector::informer::{Change, InformerFactory, InformerOptions, SharedIndexInformer};
 use reflector::listwatch::FakeSource;
 use reflector::object::ObjectRef;
 use reflector::store::{Indexers, StoreError, Writer};
@@ -246,9 +246,10 @@ async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
 async fn add_event_fn_delivers_typed_events_and_queries_follow_the_informer() {
     let source = FakeSource::<Gadget>::new();
     source.add((*gadget("a", "red", [1, 2], "web")).clone());
-    let informer = SharedIndexInformer::builder(source.clone())
-        .indexers(Gadget::indexers())
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        source.clone(),
+        InformerOptions::default().indexers(Gadget::indexers()),
+    );
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let reg = informer
         .add_event_fn({

@@ -42,7 +42,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
 use kube::api::{ListParams, ObjectList, TypeMeta, WatchEvent, WatchParams};
 use reflector_core::fifo::QueueMode;
-use reflector_core::informer::{EventHandler, SharedIndexInformer};
+use reflector_core::informer::{EventHandler, InformerOptions, SharedIndexInformer};
 use reflector_core::listwatch::{ListWatchError, ListerWatcher};
 use reflector_core::store::{Indexers, Writer};
 use tokio::sync::Notify;
@@ -255,7 +255,7 @@ fn run_once(
         events: Mutex::new(Some(events)),
         go: go.clone(),
     };
-    let informer = SharedIndexInformer::builder(lw).queue(queue).build();
+    let informer = SharedIndexInformer::with_options(lw, InformerOptions::default().queue(queue));
     let (added, updated) = (Phase::new(handlers), Phase::new(handlers));
     for _ in 0..handlers {
         informer

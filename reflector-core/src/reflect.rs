@@ -31,7 +31,7 @@ use std::fmt::Debug;
 use kube::{Api, Client};
 use serde::de::DeserializeOwned;
 
-use crate::informer::SharedIndexInformer;
+use crate::informer::{InformerOptions, SharedIndexInformer};
 use crate::listwatch::ApiListerWatcher;
 use crate::object::Object;
 use crate::store::Indexers;
@@ -116,9 +116,10 @@ pub trait Reflect: Object {
         Self: DeserializeOwned + Debug,
         Self::DynamicType: Default + Clone + Send + Sync + 'static,
     {
-        SharedIndexInformer::builder(Self::lister_watcher(client))
-            .indexers(Self::indexers())
-            .build()
+        SharedIndexInformer::with_options(
+            Self::lister_watcher(client),
+            InformerOptions::default().indexers(Self::indexers()),
+        )
     }
 }
 

@@ -15,7 +15,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use prometheus_client::registry::Registry;
 use reflector_core::fifo::QueueMode;
-use reflector_core::informer::{Change, SharedIndexInformer};
+use reflector_core::informer::{Change, InformerOptions, SharedIndexInformer};
 use reflector_core::listwatch::ApiListerWatcher;
 use reflector_core::metrics::{Metrics, render_metrics};
 use reflector_testkit::ApiServer;
@@ -28,11 +28,13 @@ const GUARD: Duration = Duration::from_secs(60);
 
 async fn stuck_handler_stalls_nothing(queue: QueueMode) {
     let server = ApiServer::start().await.expect("server");
-    let informer = SharedIndexInformer::builder(ApiListerWatcher::new(
-        kube::Api::<ConfigMap>::namespaced(server.client(), "default"),
-    ))
-    .queue(queue)
-    .build();
+    let informer = SharedIndexInformer::with_options(
+        ApiListerWatcher::new(kube::Api::<ConfigMap>::namespaced(
+            server.client(),
+            "default",
+        )),
+        InformerOptions::default().queue(queue),
+    );
 
     // The handler gets stuck at its first add until the test releases it.
     let (release, released) = mpsc::channel::<()>();

@@ -3,7 +3,7 @@
 
 /// How a [`Fifo`](super::Fifo) queues changes: every change in the order it came
 /// (the default), or accumulated per object key. An informer's queue is chosen with
-/// [`InformerBuilder::queue`](crate::informer::InformerBuilder::queue).
+/// [`InformerOptions::queue`](crate::informer::InformerOptions::queue).
 ///
 /// | | [`InOrder`](QueueMode::InOrder) (default) | [`PerKey`](QueueMode::PerKey) |
 /// |---|---|---|
@@ -39,12 +39,13 @@
 /// ```no_run
 /// use k8s_openapi::api::core::v1::Pod;
 /// use reflector::fifo::QueueMode;
-/// use reflector::informer::SharedIndexInformer;
+/// use reflector::informer::{InformerOptions, SharedIndexInformer};
 /// use reflector::listwatch::ApiListerWatcher;
 /// # fn f(client: kube::Client) {
-/// let pods = SharedIndexInformer::builder(ApiListerWatcher::new(kube::Api::<Pod>::all(client)))
-///     .queue(QueueMode::PerKey)
-///     .build();
+/// let pods = SharedIndexInformer::with_options(
+///     ApiListerWatcher::new(kube::Api::<Pod>::all(client)),
+///     InformerOptions::default().queue(QueueMode::PerKey),
+/// );
 /// # let _ = pods;
 /// # }
 /// ```

@@ -22,13 +22,13 @@
 //!   and its listener goes on after a second.
 //! - A handler added after start first receives an add for every cached object; its
 //!   own [`Registration::has_synced`] turns true once those are handled.
-//! - [`InformerFactory`] shares one informer per type, namespace and selectors;
-//!   [`InformerOptions`] tune one of its informers.
+//! - [`InformerOptions`] configure an informer, built over a lister-watcher of your
+//!   own ([`SharedIndexInformer::with_options`]) or by an [`InformerFactory`], which
+//!   shares one informer per type, namespace and selectors.
 //!
 //! Handlers are plain synchronous callbacks: keep them short (enqueue a key into a
 //! [`workqueue`](crate::workqueue) and return).
 
-mod builder;
 mod change;
 mod error;
 mod event_handler;
@@ -47,7 +47,6 @@ mod transform;
 #[cfg(test)]
 mod tests;
 
-pub use builder::InformerBuilder;
 pub use change::Change;
 pub use error::InformerError;
 pub use event_handler::EventHandler;

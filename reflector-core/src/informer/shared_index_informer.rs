@@ -15,10 +15,9 @@ use crate::object::Object;
 use crate::reflector::{Reflector, ReflectorOptions, ReflectorStats};
 use crate::store::{Indexer, Indexers, Writer};
 
-use super::InformerError;
-use super::builder::InformerBuilder;
 use super::registration::Upstream;
 use super::shared_processor::SharedProcessor;
+use super::{InformerError, InformerOptions, InformerScope};
 
 mod batches;
 mod handlers;
@@ -99,16 +98,17 @@ struct Inner<K: Object> {
 /// # Example
 /// ```no_run
 /// use k8s_openapi::api::core::v1::Pod;
-/// use reflector::informer::{Change, SharedIndexInformer};
+/// use reflector::informer::{Change, InformerOptions, SharedIndexInformer};
 /// use reflector::listwatch::ApiListerWatcher;
 /// use reflector::store::Indexers;
 /// use tokio_util::sync::CancellationToken;
 /// # async fn f(client: kube::Client) {
-/// let informer = SharedIndexInformer::builder(ApiListerWatcher::new(kube::Api::<Pod>::all(client)))
-///     .indexers(Indexers::new().with("by_node", |p: &Pod| {
+/// let informer = SharedIndexInformer::with_options(
+///     ApiListerWatcher::new(kube::Api::<Pod>::all(client)),
+///     InformerOptions::default().indexers(Indexers::new().with("by_node", |p: &Pod| {
 ///         p.spec.as_ref().and_then(|s| s.node_name.clone()).into_iter().collect()
-///     }))
-///     .build();
+///     })),
+/// );
 /// informer
 ///     .add_event_fn(|ev: Change<Pod>| println!("{:?}", ev.object().metadata.name))
 ///     .unwrap();
@@ -139,44 +139,63 @@ impl<K: Object> std::fmt::Debug for SharedIndexInformer<K> {
 }
 
 impl<K: Object> SharedIndexInformer<K> {
-    /// An informer over `lister_watcher` with the defaults (no handler resync, the
-    /// namespace index only, no transform, default reflector options); see
-    /// [`SharedIndexInformer::builder`] for the rest.
+    /// An informer over `lister_watcher` with the defaults (see [`InformerOptions`]).
     #[must_use]
     pub fn new(lister_watcher: impl ListerWatcher<K>) -> Self {
-        Self::builder(lister_watcher).build()
+        Self::with_options(lister_watcher, InformerOptions::default())
     }
 
-    /// A builder for an informer over `lister_watcher`: resync period, indexers,
-    /// transform and reflector options.
-    pub fn builder(lister_watcher: impl ListerWatcher<K>) -> InformerBuilder<K> {
-        InformerBuilder::new(lister_watcher)
+    /// An informer over `lister_watcher` as `options` say (unset settings are the
+    /// defaults; the scope is a factory's, ignored here with a warning: the
+    /// lister-watcher lists what it lists). Settings that must be fixed before the
+    /// informer runs are made here, so none can fail because it has started.
+    #[must_use]
+    pub fn with_options(
+        lister_watcher: impl ListerWatcher<K>,
+        options: InformerOptions<K>,
+    ) -> Self {
+        if options.scope != InformerScope::default() {
+            tracing::warn!(
+                scope = ?options.scope,
+                "an informer over a lister-watcher lists what it lists: the scope is a factory's"
+            );
+        }
+        Self::build(lister_watcher, options, None)
     }
 
-    pub(super) fn from_builder(b: InformerBuilder<K>) -> Self {
-        let mut indexers = b.indexers;
+    /// An informer over `lister_watcher`, whose label selector is `label_selector`
+    /// when known (the factory's), as the resolved `options` say.
+    pub(super) fn build(
+        lister_watcher: impl ListerWatcher<K>,
+        options: InformerOptions<K>,
+        label_selector: Option<String>,
+    ) -> Self {
+        let lister_watcher =
+            BoxListerWatcher::new(lister_watcher.skip_fields(&options.field_filter()));
+        let mut indexers = options.indexers.unwrap_or_default();
         if !indexers.contains(crate::store::NAMESPACE_INDEX) {
             indexers = indexers.with_namespace_index();
         }
+        let resync = options.resync.unwrap_or_default();
         let writer = Writer::new(indexers);
         SharedIndexInformer {
             inner: Arc::new(Inner {
                 id: next_id(),
                 name: crate::object::short_type_name::<K>().to_owned(),
-                lister_watcher: b.lister_watcher,
+                lister_watcher,
                 indexer: writer.reader(),
                 processor: SharedProcessor::new(),
-                default_event_handler_resync_period: b.resync,
-                transform: b.transform,
-                queue: b.queue,
-                reflector_options: b.reflector_options,
+                default_event_handler_resync_period: resync,
+                transform: options.transform,
+                queue: options.queue.unwrap_or_default(),
+                reflector_options: options.reflector_options.unwrap_or_default(),
                 progress: Arc::new(Notify::new()),
                 handler_panics: Arc::new(AtomicU64::new(0)),
-                label_selector: b.label_selector,
+                label_selector,
                 state: Mutex::new(InformerState {
                     started: false,
                     stopped: false,
-                    resync_check_period: b.resync,
+                    resync_check_period: resync,
                     fifo: None,
                     reflector: None,
                     writer: Some(writer),

@@ -100,6 +100,19 @@ pub trait ListerWatcher<K: Clone>: Send + Sync + 'static {
     ) -> impl Future<
         Output = Result<BoxStream<'static, Result<WatchEvent<K>, ListWatchError>>, ListWatchError>,
     > + Send;
+
+    /// This lister-watcher skipping `filter`'s paths (relative to each object) too
+    /// while it decodes lists and watch events, as an informer's options ask
+    /// ([`InformerOptions::skip_fields`](crate::informer::InformerOptions::skip_fields);
+    /// `metadata.managedFields` unless kept). Default: unchanged, for a lister-watcher
+    /// that decodes nothing; [`ApiListerWatcher`] skips them while decoding.
+    #[must_use]
+    fn skip_fields(self, _filter: &serde_field_filter::FieldFilter) -> Self
+    where
+        Self: Sized,
+    {
+        self
+    }
 }
 
 /// Errors of listing and watching.

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::objects::ns_pod;
 use crate::fifo::QueueMode;
-use crate::informer::{EventHandler, Registration, SharedIndexInformer};
+use crate::informer::{EventHandler, InformerOptions, Registration, SharedIndexInformer};
 use crate::listwatch::FakeSource;
 use crate::object::MaybeTombstone;
 
@@ -90,10 +90,12 @@ pub(crate) fn resyncing_informer(
     for name in names {
         source.add(ns_pod(name));
     }
-    let informer = SharedIndexInformer::builder(source.clone())
-        .resync(Duration::from_secs(1))
-        .queue(queue)
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        source.clone(),
+        InformerOptions::default()
+            .resync(Duration::from_secs(1))
+            .queue(queue),
+    );
     (source, informer)
 }
 
@@ -108,9 +110,8 @@ pub(crate) fn listened_informer(
     Registration,
 ) {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(queue)
-        .build();
+    let informer =
+        SharedIndexInformer::with_options(source.clone(), InformerOptions::default().queue(queue));
     let listener = TestListener::default();
     let reg = informer.add_event_handler(listener.clone()).unwrap();
     (source, informer, listener, reg)

@@ -28,16 +28,18 @@ async fn shared_informer_transformer(queue: QueueMode) {
     source.add(ns_pod("pod2"));
     let calls = Arc::new(AtomicUsize::new(0));
     let c = calls.clone();
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(queue)
-        .resync(Duration::from_secs(1))
-        .transform(move |p: Arc<Pod>| {
-            c.fetch_add(1, Ordering::SeqCst);
-            let mut p = Arc::unwrap_or_clone(p);
-            p.metadata.name = p.metadata.name.map(|n| n.to_uppercase());
-            Arc::new(p)
-        })
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        source.clone(),
+        InformerOptions::default()
+            .queue(queue)
+            .resync(Duration::from_secs(1))
+            .transform(move |p: Arc<Pod>| {
+                c.fetch_add(1, Ordering::SeqCst);
+                let mut p = Arc::unwrap_or_clone(p);
+                p.metadata.name = p.metadata.name.map(|n| n.to_uppercase());
+                Arc::new(p)
+            }),
+    );
     let l = TestListener::default();
     informer.add_event_handler(l.clone()).unwrap();
     let running = start(&informer);
@@ -57,9 +59,8 @@ each_queue!(
 /// pause, and other handlers and the informer are unaffected.
 async fn event_panics(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(queue)
-        .build();
+    let informer =
+        SharedIndexInformer::with_options(source.clone(), InformerOptions::default().queue(queue));
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let s = seen.clone();
     informer
@@ -109,9 +110,8 @@ async fn a_panic_mid_batch_resumes_with_the_rest_of_the_batch(queue: QueueMode) 
     for i in 0..5 {
         source.add(ns_pod(&format!("p{i}")));
     }
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(queue)
-        .build();
+    let informer =
+        SharedIndexInformer::with_options(source.clone(), InformerOptions::default().queue(queue));
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let s = seen.clone();
     let registration = informer
@@ -149,9 +149,8 @@ async fn deletes_and_tombstones_reach_handlers(queue: QueueMode) {
     source.add(ns_pod("kept"));
     let gone = source.add(ns_pod("gone"));
     let missed = source.add(ns_pod("missed"));
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(queue)
-        .build();
+    let informer =
+        SharedIndexInformer::with_options(source.clone(), InformerOptions::default().queue(queue));
     let deletes = Arc::new(Mutex::new(Vec::<(String, bool)>::new()));
     let d = deletes.clone();
     informer
@@ -189,9 +188,8 @@ each_queue!(
 /// has handled fewer than 100, a fast handler has handled all 10,000.
 async fn slow_handler_does_not_delay_fast_handler(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(queue)
-        .build();
+    let informer =
+        SharedIndexInformer::with_options(source.clone(), InformerOptions::default().queue(queue));
     let fast = Arc::new(AtomicUsize::new(0));
     let slow = Arc::new(AtomicUsize::new(0));
     let (f, s) = (fast.clone(), slow.clone());
@@ -275,12 +273,13 @@ each_queue!(
 async fn always_ready_watch_does_not_monopolize_the_thread(queue: QueueMode) {
     const EVENTS: usize = 5_000;
     let pulled = Arc::new(AtomicUsize::new(0));
-    let informer = SharedIndexInformer::builder(AlwaysReady {
-        events: EVENTS,
-        pulled: Arc::clone(&pulled),
-    })
-    .queue(queue)
-    .build();
+    let informer = SharedIndexInformer::with_options(
+        AlwaysReady {
+            events: EVENTS,
+            pulled: Arc::clone(&pulled),
+        },
+        InformerOptions::default().queue(queue),
+    );
     // How far the stream had been pulled when the handler saw its first event.
     let pulled_at_first_event = Arc::new(AtomicUsize::new(usize::MAX));
     let seen = Arc::new(AtomicUsize::new(0));

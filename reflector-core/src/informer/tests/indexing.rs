@@ -23,17 +23,19 @@ async fn indexer(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
     source.add(labelled("a", "app", "web"));
     source.add(labelled("b", "app", "db"));
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(queue)
-        .indexers(Indexers::new().with("by_app", |p: &Pod| {
-            p.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get("app").cloned())
-                .into_iter()
-                .collect()
-        }))
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        source.clone(),
+        InformerOptions::default()
+            .queue(queue)
+            .indexers(Indexers::new().with("by_app", |p: &Pod| {
+                p.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("app").cloned())
+                    .into_iter()
+                    .collect()
+            })),
+    );
     let running = start(&informer);
     informer.wait_synced().await.unwrap();
     let names = |v: Vec<Arc<Pod>>| -> BTreeSet<String> {

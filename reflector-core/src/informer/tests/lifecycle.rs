@@ -27,19 +27,21 @@ async fn shared_informer_error_handling(queue: QueueMode) {
     source.fail_lists(ListWatchError::Api(Box::new(denied)));
     let errors = Arc::new(Mutex::new(Vec::<String>::new()));
     let e = errors.clone();
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(queue)
-        .resync(Duration::from_secs(1))
-        .reflector_options(ReflectorOptions::default().watch_error_handler(move |err| {
-            let mut msg = err.to_string();
-            let mut src = std::error::Error::source(err);
-            while let Some(s) = src {
-                msg.push_str(&format!(": {s}"));
-                src = s.source();
-            }
-            e.lock().unwrap().push(msg);
-        }))
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        source.clone(),
+        InformerOptions::default()
+            .queue(queue)
+            .resync(Duration::from_secs(1))
+            .reflector_options(ReflectorOptions::default().watch_error_handler(move |err| {
+                let mut msg = err.to_string();
+                let mut src = std::error::Error::source(err);
+                while let Some(s) = src {
+                    msg.push_str(&format!(": {s}"));
+                    src = s.source();
+                }
+                e.lock().unwrap().push(msg);
+            })),
+    );
     let running = start(&informer);
     eventually(|| !errors.lock().unwrap().is_empty()).await;
     assert!(
@@ -61,9 +63,8 @@ each_queue!(
 async fn shutdown(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
     source.add(ns_pod("pod1"));
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(queue)
-        .build();
+    let informer =
+        SharedIndexInformer::with_options(source.clone(), InformerOptions::default().queue(queue));
     let handler = TestListener::default();
     informer.add_event_handler(handler.clone()).unwrap();
     let running = start(&informer);

@@ -35,9 +35,10 @@ each_queue!(
 /// TestSharedInformerRemoveHandler: a removed handler is no longer registered;
 /// removing it again is harmless.
 async fn shared_informer_remove_handler(queue: QueueMode) {
-    let informer = SharedIndexInformer::builder(FakeSource::<Pod>::new())
-        .queue(queue)
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        FakeSource::<Pod>::new(),
+        InformerOptions::default().queue(queue),
+    );
     let reg1 = informer.add_event_fn(|_| {}).unwrap();
     let reg2 = informer.add_event_fn(|_| {}).unwrap();
     assert_removes_one_at_a_time(&informer, &reg2, &reg1);
@@ -51,12 +52,14 @@ each_queue!(
 /// TestSharedInformerRemoveForeignHandler: removing another informer's registration
 /// is a no-op.
 async fn shared_informer_remove_foreign_handler(queue: QueueMode) {
-    let a = SharedIndexInformer::builder(FakeSource::<Pod>::new())
-        .queue(queue)
-        .build();
-    let b = SharedIndexInformer::builder(FakeSource::<Pod>::new())
-        .queue(queue)
-        .build();
+    let a = SharedIndexInformer::with_options(
+        FakeSource::<Pod>::new(),
+        InformerOptions::default().queue(queue),
+    );
+    let b = SharedIndexInformer::with_options(
+        FakeSource::<Pod>::new(),
+        InformerOptions::default().queue(queue),
+    );
     let reg_a = a.add_event_fn(|_| {}).unwrap();
     let reg_b = b.add_event_fn(|_| {}).unwrap();
     a.remove_event_handler(&reg_b);
@@ -75,9 +78,10 @@ each_queue!(
 /// TestSharedInformerMultipleRegistration: the same handler registered twice gets
 /// two registrations, removable one at a time.
 async fn shared_informer_multiple_registration(queue: QueueMode) {
-    let informer = SharedIndexInformer::builder(FakeSource::<Pod>::new())
-        .queue(queue)
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        FakeSource::<Pod>::new(),
+        InformerOptions::default().queue(queue),
+    );
     let shared = TestListener::default();
     let reg1 = informer.add_event_handler(shared.clone()).unwrap();
     let reg2 = informer.add_event_handler(shared).unwrap();
@@ -91,9 +95,10 @@ each_queue!(
 
 /// TestRemovingRemovedSharedInformer: removing twice is fine.
 async fn removing_removed_shared_informer(queue: QueueMode) {
-    let informer = SharedIndexInformer::builder(FakeSource::<Pod>::new())
-        .queue(queue)
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        FakeSource::<Pod>::new(),
+        InformerOptions::default().queue(queue),
+    );
     let reg = informer.add_event_fn(|_| {}).unwrap();
     informer.remove_event_handler(&reg);
     informer.remove_event_handler(&reg);
@@ -108,9 +113,10 @@ each_queue!(
 
 /// TestAddOnStoppedSharedInformer: adding to a stopped informer is an error.
 async fn add_on_stopped_shared_informer(queue: QueueMode) {
-    let informer = SharedIndexInformer::builder(FakeSource::<Pod>::new())
-        .queue(queue)
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        FakeSource::<Pod>::new(),
+        InformerOptions::default().queue(queue),
+    );
     let running = start(&informer);
     settle().await;
     running.stop().await;

@@ -56,10 +56,12 @@ async fn relist_stores_what_the_server_answered_at_an_unchanged_resource_version
     for name in ["a", "b", "c"] {
         source.add(ns_pod(name));
     }
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(queue)
-        .resync(Duration::from_secs(1))
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        source.clone(),
+        InformerOptions::default()
+            .queue(queue)
+            .resync(Duration::from_secs(1)),
+    );
     let (resyncing_tx, mut resyncing) = mpsc::unbounded_channel();
     informer.add_event_handler(Updates(resyncing_tx)).unwrap();
     let (plain_tx, mut plain) = mpsc::unbounded_channel();

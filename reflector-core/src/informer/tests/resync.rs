@@ -71,10 +71,12 @@ each_queue!(
 /// before start, and each handler keeps its own period.
 async fn resync_check_period(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::builder(source)
-        .queue(queue)
-        .resync(Duration::from_secs(12 * 3600))
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        source,
+        InformerOptions::default()
+            .queue(queue)
+            .resync(Duration::from_secs(12 * 3600)),
+    );
     let check = |i: &SharedIndexInformer<Pod>| i.lock_state_for_tests().0;
     let add = |period: Duration| {
         informer

@@ -45,9 +45,8 @@ async fn wait_synced_wakes_at_sync_without_polling(queue: QueueMode) {
     source.fail_lists(ListWatchError::Api(Box::new(
         kube::core::Status::failure("unavailable", "InternalError").with_code(500),
     )));
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(queue)
-        .build();
+    let informer =
+        SharedIndexInformer::with_options(source.clone(), InformerOptions::default().queue(queue));
     let clock = SyncClock::default();
     let reg = informer.add_event_handler(clock.clone()).unwrap();
     let running = start(&informer);
@@ -102,7 +101,8 @@ async fn wait_synced_fails_when_the_informer_stops_first(queue: QueueMode) {
     source.fail_lists(ListWatchError::Api(Box::new(
         kube::core::Status::failure("unavailable", "InternalError").with_code(500),
     )));
-    let informer = SharedIndexInformer::builder(source).queue(queue).build();
+    let informer =
+        SharedIndexInformer::with_options(source, InformerOptions::default().queue(queue));
     let reg = informer.add_event_handler(SyncClock::default()).unwrap();
     let running = start(&informer);
     let waits = tokio::spawn({
@@ -127,9 +127,8 @@ each_queue!(
 async fn wait_for_resource_version_returns_once_the_cache_has_the_write(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
     let first = source.add(ns_pod("a"));
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(queue)
-        .build();
+    let informer =
+        SharedIndexInformer::with_options(source.clone(), InformerOptions::default().queue(queue));
     let running = start(&informer);
     informer.wait_synced().await.unwrap();
     let first_rv = first.metadata.resource_version.clone().unwrap();
@@ -187,12 +186,13 @@ each_queue!(
 /// The `store_resource_version` gauge reads it.
 async fn stale_bookmarks_advance_the_store_resource_version(queue: QueueMode) {
     let (tx, stream) = fake_watch();
-    let informer = SharedIndexInformer::builder(scripted(
-        |_| Ok(pod_list("10", None, vec![pod("a", "5")])),
-        watch_once(stream),
-    ))
-    .queue(queue)
-    .build();
+    let informer = SharedIndexInformer::with_options(
+        scripted(
+            |_| Ok(pod_list("10", None, vec![pod("a", "5")])),
+            watch_once(stream),
+        ),
+        InformerOptions::default().queue(queue),
+    );
     assert_eq!(informer.store_resource_version(), None);
     let running = start(&informer);
     informer.wait_synced().await.unwrap();
@@ -233,12 +233,13 @@ each_queue!(
 /// A cache whose resource version is not an integer never blocks a wait (the
 /// comparison fails open, as client-go's).
 async fn stale_store_version_not_an_integer_never_blocks_a_wait(queue: QueueMode) {
-    let informer = SharedIndexInformer::builder(scripted(
-        |_| Ok(pod_list("etcd-less", None, vec![pod("a", "x")])),
-        never_send,
-    ))
-    .queue(queue)
-    .build();
+    let informer = SharedIndexInformer::with_options(
+        scripted(
+            |_| Ok(pod_list("etcd-less", None, vec![pod("a", "x")])),
+            never_send,
+        ),
+        InformerOptions::default().queue(queue),
+    );
     let running = start(&informer);
     informer.wait_synced().await.unwrap();
     assert_eq!(
@@ -268,12 +269,13 @@ each_queue!(
 /// way, well before its 10 s fallback).
 async fn a_write_is_reached_with_its_batch_under_churn_of_other_keys(queue: QueueMode) {
     let (tx, stream) = fake_watch();
-    let informer = SharedIndexInformer::builder(scripted(
-        |_| Ok(pod_list("10", None, vec![pod("w", "5")])),
-        watch_once(stream),
-    ))
-    .queue(queue)
-    .build();
+    let informer = SharedIndexInformer::with_options(
+        scripted(
+            |_| Ok(pod_list("10", None, vec![pod("w", "5")])),
+            watch_once(stream),
+        ),
+        InformerOptions::default().queue(queue),
+    );
     let running = start(&informer);
     informer.wait_synced().await.unwrap();
     // What is still queued when the cache reaches the write, seen from the wake-up
