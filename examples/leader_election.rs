@@ -23,6 +23,7 @@ use reflector::controller::ControllerError;
 use reflector::prelude::*;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tracing_subscriber::EnvFilter;
 
 async fn reconcile(req: Request<ConfigMap>, replica: Arc<String>) -> Result<Action, kube::Error> {
     println!("  {replica} reconciles {}", req.key);
@@ -67,6 +68,8 @@ async fn first_leader(replicas: &[Replica]) -> usize {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt().with_env_filter(filter).init(); // logs, reconcile errors too
     let (clients, _server) = embedded::clients_unless_cluster().await?;
     let mut replicas = Vec::new();
     for (i, client) in clients.into_iter().enumerate() {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use reflector::prelude::*;
+use tracing_subscriber::EnvFilter;
 
 async fn reconcile(req: Request<ConfigMap>, _ctx: Arc<()>) -> Result<Action, kube::Error> {
     match req.object {
@@ -23,6 +24,8 @@ async fn reconcile(req: Request<ConfigMap>, _ctx: Arc<()>) -> Result<Action, kub
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt().with_env_filter(filter).init(); // logs, reconcile errors too
     let client = embedded::client_unless_cluster().await?;
     Controller::<ConfigMap>::for_kind(client)
         .shutdown_on_signal()

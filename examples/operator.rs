@@ -1,8 +1,10 @@
 //! A complete operator: a `Widget` custom resource whose controller keeps an owned
 //! ConfigMap per widget, cleans up behind a finalizer, records Events, reconciles only
 //! while it leads a Lease, and serves `/metrics`, `/healthz`, `/readyz` on `METRICS_ADDR`
-//! (default `127.0.0.1:0`, a free port). All but `mod demo` is the operator; the demo
-//! checks it on the embedded server. `-- --cluster`: your kubeconfig (`-- --print-crd`).
+//! (default `127.0.0.1:0`, a free port; a pod's probes need `0.0.0.0:<port>`). All but
+//! `mod demo` is the operator; the demo checks it on the embedded server. `-- --cluster`:
+//! your kubeconfig, or in a pod its service account; `-- --print-crd`: the CRD. On a
+//! cluster (CRD, RBAC, image, Deployment): the repository's `docs/cluster.md`.
 
 use std::sync::Arc;
 
@@ -16,6 +18,7 @@ use reflector::metrics::{Health, Metrics, MetricsServer, Registry};
 use reflector::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tracing_subscriber::EnvFilter;
 
 #[path = "operator/demo.rs"]
 mod demo;
@@ -96,6 +99,8 @@ async fn reconcile(req: Request<Widget>, ctx: Arc<Ctx>) -> Result<Action, Error>
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt().with_env_filter(filter).init(); // logs, reconcile errors too
     if std::env::args().any(|a| a == "--print-crd") {
         println!("{}", serde_json::to_string_pretty(&Widget::crd())?);
         return Ok(());

@@ -21,6 +21,7 @@ use reflector::informer::{Change, InformerOptions, SharedIndexInformer};
 use reflector::listwatch::ApiListerWatcher;
 use reflector::store::{Indexers, StoreError};
 use tokio_util::sync::CancellationToken;
+use tracing_subscriber::EnvFilter;
 
 const BY_NODE: &str = "by_node";
 
@@ -61,6 +62,8 @@ fn print_nodes(informer: &SharedIndexInformer<Pod>, nodes: &[&str]) -> Result<()
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt().with_env_filter(filter).init(); // logs, reconcile errors too
     let cluster = std::env::args().any(|a| a == "--cluster");
     // Keeps the embedded server alive for the whole run.
     let mut server = None;

@@ -37,6 +37,7 @@ use reflector_testkit::ApiServer;
 use serde_json::json;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
+use tracing_subscriber::EnvFilter;
 
 const OBJECTS: usize = 30;
 
@@ -163,6 +164,8 @@ async fn settled(
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt().with_env_filter(filter).init(); // logs, reconcile errors too
     let server = ApiServer::start().await?;
     for i in 0..OBJECTS {
         let cm: ConfigMap = serde_json::from_value(json!({

@@ -1,8 +1,11 @@
 //! How to test your own informer-based code against the embedded API server, with a
 //! fault injected: the server answers the first two watches with 429, and the cache
-//! still converges (the reflector backs off and re-watches without relisting).
+//! still converges (the reflector backs off and re-watches without relisting). The
+//! wait is woken by the informer when its cache reaches the write, never polled.
 //!
-//! In your crate this body goes into a `#[tokio::test]`.
+//! In your crate this body goes into a `#[tokio::test]`; testing a controller (a
+//! reconcile on its own, and the whole controller) is `reflector-testkit`'s guide,
+//! "Testing your controller".
 //!
 //! ```sh
 //! cargo run --example testing
@@ -14,9 +17,12 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use reflector::informer::InformerFactory;
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
+use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt().with_env_filter(filter).init();
     let server = ApiServer::start().await?;
     let fault = server.inject(
         Matcher::verb(Verb::Watch).times(2),
@@ -32,15 +38,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut cm = ConfigMap::default();
     cm.metadata.name = Some("hello".into());
-    Api::<ConfigMap>::namespaced(server.client(), "default")
+    let created = Api::<ConfigMap>::namespaced(server.client(), "default")
         .create(&Default::default(), &cm)
         .await?;
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while configmaps.lister().get(Some("default"), "hello").is_none() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await?;
+    // Woken once the informer's cache holds the write (or anything later); the
+    // timeout only turns a cache that never gets there into a failure.
+    let rv = created.metadata.resource_version.unwrap_or_default();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        configmaps.wait_for_resource_version(&rv),
+    )
+    .await??;
+    assert!(configmaps.lister().get(Some("default"), "hello").is_some());
     assert_eq!(server.fault_hits(fault), 2, "both 429s were served");
     assert_eq!(
         configmaps.reflector_stats().lists,

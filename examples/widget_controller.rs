@@ -40,6 +40,7 @@ use reflector::prelude::*;
 use reflector::store::StoreError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tracing_subscriber::EnvFilter;
 
 /// A widget: the spec of the `Widget` custom resource.
 #[derive(CustomResource, Reflect, Serialize, Deserialize, Clone, Debug, JsonSchema)]
@@ -273,6 +274,8 @@ mod demo;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt().with_env_filter(filter).init(); // logs, reconcile errors too
     if std::env::args().any(|a| a == "--print-crd") {
         println!("{}", serde_json::to_string_pretty(&Widget::crd())?);
         return Ok(());

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Runs the README's kubectl walk-through ("The embedded server with kubectl (or any
-# client)") verbatim, with Debian's kubectl (package kubernetes-client, unpacked into a
-# scratch directory; a kubectl already on the machine is neither used nor touched).
+# Runs the testkit README's kubectl walk-through ("With kubectl (or any client)" in
+# reflector-testkit/README.md) verbatim from the repository's root, with Debian's kubectl
+# (package kubernetes-client, unpacked into a scratch directory; a kubectl already on the
+# machine is neither used nor touched).
 # Fails if any command of the walk-through fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-section='### The embedded server with kubectl (or any client)'
+section='## With kubectl (or any client)'
+page=reflector-testkit/README.md
 scratch=$(mktemp -d)
 created=()
 for file in testkit.url testkit.kubeconfig; do
@@ -32,15 +34,15 @@ echo "-- kubectl from Debian's kubernetes-client, into $scratch"
 export PATH="$scratch/root/usr/bin:$PATH"
 kubectl version --client
 
-echo "-- the walk-through's commands, from README.md"
+echo "-- the walk-through's commands, from $page"
 awk -v section="$section" '
   $0 == section { in_section = 1; next }
   in_section && /^#+ / { exit }
   in_section && /^```sh$/ { in_block = 1; next }
   in_block && /^```$/ { exit }
   in_block { print }
-' README.md > "$scratch/walkthrough.sh"
-[ -s "$scratch/walkthrough.sh" ] || { echo "no sh block in README's section: $section"; exit 1; }
+' "$page" > "$scratch/walkthrough.sh"
+[ -s "$scratch/walkthrough.sh" ] || { echo "no sh block in $page's section: $section"; exit 1; }
 cat "$scratch/walkthrough.sh"
 
 echo "-- running it"

@@ -1,7 +1,8 @@
 //! # reflector
 //!
-//! Kubernetes controllers in async Rust with client-go's semantics — Reflector,
-//! Fifo, SharedIndexInformer, Indexer, WorkQueue — on [`kube`] and
+//! Kubernetes controllers in async Rust with client-go's semantics — Reflector, the
+//! informer's queue (client-go 1.36's in-order FIFO by default, or per-key deltas as
+//! the DeltaFIFO), SharedIndexInformer, Indexer, WorkQueue — on [`kube`] and
 //! [`k8s_openapi`].
 //!
 //! Newcomers start with the [`Controller`](controller::Controller) builder: it
@@ -12,6 +13,7 @@
 //! use std::sync::Arc;
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use reflector::prelude::*;
+//! use tracing_subscriber::EnvFilter;
 //!
 //! async fn reconcile(req: Request<ConfigMap>, _ctx: Arc<()>) -> Result<Action, kube::Error> {
 //!     match req.object {
@@ -23,6 +25,9 @@
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // Errors are logged through `tracing`: without a subscriber they go unseen.
+//!     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+//!     tracing_subscriber::fmt().with_env_filter(filter).init();
 //!     let client = kube::Client::try_default().await?;
 //!     Controller::<ConfigMap>::for_kind(client)
 //!         .shutdown_on_signal()
@@ -47,7 +52,9 @@
 //! Every part is also usable on its own, in the order of the data path:
 //! [`listwatch`] → [`Reflector`] → [`fifo`] → [`informer`] → [`store`] and [`lister`];
 //! [`workqueue`] feeds the controller's workers. Test against the embedded API server of
-//! [`reflector-testkit`](https://docs.rs/reflector-testkit).
+//! [`reflector-testkit`](https://docs.rs/reflector-testkit), whose docs open with a guide,
+//! "Testing your controller". The repository's `README.md` has the `Cargo.toml` lines,
+//! and `docs/cluster.md` the CRD, RBAC and Deployment of an operator on a cluster.
 //!
 //! Features, all off by default: `metrics-server` (`metrics::MetricsServer`),
 //! `sharding` (the `sharding` module and `Controller::sharded`: one controller split
@@ -149,8 +156,8 @@
 //! still arriving, with `managedFields` skipped unless asked for
 //! ([`InformerFactory::skip_fields`](informer::InformerFactory::skip_fields)). The
 //! allocator is the application's choice. Measured on 2 cores syncing 100k ConfigMaps of
-//! ~1.4 KiB (the repository's `BENCHMARKS.md`, "Allocator A/B"; medians of 27 runs on a
-//! loaded machine), against kube-runtime's reflector on the same allocator:
+//! ~1.4 KiB, against kube-runtime's reflector on the same allocator (the repository's
+//! `BENCHMARKS.md`, "Allocators": medians of 27 runs on a loaded machine):
 //!
 //! | allocator | CPU to synced | RSS after sync |
 //! |---|---|---|
@@ -169,49 +176,31 @@
 //! static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 //! ```
 //!
-//! Against a plain `Api::list` of the same objects on the same allocator, a first sync
-//! cost 0.43–0.46× its CPU on mimalloc and 0.71–0.81× on glibc; the difference is the
-//! kernel faulting in the cache's memory 4 KiB at a time on glibc (our user time was the
-//! same on both). A synced informer took MODIFIED events 1.7–1.9× as fast in process on
-//! mimalloc (glibc's free of each replaced object is half a MODIFIED event's CPU); ADDED
-//! events cost the same on both (`BENCHMARKS.md`, "Half the floor's CPU, on mimalloc" and
-//! "On mimalloc").
+//! Most of the difference is the kernel faulting in the cache's memory: on glibc half of
+//! a first sync's CPU is system time (~89k page faults for 100k ConfigMaps); mimalloc maps
+//! transparent huge pages, and our CPU to synced fell to 0.43–0.46× that of a plain
+//! `Api::list` of the same objects, against 0.71–0.81× on glibc.
 //!
 //! With mimalloc, measure a process that syncs more than once (several informers, or
-//! relists): mimalloc asks the kernel for transparent huge pages, and a later 100k sync in
-//! the same process cost 1.1–2.7× the first's CPU, the kernel zeroing huge pages;
-//! `MIMALLOC_ALLOW_THP=0` in the environment brought it to 1.06×. With glibc a later
-//! sync costs what the first did (`BENCHMARKS.md`, "A later informer in one process").
+//! relists): a later 100k sync in the same process cost 1.1–2.7× the first's CPU, the
+//! kernel zeroing huge pages; `MIMALLOC_ALLOW_THP=0` in the environment brought it to
+//! 1.06×. With glibc a later sync costs what the first did.
 //!
-//! glibc (2.35 or later) can be given huge pages without a code change, through its
-//! tunables in the environment:
+//! glibc (2.35 or later) takes tunables from the environment, no code change:
 //!
 //! ```text
-//! GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.top_pad=67108864
+//! GLIBC_TUNABLES=glibc.malloc.top_pad=67108864
 //! ```
 //!
-//! `hugetlb=1` marks glibc's heaps for transparent huge pages (where the kernel's
-//! `transparent_hugepage/enabled` is `madvise` or `always`) and `top_pad` makes each new
-//! heap of a thread's arena writable whole (64 MiB, a thread heap's most), so whole 2 MiB
-//! pages fit in it. About a third of a first sync's CPU is the kernel faulting in the
-//! cache's memory 4 KiB at a time (~89k faults for 100k ConfigMaps); with the tunables
-//! that is ~250 faults. Measured as the table above
-//! (`BENCHMARKS.md`, "glibc's tunables"; quiet machine, two runs): the first 100k sync
-//! took 0.54–0.68 CPU-s instead of 0.81–0.86 and 0.41–0.48 s instead of 0.55–0.57 s, at
-//! 360 MB resident instead of 348; at a million objects it took 4.6 s instead of 6.3 s.
-//! The same caveat as mimalloc's applies: a later informer's sync in a process whose
-//! first informer still holds its memory cost 0.79× and 2.38× the first's CPU in two
-//! runs (the kernel compacting memory to find free huge pages), and a forced relist took
-//! 1.91–1.97 s instead of 1.64–1.87 s. Measure your own workload with and without them.
-//!
-//! `GLIBC_TUNABLES=glibc.malloc.top_pad=67108864` alone has no such caveat measured: by
-//! default glibc makes a thread's heap writable a page at a time as it fills, one
-//! `mprotect` call per 4 KiB (~70k in a first 100k sync, each taking the lock that page
-//! faults wait for); with it, a few hundred. The first 100k sync took 0.57–0.67 CPU-s
-//! instead of 0.68–0.75, a later informer as without, a forced relist 3–7% slower
-//! (`BENCHMARKS.md`, "`top_pad` alone"). Use exactly 64 MiB: a smaller value keeps the
-//! page-by-page growth and turns off glibc's dynamic `mmap` threshold, which cost more
-//! than it saved.
+//! makes each new heap of a thread's arena writable whole (64 MiB) instead of one
+//! `mprotect` call per 4 KiB page as it fills (~780k calls in a benchmark invocation of ten
+//! 100k syncs, ~280 with it): a first sync took 0.60–0.67 CPU-s instead of 0.68–0.70, with no
+//! caveat measured (use exactly 64 MiB: 1, 4 or 16 MiB made more calls, not fewer). Adding
+//! `glibc.malloc.hugetlb=1` (`GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.top_pad=67108864`)
+//! gives glibc's heaps huge pages too: ~250 page faults instead of ~89k and 0.54–0.68
+//! CPU-s instead of 0.81–0.86 for the first sync, with mimalloc's caveat (a later
+//! informer's sync cost 0.79× and 2.38× the first's CPU in two runs). Measure your own
+//! workload with and without them.
 //!
 //! [`kube`]: https://docs.rs/kube
 //! [`k8s_openapi`]: https://docs.rs/k8s-openapi
@@ -249,7 +238,7 @@ pub use serde_field_filter;
 /// # Ok(()) }
 /// ```
 pub mod prelude {
-    pub use reflector_core::controller::{Action, Controller, Request};
+    pub use reflector_core::controller::{Action, Controller, EventFilter, Request};
     pub use reflector_core::informer::{Change, InformerFactory, SharedIndexInformer};
     pub use reflector_core::leader_election::{LeaderElection, LeaderElectionConfig, LeaderState};
     pub use reflector_core::lister::Lister;

@@ -36,7 +36,9 @@
 //! # Scenarios
 //!
 //! `floor`, `floor-nostore` (decoded and dropped), `kube-runtime` (`watcher`, page size
-//! 500), `kube-runtime-streaming` (`watcher::Config::default().streaming_lists()`),
+//! 500), `kube-runtime-strip-managed-fields` (the same, each object's `managedFields`
+//! cleared by `.modify(..)` before the store, as kube-runtime's users commonly do),
+//! `kube-runtime-streaming` (`watcher::Config::default().streaming_lists()`),
 //! `ours` (plain `SharedIndexInformer`), `ours-factory` (`InformerFactory` defaults),
 //! `ours-factory-in-order` (the factory with `.queue(QueueMode::InOrder)`, client-go
 //! 1.36's in-order queue in place of the per-key queue),

@@ -11,7 +11,8 @@
 //!   contract of a cache of your own;
 //! - [`informer`]: the shared informer, its handlers and the informer factory;
 //! - [`lister`]: typed read-only views of an informer's cache;
-//! - [`workqueue`]: the dedup, delaying and rate-limited queues that feed workers;
+//! - [`workqueue`]: the work queue that feeds workers (dedup, delayed adds, per-item
+//!   rate limits, in one type);
 //! - [`controller`]: workers that take keys from a queue and reconcile them;
 //! - [`leader_election`]: Lease leader election, so one replica reconciles at a time;
 //! - `sharding` (feature `sharding`): one controller split across replicas: Lease

@@ -849,7 +849,10 @@ async fn metrics_report_what_the_controller_did() {
     // The queue: 4 initial adds, b, c, d re-added after delay (3 retries), a changed.
     assert_eq!(value(&text, "workqueue_adds_total{name=\"cms\"}"), 8.0);
     assert_eq!(value(&text, "workqueue_retries_total{name=\"cms\"}"), 3.0);
-    assert_eq!(value(&text, "workqueue_depth{name=\"cms\"}"), 0.0);
+    assert_eq!(
+        value(&text, "workqueue_depth{name=\"cms\",priority=\"-100\"}"),
+        0.0
+    );
     assert_eq!(
         value(&text, "workqueue_work_duration_seconds_count{name=\"cms\"}"),
         8.0

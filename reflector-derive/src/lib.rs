@@ -1,6 +1,6 @@
-//! `#[derive(Reflect)]`: typed list/watch, indexes, index queries and event handlers
-//! for a Kubernetes kind. Use it through the `reflector` facade, whose documentation
-//! describes what it generates.
+//! `#[derive(Reflect)]`: typed list/watch, indexes and index queries for a Kubernetes
+//! kind (its events reach a closure through `add_event_fn`, as any kind's). Use it
+//! through the `reflector` facade, whose documentation describes what it generates.
 //!
 //! The crate reads like thiserror-impl and serde_derive: `ast` and `attr` parse
 //! the input into plain data that keeps the user's tokens for spans, `valid` checks

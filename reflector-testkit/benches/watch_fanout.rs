@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, PostParams};
 use reflector_testkit::{ApiServer, bench_objects};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -78,6 +78,13 @@ async fn count_events(mut stream: TcpStream, events: usize) -> Instant {
 /// One round: `watchers` watches, [`EVENTS`] creates. Returns the per-watcher rate.
 async fn round(watchers: usize) -> Option<f64> {
     let server = ApiServer::start().await.expect("server");
+    // Writes need their namespace to exist, as on a real server.
+    let mut namespace = Namespace::default();
+    namespace.metadata.name = Some(bench_objects::NAMESPACE.to_owned());
+    Api::<Namespace>::all(server.client())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("namespace");
     let api: Api<ConfigMap> = Api::namespaced(server.client(), bench_objects::NAMESPACE);
     let rv = server.current_resource_version();
     let mut readers = Vec::with_capacity(watchers);

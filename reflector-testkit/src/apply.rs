@@ -112,7 +112,7 @@ pub(crate) fn apply(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
     let options = ApplyOptions::parse(pairs)?;
     let mut config = Value::Object(decode(&body.bytes)?);
     drop_nulls(&mut config);
-    let mut state = shared.state();
+    let mut state = shared.write_state(pairs);
     let info = state.resources[rid].clone();
     let applied_version = config.get("apiVersion").and_then(Value::as_str);
     if applied_version != Some(info.api_version().as_str()) {
@@ -144,6 +144,7 @@ pub(crate) fn apply(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
             "the name of the object ({applied_name}) does not match the name on the URL ({name})"
         )));
     }
+    refuse_undeclared_fields(&state, rid, namespace, name, &config)?;
     let scope = Scope::new(&info, status_write);
     let key = key_of(namespace.filter(|_| info.namespaced), name);
     let live = state.get(rid, &key);
@@ -250,6 +251,33 @@ pub(crate) fn apply(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
             Ok(json_response(200, repr.render(&updated)))
         }
     }
+}
+
+/// The real 500 of an applied configuration of a custom object with a field its schema
+/// does not declare (structured-merge-diff cannot type it), whatever `fieldValidation`
+/// says: `failed to create typed patch object (ns/name; group/version, Kind=K):
+/// .spec.bogus: field not declared in schema`.
+fn refuse_undeclared_fields(
+    state: &crate::state::State,
+    rid: crate::state::ResourceId,
+    namespace: Option<&str>,
+    name: &str,
+    config: &Value,
+) -> Result<(), ApiError> {
+    let Some(schema) = state.custom.served(rid).and_then(|s| s.schema.clone()) else {
+        return Ok(());
+    };
+    let pruned = crate::schema_validation::admit(&schema, &mut config.clone()).pruned;
+    let Some(first) = pruned.iter().find(|p| !p.starts_with("metadata.")) else {
+        return Ok(());
+    };
+    let info = &state.resources[rid];
+    Err(ApiError::internal(&format!(
+        "failed to create typed patch object ({}/{name}; {}, Kind={}): .{first}: field not declared in schema",
+        namespace.unwrap_or_default(),
+        info.api_version(),
+        info.kind
+    )))
 }
 
 /// The real `NewConflictError`: 409 `Conflict` naming each manager and field, with one

@@ -23,6 +23,7 @@ pub(crate) struct ServerConfig {
     pub history_len: usize,
     pub port: u16,
     pub admin: bool,
+    pub crd_storage_initialization: Duration,
 }
 
 impl Default for ServerConfig {
@@ -34,6 +35,7 @@ impl Default for ServerConfig {
             history_len: 10_000,
             port: 0,
             admin: false,
+            crd_storage_initialization: Duration::ZERO,
         }
     }
 }
@@ -95,6 +97,26 @@ impl ApiServerBuilder {
     /// ```
     pub fn admin(mut self, enabled: bool) -> Self {
         self.config.admin = enabled;
+        self
+    }
+
+    /// For how long after a CRD is created (or its spec changes) the collections of its
+    /// kind answer 429 `storage is (re)initializing` (`retryAfterSeconds: 1`,
+    /// `Retry-After: 1`), as the real server does while the kind's watch cache fills (a few
+    /// tens of milliseconds), so tests can exercise a client's retry path. Default zero:
+    /// a new kind serves at once.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// let server = reflector_testkit::ApiServer::builder()
+    ///     .crd_storage_initialization(Duration::from_millis(50))
+    ///     .start()
+    ///     .await?;
+    /// # let _ = server; Ok(()) }
+    /// ```
+    pub fn crd_storage_initialization(mut self, wait: Duration) -> Self {
+        self.config.crd_storage_initialization = wait;
         self
     }
 

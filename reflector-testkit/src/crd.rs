@@ -7,7 +7,7 @@
 //!
 //! Every function here runs with the `Shared::state` lock held (they take `State`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -15,12 +15,17 @@ use serde_json::{Value, json};
 
 use crate::object::{key_of, meta_str, now_timestamp};
 use crate::resource::ResourceInfo;
-use crate::schema_validation::{self, FieldError};
+use crate::schema_validation::FieldError;
 use crate::state::{EventType, ResourceId, State};
 use crate::status::{ApiError, go_quote};
 
+mod admission;
 mod scale;
+mod served;
 mod storage;
+
+pub(crate) use served::{CustomResources, Served};
+pub(crate) use storage::initializing;
 
 pub(crate) use scale::scale;
 use scale::{ScalePaths, json_path};
@@ -31,99 +36,6 @@ pub(crate) const GROUP: &str = "apiextensions.k8s.io";
 const PLURAL: &str = "customresourcedefinitions";
 /// The CRD resource's kind.
 const KIND: &str = "CustomResourceDefinition";
-
-/// How one served custom resource version is checked, and where its scale lives.
-#[derive(Debug, Clone)]
-pub(crate) struct Served {
-    /// Name of the CRD that serves it (`widgets.example.com`).
-    pub crd: String,
-    /// The version's `openAPIV3Schema` (None: no pruning or validation).
-    pub schema: Option<Arc<Value>>,
-    /// The version's `scale` subresource.
-    pub scale: Option<ScalePaths>,
-}
-
-/// Resources served from CRD objects. Lives in `State` (guarded by `Shared::state`).
-#[derive(Debug, Default)]
-pub(crate) struct CustomResources {
-    /// Served custom resource versions, by resource id.
-    served: BTreeMap<ResourceId, Served>,
-    /// Resource ids no longer served (their CRD or version went away). Ids are never
-    /// reused for another resource, so the event log's ids stay valid.
-    retired: BTreeSet<ResourceId>,
-    /// The resourceVersions at which each id's storage was torn down, oldest first: its
-    /// CRD was deleted, the version stopped being served, or the CRD's spec changed. A
-    /// watch of the resource ends there, as the real server's watches end when a CRD's
-    /// storage is torn down.
-    storage_ends: BTreeMap<ResourceId, Vec<u64>>,
-    /// The resourceVersion at which each id's current storage (and so its watch cache)
-    /// began: the CRD's creation or its last change of spec. A watch from before it is
-    /// 410, as the real watch cache's history starts there.
-    storage_since: BTreeMap<ResourceId, u64>,
-}
-
-impl CustomResources {
-    /// Whether `rid` stopped being served.
-    pub(crate) fn is_retired(&self, rid: ResourceId) -> bool {
-        self.retired.contains(&rid)
-    }
-
-    /// Serves `rid` again (a CRD came back).
-    pub(crate) fn revive(&mut self, rid: ResourceId) {
-        self.retired.remove(&rid);
-    }
-
-    /// How `rid` is served, if it comes from a CRD.
-    pub(crate) fn served(&self, rid: ResourceId) -> Option<&Served> {
-        self.served.get(&rid)
-    }
-
-    /// The scale paths of `rid`, if it has a `scale` subresource.
-    pub(crate) fn scale(&self, rid: ResourceId) -> Option<&ScalePaths> {
-        self.served.get(&rid)?.scale.as_ref()
-    }
-
-    /// The ids served by the CRD `crd`.
-    fn of_crd(&self, crd: &str) -> Vec<ResourceId> {
-        self.served
-            .iter()
-            .filter(|(_, s)| s.crd == crd)
-            .map(|(rid, _)| *rid)
-            .collect()
-    }
-
-    /// The first resourceVersion after `since` at which the storage of `rid` was
-    /// torn down (the CRD deleted or changed, the version no longer served).
-    pub(crate) fn storage_ended_since(&self, rid: ResourceId, since: u64) -> Option<u64> {
-        self.storage_ends
-            .get(&rid)?
-            .iter()
-            .copied()
-            .find(|rv| *rv > since)
-    }
-
-    /// The resourceVersion at which the current storage of `rid` began, if it comes from
-    /// a CRD: watches from before it are 410.
-    pub(crate) fn storage_since(&self, rid: ResourceId) -> Option<u64> {
-        self.storage_since.get(&rid).copied()
-    }
-
-    /// Stops serving `rid` after the write at resourceVersion `rv`.
-    fn retire(&mut self, rid: ResourceId, rv: u64) {
-        self.served.remove(&rid);
-        self.retired.insert(rid);
-        self.storage_since.remove(&rid);
-        self.storage_ends.entry(rid).or_default().push(rv);
-    }
-
-    /// Starts a new storage for `rid` at resourceVersion `rv`, ending the one it had (its
-    /// open watches end there).
-    fn restart_storage(&mut self, rid: ResourceId, rv: u64) {
-        if self.storage_since.insert(rid, rv).is_some() {
-            self.storage_ends.entry(rid).or_default().push(rv);
-        }
-    }
-}
 
 /// Whether `rid` is the CRD resource itself.
 fn is_crd_resource(state: &State, rid: ResourceId) -> bool {
@@ -155,17 +67,13 @@ pub(crate) fn admit(
     let Some(schema) = state.custom.served(rid).and_then(|s| s.schema.clone()) else {
         return Ok(());
     };
-    let admission = schema_validation::admit(&schema, value);
-    if admission.errors.is_empty() {
-        return Ok(());
-    }
-    let info = &state.resources[rid];
-    Err(ApiError::invalid_fields(
-        &info.kind,
-        &info.group,
+    let write = admission::Write {
+        rid,
         name,
-        &admission.errors,
-    ))
+        old,
+        schema: &schema,
+    };
+    admission::admit(state, &write, value)
 }
 
 /// The real `SetDefaults` of a v1 CRD: `singular` (lower-case kind), `listKind`
@@ -296,7 +204,10 @@ fn validate_crd(name: &str, crd: &Value) -> Vec<FieldError> {
                     message: "Required value: must not be empty at the root".to_owned(),
                     ..required(&format!("spec.versions[{i}].schema.openAPIV3Schema.type"))
                 }),
-            Some(_) => {}
+            Some(schema) => errors.extend(crate::cel_rules::compile_errors(
+                schema,
+                &format!("spec.versions[{i}].schema.openAPIV3Schema"),
+            )),
         }
     }
     let storage = versions
@@ -461,12 +372,18 @@ pub(crate) fn after_commit(
                 storage::apply_schema_on_read(state, served_rid, schema);
             }
         }
-        state.custom.served.insert(
+        state.custom.serve(
             served_rid,
             Served {
                 crd: name.clone(),
                 schema,
                 scale,
+                selectable_fields: version
+                    .selectable_fields
+                    .iter()
+                    .flatten()
+                    .map(|f| f.json_path.clone())
+                    .collect(),
             },
         );
         serving.insert(served_rid);

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use crate::object::StoredObject;
-use crate::selectable_fields::{FieldLabels, SelectableField};
+use crate::selectable_fields::{FieldLabels, SelectableField, field_text};
 use crate::status::ApiError;
 
 /// A parsed field selector: `metadata.name`, `metadata.namespace` and the resource's own
@@ -17,12 +17,14 @@ pub(crate) struct FieldSelector {
     requirements: Vec<(Field, String, bool)>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Field {
     Name,
     Namespace,
     /// A resource-specific field, read from the object's JSON.
     Selectable(&'static SelectableField),
+    /// A custom resource's selectable field: its JSON pointer.
+    Custom(String),
 }
 
 /// Splits on commas not escaped with a backslash (escapes are kept for the value).
@@ -103,9 +105,10 @@ impl FieldSelector {
             let field = match field {
                 "metadata.name" => Field::Name,
                 "metadata.namespace" => Field::Namespace,
-                other => match labels.find(other) {
-                    Some(selectable) => Field::Selectable(selectable),
-                    None => return Err(ApiError::bad_request(labels.unknown(other))),
+                other => match (labels.find(other), labels.find_custom(other)) {
+                    (Some(selectable), _) => Field::Selectable(selectable),
+                    (None, Some(pointer)) => Field::Custom(pointer),
+                    (None, None) => return Err(ApiError::bad_request(labels.unknown(other))),
                 },
             };
             requirements.push((field, value, equal));
@@ -129,6 +132,10 @@ impl FieldSelector {
                 Field::Selectable(selectable) => {
                     Cow::Owned(selectable.value_in(parsed.get_or_insert_with(|| object.value())))
                 }
+                Field::Custom(pointer) => Cow::Owned(
+                    field_text(parsed.get_or_insert_with(|| object.value()), pointer)
+                        .unwrap_or_default(),
+                ),
             };
             (actual == value.as_str()) == *equal
         })
@@ -146,15 +153,18 @@ mod tests {
     #[test]
     fn field_selector_name_and_namespace() {
         let cm = FieldLabels::of("", "ConfigMap");
-        let s = FieldSelector::parse("metadata.name=a,metadata.namespace!=kube-system", cm)
-            .expect("valid");
+        let s = FieldSelector::parse(
+            "metadata.name=a,metadata.namespace!=kube-system",
+            cm.clone(),
+        )
+        .expect("valid");
         let object = |name: &str, ns: &str| {
             stored(&serde_json::json!({"metadata": {"name": name, "namespace": ns}}))
         };
         assert!(s.matches(&object("a", "default")));
         assert!(!s.matches(&object("a", "kube-system")));
         assert!(!s.matches(&object("b", "default")));
-        assert!(FieldSelector::parse("spec.nodeName=x", cm).is_err());
+        assert!(FieldSelector::parse("spec.nodeName=x", cm.clone()).is_err());
         assert!(FieldSelector::parse("metadata.name", cm).is_err());
     }
 

@@ -7,14 +7,14 @@ use serde_json::Value;
 
 use crate::list::list_body;
 use crate::managed_fields::{Writer, manager_of};
-use crate::object::{Repr, key_of};
+use crate::object::{Repr, key_of, meta_str};
 use crate::patch::{JSON_PATCH, MERGE_PATCH, Patch, STRATEGIC_MERGE_PATCH};
 use crate::protobuf_codec::PROTOBUF;
 use crate::query::{ListOptions, param};
 use crate::router::{RequestBody, json_response};
 use crate::selectable_fields::FieldLabels;
 use crate::server::Shared;
-use crate::state::{Deleted, Preconditions, ResourceId};
+use crate::state::{Deleted, Preconditions, ResourceId, State};
 use crate::status::{ApiError, status_details};
 use crate::table::TableRequest;
 use crate::unknown_fields::{FieldValidation, drop_unknown};
@@ -102,11 +102,37 @@ pub(crate) fn create(
     let validation = FieldValidation::of(pairs)?;
     let mut value = read_object(shared, rid, body)?;
     let manager = manager(pairs, body);
-    let mut state = shared.state();
+    let mut state = shared.write_state(pairs);
+    let name = meta_str(&value, "name").unwrap_or_default().to_owned();
     let unknown = drop_unknown(&state, rid, &mut value);
+    let duplicates = decode_custom(&state, rid, body, &value, &name, validation, &unknown)?;
     validation.check(&unknown)?;
     let created = state.create(rid, namespace, value, Writer::Update(&manager))?;
-    Ok(validation.warn(json_response(201, repr.render(&created)), &unknown))
+    let response = validation.warn(json_response(201, repr.render(&created)), &unknown);
+    Ok(validation.warn_duplicates(response, &duplicates))
+}
+
+/// For a custom object's create or update body: the real decoder's checks (`kind` and
+/// `apiVersion`, then under `Strict` repeated keys and unknown fields); returns the keys
+/// the body repeats, for `Warn`'s headers. Built-in kinds: nothing to check here.
+fn decode_custom(
+    state: &State,
+    rid: ResourceId,
+    body: &RequestBody,
+    value: &Value,
+    name: &str,
+    validation: FieldValidation,
+    unknown: &[String],
+) -> Result<Vec<String>, ApiError> {
+    if state.custom.served(rid).is_none() || body.media_type() == PROTOBUF {
+        return Ok(Vec::new());
+    }
+    let info = &state.resources[rid];
+    crate::custom_decode::check_type(info, &body.bytes, value, name)?;
+    let duplicates = crate::custom_decode::duplicate_fields(&body.bytes);
+    let prefix = crate::custom_decode::strict_prefix(info);
+    validation.check_custom(&prefix, &duplicates, unknown)?;
+    Ok(duplicates)
 }
 
 /// A write to one object or its status subresource (`PUT` or `PATCH`), as routed.
@@ -128,9 +154,13 @@ pub(crate) fn update(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
     let validation = FieldValidation::of(write.pairs)?;
     let mut value = read_object(write.shared, write.rid, body)?;
     let manager = manager(write.pairs, body);
-    let mut state = write.shared.state();
+    let mut state = write.shared.write_state(write.pairs);
     let unknown = drop_unknown(&state, write.rid, &mut value);
+    let duplicates = decode_custom(
+        &state, write.rid, body, &value, write.name, validation, &unknown,
+    )?;
     validation.check(&unknown)?;
+    require_resource_version(&state, write, &value)?;
     let updated = state.update(
         write.rid,
         write.namespace,
@@ -139,7 +169,35 @@ pub(crate) fn update(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
         write.status,
         Writer::Update(&manager),
     )?;
-    Ok(validation.warn(json_response(200, write.repr.render(&updated)), &unknown))
+    let response = validation.warn(json_response(200, write.repr.render(&updated)), &unknown);
+    Ok(validation.warn_duplicates(response, &duplicates))
+}
+
+/// The real 422 of a `PUT` of a custom object without `metadata.resourceVersion`: the
+/// custom resource strategy allows no unconditional update (checked once the object is
+/// known to exist; a missing one is the usual 404).
+fn require_resource_version(
+    state: &State,
+    write: ObjectWrite<'_>,
+    value: &Value,
+) -> Result<(), ApiError> {
+    let custom = state.custom.served(write.rid).is_some();
+    let info = &state.resources[write.rid];
+    let key = key_of(write.namespace.filter(|_| info.namespaced), write.name);
+    if !custom
+        || meta_str(value, "resourceVersion").is_some()
+        || state.get(write.rid, &key).is_none()
+    {
+        return Ok(());
+    }
+    Err(ApiError::invalid(
+        &info.kind,
+        &info.group,
+        write.name,
+        "metadata.resourceVersion",
+        "FieldValueInvalid",
+        "Invalid value: 0x0: must be specified for an update",
+    ))
 }
 
 pub(crate) fn patch(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
@@ -172,7 +230,7 @@ pub(crate) fn patch(write: ObjectWrite<'_>) -> Result<Response, ApiError> {
     let patch = Patch::decode(media, &body.bytes)?;
     let manager = manager(write.pairs, body);
     // One lock from read to write: the patch applies to the state it replaces.
-    let mut state = write.shared.state();
+    let mut state = write.shared.write_state(write.pairs);
     let info = state.resources[rid].clone();
     let current = state
         .get(rid, &key_of(write.namespace, name))
@@ -203,11 +261,16 @@ pub(crate) fn delete(
     rid: ResourceId,
     namespace: Option<&str>,
     name: &str,
+    pairs: &[(String, String)],
     body: &RequestBody,
 ) -> Result<Response, ApiError> {
-    let preconditions = delete_preconditions(body)?;
-    let mut state = shared.state();
-    let deleted = state.delete(rid, namespace, name, &preconditions)?;
+    let mut options = delete_options(body)?;
+    options.preconditions.foreground |= param(pairs, "propagationPolicy") == Some("Foreground");
+    let mut state = shared.write_state(pairs);
+    // `DeleteOptions.dryRun` in the body counts as the query's (kube and kubectl send it
+    // there).
+    state.dry_run |= options.dry_run;
+    let deleted = state.delete(rid, namespace, name, &options.preconditions)?;
     let info = &state.resources[rid];
     match deleted {
         // Like the real generic registry: an object removed at once is answered with a
@@ -236,11 +299,19 @@ pub(crate) fn delete(
     }
 }
 
-/// The preconditions of a DELETE's `DeleteOptions` body (JSON, or protobuf as client-go's
-/// typed clients send it).
-fn delete_preconditions(body: &RequestBody) -> Result<Preconditions, ApiError> {
+/// What a DELETE's `DeleteOptions` body asks for.
+#[derive(Debug, Default)]
+struct DeleteOptions {
+    preconditions: Preconditions,
+    /// `dryRun: ["All"]`.
+    dry_run: bool,
+}
+
+/// A DELETE's `DeleteOptions` body (JSON, or protobuf as client-go's typed clients send
+/// it).
+fn delete_options(body: &RequestBody) -> Result<DeleteOptions, ApiError> {
     if body.bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Preconditions::default());
+        return Ok(DeleteOptions::default());
     }
     let options: Value = if body.media_type() == PROTOBUF {
         let decoded = crate::protobuf_codec::open(&body.bytes).and_then(|envelope| {
@@ -260,9 +331,18 @@ fn delete_preconditions(body: &RequestBody) -> Result<Preconditions, ApiError> {
             .and_then(Value::as_str)
             .map(str::to_owned)
     };
-    Ok(Preconditions {
-        resource_version: field("resourceVersion"),
-        uid: field("uid"),
+    let foreground = options.get("propagationPolicy").and_then(Value::as_str) == Some("Foreground");
+    let dry_run = options
+        .get("dryRun")
+        .and_then(Value::as_array)
+        .is_some_and(|d| d.iter().any(|v| v == "All"));
+    Ok(DeleteOptions {
+        preconditions: Preconditions {
+            resource_version: field("resourceVersion"),
+            uid: field("uid"),
+            foreground,
+        },
+        dry_run,
     })
 }
 
@@ -275,9 +355,9 @@ pub(crate) fn delete_collection(
     namespace: Option<&str>,
     pairs: &[(String, String)],
 ) -> Result<Response, ApiError> {
-    let mut state = shared.state();
+    let mut state = shared.write_state(pairs);
     let info = state.resources[rid].clone();
-    let options = ListOptions::parse(pairs, FieldLabels::of(&info.group, &info.kind))?;
+    let options = ListOptions::parse(pairs, FieldLabels::of_resource(&state, rid))?;
     let listed_at = state.rv;
     let mut items = state.snapshot(rid, namespace);
     items.retain(|o| options.filter.matches(o));

@@ -20,10 +20,16 @@
 //! # Ok(()) }
 //! ```
 //!
+//! The guide below tests a controller with it; the sections after it say what the server
+//! serves and how it answers, as the real API server does.
+//!
+#![doc = include_str!("../docs/testing-your-controller.md")]
+//!
 //! # What it serves
 //!
 //! * Paths `/api/v1/{resource}`, `/api/v1/namespaces/{ns}/{resource}[/{name}[/status]]` and
 //!   the same under `/apis/{group}/{version}`; discovery at `/api`, `/apis`, `/api/v1`,
+//!   `/apis/{group}` (an `APIGroup` for every served group, built-in or CRD),
 //!   `/apis/{group}/{version}` and `/version`, listing each resource's verbs and, as the
 //!   real server, its `shortNames` and `categories` (built-ins: the real ones, e.g. `po`
 //!   and `all` for Pods; CRDs: from their `names`). Anything else is a 404 `Status`.
@@ -45,9 +51,14 @@
 //!   `anyOf`, `oneOf`, `not`), an open object for anything else; each top-level
 //!   definition carries `x-kubernetes-group-version-kind`, each path an operation per verb.
 //!   So `kubectl apply -f`, `create -f` and `explain` work without `--validate=false`, and
-//!   kubectl's client-side validation rejects misspelled fields (tried with kubectl
-//!   1.20.2). The operations do not list the `fieldValidation` parameter: the server does
-//!   not implement server-side field validation, so newer kubectl validates on the client.
+//!   kubectl's client-side validation rejects misspelled fields (checked with kubectl
+//!   1.20.2). The operations do not list the `fieldValidation` parameter, so a kubectl
+//!   that looks for it there validates on the client instead of sending it; the server
+//!   honours the parameter all the same when a client sends it ([Unknown
+//!   fields](#unknown-fields)).
+//! * Every answer carries `Cache-Control: no-cache, private`, as the real server's. An
+//!   `Accept` that names `application/yaml` before JSON gets the answer (object, list,
+//!   Table, error) in YAML.
 //! * Every error is a `kind: Status` JSON object with `status: Failure`, `message`,
 //!   `reason`, `code` and `details` where the real server sets them.
 //! * One global resourceVersion counter (like etcd's revision), bumped on every write.
@@ -72,6 +83,15 @@
 //!   `status` subresource (get/replace/patch) for resources that have one: main-resource
 //!   writes keep the stored `status`, status writes keep everything but `status` (and
 //!   `managedFields`). Creating an object of such a resource drops its `status`.
+//! * Finalizers while deleting, as the real store: an object being deleted may lose
+//!   finalizers but not gain any (the real 422 `metadata.finalizers: Forbidden: no new
+//!   finalizers([b]) can be added if the object is being deleted`); the update that
+//!   empties them is not written: the object is deleted, its `DELETED` event carrying the
+//!   finalizers it last had. `propagationPolicy: Foreground` (in `DeleteOptions` or the
+//!   query) answers the object with the `foregroundDeletion` finalizer added. This server
+//!   has no garbage collector: it deletes no dependents, and takes `foregroundDeletion`
+//!   off itself as soon as no object names the owner in its `ownerReferences` (at once
+//!   when none does, else when the test deletes the last of them).
 //! * Core ConfigMaps and Secrets hold at most 1 MiB of data (the real `MaxSecretSize`):
 //!   a create or update past it is the real 422 (`ConfigMap "x" is invalid: []: Too long:
 //!   may not be more than 1048576 bytes`; a Secret's field is `data`).
@@ -99,9 +119,17 @@
 //!   priority 1), Namespaces and Leases, a CRD version's `additionalPrinterColumns` (simple
 //!   dotted JSONPaths) for custom objects, `Name` and `Created At` for other kinds; rows
 //!   carry the object's `PartialObjectMetadata`, the object or nothing (`includeObject`).
-//!   Watches are not served as Tables.
-//! * Not supported: `dryRun` (answers 400 rather than silently writing), aggregated
-//!   discovery (`Discovery::run_aggregated`), YAML and CBOR encodings (protobuf: see
+//!   Watches are too (`kubectl get -w`): each event's object is a Table with the one
+//!   row of the object the event carries.
+//! * `dryRun=All` (what `kubectl diff` and `--dry-run=server` send; in a DELETE's
+//!   `DeleteOptions` body too) on create, update, patch, apply, delete and deletecollection:
+//!   the write runs in full (defaulting, admission, validation, conflicts) and answers as
+//!   a real one would (a created object without a `resourceVersion`, an updated one at
+//!   its current one), but nothing is stored, no resourceVersion moves and no watch event
+//!   is sent. Any other `dryRun` value is the real 422 (`CreateOptions.meta.k8s.io "" is
+//!   invalid: dryRun: Unsupported value: []string{"x"}: supported values: "All"`).
+//! * Not supported: aggregated
+//!   discovery (`Discovery::run_aggregated`), the CBOR encoding (protobuf: see
 //!   [Protobuf](#protobuf)), resource-specific field
 //!   selectors other than the Events' and a Pod's `spec.nodeName` and `status.phase`
 //!   (400; the real server accepts a few more, e.g. a Pod's `spec.schedulerName` or a
@@ -307,8 +335,55 @@
 //!   `x-kubernetes-int-or-string`), answering the real 422, e.g. `Widget.example.com "w"
 //!   is invalid: [spec.color: Unsupported value: "green": supported values: "red",
 //!   "blue", spec.size: Invalid value: "string": spec.size in body must be of type
-//!   integer: "string"]`. Not checked: `x-kubernetes-validations` (CEL), `format`,
-//!   `multipleOf`, `uniqueItems`, list-type/map-type uniqueness.
+//!   integer: "string"]`. Not checked: `format`, `multipleOf`, `uniqueItems`,
+//!   list-type/map-type uniqueness.
+//! * CEL rules (`x-kubernetes-validations`) are evaluated on every create, update, patch,
+//!   apply and `/scale` write, after the schema's validation (not when that found a type
+//!   or enum error: then the real extra cause `<nil>: Invalid value: "null": some
+//!   validation rules were not checked because the object was invalid; ...` is added):
+//!   a rule that does not hold is the real 422 with the rule's `message` (or
+//!   `messageExpression`, else `failed rule: <rule>`) at the node's field path (plus
+//!   its `fieldPath`), e.g. `Widget.example.com "w" is invalid: spec: Invalid value:
+//!   "object": replicas must not exceed maxReplicas`, and a `reason` other than
+//!   `FieldValueInvalid` gives that error type. Transition rules (`oldSelf`) run on updates
+//!   where the old value exists. Rules are evaluated with the `cel` crate: the CEL
+//!   standard library and macros, the Kubernetes string functions and list functions
+//!   (`slice`, `flatten`, `distinct`, `reverse`, `sort`); a rule calling anything else
+//!   (the `quantity`, `url`, `ip`, `cidr`, `format`, `semver`, `authz` and regex libraries,
+//!   `isSorted`/`sum`/`min`/`max`, `duration`, `timestamp`) is refused when the CRD is
+//!   written, with a 422 naming the rule, never passed over.
+//! * The steps of a custom-object write run in the real server's order: mutating
+//!   admission, then defaulting and pruning, then schema validation and CEL rules, then
+//!   validating admission (no admission plugin runs on custom objects here).
+//! * A custom object's create or update body is decoded as the real server's
+//!   unstructured decoder does: without `kind` (or `apiVersion`) it is the real 400
+//!   (`Object 'Kind' is missing in '{...}'`), a wrong one the real 422 (`kind: Invalid
+//!   value: "Gadget": must be Widget`); a key repeated in one object is a warning
+//!   (`duplicate field "spec.size"`, the last value kept) or, under
+//!   `fieldValidation=Strict`, the real 400, whose message starts as every strict
+//!   decoding error of a custom object does: `Widget in version "v1" cannot be handled
+//!   as a Widget: strict decoding error: duplicate field "spec.size"`.
+//! * Server-side apply of a custom object with a field its schema does not declare is the
+//!   real 500 (`failed to create typed patch object (default/w; example.com/v1,
+//!   Kind=Widget): .spec.bogus: field not declared in schema`), whatever
+//!   `fieldValidation` says. A patch whose only content the schema prunes writes nothing
+//!   (no resourceVersion, generation or event; the unknown-field warning).
+//! * A `PUT` of a custom object without `metadata.resourceVersion` is the real 422
+//!   (`metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`):
+//!   custom resources allow no unconditional update.
+//! * `selectableFields`: a field selector on a field a CRD version declares
+//!   (`spec.size=large`, `!=` too) filters its lists and watches; any other field is the
+//!   real 400 `field label not supported: spec.replicas` (without `selectableFields`,
+//!   the default wording).
+//! * Lists of custom objects carry `metadata.continue`, `""` on the last page, as an
+//!   `UnstructuredList` does.
+//! * Discovery lists a custom resource's verbs in the CRD handler's order (`delete`,
+//!   `deletecollection`, `get`, `list`, `patch`, `create`, `update`, `watch`) with its
+//!   `storageVersionHash`; a printer column without a description gets the real one
+//!   (`Custom resource definition column (in JSONPath format): .spec.size`).
+//! * [`ApiServerBuilder::crd_storage_initialization`] (off by default) makes a new kind's
+//!   collection answer the real 429 `storage is (re)initializing` for a while, for tests
+//!   of a client's retry path.
 //! * The `scale` subresource (`autoscaling/v1` Scale) reads `specReplicasPath`,
 //!   `statusReplicasPath` and `labelSelectorPath`; `PUT`/`PATCH` write `specReplicasPath`
 //!   (the object's schema still applies; a Scale `resourceVersion` is a precondition).
@@ -321,15 +396,18 @@
 //!   resourceVersions, as the real server defaults and prunes what it reads from etcd.
 //!   Each CRD's watch cache starts at its creation: a watch of its objects from an
 //!   older resourceVersion is 410 too.
-//! * Deleting the CRD deletes every object of its versions (watchers get `DELETED`s, as
-//!   from the real cleanup finalizer, which this server runs at once), then the CRD; its
-//!   paths then answer 404 and discovery no longer lists it. Creating it again serves an
-//!   empty kind again.
+//! * Deleting a CRD runs the real lifecycle: the DELETE answers the CRD (200) with a
+//!   `deletionTimestamp`, the `customresourcecleanup.apiextensions.k8s.io` finalizer and a
+//!   `Terminating` condition (`True`); every object of its versions is then deleted
+//!   through the usual delete (watchers get `DELETED`s; objects with finalizers get a
+//!   `deletionTimestamp` and wait for them); meanwhile reads, lists, watches and patches
+//!   keep working and a create is the real 403 (`create not allowed while custom resource
+//!   definition is terminating`); once the last object is gone the CRD goes, its open
+//!   watches end, its paths answer 404 and discovery no longer lists it. Creating it again
+//!   serves an empty kind again.
 //! * Not supported: conversion between versions of a multi-version CRD (each served
 //!   version keeps its own objects; `conversion` is stored but not applied), name
-//!   conflicts between CRDs (`NamesAccepted` is always True), and the `Terminating`
-//!   phase: a DELETE of a CRD answers a success `Status` at once (the real one answers
-//!   the CRD with `deletionTimestamp` and its cleanup finalizer, then removes it).
+//!   conflicts between CRDs (`NamesAccepted` is always True).
 //!
 //! # Faults
 //!
@@ -385,8 +463,8 @@
 //!
 //! (`kubectl get` is answered a Table with the kind's columns; use `kubectl get --raw
 //! /api/v1/namespaces/demo/configmaps` for the list itself.) The repository's
-//! `examples/testkit/` holds the CRD and object of the README's walk-through, which
-//! `scripts/kubectl-walkthrough.sh` runs with Debian's kubectl.
+//! `examples/testkit/` holds the CRD and object of this crate's README's walk-through,
+//! which `scripts/kubectl-walkthrough.sh` runs with Debian's kubectl.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -395,8 +473,10 @@ mod apply;
 pub mod bench_objects;
 mod bookmark_schedule;
 mod builder;
+mod cel_rules;
 mod continue_token;
 mod crd;
+mod custom_decode;
 mod discovery;
 mod error;
 mod event_storage;
@@ -425,8 +505,10 @@ mod state;
 mod status;
 mod strategic_merge;
 mod table;
+mod table_watch;
 mod unknown_fields;
 mod watch;
+mod yaml_answer;
 
 pub use builder::ApiServerBuilder;
 pub use error::TestkitError;

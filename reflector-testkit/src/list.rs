@@ -42,14 +42,10 @@ pub(crate) async fn list_or_watch(
     pairs: &[(String, String)],
     fired: Fired,
 ) -> Result<Response, ApiError> {
-    let field_labels = {
-        let state = shared.state();
-        let info = &state.resources[rid];
-        FieldLabels::of(&info.group, &info.kind)
-    };
+    let field_labels = FieldLabels::of_resource(&shared.state(), rid);
     let options = ListOptions::parse(pairs, field_labels)?;
     if options.watch {
-        return crate::watch::start(shared, read.repr, rid, namespace, options, fired);
+        return crate::watch::start(shared, read, rid, namespace, options, fired);
     }
     if let (Rv::At(n), None) = (options.rv, &options.continue_token) {
         wait_for_resource_version(shared, n).await;
@@ -178,9 +174,13 @@ const LIST_CHUNK: usize = 512 * 1024;
 pub(crate) fn list_body(
     repr: Repr,
     info: &ResourceInfo,
-    metadata: serde_json::Map<String, serde_json::Value>,
+    mut metadata: serde_json::Map<String, serde_json::Value>,
     items: Vec<Arc<StoredObject>>,
 ) -> Body {
+    if info.unstructured && repr == Repr::Full {
+        // An `UnstructuredList` always holds `continue`, empty on the last page.
+        metadata.entry("continue").or_insert_with(|| json!(""));
+    }
     let (list_kind, list_api_version) = repr.list_type(&info.kind, &info.api_version());
     let head = json!({
         "kind": list_kind,

@@ -277,13 +277,29 @@ fn resource_paths(info: &ResourceInfo, definition: &str, flavor: Flavor) -> Vec<
                 json!({"description": "OK", "content": {"application/json": {"schema": schema}}})
             }
         };
-        json!({
+        let mut operation = json!({
             "operationId": format!("{verb}{}", info.kind),
             "tags": [info.api_version()],
             "responses": {"200": response},
             "x-kubernetes-action": action,
             "x-kubernetes-group-version-kind": gvk,
-        })
+        });
+        // Writes take `dryRun`, as the real operations list it (kubectl looks for it on
+        // PATCH before `kubectl diff` or `--dry-run=server`).
+        if matches!(
+            action,
+            "post" | "put" | "patch" | "delete" | "deletecollection"
+        ) {
+            let description = "When present, indicates that modifications should not be persisted. Valid values are: - All: all dry run stages will be processed";
+            let parameter = match flavor {
+                Flavor::V2 => json!({"name": "dryRun", "in": "query", "type": "string",
+                    "uniqueItems": true, "description": description}),
+                Flavor::V3 => json!({"name": "dryRun", "in": "query",
+                    "schema": {"type": "string", "uniqueItems": true}, "description": description}),
+            };
+            operation["parameters"] = json!([parameter]);
+        }
+        operation
     };
     let list_schema = json!({"type": "object"});
     let mut paths = vec![

@@ -186,6 +186,32 @@ fn operation(value: &Value) -> Message {
             .and_then(Value::as_str)
             .unwrap_or_default(),
     );
+    for parameter in array(op, "parameters") {
+        // Query parameters only: `ParametersItem.parameter` → `Parameter.non_body_parameter`
+        // → `NonBodyParameter.query_parameter_sub_schema` (in = 2, description = 3,
+        // name = 4, type = 6).
+        if parameter.get("in").and_then(Value::as_str) != Some("query") {
+            continue;
+        }
+        let text = |key: &str| {
+            parameter
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        let mut query = Message::default();
+        query.string(2, "query");
+        query.string(3, text("description"));
+        query.string(4, text("name"));
+        query.string(6, text("type"));
+        let mut non_body = Message::default();
+        non_body.message(3, query);
+        let mut param = Message::default();
+        param.message(2, non_body);
+        let mut item = Message::default();
+        item.message(1, param);
+        m.message(8, item);
+    }
     if let Some(Value::Object(responses)) = op.get("responses") {
         let mut codes = Message::default();
         for (code, response) in responses {

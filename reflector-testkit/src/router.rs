@@ -70,10 +70,15 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
         }
     }
     let fault_id = fired.first_id();
-    let response = match fault_response(&shared, &fired, verb, &target) {
+    let mut response = match fault_response(&shared, &fired, verb, &target) {
         Some(error) => error.into_response(),
         None => dispatch(&shared, &method, &target, &pairs, request, fired).await,
     };
+    // The real server marks every answer as not to be cached.
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-cache, private"),
+    );
     shared.log_request(RequestLogEntry {
         verb,
         method: method.to_string(),
@@ -211,13 +216,15 @@ async fn dispatch(
     let protobuf = !is_watch(pairs)
         && matches!(target, Target::Collection { .. } | Target::Object { .. })
         && has_protobuf(shared, target)
-        && prefers_protobuf(accept);
+        && prefers(accept, crate::protobuf_codec::PROTOBUF);
+    let yaml = !is_watch(pairs) && prefers(accept, crate::yaml_answer::YAML);
     if matches!(target, Target::Collection { .. } | Target::Object { .. })
         && !accepts_json(accept)
         && !protobuf
+        && !yaml
     {
         // The real negotiation's 406 (`NewNotAcceptableError`), listing what this server
-        // encodes: protobuf, YAML and CBOR are not among them.
+        // encodes: CBOR is not among them.
         return ApiError::new(
             406,
             "NotAcceptable",
@@ -225,17 +232,19 @@ async fn dispatch(
         )
         .into_response();
     }
-    let mutating = matches!(method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE");
-    if mutating
-        && param(pairs, "dryRun").is_some_and(|d| !d.is_empty())
-        && !matches!(target, Target::NotFound)
-    {
-        return ApiError::bad_request("dryRun is not supported by reflector-testkit")
-            .into_response();
+    if let Some(error) = invalid_dry_run(method, target, pairs) {
+        return error.into_response();
+    }
+    if let Some(error) = crate::crd::initializing(shared, target) {
+        return error.into_response();
     }
     let result = match target {
         Target::NotFound => Err(ApiError::path_not_found()),
-        Target::CoreVersions | Target::Groups | Target::Version | Target::ResourceList { .. } => {
+        Target::CoreVersions
+        | Target::Groups
+        | Target::Group(_)
+        | Target::Version
+        | Target::ResourceList { .. } => {
             if method == Method::GET {
                 crate::discovery::respond(shared, target)
             } else {
@@ -298,7 +307,7 @@ async fn dispatch(
                             }
                         }
                         _ if *status => Err(ApiError::method_not_allowed("DELETE")),
-                        _ => crate::handlers::delete(shared, repr, *rid, ns, name, &body),
+                        _ => crate::handlers::delete(shared, repr, *rid, ns, name, pairs, &body),
                     },
                     Err(e) => Err(e),
                 },
@@ -340,9 +349,47 @@ async fn dispatch(
     let response = result.unwrap_or_else(ApiError::into_response);
     if protobuf {
         crate::protobuf_codec::into_protobuf(response).await
+    } else if yaml {
+        crate::yaml_answer::into_yaml(response).await
     } else {
         response
     }
+}
+
+/// The real 422 for a `dryRun` other than `All` on a write (the options' kind named by
+/// the verb, the bad value shown as Go prints the `[]string`).
+fn invalid_dry_run(
+    method: &Method,
+    target: &Target,
+    pairs: &[(String, String)],
+) -> Option<ApiError> {
+    let options = match method.as_str() {
+        "POST" => "CreateOptions",
+        "PUT" => "UpdateOptions",
+        "PATCH" => "PatchOptions",
+        "DELETE" => "DeleteOptions",
+        _ => return None,
+    };
+    let value = param(pairs, "dryRun").filter(|d| !d.is_empty() && *d != "All")?;
+    if matches!(target, Target::NotFound) {
+        return None;
+    }
+    let detail = format!(
+        "Unsupported value: []string{{{}}}: supported values: \"All\"",
+        crate::status::go_quote(value)
+    );
+    Some(
+        ApiError::new(
+            422,
+            "Invalid",
+            format!("{options}.meta.k8s.io \"\" is invalid: dryRun: {detail}"),
+        )
+        .with_details(json!({
+            "group": "meta.k8s.io",
+            "kind": options,
+            "causes": [{"reason": "FieldValueNotSupported", "message": detail, "field": "dryRun"}],
+        })),
+    )
 }
 
 /// Whether a request's query asks for a watch.
@@ -364,14 +411,14 @@ fn has_protobuf(shared: &Shared, target: &Target) -> bool {
         && crate::protobuf_codec::descriptor(&info.group, &info.version, &info.kind).is_some()
 }
 
-/// Whether the first media range of `accept` this server encodes is protobuf (a plain
-/// `application/vnd.kubernetes.protobuf`, not one `as=` another type).
-fn prefers_protobuf(accept: &str) -> bool {
+/// Whether the first media range of `accept` this server encodes is `wanted` (protobuf,
+/// YAML) as it is, not `as=` another type, rather than JSON.
+pub(crate) fn prefers(accept: &str, wanted: &str) -> bool {
     for range in accept.split(',') {
         let mut parts = range.split(';').map(str::trim);
         let media = parts.next().unwrap_or_default();
         let converted = parts.any(|p| p.starts_with("as="));
-        if media.eq_ignore_ascii_case(crate::protobuf_codec::PROTOBUF) && !converted {
+        if media.eq_ignore_ascii_case(wanted) && !converted {
             return true;
         }
         if media.eq_ignore_ascii_case("application/json")

@@ -29,14 +29,19 @@ impl SelectableField {
     pub(crate) fn value_in(&self, object: &Value) -> String {
         self.pointers
             .iter()
-            .filter_map(|p| match object.pointer(p)? {
-                Value::String(s) if !s.is_empty() => Some(s.clone()),
-                Value::Bool(b) => Some(b.to_string()),
-                Value::Number(n) => Some(n.to_string()),
-                _ => None,
-            })
-            .next()
+            .find_map(|p| field_text(object, p))
             .unwrap_or_default()
+    }
+}
+
+/// The value at `pointer` in `object` as the real server's field set holds it: strings
+/// as they are, booleans and numbers as Go prints them; `None` when unset or empty.
+pub(crate) fn field_text(object: &Value, pointer: &str) -> Option<String> {
+    match object.pointer(pointer)? {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
     }
 }
 
@@ -53,10 +58,12 @@ pub(crate) enum Conversion {
 }
 
 /// The field labels one resource accepts besides `metadata.name`/`metadata.namespace`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct FieldLabels {
     conversion: Conversion,
     fields: &'static [SelectableField],
+    /// A custom resource version's `selectableFields`, as labels (`spec.size`).
+    custom: std::sync::Arc<[String]>,
 }
 
 /// `involvedObject.*` of a core v1 Event (pkg/apis/core/v1/conversion.go and
@@ -122,16 +129,61 @@ impl FieldLabels {
             ("", "Node" | "Namespace" | "Secret") => (Conversion::Registered, &[][..]),
             _ => (Conversion::Default, &[][..]),
         };
-        Self { conversion, fields }
+        Self {
+            conversion,
+            fields,
+            custom: std::sync::Arc::from(Vec::new()),
+        }
+    }
+
+    /// The field labels of a custom resource version whose CRD declares
+    /// `selectableFields` with these JSON paths (`.spec.size`): the conversion function
+    /// the real server registers for them accepts them besides `metadata.name` and
+    /// `metadata.namespace`, and answers `field label not supported` to any other. Without
+    /// any, the default conversion's wording.
+    pub(crate) fn custom(json_paths: &[String]) -> Self {
+        let labels: Vec<String> = json_paths
+            .iter()
+            .map(|p| p.trim_start_matches('.').to_owned())
+            .collect();
+        let conversion = if labels.is_empty() {
+            Conversion::Default
+        } else {
+            Conversion::Registered
+        };
+        Self {
+            conversion,
+            fields: &[],
+            custom: std::sync::Arc::from(labels),
+        }
+    }
+
+    /// The field labels of resource `rid` in `state`.
+    pub(crate) fn of_resource(state: &crate::state::State, rid: crate::state::ResourceId) -> Self {
+        match state.custom.served(rid) {
+            Some(served) => Self::custom(&served.selectable_fields),
+            None => {
+                let info = &state.resources[rid];
+                Self::of(&info.group, &info.kind)
+            }
+        }
     }
 
     /// The resource-specific field named `label`, if the resource has one.
-    pub(crate) fn find(self, label: &str) -> Option<&'static SelectableField> {
+    pub(crate) fn find(&self, label: &str) -> Option<&'static SelectableField> {
         self.fields.iter().find(|f| f.label == label)
     }
 
+    /// The JSON pointer of a custom resource's selectable field named `label`.
+    pub(crate) fn find_custom(&self, label: &str) -> Option<String> {
+        self.custom
+            .iter()
+            .find(|l| *l == label)
+            .map(|l| format!("/{}", l.replace('.', "/")))
+    }
+
     /// The real server's answer to an unknown label.
-    pub(crate) fn unknown(self, label: &str) -> String {
+    pub(crate) fn unknown(&self, label: &str) -> String {
         match self.conversion {
             Conversion::Default => format!(
                 "{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",

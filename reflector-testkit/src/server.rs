@@ -48,11 +48,46 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The state locked for one write request: under `dryRun=All` (`pairs`) every write
+    /// it makes runs in full (defaulting, admission, validation, conflicts) but stores
+    /// nothing, sends no watch event and moves no resourceVersion, as on the real server.
+    pub(crate) fn write_state(&self, pairs: &[(String, String)]) -> WriteState<'_> {
+        let mut guard = self.state();
+        guard.dry_run = crate::query::param(pairs, "dryRun") == Some("All");
+        WriteState { guard }
+    }
+
     pub(crate) fn log_request(&self, entry: RequestLogEntry) {
         self.requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(entry);
+    }
+}
+
+/// [`Shared::state`] for one write request; leaves the state's dry-run mode off when
+/// dropped, whatever the request did.
+pub(crate) struct WriteState<'a> {
+    guard: MutexGuard<'a, State>,
+}
+
+impl std::ops::Deref for WriteState<'_> {
+    type Target = State;
+
+    fn deref(&self) -> &State {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for WriteState<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.guard
+    }
+}
+
+impl Drop for WriteState<'_> {
+    fn drop(&mut self) {
+        self.guard.dry_run = false;
     }
 }
 

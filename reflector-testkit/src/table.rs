@@ -9,6 +9,11 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+mod age;
+
+use age::age;
+pub(crate) use age::human_duration;
+
 use crate::object::StoredObject;
 use crate::query::param;
 use crate::resource::ResourceInfo;
@@ -333,13 +338,18 @@ impl Printer {
             let created = Cell::Path(vec!["metadata".into(), "creationTimestamp".into()]);
             columns.push(Column::new("Age", "date", AGE_DESCRIPTION, created));
         }
+        const GENERATED: &str = "Custom resource definition column (in JSONPath format): ";
         columns.extend(declared.iter().map(|column| {
             let text = |key: &str| column[key].as_str().unwrap_or_default().to_owned();
             Column {
                 name: text("name").into(),
                 kind: text("type").into(),
                 format: text("format").into(),
-                description: text("description"),
+                description: match text("description") {
+                    // The real CRD table convertor's text for a column without one.
+                    d if d.is_empty() => format!("{GENERATED}{}", text("jsonPath")),
+                    d => d,
+                },
                 priority: column["priority"]
                     .as_u64()
                     .and_then(|p| u32::try_from(p).ok())
@@ -433,77 +443,6 @@ fn json_path(path: &str) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
         .collect()
-}
-
-/// An object's age as the real printers show it (`translateTimestampSince`).
-fn age(object: &Value, now: k8s_openapi::jiff::Timestamp) -> String {
-    let Some(created) = object
-        .pointer("/metadata/creationTimestamp")
-        .and_then(Value::as_str)
-        .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
-    else {
-        return "<unknown>".to_owned();
-    };
-    human_duration(now.as_second() - created.as_second())
-}
-
-/// The real `duration.HumanDuration` of `seconds`.
-pub(crate) fn human_duration(seconds: i64) -> String {
-    if seconds < -1 {
-        return "<invalid>".to_owned();
-    }
-    if seconds < 0 {
-        return "0s".to_owned();
-    }
-    if seconds < 120 {
-        return format!("{seconds}s");
-    }
-    let minutes = seconds / 60;
-    if minutes < 10 {
-        let s = seconds % 60;
-        return if s == 0 {
-            format!("{minutes}m")
-        } else {
-            format!("{minutes}m{s}s")
-        };
-    }
-    if minutes < 180 {
-        return format!("{minutes}m");
-    }
-    let hours = minutes / 60;
-    if hours < 8 {
-        let m = minutes % 60;
-        return if m == 0 {
-            format!("{hours}h")
-        } else {
-            format!("{hours}h{m}m")
-        };
-    }
-    if hours < 48 {
-        return format!("{hours}h");
-    }
-    let days = hours / 24;
-    if hours < 24 * 8 {
-        let h = hours % 24;
-        return if h == 0 {
-            format!("{days}d")
-        } else {
-            format!("{days}d{h}h")
-        };
-    }
-    if hours < 24 * 365 * 2 {
-        return format!("{days}d");
-    }
-    let years = days / 365;
-    if hours < 24 * 365 * 8 {
-        let d = days % 365;
-        return if d == 0 {
-            format!("{years}y")
-        } else {
-            format!("{years}y{d}d")
-        };
-    }
-    format!("{years}y")
 }
 
 /// A Pod's `READY`, `STATUS` or `RESTARTS` cell, as the real Pod printer computes them

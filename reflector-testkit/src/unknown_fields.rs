@@ -48,6 +48,53 @@ impl FieldValidation {
         Err(ApiError::bad_request(strict_error(unknown)))
     }
 
+    /// For a create or update of a custom object: under `Strict`, the real 400 for keys the
+    /// body repeats (`duplicate field "spec.size"`) and unknown fields, after the custom
+    /// decoder's `prefix` (see `custom_decode`).
+    pub(crate) fn check_custom(
+        self,
+        prefix: &str,
+        duplicates: &[String],
+        unknown: &[String],
+    ) -> Result<(), ApiError> {
+        if self != Self::Strict || (duplicates.is_empty() && unknown.is_empty()) {
+            return Ok(());
+        }
+        let mut problems: Vec<String> = duplicates
+            .iter()
+            .map(|f| format!("duplicate field {}", go_quote(f)))
+            .collect();
+        problems.extend(
+            unknown
+                .iter()
+                .map(|f| format!("unknown field {}", go_quote(f))),
+        );
+        Err(ApiError::bad_request(format!(
+            "{prefix}strict decoding error: {}",
+            problems.join(", ")
+        )))
+    }
+
+    /// `response` with one `Warning` header per repeated key under `Warn`.
+    pub(crate) fn warn_duplicates(self, response: Response, duplicates: &[String]) -> Response {
+        self.warn_each(response, "duplicate field", duplicates)
+    }
+
+    /// `response` with a `Warning: 299 - "<what> \"<field>\""` header per field under
+    /// `Warn`.
+    fn warn_each(self, mut response: Response, what: &str, fields: &[String]) -> Response {
+        if self != Self::Warn {
+            return response;
+        }
+        for field in fields {
+            let text = format!("299 - {}", go_quote(&format!("{what} {}", go_quote(field))));
+            if let Ok(value) = HeaderValue::from_str(&text) {
+                response.headers_mut().append(http::header::WARNING, value);
+            }
+        }
+        response
+    }
+
     /// For a patch: the real 422 naming the patched object, for a `Strict` patch whose
     /// result has unknown fields.
     pub(crate) fn check_patched(self, unknown: &[String], patched: &Value) -> Result<(), ApiError> {
@@ -70,20 +117,8 @@ impl FieldValidation {
     }
 
     /// `response` with one `Warning` header per unknown field under `Warn`.
-    pub(crate) fn warn(self, mut response: Response, unknown: &[String]) -> Response {
-        if self != Self::Warn {
-            return response;
-        }
-        for field in unknown {
-            let text = format!(
-                "299 - {}",
-                go_quote(&format!("unknown field {}", go_quote(field)))
-            );
-            if let Ok(value) = HeaderValue::from_str(&text) {
-                response.headers_mut().append(http::header::WARNING, value);
-            }
-        }
-        response
+    pub(crate) fn warn(self, response: Response, unknown: &[String]) -> Response {
+        self.warn_each(response, "unknown field", unknown)
     }
 }
 

@@ -55,6 +55,8 @@ struct Watch {
     namespace: Option<String>,
     filter: ObjectFilter,
     repr: Repr,
+    /// Each event's object as a Table row set (`kubectl get -w`), when asked for.
+    table: Option<crate::table::TableRequest>,
     kind: String,
     api_version: String,
     bookmarks: bool,
@@ -71,7 +73,7 @@ struct Stop;
 
 pub(crate) fn start(
     shared: &Arc<Shared>,
-    repr: Repr,
+    read: crate::list::Read,
     rid: ResourceId,
     namespace: Option<&str>,
     options: ListOptions,
@@ -108,6 +110,7 @@ pub(crate) fn start(
             _ => {}
         }
     }
+    let repr = read.repr;
     let (kind, api_version) = {
         let state = shared.state();
         let info = &state.resources[rid];
@@ -121,6 +124,7 @@ pub(crate) fn start(
         namespace: namespace.map(str::to_owned),
         filter: options.filter,
         repr,
+        table: read.table,
         kind,
         api_version,
         bookmarks: options.allow_bookmarks,
@@ -198,7 +202,7 @@ fn at_resource_version(object: &StoredObject, rv: u64) -> StoredObject {
     StoredObject::from_value(object.key.clone(), rv, &value)
 }
 
-fn event_line(event_type: &str, object: &[u8]) -> Bytes {
+pub(crate) fn event_line(event_type: &str, object: &[u8]) -> Bytes {
     let mut line = BytesMut::with_capacity(object.len() + 40);
     line.put_slice(b"{\"type\":\"");
     line.put_slice(event_type.as_bytes());
@@ -286,7 +290,12 @@ impl Watch {
                 let lines = group
                     .iter()
                     .filter(|object| self.filter.matches(object))
-                    .map(|object| event_line("ADDED", &self.repr.render(object)))
+                    .map(|object| match self.table {
+                        Some(table) => {
+                            crate::table_watch::line(&self.shared, self.rid, table, "ADDED", object)
+                        }
+                        None => event_line("ADDED", &self.repr.render(object)),
+                    })
                     .collect();
                 self.send_events(lines).await?;
             }
@@ -338,6 +347,18 @@ impl Watch {
                     .filter(|event| event.resource == self.rid)
                     .filter_map(|event| {
                         let (event_type, object) = self.translate(event)?;
+                        if let Some(table) = self.table {
+                            let object = match object {
+                                Seen::Written(object) => object.clone(),
+                                Seen::LeftSelection(prev) => {
+                                    Arc::new(at_resource_version(prev, event.rv))
+                                }
+                            };
+                            let (shared, rid) = (&self.shared, self.rid);
+                            return Some(crate::table_watch::line(
+                                shared, rid, table, event_type, &object,
+                            ));
+                        }
                         Some(match object {
                             Seen::Written(object) => {
                                 event.lines.get(self.repr, event_type, || object.clone())

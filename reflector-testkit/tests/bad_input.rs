@@ -350,12 +350,12 @@ async fn bad_bodies() {
             413,
         ),
         (
-            "dryRun",
+            "dryRun other than All",
             "POST",
-            format!("{CMS}?dryRun=All"),
+            format!("{CMS}?dryRun=Yes"),
             json,
             br#"{"metadata":{"name":"dry"}}"#.to_vec(),
-            400,
+            422,
         ),
     ];
     for (case, method, path, content_type, body, want) in cases {

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::ResourceExt;
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self as kr, ObjectRef};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use reflector::ReflectorOptions;
 use reflector::fifo::QueueMode;
 use reflector::informer::{
@@ -231,13 +232,15 @@ async fn fill_phases<K: Object>(informer: &SharedIndexInformer<K>) -> Result<Val
 }
 
 /// kube-runtime's `reflector(writer, watcher(api, config))`, driven by a task, once its
-/// store is ready.
+/// store is ready; `strip_managed_fields`: each object's `managedFields` cleared by
+/// `.modify(..)` between the watcher and the store.
 ///
 /// # Cancel safety
 /// Not relevant: run to completion by the child.
 async fn kube_runtime_store<K>(
     api: Api<K>,
     config: watcher::Config,
+    strip_managed_fields: bool,
 ) -> Result<(kr::Store<K>, JoinHandle<()>), String>
 where
     K: kube::Resource<DynamicType = ()>
@@ -249,16 +252,26 @@ where
         + 'static,
 {
     let (store, writer) = kr::store::<K>();
-    let stream = kr::reflector(writer, watcher(api, config));
-    let task = tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while stream.next().await.is_some() {}
-    });
+    let events = watcher(api, config);
+    let task = if strip_managed_fields {
+        let events = events.modify(|obj: &mut K| obj.managed_fields_mut().clear());
+        drive(kr::reflector(writer, events))
+    } else {
+        drive(kr::reflector(writer, events))
+    };
     tokio::time::timeout(TIMEOUT, store.wait_until_ready())
         .await
         .map_err(|_| "kube-runtime: timed out".to_owned())?
         .map_err(|e| format!("kube-runtime: {e}"))?;
     Ok((store, task))
+}
+
+/// A task that polls `stream` to its end.
+fn drive(stream: impl futures::Stream + Send + 'static) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while stream.next().await.is_some() {}
+    })
 }
 
 /// Builds the cache and waits until it holds the initial list.
@@ -301,13 +314,14 @@ async fn build(cache: Cache, client: kube::Client, paged: bool) -> Result<Built,
                 _watch: Some(watch),
             })
         }
-        Cache::KubeRuntime | Cache::KubeRuntimeStreaming => {
-            let config = if cache == Cache::KubeRuntime {
-                paged_config()
-            } else {
+        Cache::KubeRuntime | Cache::KubeRuntimeStreaming | Cache::KubeRuntimeStripManagedFields => {
+            let config = if cache == Cache::KubeRuntimeStreaming {
                 watcher::Config::default().streaming_lists()
+            } else {
+                paged_config()
             };
-            let (store, task) = kube_runtime_store(api, config).await?;
+            let strip = cache == Cache::KubeRuntimeStripManagedFields;
+            let (store, task) = kube_runtime_store(api, config, strip).await?;
             Ok(Built::Kube { store, _task: task })
         }
         Cache::Ours | Cache::OursStrip => {
@@ -337,7 +351,7 @@ async fn build(cache: Cache, client: kube::Client, paged: bool) -> Result<Built,
         }
         Cache::KubeRuntimeMetadata => {
             let api = Api::<PartialObjectMeta<ConfigMap>>::all(client);
-            let (store, task) = kube_runtime_store(api, paged_config()).await?;
+            let (store, task) = kube_runtime_store(api, paged_config(), false).await?;
             Ok(Built::KubeMeta { store, _task: task })
         }
         Cache::OursMetadata => {
@@ -585,14 +599,17 @@ async fn body(scenario: Scenario, url: &str, objects: usize, paged: bool) -> Res
             let reset = mem::reset_hwm();
             peak.reset();
             emit(synced, steady);
+            // The cache is idle until the parent ends the watch: CPU from here on is
+            // the relist's.
+            let cpu0 = cpu_secs();
             let (rv, name) = cue("relist").await?;
             let start = Instant::now();
             poll_until(|| built.rv_of(&name) >= rv).await?;
-            let secs = start.elapsed().as_secs_f64();
+            let (secs, cpu) = (start.elapsed().as_secs_f64(), cpu_secs() - cpu0);
             // Let the old objects go before reading the peak and the new steady state.
             tokio::time::sleep(Duration::from_millis(300)).await;
             emit(
-                json!({"phase": "relist", "secs": secs, "hwm_reset": reset, "len": built.len()}),
+                json!({"phase": "relist", "secs": secs, "cpu": cpu, "hwm_reset": reset, "len": built.len()}),
                 memory(&peak),
             );
         }

@@ -545,18 +545,19 @@ fn print_tables(
         .collect();
     if !relist.is_empty() {
         println!(
-            "\n| forced relist (410) | relist time (s) | steady RSS (MB) | relist peak RSS (MB) | peak / steady | steady heap (MB) | relist peak heap (MB) | heap peak / steady |"
+            "\n| forced relist (410) | relist time (s) | relist CPU (s) | steady RSS (MB) | relist peak RSS (MB) | peak / steady | steady heap (MB) | relist peak heap (MB) | heap peak / steady |"
         );
-        println!("|---|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|");
         for s in relist {
             let steady = med(results, s.name, synced_mb("rss"));
             let peak = med(results, s.name, |r| after("hwm")(r).map(|b| b / MB));
             let steady_heap = med(results, s.name, synced_mb("heap"));
             let peak_heap = med(results, s.name, |r| after("heap_peak")(r).map(|b| b / MB));
             println!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 s.name,
                 fmt(med(results, s.name, after("secs")), 2),
+                fmt(med(results, s.name, after("cpu")), 2),
                 fmt(steady, 0),
                 fmt(peak, 0),
                 ratio(peak, steady),

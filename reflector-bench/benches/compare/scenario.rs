@@ -15,6 +15,10 @@ pub enum Cache {
     KubeRuntime,
     /// kube-runtime's `reflector(writer, watcher(api, Config::default().streaming_lists()))`.
     KubeRuntimeStreaming,
+    /// As [`Cache::KubeRuntime`], each object's `managedFields` cleared before the store
+    /// (`watcher(..).modify(|cm| cm.managed_fields_mut().clear())`), as kube-runtime's
+    /// users commonly do: decoded, then dropped.
+    KubeRuntimeStripManagedFields,
     /// Our `SharedIndexInformer` over `ApiListerWatcher`, no transform.
     Ours,
     /// `InformerFactory::new(client).informer::<ConfigMap>()` with the factory
@@ -97,6 +101,11 @@ pub const ALL: &[Scenario] = &[
     s("floor", Cache::Floor, Phase::Sync),
     s("floor-nostore", Cache::FloorNoStore, Phase::Sync),
     s("kube-runtime", Cache::KubeRuntime, Phase::Sync),
+    s(
+        "kube-runtime-strip-managed-fields",
+        Cache::KubeRuntimeStripManagedFields,
+        Phase::Sync,
+    ),
     s("ours", Cache::Ours, Phase::Sync),
     s("ours-factory", Cache::OursFactory, Phase::Sync),
     s(

@@ -12,11 +12,10 @@ use crate::leader_election::LeaderElection;
 use crate::lister::Lister;
 use crate::metrics::Metrics;
 use crate::object::{Object, ObjectKey, ObjectRef};
-#[cfg(feature = "sharding")]
-use crate::sharding::Ring;
 use crate::workqueue::{DefaultRateLimiter, RateLimiter};
 
 use super::action::Action;
+use super::event_filter::EventFilter;
 use super::owner_mapping::OwnerMapping;
 #[cfg(feature = "sharding")]
 use super::sharded::Shard;
@@ -115,6 +114,8 @@ pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 pub struct Controller<K: Object, P = Action> {
     pub(super) name: String,
     pub(super) primary: SharedIndexInformer<K>,
+    /// Which of the primary's adds and updates are reconciled (`filter`).
+    pub(super) primary_filter: Option<EventFilter<K>>,
     pub(super) sources: Vec<Box<dyn WatchSource>>,
     pub(super) concurrency: usize,
     pub(super) rate_limiter: Arc<dyn RateLimiter<ObjectKey>>,
@@ -136,6 +137,8 @@ pub struct Controller<K: Object, P = Action> {
     pub(super) rescope: Option<Rescope<K>>,
     /// Whether a reconcile waits for the caches to reach the controller's own writes.
     pub(super) read_your_writes: bool,
+    /// Whether live changes are reconciled before a backlog (`priority_queue`).
+    pub(super) priority_queue: bool,
     pub(super) error_policy: P,
 }
 
@@ -180,6 +183,7 @@ where
         let name = K::kind(&K::DynamicType::default()).to_lowercase();
         Controller {
             primary,
+            primary_filter: None,
             sources: Vec::new(),
             concurrency: 1,
             rate_limiter: Arc::new(DefaultRateLimiter::default()),
@@ -195,6 +199,7 @@ where
             #[cfg(feature = "sharding")]
             rescope: None,
             read_your_writes: true,
+            priority_queue: true,
             error_policy: Action::requeue_rate_limited(),
             name,
         }
@@ -224,80 +229,34 @@ where
         children: SharedIndexInformer<C>,
         mapping: OwnerMapping<K>,
     ) -> Self {
-        self.source(children, move |c: &C| mapping.owners(c), true)
+        self.source(children, move |c: &C| mapping.owners(c), true, None)
     }
 
-    /// Shards this controller over `ring`: it reconciles only the objects the ring's
-    /// [`Sharder`](crate::sharding::Sharder) assigned to this replica's shard, and
-    /// hands them over without overlap when they move.
-    ///
-    /// - **Its share only.** The primary informer and every owned one
-    ///   ([`owns`](Self::owns)) must select [`Ring::selector`]. A controller made by
-    ///   [`for_kind`](Controller::for_kind),
-    ///   [`for_kind_with`](Controller::for_kind_with) or
-    ///   [`for_api`](Controller::for_api) adds it to its own primary informer's
-    ///   label selector (an object must match both) and keeps the informer's other
-    ///   options; given informers must come from an
-    ///   [`InformerFactory`](crate::informer::InformerFactory) scope with
-    ///   [`InformerScope::labels`](crate::informer::InformerScope::labels)`(ring.selector())`,
-    ///   or `run` fails with
-    ///   [`ControllerError::Sharding`](super::ControllerError::Sharding) (never a
-    ///   silently unsharded controller). [`watches`](Self::watches) sources are not
-    ///   checked.
-    /// - **Membership.** `run` runs the ring ([`Ring::run`]: its membership lease and
-    ///   the observation of the others), so do not run it yourself. Reconciles run
-    ///   only while this shard holds its lease, in terms as with
-    ///   [`leader_elected`](Self::leader_elected) (which cannot be combined with
-    ///   this); on a graceful shutdown the workers are drained first and the lease
-    ///   is released after them, so the objects move only once no reconcile runs.
-    /// - **Drains.** When an object carries the drain annotation
-    ///   (`shard.reflector.rs/<ring>-drain`), its key is no longer reconciled here;
-    ///   once a reconcile of it in flight has ended, the shard removes its label and
-    ///   the annotation in one patch (`resourceVersion` precondition; a 409 is
-    ///   retried from the fresh cached object, a 404 ends it) and the sharder
-    ///   assigns it to its new shard. The object then leaves this shard's cache
-    ///   without a `None` reconcile: only a deletion gets one.
-    /// - **Children** follow their controller owner's shard: run a
-    ///   [`Sharder::owned`](crate::sharding::Sharder::owned) per owned kind beside the
-    ///   primary's [`Sharder`](crate::sharding::Sharder) (both on this ring). A key
-    ///   mapped from a child whose owner is not in this shard's cache is skipped.
-    ///
-    /// With [`metrics`](Self::metrics), the shard counts its acknowledged drains in
-    /// `reflector_sharding_drains_acknowledged_total{ring}`.
-    ///
-    /// Wiring the sharders and the informers: see the [sharding module](crate::sharding).
+    /// As [`owns`](Self::owns), reconciling the owner only for the children's
+    /// changes that pass `filter` (deletions always do). See [`EventFilter`].
     ///
     /// ```no_run
     /// # use std::sync::Arc;
-    /// # use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-    /// # use reflector::controller::{Action, Controller, Request};
-    /// # use reflector::informer::{InformerFactory, InformerScope};
-    /// # use reflector::sharding::Ring;
-    /// # async fn reconcile(_: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
-    /// # async fn f(ring: Ring, factory: InformerFactory) -> Result<(), reflector::controller::ControllerError> {
-    /// let mine = InformerScope::default().labels(ring.selector());
-    /// Controller::new(factory.scoped::<ConfigMap>(&mine))
-    ///     .owns(factory.scoped::<Secret>(&mine))
-    ///     .sharded(&ring)
-    ///     .shutdown_on_signal()
+    /// # use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+    /// # use reflector::controller::{Action, Controller, EventFilter, Request};
+    /// # use reflector::informer::InformerFactory;
+    /// # async fn reconcile(_: Request<Deployment>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
+    /// # async fn f(factory: InformerFactory) -> Result<(), reflector::controller::ControllerError> {
+    /// Controller::new(factory.informer::<Deployment>())
+    ///     .filter(EventFilter::generation_changed())
+    ///     .owns_filtered(factory.informer::<ReplicaSet>(), EventFilter::generation_changed())
     ///     .run(reconcile, Arc::new(()))
     ///     .await
     /// # }
     /// ```
-    #[cfg(feature = "sharding")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "sharding")))]
     #[must_use]
-    pub fn sharded(mut self, ring: &Ring) -> Self {
-        if let Some(rescope) = &self.rescope {
-            self.primary = rescope(&ring.selector());
-        }
-        self.shard = Some(Shard {
-            ring: ring.clone(),
-            acknowledge: |gate, cache, cancel| {
-                Box::pin(async move { gate.acknowledge(&cache, &cancel).await })
-            },
-        });
-        self
+    pub fn owns_filtered<C: Object>(
+        self,
+        children: SharedIndexInformer<C>,
+        filter: EventFilter<C>,
+    ) -> Self {
+        let mapping = OwnerMapping::new();
+        self.source(children, move |c: &C| mapping.owners(c), true, Some(filter))
     }
 }
 
@@ -317,7 +276,49 @@ impl<K: Object, P> Controller<K, P> {
         O: Object,
         I: IntoIterator<Item = ObjectRef<K>>,
     {
-        self.source(informer, mapper, false)
+        self.source(informer, mapper, false, None)
+    }
+
+    /// As [`watches`](Self::watches), for the changes of `informer` that pass
+    /// `filter` (deletions always do). See [`EventFilter`].
+    #[must_use]
+    pub fn watches_filtered<O, I>(
+        self,
+        informer: SharedIndexInformer<O>,
+        filter: EventFilter<O>,
+        mapper: impl Fn(&O) -> I + Send + Sync + 'static,
+    ) -> Self
+    where
+        O: Object,
+        I: IntoIterator<Item = ObjectRef<K>>,
+    {
+        self.source(informer, mapper, false, Some(filter))
+    }
+
+    /// Reconciles only the primary's changes that pass `filter` (deletions always
+    /// do; a second call keeps what passes both), e.g.
+    /// [`EventFilter::generation_changed`] so that the controller's own status
+    /// writes do not reconcile again. Default: every change. See [`EventFilter`].
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use k8s_openapi::api::apps::v1::Deployment;
+    /// # use reflector::controller::{Action, Controller, EventFilter, Request};
+    /// # async fn reconcile(_: Request<Deployment>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
+    /// # async fn f(client: kube::Client) -> Result<(), reflector::controller::ControllerError> {
+    /// Controller::<Deployment>::for_kind(client)
+    ///     .filter(EventFilter::generation_changed().or(EventFilter::labels_changed()))
+    ///     .run(reconcile, Arc::new(()))
+    ///     .await
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn filter(mut self, filter: EventFilter<K>) -> Self {
+        self.primary_filter = Some(match self.primary_filter.take() {
+            Some(before) => before.and(filter),
+            None => filter,
+        });
+        self
     }
 
     /// Adds a mapped source; `owned` for `owns`.
@@ -326,6 +327,7 @@ impl<K: Object, P> Controller<K, P> {
         informer: SharedIndexInformer<O>,
         mapper: impl Fn(&O) -> I + Send + Sync + 'static,
         owned: bool,
+        filter: Option<EventFilter<O>>,
     ) -> Self
     where
         O: Object,
@@ -336,6 +338,7 @@ impl<K: Object, P> Controller<K, P> {
             informer,
             KeyMapping::Mapped(Arc::new(mapper)),
             owned,
+            filter,
         )));
         self
     }
@@ -377,6 +380,7 @@ impl<K: Object, P> Controller<K, P> {
         Controller {
             name: self.name,
             primary: self.primary,
+            primary_filter: self.primary_filter,
             sources: self.sources,
             concurrency: self.concurrency,
             rate_limiter: self.rate_limiter,
@@ -392,6 +396,7 @@ impl<K: Object, P> Controller<K, P> {
             #[cfg(feature = "sharding")]
             rescope: self.rescope,
             read_your_writes: self.read_your_writes,
+            priority_queue: self.priority_queue,
             error_policy: policy,
         }
     }
@@ -413,6 +418,27 @@ impl<K: Object, P> Controller<K, P> {
     #[must_use]
     pub fn read_your_writes(mut self, wait: bool) -> Self {
         self.read_your_writes = wait;
+        self
+    }
+
+    /// Whether live changes are reconciled before a backlog, as controller-runtime's
+    /// priority queue (its default since v0.23). Default: true.
+    ///
+    /// The keys of the informers' initial lists, of updates that changed no
+    /// resourceVersion (resyncs, objects a relist found unchanged) and of a new
+    /// leadership term's catch-up are queued at
+    /// [`Priority::LOW`](crate::workqueue::Priority::LOW); every other change (an
+    /// add or update with a new resourceVersion, a delete) at
+    /// [`Priority::DEFAULT`](crate::workqueue::Priority::DEFAULT), and a worker takes
+    /// the highest priority first. So after a restart with a large backlog, a change
+    /// made meanwhile is reconciled in about the time of one reconcile per worker,
+    /// not after the backlog. A requeue (an error, [`Action::requeue_after`]) keeps
+    /// the key's priority; a live change raises a queued backlog key. `workqueue_depth`
+    /// is reported per priority. With `false`, keys are reconciled in the order
+    /// queued.
+    #[must_use]
+    pub fn priority_queue(mut self, on: bool) -> Self {
+        self.priority_queue = on;
         self
     }
 

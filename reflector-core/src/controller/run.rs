@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::object::{Object, ObjectKey};
-use crate::workqueue::{QueueConfig, WorkQueue};
+use crate::workqueue::{Priority, QueueConfig, WorkQueue};
 
 use super::action::Action;
 use super::controller::Controller;
@@ -92,9 +92,17 @@ impl<K: Object, P> Controller<K, P> {
         let queue = self.queue();
         let cache = self.primary.indexer().clone();
         let (primary, sources) = (self.primary.clone(), std::mem::take(&mut self.sources));
+        let filter = self.primary_filter.take();
         let metrics = self.metrics.as_ref();
-        let mut watching =
-            Watching::register(&name, primary, sources, &queue, term.gate(), metrics)?;
+        let mut watching = Watching::register(
+            &name,
+            primary,
+            filter,
+            sources,
+            &queue,
+            term.gate(),
+            metrics,
+        )?;
         if self.start_informers {
             watching.start_informers();
         }
@@ -119,7 +127,12 @@ impl<K: Object, P> Controller<K, P> {
             if !watching.synced(&graceful, self.cache_sync_timeout).await? {
                 return Ok(());
             }
-            let requeue = || cache.list_keys().into_iter().for_each(|key| queue.add(key));
+            // A term's catch-up is a backlog: live changes go first.
+            let requeue = || {
+                for key in cache.list_keys() {
+                    queue.add_with_priority(key, Priority::LOW);
+                }
+            };
             while term.acquired(&graceful, requeue).await {
                 tracing::info!(controller = %name, workers = self.concurrency, "starting workers");
                 let worker = |slot, stop| Arc::clone(&shared).worker(slot, stop);
@@ -133,8 +146,9 @@ impl<K: Object, P> Controller<K, P> {
                     never = workers.tend(&queue, metrics.is_some()) => match never {},
                 };
                 for key in workers.end_term(until).await {
+                    let priority = queue.priority(&key).unwrap_or_default();
                     queue.done(&key);
-                    queue.add(key);
+                    queue.add_with_priority(key, priority);
                 }
             }
             Ok(())
@@ -149,7 +163,9 @@ impl<K: Object, P> Controller<K, P> {
 
     /// The work queue, named after the controller, with its metrics.
     fn queue(&self) -> WorkQueue<ObjectKey> {
-        let mut config = QueueConfig::default().name(self.name.clone());
+        let mut config = QueueConfig::default()
+            .name(self.name.clone())
+            .priorities(self.priority_queue);
         if let Some(m) = &self.metrics {
             config = config.metrics(m);
         }

@@ -25,6 +25,85 @@ pub(super) struct Shard<K: Object> {
         fn(Arc<ShardGate>, Indexer<K>, CancellationToken) -> BoxFuture<'static, ()>,
 }
 
+impl<K, P> Controller<K, P>
+where
+    K: Object,
+    K::DynamicType: Default,
+    K::Scope: 'static,
+{
+    /// Shards this controller over `ring`: it reconciles only the objects the ring's
+    /// [`Sharder`](crate::sharding::Sharder) assigned to this replica's shard, and
+    /// hands them over without overlap when they move.
+    ///
+    /// - **Its share only.** The primary informer and every owned one
+    ///   ([`owns`](Self::owns)) must select [`Ring::selector`]. A controller made by
+    ///   [`for_kind`](Controller::for_kind),
+    ///   [`for_kind_with`](Controller::for_kind_with) or
+    ///   [`for_api`](Controller::for_api) adds it to its own primary informer's
+    ///   label selector (an object must match both) and keeps the informer's other
+    ///   options; given informers must come from an
+    ///   [`InformerFactory`](crate::informer::InformerFactory) scope with
+    ///   [`InformerScope::labels`](crate::informer::InformerScope::labels)`(ring.selector())`,
+    ///   or `run` fails with
+    ///   [`ControllerError::Sharding`](super::ControllerError::Sharding) (never a
+    ///   silently unsharded controller). [`watches`](Self::watches) sources are not
+    ///   checked.
+    /// - **Membership.** `run` runs the ring ([`Ring::run`]: its membership lease and
+    ///   the observation of the others), so do not run it yourself. Reconciles run
+    ///   only while this shard holds its lease, in terms as with
+    ///   [`leader_elected`](Self::leader_elected) (which cannot be combined with
+    ///   this); on a graceful shutdown the workers are drained first and the lease
+    ///   is released after them, so the objects move only once no reconcile runs.
+    /// - **Drains.** When an object carries the drain annotation
+    ///   (`shard.reflector.rs/<ring>-drain`), its key is no longer reconciled here;
+    ///   once a reconcile of it in flight has ended, the shard removes its label and
+    ///   the annotation in one patch (`resourceVersion` precondition; a 409 is
+    ///   retried from the fresh cached object, a 404 ends it) and the sharder
+    ///   assigns it to its new shard. The object then leaves this shard's cache
+    ///   without a `None` reconcile: only a deletion gets one.
+    /// - **Children** follow their controller owner's shard: run a
+    ///   [`Sharder::owned`](crate::sharding::Sharder::owned) per owned kind beside the
+    ///   primary's [`Sharder`](crate::sharding::Sharder) (both on this ring). A key
+    ///   mapped from a child whose owner is not in this shard's cache is skipped.
+    ///
+    /// With [`metrics`](Self::metrics), the shard counts its acknowledged drains in
+    /// `reflector_sharding_drains_acknowledged_total{ring}`.
+    ///
+    /// Wiring the sharders and the informers: see the [sharding module](crate::sharding).
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    /// # use reflector::controller::{Action, Controller, Request};
+    /// # use reflector::informer::{InformerFactory, InformerScope};
+    /// # use reflector::sharding::Ring;
+    /// # async fn reconcile(_: Request<ConfigMap>, _: Arc<()>) -> Result<Action, kube::Error> { Ok(Action::done()) }
+    /// # async fn f(ring: Ring, factory: InformerFactory) -> Result<(), reflector::controller::ControllerError> {
+    /// let mine = InformerScope::default().labels(ring.selector());
+    /// Controller::new(factory.scoped::<ConfigMap>(&mine))
+    ///     .owns(factory.scoped::<Secret>(&mine))
+    ///     .sharded(&ring)
+    ///     .shutdown_on_signal()
+    ///     .run(reconcile, Arc::new(()))
+    ///     .await
+    /// # }
+    /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "sharding")))]
+    #[must_use]
+    pub fn sharded(mut self, ring: &Ring) -> Self {
+        if let Some(rescope) = &self.rescope {
+            self.primary = rescope(&ring.selector());
+        }
+        self.shard = Some(Shard {
+            ring: ring.clone(),
+            acknowledge: |gate, cache, cancel| {
+                Box::pin(async move { gate.acknowledge(&cache, &cancel).await })
+            },
+        });
+        self
+    }
+}
+
 impl<K: Object, P> Controller<K, P> {
     /// The terms of a controller sharded over `shard`'s ring: its membership lease,
     /// with the shard's gate on the primary's keys. Checks that the controller

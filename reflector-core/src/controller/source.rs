@@ -13,9 +13,10 @@ use crate::metrics::ReflectorCollector;
 use crate::object::{
     MaybeTombstone, Object, ObjectKey, deletion_handling_key, meta_namespace_key, short_type_name,
 };
-use crate::workqueue::WorkQueue;
+use crate::workqueue::{Priority, WorkQueue};
 
 use super::consistency::Cache;
+use super::event_filter::EventFilter;
 use super::key_gate::KeyGate;
 
 /// Maps a watched object to the keys of the primaries to reconcile.
@@ -42,12 +43,14 @@ impl<O> Clone for KeyMapping<O> {
 struct EnqueueHandler<O> {
     queue: WorkQueue<ObjectKey>,
     mapping: KeyMapping<O>,
+    /// Which adds and updates count; deletes always do.
+    filter: Option<EventFilter<O>>,
     /// The term's gate: the primary's own keys pass through it.
     gate: Option<Arc<dyn KeyGate>>,
 }
 
 impl<O: Object> EnqueueHandler<O> {
-    fn enqueue(&self, obj: &O) {
+    fn enqueue(&self, obj: &O, priority: Priority) {
         match &self.mapping {
             KeyMapping::Own => match meta_namespace_key(obj) {
                 Ok(key) => {
@@ -56,32 +59,55 @@ impl<O: Object> EnqueueHandler<O> {
                         .as_ref()
                         .is_none_or(|g| g.admit_upsert(&key, obj.meta()))
                     {
-                        self.queue.add(key);
+                        self.queue.add_with_priority(key, priority);
                     }
                 }
                 Err(e) => tracing::warn!(error = %e, "object without a key not enqueued"),
             },
             KeyMapping::Mapped(map) => {
                 for key in map(obj) {
-                    self.queue.add(key);
+                    self.queue.add_with_priority(key, priority);
                 }
             }
         }
     }
 }
 
+/// The priority of a change's keys, as controller-runtime's
+/// `WithLowPriorityWhenUnchanged`: [`Priority::LOW`] for an object of the initial
+/// list and for an update that changed no resourceVersion (a resync, an object a
+/// relist found unchanged), [`Priority::DEFAULT`] for a live change.
+fn priority(unchanged: bool) -> Priority {
+    if unchanged {
+        Priority::LOW
+    } else {
+        Priority::DEFAULT
+    }
+}
+
 impl<O: Object> EventHandler<O> for EnqueueHandler<O> {
-    fn on_add(&self, obj: &Arc<O>, _is_in_initial_list: bool) {
-        self.enqueue(obj);
+    fn on_add(&self, obj: &Arc<O>, is_in_initial_list: bool) {
+        if self.filter.as_ref().is_some_and(|f| !f.passes_add(obj)) {
+            return;
+        }
+        self.enqueue(obj, priority(is_in_initial_list));
     }
 
     fn on_update(&self, old: &Arc<O>, new: &Arc<O>) {
+        if self
+            .filter
+            .as_ref()
+            .is_some_and(|f| !f.passes_update(old, new))
+        {
+            return;
+        }
+        let priority = priority(old.meta().resource_version == new.meta().resource_version);
         // As controller-runtime's mapping handlers: both states count, so a child
         // that changed owner reconciles the old owner and the new one.
         if let KeyMapping::Mapped(_) = self.mapping {
-            self.enqueue(old);
+            self.enqueue(old, priority);
         }
-        self.enqueue(new);
+        self.enqueue(new, priority);
     }
 
     fn on_delete(&self, obj: &MaybeTombstone<O>) {
@@ -99,7 +125,7 @@ impl<O: Object> EventHandler<O> for EnqueueHandler<O> {
                 }
                 Err(e) => tracing::warn!(error = %e, "deleted object without a key not enqueued"),
             },
-            KeyMapping::Mapped(_) => self.enqueue(obj.object()),
+            KeyMapping::Mapped(_) => self.enqueue(obj.object(), Priority::DEFAULT),
         }
     }
 }
@@ -160,20 +186,23 @@ pub(crate) struct InformerSource<O: Object> {
     informer: SharedIndexInformer<O>,
     mapping: KeyMapping<O>,
     owned: bool,
+    filter: Option<EventFilter<O>>,
 }
 
 impl<O: Object> InformerSource<O> {
-    /// A source of `informer`'s events, mapped to keys by `mapping`; `owned` for
-    /// the children of `owns`.
+    /// A source of `informer`'s events that pass `filter`, mapped to keys by
+    /// `mapping`; `owned` for the children of `owns`.
     pub(crate) fn new(
         informer: SharedIndexInformer<O>,
         mapping: KeyMapping<O>,
         owned: bool,
+        filter: Option<EventFilter<O>>,
     ) -> Self {
         InformerSource {
             informer,
             mapping,
             owned,
+            filter,
         }
     }
 }
@@ -191,6 +220,7 @@ impl<O: Object> WatchSource for InformerSource<O> {
         let registration = self.informer.add_event_handler(EnqueueHandler {
             queue: queue.clone(),
             mapping: self.mapping.clone(),
+            filter: self.filter.clone(),
             gate: gate.cloned(),
         })?;
         let informer = self.informer.clone();

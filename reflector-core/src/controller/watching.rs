@@ -14,6 +14,7 @@ use crate::workqueue::WorkQueue;
 
 use super::consistency::ConsistencyStore;
 use super::error::ControllerError;
+use super::event_filter::EventFilter;
 use super::key_gate::KeyGate;
 use super::source::{ActiveRegistration, InformerSource, KeyMapping, WatchSource};
 
@@ -41,12 +42,13 @@ impl Watching {
     pub(crate) fn register<K: Object>(
         name: &str,
         primary: SharedIndexInformer<K>,
+        filter: Option<EventFilter<K>>,
         mut sources: Vec<Box<dyn WatchSource>>,
         queue: &WorkQueue<ObjectKey>,
         gate: Option<&Arc<dyn KeyGate>>,
         metrics: Option<&Metrics>,
     ) -> Result<Self, ControllerError> {
-        let primary = InformerSource::new(primary, KeyMapping::Own, false);
+        let primary = InformerSource::new(primary, KeyMapping::Own, false, filter);
         sources.insert(0, Box::new(primary));
         let mut registrations = Vec::with_capacity(sources.len());
         for (i, source) in sources.iter().enumerate() {

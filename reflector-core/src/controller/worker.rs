@@ -146,7 +146,11 @@ where
         if park {
             // Queued while processing, the key is handed out again after `done`.
             let (queue, parked) = (self.queue.clone(), key.clone());
-            version.wake_at(target, Box::new(move || queue.add(parked)));
+            let priority = queue.priority(key).unwrap_or_default();
+            version.wake_at(
+                target,
+                Box::new(move || queue.add_with_priority(parked, priority)),
+            );
             self.queue.add_after(key.clone(), MAX_STALE_WAIT);
         }
         if let Some(r) = &self.recorder {

@@ -42,7 +42,7 @@ use crate::workqueue::WorkQueueMetrics;
 ///
 /// | metric | type |
 /// |---|---|
-/// | `workqueue_depth` | gauge |
+/// | `workqueue_depth` | gauge (labels `name`, `priority`) |
 /// | `workqueue_adds_total` | counter |
 /// | `workqueue_queue_duration_seconds` | histogram |
 /// | `workqueue_work_duration_seconds` | histogram |

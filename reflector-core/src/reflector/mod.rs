@@ -159,22 +159,7 @@ where
     /// A reflector that fills the cache `writer` writes, from `lister_watcher`: it
     /// owns the writer from then on, so it is the cache's only writer, and the cache's
     /// resource version follows every list, event and bookmark. Read the cache through
-    /// a [`reader`](Writer::reader) taken before.
-    ///
-    /// # Example
-    /// ```no_run
-    /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector::listwatch::ApiListerWatcher;
-    /// use reflector::store::{Indexers, Writer};
-    /// use reflector::{Reflector, ReflectorOptions};
-    /// # fn f(client: kube::Client) {
-    /// let writer = Writer::new(Indexers::new());
-    /// let cache = writer.reader();
-    /// let lw = ApiListerWatcher::new(kube::Api::<ConfigMap>::all(client));
-    /// let reflector = Reflector::with_cache(lw, writer, ReflectorOptions::default());
-    /// # let _ = (cache, reflector);
-    /// # }
-    /// ```
+    /// a [`reader`](Writer::reader) taken before (as in the type's example).
     #[must_use]
     pub fn with_cache(lister_watcher: L, writer: Writer<K>, options: ReflectorOptions) -> Self {
         Self::with_sink(lister_watcher, Arc::new(WriterSink::new(writer)), options)

@@ -15,17 +15,25 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use super::Priority;
+
 /// Receives the events of one queue. Every method defaults to doing nothing.
 ///
 /// The queue calls these under its lock, so implementations must be quick
 /// and must not call back into the queue.
 pub trait QueueMetrics: Send + Sync {
-    /// An item became dirty (queued, or marked for re-queue while processing):
-    /// depth +1, adds +1.
-    fn add(&self) {}
-    /// A worker took an item that had waited `queued_for`: depth −1.
-    fn get(&self, queued_for: Duration) {
-        let _ = queued_for;
+    /// An item became dirty (queued, or marked for re-queue while processing) at
+    /// `priority`: depth +1, adds +1.
+    fn add(&self, priority: Priority) {
+        let _ = priority;
+    }
+    /// A worker took an item of `priority` that had waited `queued_for`: depth −1.
+    fn get(&self, priority: Priority, queued_for: Duration) {
+        let _ = (priority, queued_for);
+    }
+    /// A dirty item's priority was raised from `from` to `to`.
+    fn reprioritized(&self, from: Priority, to: Priority) {
+        let _ = (from, to);
     }
     /// A worker finished an item after `worked_for`.
     fn done(&self, worked_for: Duration) {
@@ -43,6 +51,14 @@ pub trait QueueMetrics: Send + Sync {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct QueueLabels {
     name: String,
+}
+
+/// The label set of `workqueue_depth`: the queue's name and the items' priority, as
+/// controller-runtime's priority queue labels it.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DepthLabels {
+    name: String,
+    priority: String,
 }
 
 /// Builds histograms with client-go's buckets: 10 exponential buckets from
@@ -69,7 +85,7 @@ type FloatGauge = Gauge<f64, AtomicU64>;
 ///
 /// | metric | type |
 /// |---|---|
-/// | `workqueue_depth` | gauge |
+/// | `workqueue_depth` | gauge, also labelled `priority` (controller-runtime's priority queue) |
 /// | `workqueue_adds_total` | counter |
 /// | `workqueue_queue_duration_seconds` | histogram, client-go's buckets (10 ns – 10 s, ×10) |
 /// | `workqueue_work_duration_seconds` | histogram, the same buckets |
@@ -95,7 +111,7 @@ type FloatGauge = Gauge<f64, AtomicU64>;
 #[doc(alias = "MetricsProvider")]
 #[derive(Clone, Debug)]
 pub struct WorkQueueMetrics {
-    depth: Family<QueueLabels, Gauge>,
+    depth: Family<DepthLabels, Gauge>,
     adds: Family<QueueLabels, Counter>,
     queue_duration: Family<QueueLabels, Histogram, DurationBuckets>,
     work_duration: Family<QueueLabels, Histogram, DurationBuckets>,
@@ -186,7 +202,8 @@ impl WorkQueueMetrics {
             name: name.to_owned(),
         };
         Arc::new(PrometheusQueueMetrics {
-            depth: self.depth.get_or_create(&labels).clone(),
+            name: name.to_owned(),
+            depth: self.depth.clone(),
             adds: self.adds.get_or_create(&labels).clone(),
             queue_duration: self.queue_duration.get_or_create(&labels).clone(),
             work_duration: self.work_duration.get_or_create(&labels).clone(),
@@ -199,7 +216,9 @@ impl WorkQueueMetrics {
 
 /// One queue's handles into the families.
 struct PrometheusQueueMetrics {
-    depth: Gauge,
+    /// The queue's name, for the depth's per-priority series.
+    name: String,
+    depth: Family<DepthLabels, Gauge>,
     adds: Counter,
     queue_duration: Histogram,
     work_duration: Histogram,
@@ -215,15 +234,31 @@ impl fmt::Debug for PrometheusQueueMetrics {
     }
 }
 
+impl PrometheusQueueMetrics {
+    /// The depth series of `priority`.
+    fn depth(&self, priority: Priority) -> Gauge {
+        let labels = DepthLabels {
+            name: self.name.clone(),
+            priority: priority.to_string(),
+        };
+        self.depth.get_or_create(&labels).clone()
+    }
+}
+
 impl QueueMetrics for PrometheusQueueMetrics {
-    fn add(&self) {
+    fn add(&self, priority: Priority) {
         self.adds.inc();
-        self.depth.inc();
+        self.depth(priority).inc();
     }
 
-    fn get(&self, queued_for: Duration) {
-        self.depth.dec();
+    fn get(&self, priority: Priority, queued_for: Duration) {
+        self.depth(priority).dec();
         self.queue_duration.observe(queued_for.as_secs_f64());
+    }
+
+    fn reprioritized(&self, from: Priority, to: Priority) {
+        self.depth(from).dec();
+        self.depth(to).inc();
     }
 
     fn done(&self, worked_for: Duration) {
@@ -278,7 +313,7 @@ mod tests {
         encode(&mut text, &registry).unwrap();
         let expected = [
             "# TYPE workqueue_depth gauge",
-            "workqueue_depth{name=\"test\"} 0",
+            "workqueue_depth{name=\"test\",priority=\"0\"} 0",
             "# TYPE workqueue_adds counter",
             "workqueue_adds_total{name=\"test\"} 2",
             "# TYPE workqueue_queue_duration_seconds histogram",

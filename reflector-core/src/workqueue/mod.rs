@@ -53,12 +53,14 @@
 //! [`Metrics`](crate::metrics::Metrics) bundle, or to the work-queue families alone.
 
 mod metrics;
+mod priority;
 mod queue;
 mod queue_config;
 mod queue_state;
 mod rate_limiter;
 
 pub use metrics::WorkQueueMetrics;
+pub use priority::Priority;
 pub use queue::WorkQueue;
 pub use queue_config::QueueConfig;
 pub use rate_limiter::{

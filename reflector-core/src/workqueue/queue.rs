@@ -16,10 +16,10 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::QueueConfig;
 use super::metrics::QueueMetrics;
 use super::queue_state::{State, Take, WaitEntry};
 use super::rate_limiter::{DefaultRateLimiter, RateLimiter};
+use super::{Priority, QueueConfig};
 
 /// What a work queue can hold: cheap to clone, hashable, shareable between tasks
 /// (the bounds public items spell out in full).
@@ -117,6 +117,8 @@ struct Inner<T> {
     name: String,
     /// The metrics hook; `None` records nothing and reads no clock.
     metrics: Option<Arc<dyn QueueMetrics>>,
+    /// Whether adds keep their priority (else every add is `Priority::DEFAULT`).
+    priorities: bool,
     /// The single lock of the queue.
     state: Mutex<State<T>>,
     /// Wakes getters: `notify_one` per item made available, `notify_waiters`
@@ -156,6 +158,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
             inner: Arc::new(Inner {
                 limiter,
                 metrics: config.metrics.map(|m| m.queue_metrics(&config.name)),
+                priorities: config.priorities,
                 name: config.name,
                 state: Mutex::new(State::new()),
                 items: Notify::new(),
@@ -187,17 +190,37 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
         self.inner.metrics.as_ref().map(|_| Instant::now())
     }
 
-    /// Marks `item` as needing processing.
+    /// Marks `item` as needing processing, at [`Priority::DEFAULT`] (a live change).
     ///
-    /// Does nothing if the item is already queued, or if the queue is shutting
-    /// down. If the item is being processed, it is queued again when the
-    /// worker calls [`done`](Self::done).
+    /// Does nothing if the item is already queued (but raises a lower priority to
+    /// the default), or if the queue is shutting down. If the item is being
+    /// processed, it is queued again when the worker calls [`done`](Self::done).
     pub fn add(&self, item: T) {
+        self.add_with_priority(item, Priority::DEFAULT);
+    }
+
+    /// As [`add`](Self::add), at `priority`: a worker takes the highest priority
+    /// first, and items of one priority in the order they were queued (see
+    /// [`Priority`]). Adding an item already queued or waiting to be queued again
+    /// raises its priority if `priority` is higher, never lowers it.
+    pub fn add_with_priority(&self, item: T, priority: Priority) {
+        let priority = if self.inner.priorities {
+            priority
+        } else {
+            Priority::DEFAULT
+        };
         let now = self.now_if_metrics();
-        let pushed = self.lock().add_locked(item, now, self.metrics());
+        let pushed = self.lock().add_locked(item, priority, now, self.metrics());
         if pushed {
             self.inner.items.notify_one();
         }
+    }
+
+    /// The priority of `item` if it is queued, waiting for its delay or being
+    /// processed (the highest, if several); `None` otherwise.
+    #[must_use]
+    pub fn priority(&self, item: &T) -> Option<Priority> {
+        self.lock().priority_locked(item)
     }
 
     /// Waits for the next item, marks it as being processed and returns it.
@@ -269,7 +292,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
         metrics: Option<&Arc<dyn QueueMetrics>>,
     ) -> Take<T> {
         let taken = state.take_locked(metrics);
-        if matches!(taken, Take::Item(_)) && !state.queue.is_empty() {
+        if matches!(taken, Take::Item(_)) && !state.ready.is_empty() {
             self.inner.items.notify_one();
         }
         taken
@@ -283,7 +306,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
         let metrics = self.metrics();
         let now = self.now_if_metrics();
         let mut state = self.lock();
-        let Some(started) = state.processing.remove(item) else {
+        let Some((_, started)) = state.processing.remove(item) else {
             tracing::debug!(queue = %self.inner.name, "done called for an item that is not being processed");
             return;
         };
@@ -291,8 +314,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
             m.done(started.map_or(Duration::ZERO, |at| now.saturating_duration_since(at)));
             state.maybe_update_unfinished_locked(m, now);
         }
-        if state.dirty.contains_key(item) {
-            state.queue.push_back(item.clone());
+        if state.requeue_dirty_locked(item) {
             drop(state);
             self.inner.items.notify_one();
         } else if state.drain && state.processing.is_empty() {
@@ -305,7 +327,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     /// processed, nor delayed items whose time has not come).
     #[must_use]
     pub fn len(&self) -> usize {
-        self.lock_promoted().queue.len()
+        self.lock_promoted().ready.len()
     }
 
     /// Locks the state after moving the delayed items that are due into the queue
@@ -399,6 +421,10 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     /// Queues `item` once `delay` has elapsed (client-go's `AddAfter`); a zero
     /// delay adds it now. Adding an item that is already waiting keeps the
     /// earlier ready time. Ignored after shutdown.
+    ///
+    /// A requeue keeps the item's priority: the item is queued at the priority it
+    /// has while processed, queued or waiting (see [`priority`](Self::priority)),
+    /// else at [`Priority::DEFAULT`].
     pub fn add_after(&self, item: T, delay: Duration) {
         let metrics = self.metrics();
         if delay.is_zero() {
@@ -411,7 +437,8 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
             if let Some(m) = metrics {
                 m.retry();
             }
-            let pushed = state.add_locked(item, self.now_if_metrics(), metrics);
+            let priority = state.priority_locked(&item).unwrap_or_default();
+            let pushed = state.add_locked(item, priority, self.now_if_metrics(), metrics);
             drop(state);
             if pushed {
                 self.inner.items.notify_one();
@@ -427,15 +454,16 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
         if let Some(m) = metrics {
             m.retry();
         }
-        if let Some(&(existing, _)) = state.waiting.get(&item)
-            && existing <= ready
+        let priority = state.priority_locked(&item).unwrap_or_default();
+        if let Some(waiting) = state.waiting.get_mut(&item)
+            && waiting.0 <= ready
         {
+            waiting.2 = waiting.2.max(priority);
             return;
         }
         let new_earliest = state.heap.peek().is_none_or(|top| ready < top.ready);
-        let seq = state.next_seq;
-        state.next_seq = state.next_seq.wrapping_add(1);
-        state.waiting.insert(item.clone(), (ready, seq));
+        let seq = state.seq_locked();
+        state.waiting.insert(item.clone(), (ready, seq, priority));
         state.heap.push(WaitEntry { ready, seq, item });
         drop(state);
         if new_earliest {
@@ -453,11 +481,12 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     /// The ready time of a delayed item, if it is waiting.
     #[must_use]
     pub fn ready_at(&self, item: &T) -> Option<Instant> {
-        self.lock().waiting.get(item).map(|&(at, _)| at)
+        self.lock().waiting.get(item).map(|&(at, _, _)| at)
     }
 
     /// Adds `item` after the delay the rate limiter answers for it (which
-    /// counts one more requeue of the item).
+    /// counts one more requeue of the item), keeping its priority as
+    /// [`add_after`](Self::add_after).
     pub fn add_rate_limited(&self, item: T) {
         let delay = self.inner.limiter.when(&item);
         self.add_after(item, delay);

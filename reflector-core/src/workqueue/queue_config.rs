@@ -5,7 +5,7 @@ use std::fmt;
 use super::WorkQueueMetrics;
 
 /// Configuration of a work queue.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct QueueConfig {
     /// The queue's name, used in logs and as the `name` label of metrics.
@@ -15,6 +15,21 @@ pub struct QueueConfig {
     /// name. Default: none, which records nothing and reads no clock (as client-go's
     /// `noopMetricsProvider`). Set with [`QueueConfig::metrics`].
     pub(crate) metrics: Option<WorkQueueMetrics>,
+    /// Whether a worker takes the highest [`Priority`](super::Priority) first.
+    /// Default: true, as controller-runtime's priority queue (its default since
+    /// v0.23); false hands items out in the order queued, whatever their priority.
+    /// Set with [`QueueConfig::priorities`].
+    pub(crate) priorities: bool,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            name: String::new(),
+            metrics: None,
+            priorities: true,
+        }
+    }
 }
 
 impl QueueConfig {
@@ -44,11 +59,35 @@ impl QueueConfig {
     ///     QueueConfig::default().name("widgets").metrics(&metrics),
     /// );
     /// queue.add("ns/a".to_string());
-    /// assert!(render_metrics(&registry).contains("workqueue_depth{name=\"widgets\"} 1"));
+    /// assert!(render_metrics(&registry).contains("workqueue_depth{name=\"widgets\",priority=\"0\"} 1"));
     /// ```
     #[must_use]
     pub fn metrics(mut self, metrics: &impl AsRef<WorkQueueMetrics>) -> Self {
         self.metrics = Some(metrics.as_ref().clone());
+        self
+    }
+
+    /// Whether a worker takes the highest [`Priority`](super::Priority) first (the
+    /// default), or every item in the order queued (`false`: every add counts as
+    /// [`Priority::DEFAULT`](super::Priority::DEFAULT)).
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use reflector::workqueue::{DefaultRateLimiter, Priority, QueueConfig, WorkQueue};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let fifo = WorkQueue::with_config(
+    ///     Arc::new(DefaultRateLimiter::default()),
+    ///     QueueConfig::default().priorities(false),
+    /// );
+    /// fifo.add_with_priority("first", Priority::LOW);
+    /// fifo.add("second");
+    /// assert_eq!(fifo.get().await, Some("first"));
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn priorities(mut self, on: bool) -> Self {
+        self.priorities = on;
         self
     }
 }
@@ -58,6 +97,7 @@ impl fmt::Debug for QueueConfig {
         f.debug_struct("QueueConfig")
             .field("name", &self.name)
             .field("metrics", &self.metrics.is_some())
+            .field("priorities", &self.priorities)
             .finish()
     }
 }

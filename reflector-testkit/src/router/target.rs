@@ -13,6 +13,8 @@ pub(crate) enum Target {
     Groups,
     /// `/version`
     Version,
+    /// `/apis/{group}`
+    Group(String),
     /// `/api/v1`, `/apis/{group}/{version}`
     ResourceList { group: String, version: String },
     /// `/openapi/v2`, `/openapi/v3[/...]`: the path after `/openapi/`.
@@ -121,6 +123,14 @@ pub(super) fn parse_target(shared: &Shared, path: &str) -> Target {
         ["api"] => return Target::CoreVersions,
         ["apis"] => return Target::Groups,
         ["version"] => return Target::Version,
+        ["apis", group] => {
+            let served = shared.state().served().any(|(_, r)| r.group == *group);
+            return if served {
+                Target::Group((*group).to_owned())
+            } else {
+                Target::NotFound
+            };
+        }
         ["openapi", rest @ ..] if !rest.is_empty() => return Target::OpenApi(rest.join("/")),
         ["api", version, rest @ ..] => ("", *version, rest),
         ["apis", group, version, rest @ ..] => (*group, *version, rest),

@@ -23,6 +23,21 @@ pub(crate) enum Deleted {
 pub(crate) struct Preconditions {
     pub resource_version: Option<String>,
     pub uid: Option<String>,
+    /// `propagationPolicy: Foreground`: the object gets the `foregroundDeletion`
+    /// finalizer (see `foreground`).
+    pub foreground: bool,
+}
+
+/// Starts the deletion of `value`: `deletionTimestamp` now, `deletionGracePeriodSeconds`
+/// 0. False (and `value` untouched) when it was being deleted already.
+pub(super) fn mark_deleting(value: &mut Value) -> bool {
+    if metadata(value).is_some_and(|m| m.contains_key("deletionTimestamp")) {
+        return false;
+    }
+    let meta = metadata_mut(value);
+    meta.insert("deletionTimestamp".to_owned(), now_timestamp());
+    meta.insert("deletionGracePeriodSeconds".to_owned(), json!(0));
+    true
 }
 
 impl State {
@@ -75,6 +90,23 @@ impl State {
         if self.is_namespace_resource(rid) {
             return Ok(self.terminate_namespace(rid, key, value, old));
         }
+        if self.is_crd_resource(rid) {
+            return Ok(self.delete_crd(rid, key, value, old));
+        }
+        if preconditions.foreground {
+            let mut all: Vec<Value> = metadata(&value)
+                .and_then(|m| m.get("finalizers"))
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            if !all
+                .iter()
+                .any(|f| f == super::foreground::FOREGROUND_DELETION)
+            {
+                all.push(json!(super::foreground::FOREGROUND_DELETION));
+            }
+            metadata_mut(&mut value).insert("finalizers".to_owned(), json!(all));
+        }
         let has_finalizers = metadata(&value)
             .and_then(|m| m.get("finalizers"))
             .and_then(Value::as_array)
@@ -97,11 +129,10 @@ impl State {
         }
         meta.insert("deletionTimestamp".to_owned(), now_timestamp());
         meta.insert("deletionGracePeriodSeconds".to_owned(), json!(0));
-        Ok(Deleted::Pending(self.commit(
-            rid,
-            key,
-            value,
-            EventType::Modified,
-        )))
+        let pending = self.commit(rid, key.clone(), value, EventType::Modified);
+        if preconditions.foreground && !self.dry_run {
+            self.track_foreground(rid, key);
+        }
+        Ok(Deleted::Pending(pending))
     }
 }

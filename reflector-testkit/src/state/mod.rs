@@ -21,8 +21,10 @@ use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 use crate::watch::EventLines;
 
+mod crd_cleanup;
 mod delete;
 mod direct_write;
+mod foreground;
 mod list_page;
 mod namespace_lifecycle;
 mod pod_binding;
@@ -32,7 +34,7 @@ mod validation;
 pub(crate) use delete::{Deleted, Preconditions};
 
 pub(crate) use list_page::ObjectFilter;
-use validation::{pod_qos_class, validate_pod_update, validate_write};
+use validation::{pod_qos_class, validate_no_new_finalizers, validate_pod_update, validate_write};
 
 /// Index of a registered resource in `State::resources`.
 pub(crate) type ResourceId = usize;
@@ -81,6 +83,13 @@ pub(crate) struct State {
     notify: watch::Sender<u64>,
     /// Resources served from CRD objects (schemas, scale paths, retired ids).
     pub custom: crate::crd::CustomResources,
+    /// Whether writes are dry runs (`dryRun=All`): [`State::commit`] then answers the
+    /// object it would store, and stores, logs and notifies nothing. Set for one request
+    /// by `Shared::write_state`.
+    pub dry_run: bool,
+    /// Objects deleted in the foreground whose `foregroundDeletion` finalizer waits for
+    /// their dependents to go (see `foreground`).
+    foreground: Vec<(ResourceId, Arc<str>)>,
 }
 
 impl State {
@@ -94,6 +103,8 @@ impl State {
             rv: 1,
             notify,
             custom: crate::crd::CustomResources::default(),
+            dry_run: false,
+            foreground: Vec::new(),
         };
         for info in crate::resource::builtins() {
             state.register(info);
@@ -177,6 +188,9 @@ impl State {
         mut value: Value,
         event_type: EventType,
     ) -> Arc<StoredObject> {
+        if self.dry_run {
+            return Self::dry_run_result(key, value, event_type);
+        }
         crate::crd::before_commit(self, rid, &value, event_type);
         self.rv += 1;
         let rv = self.rv;
@@ -201,6 +215,12 @@ impl State {
         }
         self.notify.send_replace(rv);
         crate::crd::after_commit(self, rid, &value, event_type);
+        if event_type == EventType::Deleted {
+            self.finish_crd_of(rid);
+            if !self.foreground.is_empty() {
+                self.finish_foreground();
+            }
+        }
         if event_type == EventType::Deleted
             && self.resources[rid].namespaced
             && let Some(namespace) = meta_str(&value, "namespace")
@@ -209,6 +229,18 @@ impl State {
             self.finish_namespace_if_empty(&namespace);
         }
         object
+    }
+
+    /// What a dry-run write answers: the object as it would be stored, a new one without
+    /// a resourceVersion, an existing one at its current resourceVersion.
+    fn dry_run_result(key: Arc<str>, mut value: Value, event_type: EventType) -> Arc<StoredObject> {
+        if event_type == EventType::Added {
+            metadata_mut(&mut value).remove("resourceVersion");
+        }
+        let rv = meta_str(&value, "resourceVersion")
+            .and_then(|rv| rv.parse().ok())
+            .unwrap_or(0);
+        Arc::new(StoredObject::from_value(key, rv, &value))
     }
 
     /// Stores (or, for a delete, removes) one resource's version of a write at the
@@ -352,6 +384,7 @@ impl State {
             ));
         }
         self.admit_in_namespace(&info, namespace, &name, true)?;
+        self.refuse_create_while_terminating(rid)?;
         validate_write(&info, &name, &body)?;
         crate::crd::admit(self, rid, &name, &mut body, None)?;
         let key = key_of(namespace.filter(|_| info.namespaced), &name);
@@ -459,6 +492,9 @@ impl State {
             }
             body
         };
+        // Custom objects are pruned and defaulted first: a field the schema drops changes
+        // no generation.
+        crate::crd::admit(self, rid, name, &mut new, Some(&old_value))?;
         let old_meta = metadata(&old_value).cloned().unwrap_or_default();
         let old_generation = old_meta
             .get("generation")
@@ -492,7 +528,6 @@ impl State {
                 Value::String(old.rv.to_string()),
             );
         }
-        crate::crd::admit(self, rid, name, &mut new, Some(&old_value))?;
         if let Writer::Update(manager) = writer {
             let scope = Scope::new(&info, status_write);
             track_update(&scope, &old_value, &mut new, manager);
@@ -501,6 +536,7 @@ impl State {
             return Ok(old);
         }
         validate_write(&info, name, &new)?;
+        validate_no_new_finalizers(&info, name, &old_value, &new)?;
         if !status_write {
             validate_pod_update(&info, name, &old_value, &new)?;
         }
@@ -509,11 +545,11 @@ impl State {
             .and_then(|m| m.get("finalizers"))
             .and_then(Value::as_array)
             .is_none_or(Vec::is_empty);
-        let event_type = if deleting && finalizers_empty {
-            EventType::Deleted
-        } else {
-            EventType::Modified
-        };
-        Ok(self.commit(rid, key, new, event_type))
+        if deleting && finalizers_empty {
+            // As the real store: the update that empties the finalizers is not written;
+            // the stored object is deleted, its DELETED carrying the finalizers it had.
+            return Ok(self.commit(rid, key, old_value, EventType::Deleted));
+        }
+        Ok(self.commit(rid, key, new, EventType::Modified))
     }
 }

@@ -130,13 +130,10 @@ impl State {
         mut value: Value,
         old: Arc<StoredObject>,
     ) -> Deleted {
-        if metadata(&value).is_some_and(|m| m.contains_key("deletionTimestamp")) {
+        if !super::delete::mark_deleting(&mut value) {
             return Deleted::Pending(old);
         }
         let name = key.to_string();
-        let meta = metadata_mut(&mut value);
-        meta.insert("deletionTimestamp".to_owned(), now_timestamp());
-        meta.insert("deletionGracePeriodSeconds".to_owned(), json!(0));
         if let Value::Object(root) = &mut value {
             root.insert("spec".to_owned(), json!({"finalizers": ["kubernetes"]}));
             let status = root.entry("status").or_insert_with(|| json!({}));

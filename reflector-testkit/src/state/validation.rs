@@ -413,3 +413,43 @@ pub(super) fn validate_pod_update(
         format!("pod updates may not change fields other than {POD_UPDATABLE}{diff}"),
     )
 }
+
+/// The real `ValidateNoNewFinalizers`: an object being deleted may lose finalizers but
+/// not gain any (`metadata.finalizers: Forbidden: no new finalizers([b]) can be added if
+/// the object is being deleted`).
+pub(super) fn validate_no_new_finalizers(
+    info: &ResourceInfo,
+    name: &str,
+    old: &Value,
+    new: &Value,
+) -> Result<(), ApiError> {
+    let finalizers = |v: &Value| -> std::collections::BTreeSet<String> {
+        v.pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.as_str().map(str::to_owned))
+            .collect()
+    };
+    if old.pointer("/metadata/deletionTimestamp").is_none() {
+        return Ok(());
+    }
+    let old_set = finalizers(old);
+    let extra: Vec<String> = finalizers(new).difference(&old_set).cloned().collect();
+    if extra.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid_fields(
+        &info.kind,
+        &info.group,
+        name,
+        &[FieldError {
+            field: "metadata.finalizers".to_owned(),
+            reason: "FieldValueForbidden",
+            message: format!(
+                "Forbidden: no new finalizers([{}]) can be added if the object is being deleted",
+                extra.join(" ")
+            ),
+        }],
+    ))
+}
