@@ -237,6 +237,10 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Send + Sync + 'static,
 {
+    fn api_lister_watcher(&self) -> Option<&ApiListerWatcher<K>> {
+        Some(self)
+    }
+
     /// Adds `filter`'s paths to those [`field_filter`](ApiListerWatcher::field_filter)
     /// skips.
     fn skip_fields(self, filter: &FieldFilter) -> Self {
