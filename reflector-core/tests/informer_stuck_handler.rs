@@ -10,7 +10,6 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use prometheus_client::registry::Registry;
@@ -22,9 +21,12 @@ use reflector_testkit::ApiServer;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+mod support {
+    pub mod patience;
+}
+use support::patience::PATIENCE;
+
 const EVENTS: usize = 10_000;
-/// How long any one wait may take before the test fails.
-const GUARD: Duration = Duration::from_secs(60);
 
 async fn stuck_handler_stalls_nothing(queue: QueueMode) {
     let server = ApiServer::start().await.expect("server");
@@ -55,7 +57,7 @@ async fn stuck_handler_stalls_nothing(queue: QueueMode) {
                     stuck.store(true, Ordering::SeqCst);
                     progress.notify_one();
                     // Bounded, so a failing test never hangs.
-                    let _ = released.lock().unwrap().recv_timeout(GUARD);
+                    let _ = released.lock().unwrap().recv_timeout(PATIENCE);
                     stuck.store(false, Ordering::SeqCst);
                     seen_now = seen.lock().unwrap();
                 }
@@ -74,7 +76,7 @@ async fn stuck_handler_stalls_nothing(queue: QueueMode) {
         let (informer, cancel) = (informer.clone(), cancel.clone());
         async move { informer.run(cancel).await }
     });
-    tokio::time::timeout(GUARD, informer.wait_synced())
+    tokio::time::timeout(PATIENCE, informer.wait_synced())
         .await
         .expect("synced")
         .unwrap();
@@ -91,7 +93,7 @@ async fn stuck_handler_stalls_nothing(queue: QueueMode) {
     }
     // The cache holds every event while the handler is still stuck at the first.
     tokio::time::timeout(
-        GUARD,
+        PATIENCE,
         informer.wait_for_resource_version(&last_rv.to_string()),
     )
     .await
@@ -112,7 +114,7 @@ async fn stuck_handler_stalls_nothing(queue: QueueMode) {
     );
 
     release.send(()).unwrap();
-    tokio::time::timeout(GUARD, async {
+    tokio::time::timeout(PATIENCE, async {
         loop {
             let notified = progress.notified();
             tokio::pin!(notified);
