@@ -80,7 +80,7 @@ impl<K: Object> Fifo<K> {
         if delta_type == DeltaType::Deleted
             && self.per_key()
             && !state.positions.contains_key(&key)
-            && !self.cache.as_ref().is_some_and(|c| c.get(&key).is_some())
+            && self.cache.as_ref().is_none_or(|c| c.get(&key).is_none())
         {
             return false;
         }
