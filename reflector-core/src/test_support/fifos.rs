@@ -44,6 +44,27 @@ pub(crate) fn in_order_per_object(known: Vec<Obj>) -> Fifo<ConfigMap> {
     in_order(known).atomic(false)
 }
 
+/// The queue client-go's tests build for `mode` over `known`: the DeltaFIFO with
+/// known objects per key, `NewRealFIFO` (lists not atomic) in order.
+pub(crate) fn ported(mode: QueueMode, known: Vec<Obj>) -> Fifo<ConfigMap> {
+    match mode {
+        QueueMode::PerKey => fifo_known(known),
+        QueueMode::InOrder => in_order_per_object(known),
+    }
+}
+
+/// The writes of client-go's transformer tests (both FIFOs): adds, an update and a
+/// delete, two empty relists around an add.
+pub(crate) fn transformer_writes(f: &Fifo<ConfigMap>) {
+    f.add(mk("foo", 10)).unwrap();
+    f.add(mk("bar", 11)).unwrap();
+    f.update(mk("foo", 12)).unwrap();
+    f.delete(mk("foo", 15)).unwrap();
+    f.replace(vec![], "").unwrap();
+    f.add(mk("bar", 16)).unwrap();
+    f.replace(vec![], "").unwrap();
+}
+
 /// Declares, for the test function `$name` taking a [`QueueMode`], a module
 /// `$name` with one test per mode (`in_order`, `per_key`) under the attribute given:
 /// one body, run and reported once per queue.

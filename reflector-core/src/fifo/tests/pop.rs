@@ -6,22 +6,23 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::fifo::DeltaType;
-use crate::fifo::FifoError;
+use crate::fifo::{FifoError, QueueMode};
 use crate::object::{ObjectKey, deletion_handling_key};
 
 use crate::test_support::*;
 use DeltaType::{Added, Updated};
 
-#[tokio::test(start_paused = true)]
-async fn delta_fifo_pop_should_unblock_when_closed() {
-    let f = Arc::new(fifo_known(vec![mk("foo", 5)]));
+/// PopShouldUnblockWhenClosed (both client-go FIFOs): every waiting pop returns once
+/// the queue closes.
+async fn pop_should_unblock_when_closed(mode: QueueMode) {
+    let f = Arc::new(ported(mode, vec![mk("foo", 5)]));
     let pops: Vec<_> = (0..10)
         .map(|_| {
             let f = Arc::clone(&f);
             tokio::spawn(async move { f.pop(|_, _| ()).await })
         })
         .collect();
-    tokio::task::yield_now().await;
+    settle().await;
     f.close();
     for p in pops {
         let r = tokio::time::timeout(Duration::from_millis(500), p)
@@ -31,6 +32,10 @@ async fn delta_fifo_pop_should_unblock_when_closed() {
         assert_eq!(r, Err(FifoError::Closed));
     }
 }
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    pop_should_unblock_when_closed
+);
 
 #[tokio::test(start_paused = true)]
 async fn delta_fifo_close_drains_queued_items_then_fails_writes() {

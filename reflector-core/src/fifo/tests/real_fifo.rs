@@ -2,7 +2,6 @@
 //! (`in_order_per_object`) unless the client-go test turns them on.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
@@ -197,13 +196,7 @@ async fn in_order_transformer() {
         times.push('+');
         Arc::new(o)
     });
-    f.add(mk("foo", 10)).unwrap();
-    f.add(mk("bar", 11)).unwrap();
-    f.update(mk("foo", 12)).unwrap();
-    f.delete(mk("foo", 15)).unwrap();
-    f.replace(vec![], "").unwrap();
-    f.add(mk("bar", 16)).unwrap();
-    f.replace(vec![], "").unwrap();
+    transformer_writes(&f);
     let want = [
         "Added foo=10",
         "Added bar=11",
@@ -445,27 +438,6 @@ async fn in_order_has_synced() {
             pop_shown(&f).await;
         }
         assert_eq!(f.has_synced(), want, "case {i}");
-    }
-}
-
-/// PopShouldUnblockWhenClosed: every waiting pop returns once the FIFO closes.
-#[tokio::test(start_paused = true)]
-async fn in_order_pop_should_unblock_when_closed() {
-    let f = Arc::new(in_order_per_object(vec![mk("foo", 5)]));
-    let pops: Vec<_> = (0..10)
-        .map(|_| {
-            let f = Arc::clone(&f);
-            tokio::spawn(async move { f.pop(|_, _| ()).await })
-        })
-        .collect();
-    settle().await;
-    f.close();
-    for p in pops {
-        let got = tokio::time::timeout(Duration::from_secs(1), p)
-            .await
-            .expect("pop returned after close")
-            .unwrap();
-        assert_eq!(got, Err(FifoError::Closed));
     }
 }
 

@@ -30,13 +30,7 @@ async fn delta_fifo_transformer() {
         })
     };
     let f = Fifo::new(QueueMode::PerKey).shared_transform(xfrm);
-    f.add(mk("foo", 10)).unwrap();
-    f.add(mk("bar", 11)).unwrap();
-    f.update(mk("foo", 12)).unwrap();
-    f.delete(mk("foo", 15)).unwrap();
-    f.replace(vec![], "").unwrap();
-    f.add(mk("bar", 16)).unwrap();
-    f.replace(vec![], "").unwrap();
+    transformer_writes(&f);
 
     assert_eq!(
         f.list_keys(),
