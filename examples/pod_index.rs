@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use kube::api::{Api, DeleteParams, PostParams};
-use reflector::informer::{Change, SharedIndexInformer};
+use reflector::informer::{Change, InformerOptions, SharedIndexInformer};
 use reflector::listwatch::ApiListerWatcher;
 use reflector::store::{Indexers, StoreError};
 use tokio_util::sync::CancellationToken;
@@ -77,10 +77,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         c
     };
 
-    let informer =
-        SharedIndexInformer::builder(ApiListerWatcher::new(Api::<Pod>::all(client.clone())))
-            .indexers(Indexers::new().with(BY_NODE, node_of))
-            .build();
+    let informer = SharedIndexInformer::with_options(
+        ApiListerWatcher::new(Api::<Pod>::all(client.clone())),
+        InformerOptions::default().indexers(Indexers::new().with(BY_NODE, node_of)),
+    );
     // Two handlers, one watch: a logger and a counter.
     informer.add_event_fn(|ev: Change<Pod>| match ev {
         Change::Added {

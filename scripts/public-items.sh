@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Counts the public types and traits of reflector-core (structs, enums, traits, type
 # aliases, unions) from rustdoc's item index, and lists them; fails if a retired
-# Go-style name is public again.
+# Go-style name is public again, or if the count passes the budget below.
 #
 # Usage: scripts/public-items.sh
 set -euo pipefail
@@ -21,13 +21,21 @@ count=$(printf '%s\n' "$items" | grep -c . || true)
 echo "reflector-core public types and traits: $count"
 printf '%s\n' "$items"
 
+# The budget: a new public type replaces one, or the budget is raised on purpose with
+# the reason in the commit that raises it.
+budget=83
+if [ "$count" -gt "$budget" ]; then
+  echo "$count public types and traits, over the budget of $budget" >&2
+  exit 1
+fi
+
 # Go-style names replaced by Rust ones (each kept as a `#[doc(alias)]`): none may be
 # public again, as a function, method, trait method or type.
 retired='get_by_key list_index_func_values shut_down shutting_down shut_down_with_drain
 num_requeues item_exponential_failure_rate_limiter item_fast_slow_rate_limiter
 bucket_rate_limiter max_of_rate_limiter with_max_wait_rate_limiter
 default_controller_rate_limiter emit_delta_type_replaced known_objects
-last_sync_resource_version FinalizerEvent'
+last_sync_resource_version FinalizerEvent DeltaFifo InOrderFifo InformerBuilder InformerQueue'
 found=0
 for name in $retired; do
   hits=$(grep -rlE "id=\"(method|tymethod)\.$name\"|/(fn|struct|enum|trait|type)\.$name\.html" \

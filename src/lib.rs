@@ -1,8 +1,9 @@
 //! # reflector
 //!
 //! Kubernetes controllers in async Rust with client-go's semantics — Reflector, the
-//! informer's queue (client-go 1.36's in-order FIFO by default, or the DeltaFifo),
-//! SharedIndexInformer, Indexer, WorkQueue — on [`kube`] and [`k8s_openapi`].
+//! informer's queue (client-go 1.36's in-order FIFO by default, or per-key deltas as
+//! the DeltaFIFO), SharedIndexInformer, Indexer, WorkQueue — on [`kube`] and
+//! [`k8s_openapi`].
 //!
 //! Newcomers start with the [`Controller`](controller::Controller) builder: it
 //! builds the shared informers, the work queue and the workers, and calls your
@@ -105,7 +106,7 @@
 //! use reflector::Reflect;
 //! use reflector::informer::Change;
 //! use reflector::object::ObjectRef;
-//! use reflector::store::{Indexer, Indexers, Store, StoreError};
+//! use reflector::store::{Indexers, StoreError, Writer};
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
 //!
@@ -123,7 +124,7 @@
 //! }
 //!
 //! # fn main() -> Result<(), StoreError> {
-//! let cache = Indexer::new(Widget::indexers());
+//! let mut cache = Writer::new(Widget::indexers());
 //! let spec = WidgetSpec { owner: "alice".into(), tags: vec!["blue".into()], parent: None, size: 1 };
 //! let mut w = Widget::new("w1", spec);
 //! w.metadata.namespace = Some("default".into());
@@ -134,7 +135,7 @@
 //! assert!(cache.by_parent("p")?.is_empty());
 //!
 //! // A cache built without `Widget::indexers()` fails loudly.
-//! let bare = Indexer::<Widget>::new(Indexers::new());
+//! let bare = Writer::<Widget>::new(Indexers::new());
 //! assert_eq!(bare.by_owner("alice").unwrap_err(), StoreError::UnknownIndex("by_owner".into()));
 //! # Ok(()) }
 //!

@@ -1,6 +1,7 @@
 //! `#[derive(Reflect)]` beyond the namespaced CRD: a cluster-scoped CRD, a struct that
 //! implements `kube::Resource` itself, `crate = ".."`, the generated constructors,
-//! `InformerFactory::reflected` and typed events through `add_event_fn`, all without HTTP.
+//! `InformerFactory::reflected` (its informer filled by the embedded server) and typed
+//! events through `add_event_fn`; everything else without HTTP.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -11,13 +12,18 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::CustomResource;
 use kube::core::NamespaceResourceScope;
 use reflector::Reflect;
-use reflector::informer::{Change, InformerFactory, SharedIndexInformer};
+use reflector::informer::{Change, InformerFactory, InformerOptions, SharedIndexInformer};
 use reflector::listwatch::FakeSource;
 use reflector::object::ObjectRef;
-use reflector::store::{Indexer, Indexers, Store, StoreError};
+use reflector::store::{Indexers, StoreError, Writer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
+
+mod support {
+    pub mod patience;
+}
+use support::patience::PATIENCE;
 
 /// A cluster-scoped kind.
 #[derive(CustomResource, Reflect, Serialize, Deserialize, Clone, Debug, JsonSchema)]
@@ -112,7 +118,7 @@ fn client() -> kube::Client {
 
 #[test]
 fn cluster_scoped_rack_is_indexed_by_region_and_slot() {
-    let indexer = Indexer::new(Rack::indexers());
+    let mut indexer = Writer::new(Rack::indexers());
     indexer.add(rack("r1", "eu", &[1, 2])).unwrap();
     indexer.add(rack("r2", "us", &[2])).unwrap();
     assert_eq!(names(indexer.by_region("eu")), ["r1"]);
@@ -129,7 +135,7 @@ fn cluster_scoped_rack_is_indexed_by_region_and_slot() {
 #[test]
 fn manual_resource_gadget_is_indexed_on_its_own_fields() {
     assert_eq!(Gadget::INDEX_NAMES, ["by_app", "by_color", "by_port"]);
-    let indexer = Indexer::new(Gadget::indexers());
+    let mut indexer = Writer::new(Gadget::indexers());
     indexer.add(gadget("a", "red", [80, 443], "web")).unwrap();
     indexer.add(gadget("b", "blue", [80, 8080], "db")).unwrap();
     assert_eq!(names(indexer.by_color("red")), ["a"]);
@@ -145,7 +151,7 @@ fn manual_resource_gadget_is_indexed_on_its_own_fields() {
 
 #[test]
 fn crate_path_reflector_core_works() {
-    let indexer = reflector_core::store::Indexer::new(
+    let mut indexer = reflector_core::store::Writer::new(
         <Sprocket as reflector_core::reflect::Reflect>::indexers(),
     );
     indexer
@@ -193,9 +199,17 @@ async fn informer_registers_every_declared_index() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn factory_reflected_adds_indexes_once_and_keeps_existing_ones() {
-    let factory = InformerFactory::new(client());
+    let server = reflector_testkit::ApiServer::start().await.expect("server");
+    server.register::<Rack>();
+    let racks = kube::Api::<Rack>::all(server.client());
+    let params = kube::api::PostParams::default();
+    racks
+        .create(&params, &*rack("r1", "eu", &[]))
+        .await
+        .expect("create");
+    let factory = InformerFactory::new(server.client());
     let plain = factory.informer::<Rack>();
     plain
         .add_indexers(Indexers::new().with("by_region", |_: &Rack| vec!["mine".to_owned()]))
@@ -207,9 +221,14 @@ async fn factory_reflected_adds_indexes_once_and_keeps_existing_ones() {
         ["by_region", "by_slots", "namespace"]
     );
     // Same informer, and the pre-existing `by_region` was kept, not replaced.
-    reflected.indexer().add(rack("r1", "eu", &[])).unwrap();
+    factory.start();
+    tokio::time::timeout(PATIENCE, reflected.wait_synced())
+        .await
+        .expect("synced in time")
+        .expect("not stopped");
     assert_eq!(names(plain.by_region("mine")), ["r1"]);
     assert!(names(again.by_region("eu")).is_empty());
+    factory.shutdown().await;
 }
 
 /// Waits, in paused virtual time, until `cond` holds (at most one virtual minute).
@@ -227,9 +246,10 @@ async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
 async fn add_event_fn_delivers_typed_events_and_queries_follow_the_informer() {
     let source = FakeSource::<Gadget>::new();
     source.add((*gadget("a", "red", [1, 2], "web")).clone());
-    let informer = SharedIndexInformer::builder(source.clone())
-        .indexers(Gadget::indexers())
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        source.clone(),
+        InformerOptions::default().indexers(Gadget::indexers()),
+    );
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let reg = informer
         .add_event_fn({

@@ -1,5 +1,5 @@
 //! `#[derive(Reflect)]` on a CRD spec: the generated indexers, typed queries and
-//! event plumbing, exercised on an `Indexer`/`Lister` without any HTTP.
+//! event plumbing, exercised on a cache (`Writer`, `Indexer`, `Lister`) without any HTTP.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -7,7 +7,7 @@ use std::sync::Arc;
 use reflector::Reflect;
 use reflector::lister::Lister;
 use reflector::object::ObjectRef;
-use reflector::store::{Indexer, Indexers, Store, StoreError};
+use reflector::store::{Indexers, StoreError, Writer};
 
 mod support {
     pub mod widget;
@@ -114,17 +114,17 @@ fn names(v: Result<Vec<Arc<Widget>>, StoreError>) -> Vec<String> {
 }
 
 /// A cache holding `widgets`.
-fn cache_with<'a>(widgets: impl IntoIterator<Item = W<'a>>) -> (Indexer<Widget>, Lister<Widget>) {
-    let (indexer, lister) = cache();
+fn cache_with<'a>(widgets: impl IntoIterator<Item = W<'a>>) -> (Writer<Widget>, Lister<Widget>) {
+    let (mut indexer, lister) = cache();
     for w in widgets {
         indexer.add(w.build()).unwrap();
     }
     (indexer, lister)
 }
 
-fn cache() -> (Indexer<Widget>, Lister<Widget>) {
-    let indexer = Indexer::new(Widget::indexers());
-    let lister = Lister::new(indexer.clone());
+fn cache() -> (Writer<Widget>, Lister<Widget>) {
+    let indexer = Writer::new(Widget::indexers());
+    let lister = Lister::new(indexer.reader());
     (indexer, lister)
 }
 
@@ -239,7 +239,7 @@ fn by_size_class_calls_the_with_function() {
 
 #[test]
 fn updates_move_widgets_between_owners_and_tags() {
-    let (indexer, lister) = cache_with([
+    let (mut indexer, lister) = cache_with([
         w("a", "alice").tags(&["blue"]),
         w("b", "alice").tags(&["blue"]),
     ]);
@@ -255,7 +255,7 @@ fn updates_move_widgets_between_owners_and_tags() {
 
 #[test]
 fn deletes_leave_every_index() {
-    let (indexer, lister) = cache();
+    let (mut indexer, lister) = cache();
     let a = w("a", "alice")
         .tags(&["blue"])
         .parent("p")
@@ -281,7 +281,7 @@ fn queries_work_on_indexer_and_lister() {
 /// the index, instead of answering an empty list that reads as "no match".
 #[test]
 fn a_query_on_a_cache_without_the_index_is_an_unknown_index_error() {
-    let bare = Indexer::<Widget>::new(Indexers::new());
+    let mut bare = Writer::<Widget>::new(Indexers::new());
     bare.add(w("a", "alice").build()).unwrap();
     let unknown = |name: &str| StoreError::UnknownIndex(name.to_owned());
     assert_eq!(bare.by_owner("alice").unwrap_err(), unknown("by_owner"));
@@ -289,7 +289,7 @@ fn a_query_on_a_cache_without_the_index_is_an_unknown_index_error() {
         bare.by_owner_keys("alice").unwrap_err(),
         unknown("by_owner")
     );
-    let lister = Lister::new(bare);
+    let lister = Lister::new(bare.reader());
     assert_eq!(lister.by_tags("blue").unwrap_err(), unknown("by_tags"));
     assert_eq!(
         lister.by_size_class_keys("big").unwrap_err(),

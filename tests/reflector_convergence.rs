@@ -18,7 +18,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use reflector::ReflectorOptions;
-use reflector::informer::{Change, SharedIndexInformer};
+use reflector::informer::{Change, InformerOptions, SharedIndexInformer};
 use reflector::listwatch::ApiListerWatcher;
 use reflector_testkit::{ApiServer, BadLine, Fault, Matcher, Verb};
 
@@ -130,13 +130,14 @@ async fn converge(seed: u64) -> Result<(), String> {
         server.client_without_retries(),
         NS,
     ));
-    let informer = SharedIndexInformer::builder(lw)
-        .reflector_options(
+    let informer = SharedIndexInformer::with_options(
+        lw,
+        InformerOptions::default().reflector_options(
             ReflectorOptions::default()
                 .page_size(97)
                 .backoff(Duration::from_millis(10), Duration::from_millis(100)),
-        )
-        .build();
+        ),
+    );
     let seen = Arc::new(Mutex::new(Seen::default()));
     let handler_seen = seen.clone();
     let name_rv = |o: &ConfigMap| {

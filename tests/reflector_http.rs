@@ -7,7 +7,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use reflector::ReflectorOptions;
-use reflector::informer::SharedIndexInformer;
+use reflector::informer::{InformerOptions, SharedIndexInformer};
 use reflector::listwatch::ApiListerWatcher;
 use reflector_testkit::{ApiServer, Fault, Matcher, RequestLogEntry, Verb, bench_objects};
 
@@ -38,9 +38,7 @@ async fn server_with(n: usize) -> ApiServer {
 
 fn informer(server: &ApiServer, opts: ReflectorOptions) -> SharedIndexInformer<ConfigMap> {
     let lw = ApiListerWatcher::new(Api::<ConfigMap>::all(server.client_without_retries()));
-    SharedIndexInformer::builder(lw)
-        .reflector_options(opts)
-        .build()
+    SharedIndexInformer::with_options(lw, InformerOptions::default().reflector_options(opts))
 }
 
 async fn synced(i: &SharedIndexInformer<ConfigMap>) -> Running {

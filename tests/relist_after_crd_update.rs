@@ -13,7 +13,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::CustomResource;
 use kube::api::{Api, PostParams};
 use reflector::ReflectorOptions;
-use reflector::informer::{Change, InformerFactory, InformerQueue};
+use reflector::fifo::QueueMode;
+use reflector::informer::{Change, InformerFactory};
 use reflector_testkit::ApiServer;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -68,7 +69,7 @@ async fn add_priority_default(client: &kube::Client) {
 /// or from the new watch). Once the handler is told of it, every relisted gizmo must be
 /// cached with the default at its old resourceVersion, and the handler (no resync
 /// period) must have been told nothing else.
-async fn relist_shows_the_new_default(queue: InformerQueue, watch_list: bool) {
+async fn relist_shows_the_new_default(queue: QueueMode, watch_list: bool) {
     let server = ApiServer::start().await.expect("server");
     server.register::<Gizmo>();
     let client = server.client();
@@ -153,20 +154,20 @@ async fn relist_shows_the_new_default(queue: InformerQueue, watch_list: bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relist_after_crd_update_shows_the_new_default_in_order() {
-    relist_shows_the_new_default(InformerQueue::InOrder, false).await;
+    relist_shows_the_new_default(QueueMode::InOrder, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relist_after_crd_update_shows_the_new_default_delta_fifo() {
-    relist_shows_the_new_default(InformerQueue::DeltaFifo, false).await;
+    relist_shows_the_new_default(QueueMode::PerKey, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relist_after_crd_update_shows_the_new_default_watch_list() {
-    relist_shows_the_new_default(InformerQueue::InOrder, true).await;
+    relist_shows_the_new_default(QueueMode::InOrder, true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relist_after_crd_update_shows_the_new_default_watch_list_delta_fifo() {
-    relist_shows_the_new_default(InformerQueue::DeltaFifo, true).await;
+    relist_shows_the_new_default(QueueMode::PerKey, true).await;
 }

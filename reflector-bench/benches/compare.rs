@@ -40,8 +40,8 @@
 //! cleared by `.modify(..)` before the store, as kube-runtime's users commonly do),
 //! `kube-runtime-streaming` (`watcher::Config::default().streaming_lists()`),
 //! `ours` (plain `SharedIndexInformer`), `ours-factory` (`InformerFactory` defaults),
-//! `ours-factory-in-order` (the factory with `.queue(InformerQueue::InOrder)`, client-go
-//! 1.36's in-order queue in place of the DeltaFifo),
+//! `ours-factory-in-order` (the factory with `.queue(QueueMode::InOrder)`, client-go
+//! 1.36's in-order queue in place of the per-key queue),
 //! `ours-watch-list` (the factory with `ReflectorOptions::use_watch_list(true)`),
 //! `ours-keep-managed-fields` (the factory with `keep_managed_fields()`),
 //! `ours-strip-transform`, the metadata-only pair, `ours-factory-shard` (the factory's

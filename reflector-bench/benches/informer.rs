@@ -1,7 +1,7 @@
 //! Informer benchmarks (in process, no HTTP):
 //!
 //! - `informer_pipeline/handlers/{1,4,16}`: 100k ADDED watch events from a scripted
-//!   lister-watcher through reflector → DeltaFifo → indexer → every handler's
+//!   lister-watcher through reflector → queue → indexer → every handler's
 //!   buffer and task; time until every handler has seen every event.
 //!   `informer_pipeline/updates_handlers/{1,4,16}`: the same with 100k MODIFIED
 //!   events over 100k listed and cached objects. In the same run, kube-runtime's
@@ -41,9 +41,10 @@ use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
 use kube::api::{ListParams, ObjectList, TypeMeta, WatchEvent, WatchParams};
-use reflector_core::informer::{EventHandler, InformerQueue, SharedIndexInformer};
+use reflector_core::fifo::QueueMode;
+use reflector_core::informer::{EventHandler, InformerOptions, SharedIndexInformer};
 use reflector_core::listwatch::{ListWatchError, ListerWatcher};
-use reflector_core::store::{Indexer, Indexers, Store};
+use reflector_core::store::{Indexers, Writer};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -243,7 +244,7 @@ fn run_once(
     objects: &[ConfigMap],
     scenario: Scenario,
     handlers: usize,
-    queue: InformerQueue,
+    queue: QueueMode,
     clock: Clock,
 ) -> Duration {
     let (listed, events) = scenario.listed_and_events(objects);
@@ -254,7 +255,7 @@ fn run_once(
         events: Mutex::new(Some(events)),
         go: go.clone(),
     };
-    let informer = SharedIndexInformer::builder(lw).queue(queue).build();
+    let informer = SharedIndexInformer::with_options(lw, InformerOptions::default().queue(queue));
     let (added, updated) = (Phase::new(handlers), Phase::new(handlers));
     for _ in 0..handlers {
         informer
@@ -431,28 +432,24 @@ fn pipeline(c: &mut Criterion) {
     let mut group = c.benchmark_group("informer_pipeline");
     group.throughput(Throughput::Elements(EVENTS as u64));
     group.sample_size(10);
-    // Each case with the DeltaFifo (`handlers`, `updates_handlers`), then with the
+    // Each case with the per-key queue (`handlers`, `updates_handlers`), then with the
     // in-order queue (`in_order_…`), side by side in one run.
     for (name, scenario, queue) in [
-        (
-            "handlers",
-            Scenario::AddedIntoEmpty,
-            InformerQueue::DeltaFifo,
-        ),
+        ("handlers", Scenario::AddedIntoEmpty, QueueMode::PerKey),
         (
             "in_order_handlers",
             Scenario::AddedIntoEmpty,
-            InformerQueue::InOrder,
+            QueueMode::InOrder,
         ),
         (
             "updates_handlers",
             Scenario::ModifiedOverCached,
-            InformerQueue::DeltaFifo,
+            QueueMode::PerKey,
         ),
         (
             "in_order_updates_handlers",
             Scenario::ModifiedOverCached,
-            InformerQueue::InOrder,
+            QueueMode::InOrder,
         ),
     ] {
         for handlers in [1usize, 4, 16] {
@@ -533,7 +530,7 @@ fn pipeline(c: &mut Criterion) {
 }
 
 fn reads(c: &mut Criterion) {
-    let indexer = Indexer::<ConfigMap>::new(Indexers::new().with("group", |c: &ConfigMap| {
+    let mut writer = Writer::<ConfigMap>::new(Indexers::new().with("group", |c: &ConfigMap| {
         c.metadata
             .labels
             .as_ref()
@@ -542,7 +539,8 @@ fn reads(c: &mut Criterion) {
             .collect()
     }));
     let objects: Vec<Arc<ConfigMap>> = (0..EVENTS).map(|i| Arc::new(config_map(i))).collect();
-    indexer.replace(objects.clone(), "1").unwrap();
+    writer.replace(objects.clone(), "1").unwrap();
+    let indexer = writer.reader();
     let keys: Vec<_> = objects
         .iter()
         .map(|o| reflector_core::object::meta_namespace_key(o.as_ref()).unwrap())
@@ -553,17 +551,19 @@ fn reads(c: &mut Criterion) {
     for readers in [0usize, 4, 16] {
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
-        // One writer keeps updating objects (the informer's side).
-        {
-            let (ix, objs, stop) = (indexer.clone(), objects.clone(), stop.clone());
-            threads.push(std::thread::spawn(move || {
+        // The cache's writer keeps updating objects (the informer's side), and is
+        // handed back when the round stops.
+        let updating = {
+            let (mut ix, objs, stop) = (writer, objects.clone(), stop.clone());
+            std::thread::spawn(move || {
                 let mut i = 0;
                 while !stop.load(Ordering::Relaxed) {
                     ix.update(Arc::clone(&objs[i % objs.len()])).unwrap();
                     i += 7;
                 }
-            }));
-        }
+                ix
+            })
+        };
         for r in 0..readers {
             let (ix, keys, stop) = (indexer.clone(), keys.clone(), stop.clone());
             threads.push(std::thread::spawn(move || {
@@ -593,6 +593,7 @@ fn reads(c: &mut Criterion) {
         for t in threads {
             t.join().unwrap();
         }
+        writer = updating.join().unwrap();
     }
     group.finish();
 }

@@ -1,5 +1,6 @@
-//! DeltaFifo throughput: add+pop of distinct keys, the update-dedup path, and a
-//! relist `replace` that tombstones 10% of the known keys.
+//! The per-key queue's throughput (client-go's DeltaFIFO): add+pop of distinct keys,
+//! the update-dedup path, and a relist `replace` that tombstones 10% of the known
+//! keys.
 //!
 //! Run: `cargo bench -p reflector-core --bench delta_fifo`.
 
@@ -9,8 +10,8 @@ use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_main};
 use k8s_openapi::api::core::v1::ConfigMap;
-use reflector_core::fifo::DeltaFifo;
-use reflector_core::store::{Indexer, Indexers, Store};
+use reflector_core::fifo::{Fifo, QueueMode};
+use reflector_core::store::{Indexers, Writer};
 
 /// A ConfigMap named `name` in `bench` carrying about 1 KiB of data.
 fn config_map(name: &str) -> Arc<ConfigMap> {
@@ -33,22 +34,30 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("a current-thread runtime")
 }
 
-async fn drain(fifo: &DeltaFifo<ConfigMap>) -> usize {
+async fn drain(fifo: &Fifo<ConfigMap>) -> usize {
     let mut deltas = 0;
     while !fifo.is_empty() {
-        deltas += fifo.pop(|deltas, _| deltas.len()).await.expect("fifo open");
+        deltas += fifo
+            .pop(|entry, _| entry.deltas().map_or(0, |d| d.len()))
+            .await
+            .expect("fifo open");
     }
     deltas
 }
 
+/// A per-key queue, as the bench has always measured.
+fn per_key() -> Fifo<ConfigMap> {
+    Fifo::new(QueueMode::PerKey)
+}
+
 /// Benchmarks `name` in the `delta_fifo` group, `n` elements an iteration: `run` on
 /// a fresh FIFO each time (dropping it is not measured).
-fn on_fresh_fifo(c: &mut Criterion, name: &str, n: usize, run: impl Fn(&DeltaFifo<ConfigMap>)) {
+fn on_fresh_fifo(c: &mut Criterion, name: &str, n: usize, run: impl Fn(&Fifo<ConfigMap>)) {
     let mut group = c.benchmark_group("delta_fifo");
     group.throughput(Throughput::Elements(n as u64));
     group.bench_function(name, |b| {
         b.iter_batched(
-            DeltaFifo::<ConfigMap>::default,
+            per_key,
             |fifo| {
                 run(&fifo);
                 fifo
@@ -94,14 +103,14 @@ fn replace_with_deletions(c: &mut Criterion) {
     let mut list: Vec<_> = known_objs[..keep].to_vec();
     list.extend(objects("new", N - keep));
     // The informer's cache, as an informer's FIFO consults it.
-    let known = Indexer::<ConfigMap>::new(Indexers::new());
+    let mut known = Writer::<ConfigMap>::new(Indexers::new());
     known.replace(known_objs, "1").expect("fill the cache");
     let mut group = c.benchmark_group("delta_fifo");
     group.throughput(Throughput::Elements(N as u64));
     group.bench_function("replace_100k_with_10pct_known_missing", |b| {
         b.iter_batched(
             || {
-                let fifo = DeltaFifo::<ConfigMap>::new().cache(known.clone());
+                let fifo = per_key().cache(known.reader());
                 (fifo, list.clone())
             },
             |(fifo, list)| {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_main};
 use k8s_openapi::api::core::v1::ConfigMap;
-use reflector_core::store::{Indexer, Indexers, NAMESPACE_INDEX, Store, namespace_index_func};
+use reflector_core::store::{Indexers, NAMESPACE_INDEX, Writer, namespace_index_func};
 
 /// Objects per value of the `group` label.
 const PER_GROUP: usize = 1_000;
@@ -51,13 +51,13 @@ fn group_index(cm: &ConfigMap) -> Vec<String> {
 
 /// An indexer (namespace + group indices) holding `objs`; the namespace index is
 /// `namespace_index_func` registered by hand, or the built-in one if `builtin`.
-fn filled_with(objs: &[Arc<ConfigMap>], builtin: bool) -> Indexer<ConfigMap> {
+fn filled_with(objs: &[Arc<ConfigMap>], builtin: bool) -> Writer<ConfigMap> {
     let indexers = if builtin {
         Indexers::new().with_namespace_index()
     } else {
         Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<ConfigMap>)
     };
-    let indexer = Indexer::new(indexers.with("group", group_index));
+    let mut indexer = Writer::new(indexers.with("group", group_index));
     indexer
         .replace(objs.to_vec(), "1")
         .expect("bench objects have names");
@@ -65,7 +65,7 @@ fn filled_with(objs: &[Arc<ConfigMap>], builtin: bool) -> Indexer<ConfigMap> {
 }
 
 /// [`filled_with`] the hand-registered namespace index.
-fn filled(objs: &[Arc<ConfigMap>]) -> Indexer<ConfigMap> {
+fn filled(objs: &[Arc<ConfigMap>]) -> Writer<ConfigMap> {
     filled_with(objs, false)
 }
 
@@ -75,7 +75,7 @@ fn updates(c: &mut Criterion) {
     let v1 = config_maps(N, 1);
     let mut group = c.benchmark_group("indexer_update_100k_2_indices");
 
-    let indexer = filled(&v0);
+    let mut indexer = filled(&v0);
     let mut i = 0;
     group.bench_function("same_values", |b| {
         b.iter(|| {
@@ -85,7 +85,7 @@ fn updates(c: &mut Criterion) {
     });
 
     // The same with the built-in namespace index (what the informer registers).
-    let indexer = filled_with(&v0, true);
+    let mut indexer = filled_with(&v0, true);
     let mut i = 0;
     group.bench_function("same_values_builtin_namespace_index", |b| {
         b.iter(|| {
@@ -94,7 +94,7 @@ fn updates(c: &mut Criterion) {
         });
     });
 
-    let indexer = filled(&v0);
+    let mut indexer = filled(&v0);
     let mut count = 0usize;
     group.bench_function("label_changed", |b| {
         b.iter(|| {

@@ -6,9 +6,9 @@
 //! - [`listwatch`]: listing and watching through `kube::Api` (or any source);
 //! - [`Reflector`]: the list-then-watch loop that keeps a store in step (its
 //!   types are at the crate root);
-//! - [`fifo`]: the informer's queue between the reflector and the cache: client-go
-//!   1.36's in-order queue (`InOrderFifo`, the default) or the `DeltaFifo`;
-//! - [`store`]: the `Store` contract, the thread-safe store and the `Indexer`;
+//! - [`fifo`]: the queue between the reflector and the informer, in order or per key;
+//! - [`store`]: the cache's one `Writer`, its read-only `Indexer`s, and the `Store`
+//!   contract of a cache of your own;
 //! - [`informer`]: the shared informer, its handlers and the informer factory;
 //! - [`lister`]: typed read-only views of an informer's cache;
 //! - [`workqueue`]: the work queue that feeds workers (dedup, delayed adds, per-item

@@ -16,15 +16,15 @@ use crate::store::{Indexer, NAMESPACE_INDEX, StoreError};
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use reflector::lister::Lister;
-/// use reflector::store::{Indexer, Indexers, Store, NAMESPACE_INDEX, namespace_index_func};
+/// use reflector::store::{Indexers, Writer, NAMESPACE_INDEX, namespace_index_func};
 ///
-/// let indexer = Indexer::new(Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<ConfigMap>));
+/// let mut writer = Writer::new(Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<ConfigMap>));
 /// let mut cm = ConfigMap::default();
 /// cm.metadata.name = Some("a".into());
 /// cm.metadata.namespace = Some("prod".into());
-/// indexer.add(Arc::new(cm)).unwrap();
+/// writer.add(Arc::new(cm)).unwrap();
 ///
-/// let lister = Lister::new(indexer);
+/// let lister = Lister::new(writer.reader());
 /// assert!(lister.get(Some("prod"), "a").is_some());
 /// assert_eq!(lister.list_namespace("prod").len(), 1);
 /// assert!(lister.list_namespace("dev").is_empty());
@@ -79,15 +79,15 @@ impl<K: Object> Lister<K> {
     /// use k8s_openapi::api::core::v1::ConfigMap;
     /// use reflector::lister::Lister;
     /// use reflector::object::ObjectRef;
-    /// use reflector::store::{Indexer, Indexers, NAMESPACE_INDEX, Store};
+    /// use reflector::store::{Indexers, Writer, NAMESPACE_INDEX};
     ///
-    /// let cache = Indexer::new(Indexers::<ConfigMap>::new().with_namespace_index());
+    /// let mut writer = Writer::new(Indexers::<ConfigMap>::new().with_namespace_index());
     /// let mut cm = ConfigMap::default();
     /// cm.metadata.namespace = Some("prod".into());
     /// cm.metadata.name = Some("web".into());
-    /// cache.add(Arc::new(cm)).unwrap();
+    /// writer.add(Arc::new(cm)).unwrap();
     ///
-    /// let lister = Lister::new(cache);
+    /// let lister = Lister::new(writer.reader());
     /// let keys: Vec<ObjectRef<ConfigMap>> = lister.index_keys(NAMESPACE_INDEX, "prod").unwrap();
     /// assert_eq!(keys, [ObjectRef::new(Some("prod"), "web")]);
     /// assert!(lister.index_keys("by_owner", "alice").is_err());
@@ -121,10 +121,10 @@ impl<K: Object> Lister<K> {
     /// ```
     /// use k8s_openapi::api::core::v1::ConfigMap;
     /// use reflector::lister::Lister;
-    /// use reflector::store::{Indexer, Indexers, Store};
-    /// let cache = Indexer::<ConfigMap>::new(Indexers::new());
-    /// cache.replace(Vec::new(), "7").unwrap();
-    /// assert_eq!(Lister::new(cache).resource_version().as_deref(), Some("7"));
+    /// use reflector::store::{Indexers, Writer};
+    /// let mut writer = Writer::<ConfigMap>::new(Indexers::new());
+    /// writer.replace(Vec::new(), "7").unwrap();
+    /// assert_eq!(Lister::new(writer.reader()).resource_version().as_deref(), Some("7"));
     /// ```
     #[doc(alias = "LastStoreSyncResourceVersion")]
     #[must_use]
@@ -153,7 +153,7 @@ pub(crate) fn typed_keys<K: Object>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Indexers, Store};
+    use crate::store::{Indexers, Writer};
     use k8s_openapi::api::core::v1::ConfigMap;
 
     fn cm(ns: &str, name: &str) -> Arc<ConfigMap> {
@@ -165,11 +165,11 @@ mod tests {
 
     #[test]
     fn namespaced_list_scans_when_there_is_no_namespace_index() {
-        let indexer = Indexer::new(Indexers::new());
+        let mut writer = Writer::new(Indexers::new());
         for (ns, n) in [("a", "1"), ("a", "2"), ("b", "3")] {
-            indexer.add(cm(ns, n)).unwrap();
+            writer.add(cm(ns, n)).unwrap();
         }
-        let lister = Lister::new(indexer);
+        let lister = Lister::new(writer.reader());
         assert_eq!(lister.list_namespace("a").len(), 2);
         assert_eq!(lister.list_namespace("b").len(), 1);
         assert!(lister.list_namespace("c").is_empty());
@@ -183,11 +183,11 @@ mod tests {
     /// indexer's keys are; an unknown index is an error naming it.
     #[test]
     fn index_keys_are_typed_and_sorted() {
-        let indexer = Indexer::new(Indexers::<ConfigMap>::new().with_namespace_index());
+        let mut writer = Writer::new(Indexers::<ConfigMap>::new().with_namespace_index());
         for (ns, n) in [("a", "2"), ("b", "3"), ("a", "1")] {
-            indexer.add(cm(ns, n)).unwrap();
+            writer.add(cm(ns, n)).unwrap();
         }
-        let lister = Lister::new(indexer);
+        let lister = Lister::new(writer.reader());
         let keys: Vec<ObjectRef<ConfigMap>> = lister.index_keys(NAMESPACE_INDEX, "a").unwrap();
         assert_eq!(
             keys,

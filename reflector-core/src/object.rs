@@ -8,7 +8,7 @@
 //!   `*_keys`), so the kind is in the type and a key of another kind does not compile;
 //! - [`ObjectKey`] is the untyped key the machinery holds, client-go's string key:
 //!   the [`store`](crate::store)s and their indices, the
-//!   [`DeltaFifo`](crate::fifo::DeltaFifo) and the work queue. `namespace/name` for
+//!   informer's [`Fifo`](crate::fifo::Fifo) and the work queue. `namespace/name` for
 //!   namespaced objects, `name` for cluster-scoped ones, exactly as client-go's
 //!   `MetaNamespaceKeyFunc` spells them.
 //!

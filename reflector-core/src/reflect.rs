@@ -31,7 +31,7 @@ use std::fmt::Debug;
 use kube::{Api, Client};
 use serde::de::DeserializeOwned;
 
-use crate::informer::SharedIndexInformer;
+use crate::informer::{InformerOptions, SharedIndexInformer};
 use crate::listwatch::ApiListerWatcher;
 use crate::object::Object;
 use crate::store::Indexers;
@@ -50,11 +50,11 @@ mod reflected_informer;
 /// # Example
 /// ```
 /// use reflector::reflect::Reflect;
-/// use reflector::store::Indexer;
+/// use reflector::store::Writer;
 ///
 /// /// A cache with every index `K` declares.
-/// fn cache<K: Reflect>() -> Indexer<K> {
-///     Indexer::new(K::indexers())
+/// fn cache<K: Reflect>() -> Writer<K> {
+///     Writer::new(K::indexers())
 /// }
 ///
 /// /// Whether `K` declares the index `name`.
@@ -116,9 +116,10 @@ pub trait Reflect: Object {
         Self: DeserializeOwned + Debug,
         Self::DynamicType: Default + Clone + Send + Sync + 'static,
     {
-        SharedIndexInformer::builder(Self::lister_watcher(client))
-            .indexers(Self::indexers())
-            .build()
+        SharedIndexInformer::with_options(
+            Self::lister_watcher(client),
+            InformerOptions::default().indexers(Self::indexers()),
+        )
     }
 }
 

@@ -6,7 +6,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -319,13 +318,13 @@ async fn a_sharded_controller_keeps_the_options_selector_and_adds_the_shards() {
         move || reconciled.lock().unwrap().iter().any(|k| k.name() == name)
     };
 
-    until("web-a reconciled", Duration::from_secs(60), has("web-a")).await;
+    until("web-a reconciled", PATIENCE, has("web-a")).await;
     create(
         &server,
         &cm(NS, "late", &[("app", "web"), (SHARD_LABEL, "a")]),
     )
     .await;
-    until("late reconciled", Duration::from_secs(60), has("late")).await;
+    until("late reconciled", PATIENCE, has("late")).await;
     assert_eq!(
         *reconciled.lock().unwrap(),
         [key(NS, "web-a"), key(NS, "late")]

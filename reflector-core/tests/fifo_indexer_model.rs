@@ -1,17 +1,18 @@
 //! Property test: any sequence of watch events, missed deletes, relists and resyncs
-//! pushed through a `DeltaFifo` and popped into an `Indexer` (as the informer
-//! processes deltas) leaves the Indexer equal to the server's state, and every key
-//! that disappeared was delivered as a Deleted delta (plain or tombstone): no delete
-//! is ever lost.
+//! pushed through a per-key queue (client-go's DeltaFIFO) and popped into a cache
+//! (as the informer processes deltas) leaves the cache equal to the server's state,
+//! and every key that disappeared was delivered as a Deleted delta (plain or
+//! tombstone): no delete is ever lost. (The in-order queue hands a relist over
+//! whole; the informer's own suites cover how it is applied.)
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use proptest::prelude::*;
-use reflector_core::fifo::{DeltaFifo, DeltaType, Deltas};
+use reflector_core::fifo::{DeltaType, Deltas, Fifo, QueueMode};
 use reflector_core::object::{ObjectKey, deletion_handling_key};
-use reflector_core::store::{Indexer, Indexers, Store};
+use reflector_core::store::{Indexers, Writer};
 
 mod support;
 use support::cm;
@@ -58,7 +59,7 @@ struct Observed {
 }
 
 /// Applies one popped item to the indexer as the informer's processDeltas does.
-fn apply(indexer: &Indexer<ConfigMap>, deltas: Deltas<ConfigMap>, seen: &mut Observed) {
+fn apply(indexer: &mut Writer<ConfigMap>, deltas: Deltas<ConfigMap>, seen: &mut Observed) {
     let newest = &deltas
         .newest()
         .expect("a popped Deltas is never empty")
@@ -86,11 +87,11 @@ fn apply(indexer: &Indexer<ConfigMap>, deltas: Deltas<ConfigMap>, seen: &mut Obs
     }
 }
 
-fn pop_now(fifo: &DeltaFifo<ConfigMap>) -> Option<Deltas<ConfigMap>> {
+fn pop_now(fifo: &Fifo<ConfigMap>) -> Option<Deltas<ConfigMap>> {
     if fifo.is_empty() {
         return None;
     }
-    futures::executor::block_on(fifo.pop(|deltas, _| deltas)).ok()
+    futures::executor::block_on(fifo.pop(|entry, _| entry.deltas().cloned())).ok()?
 }
 
 proptest! {
@@ -98,11 +99,10 @@ proptest! {
 
     #[test]
     fn fifo_into_indexer_matches_model_and_loses_no_delete(ops in proptest::collection::vec(op(), 0..80)) {
-        let indexer = Indexer::<ConfigMap>::new(Indexers::new());
-        let fifo = DeltaFifo::new()
-                .cache(indexer.clone())
-                .emit_replaced(true)
-;
+        let mut indexer = Writer::<ConfigMap>::new(Indexers::new());
+        let fifo = Fifo::new(QueueMode::PerKey)
+            .cache(indexer.reader())
+            .emit_replaced(true);
         // The server: key → resource version.
         let mut server: BTreeMap<u8, u64> = BTreeMap::new();
         let mut rv = 0u64;
@@ -132,7 +132,7 @@ proptest! {
                 Op::Resync => fifo.resync().unwrap(),
                 Op::Pop => {
                     if let Some(item) = pop_now(&fifo) {
-                        apply(&indexer, item, &mut seen);
+                        apply(&mut indexer, item, &mut seen);
                     }
                 }
             }
@@ -141,7 +141,7 @@ proptest! {
         let items = server.iter().map(|(k, v)| cm(*k, *v)).collect();
         fifo.replace(items, &rv.to_string()).unwrap();
         while let Some(item) = pop_now(&fifo) {
-            apply(&indexer, item, &mut seen);
+            apply(&mut indexer, item, &mut seen);
         }
 
         let want: BTreeMap<String, String> = server
@@ -172,14 +172,14 @@ proptest! {
 /// next relist.
 #[test]
 fn missed_delete_arrives_as_tombstone() {
-    let indexer = Indexer::<ConfigMap>::new(Indexers::new());
-    let fifo = DeltaFifo::new().cache(indexer.clone());
+    let mut indexer = Writer::<ConfigMap>::new(Indexers::new());
+    let fifo = Fifo::new(QueueMode::PerKey).cache(indexer.reader());
     let mut seen = Observed::default();
     fifo.add(cm(1, 1)).unwrap();
-    apply(&indexer, pop_now(&fifo).unwrap(), &mut seen);
+    apply(&mut indexer, pop_now(&fifo).unwrap(), &mut seen);
     // The server deletes cm-1; the watch misses it; the relist has nothing.
     fifo.replace(Vec::new(), "3").unwrap();
-    apply(&indexer, pop_now(&fifo).unwrap(), &mut seen);
+    apply(&mut indexer, pop_now(&fifo).unwrap(), &mut seen);
     assert!(indexer.is_empty());
     assert_eq!(seen.tombstones, 1);
     assert_eq!(seen.deletes.get("ns/cm-1"), Some(&1));

@@ -6,9 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use reflector_core::object::{KeyError, ObjectKey};
-use reflector_core::store::{
-    Indexer, Indexers, NAMESPACE_INDEX, Store, StoreError, namespace_index_func,
-};
+use reflector_core::store::{Indexers, NAMESPACE_INDEX, StoreError, Writer, namespace_index_func};
 
 /// A pod `name` (cluster-scoped unless `ns`) with the given labels and annotations.
 fn pod(
@@ -85,7 +83,7 @@ fn test_users_index_func(p: &Pod) -> Vec<String> {
 
 #[test]
 fn get_index_func_values() {
-    let index = Indexer::new(Indexers::new().with("testmodes", test_index_func));
+    let mut index = Writer::new(Indexers::new().with("testmodes", test_index_func));
     index.add(pod(None, "one", &[("foo", "bar")], &[])).unwrap();
     index.add(pod(None, "two", &[("foo", "bar")], &[])).unwrap();
     index.add(pod(None, "tre", &[("foo", "biz")], &[])).unwrap();
@@ -99,7 +97,7 @@ fn get_index_func_values() {
 
 #[test]
 fn multi_index_keys() {
-    let index = Indexer::new(Indexers::new().with("byUser", test_users_index_func));
+    let mut index = Writer::new(Indexers::new().with("byUser", test_users_index_func));
     let pod1 = pod(None, "one", &[], &[("users", "ernie,bert")]);
     let pod2 = pod(None, "two", &[], &[("users", "bert,oscar")]);
     let pod3 = pod(None, "tre", &[], &[("users", "ernie,elmo")]);
@@ -141,7 +139,7 @@ fn multi_index_keys() {
 /// client-go's `doTestIndex` (`TestIndex`): `index` finds objects sharing a value.
 #[test]
 fn index() {
-    let indexer = Indexer::new(Indexers::new().with("by_val", |c: &ConfigMap| vec![val(c)]));
+    let mut indexer = Writer::new(Indexers::new().with("by_val", |c: &ConfigMap| vec![val(c)]));
     for (id, v) in [("a", "b"), ("c", "b"), ("e", "f"), ("g", "h")] {
         indexer.add(obj(id, v)).unwrap();
     }
@@ -154,7 +152,7 @@ fn index() {
 
 #[test]
 fn index_with_multiple_values_returns_each_object_once() {
-    let index = Indexer::new(Indexers::new().with("byUser", test_users_index_func));
+    let mut index = Writer::new(Indexers::new().with("byUser", test_users_index_func));
     index
         .add(pod(None, "one", &[], &[("users", "ernie,bert")]))
         .unwrap();
@@ -173,7 +171,7 @@ fn index_with_multiple_values_returns_each_object_once() {
 /// client-go's `doTestStore` (`TestCache`), run on the Indexer.
 #[test]
 fn cache() {
-    let store: Indexer<ConfigMap> = Indexer::new(Indexers::new());
+    let mut store: Writer<ConfigMap> = Writer::new(Indexers::new());
 
     store.add(obj("foo", "bar")).unwrap();
     let got = store
@@ -197,33 +195,29 @@ fn cache() {
     store.add(obj("a", "b")).unwrap();
     store.add(obj("c", "d")).unwrap();
     store.add(obj("e", "e")).unwrap();
-    let vals: BTreeSet<String> = Store::list(&store).iter().map(|o| val(o)).collect();
+    let vals: BTreeSet<String> = store.list().iter().map(|o| val(o)).collect();
     assert_eq!(vals, set(&["b", "d", "e"]));
     assert_eq!(store.len(), 3);
-    let keys: BTreeSet<String> = Store::list_keys(&store)
+    let keys: BTreeSet<String> = store
+        .list_keys()
         .iter()
         .map(|k| k.as_str().to_owned())
         .collect();
     assert_eq!(keys, set(&["a", "c", "e"]));
-    assert_eq!(
-        val(&Store::get(&store, &ObjectKey::new(None, "c")).unwrap()),
-        "d"
-    );
+    assert_eq!(val(&store.get(&ObjectKey::new(None, "c")).unwrap()), "d");
 
     store
         .replace(vec![obj("foo", "foo"), obj("bar", "bar")], "0")
         .unwrap();
-    let vals: BTreeSet<String> = Store::list(&store).iter().map(|o| val(o)).collect();
+    let vals: BTreeSet<String> = store.list().iter().map(|o| val(o)).collect();
     assert_eq!(vals, set(&["foo", "bar"]));
     assert_eq!(store.len(), 2);
     assert!(store.get(&ObjectKey::new(None, "a")).is_none());
-    store.resync().unwrap();
-    assert_eq!(store.len(), 2);
 }
 
 #[test]
 fn reads_share_the_stored_arc() {
-    let store = Indexer::new(Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<Pod>));
+    let mut store = Writer::new(Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<Pod>));
     let p = pod(Some("ns"), "a", &[], &[]);
     store.add(Arc::clone(&p)).unwrap();
     assert!(Arc::ptr_eq(&store.get_object(&p).unwrap().unwrap(), &p));
@@ -236,7 +230,7 @@ fn reads_share_the_stored_arc() {
 
 #[test]
 fn namespace_index_includes_cluster_scoped_under_empty_value() {
-    let store = Indexer::new(Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<Pod>));
+    let mut store = Writer::new(Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<Pod>));
     store.add(pod(Some("a"), "x", &[], &[])).unwrap();
     store.add(pod(Some("a"), "y", &[], &[])).unwrap();
     store.add(pod(Some("b"), "x", &[], &[])).unwrap();
@@ -259,7 +253,7 @@ fn namespace_index_includes_cluster_scoped_under_empty_value() {
 
 #[test]
 fn unknown_index_is_a_typed_error() {
-    let store = Indexer::new(Indexers::new().with("testmodes", test_index_func));
+    let mut store = Writer::new(Indexers::new().with("testmodes", test_index_func));
     let p = pod(None, "one", &[("foo", "bar")], &[]);
     store.add(Arc::clone(&p)).unwrap();
     let unknown = || StoreError::UnknownIndex("nope".to_owned());
@@ -273,7 +267,7 @@ fn unknown_index_is_a_typed_error() {
 
 #[test]
 fn key_errors_are_typed_and_change_nothing() {
-    let store = Indexer::new(Indexers::<Pod>::new());
+    let mut store = Writer::new(Indexers::<Pod>::new());
     let nameless = Arc::new(Pod::default());
     let missing = StoreError::Key(KeyError::MissingName);
     assert_eq!(store.add(Arc::clone(&nameless)).unwrap_err(), missing);
@@ -291,7 +285,7 @@ fn key_errors_are_typed_and_change_nothing() {
 
 #[test]
 fn add_indexers_after_items_exist() {
-    let store = Indexer::new(Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<Pod>));
+    let mut store = Writer::new(Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<Pod>));
     store
         .add(pod(Some("ns"), "one", &[("foo", "bar")], &[]))
         .unwrap();
@@ -345,7 +339,7 @@ fn add_indexers_after_items_exist() {
 
 #[test]
 fn delete_by_key_removes_object_and_index_entries() {
-    let store = Indexer::new(Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<Pod>));
+    let mut store = Writer::new(Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<Pod>));
     store.add(pod(Some("ns"), "a", &[], &[])).unwrap();
     let removed = store.delete_by_key(&ObjectKey::new(Some("ns"), "a"));
     assert_eq!(removed.map(|p| name_of(p.as_ref())), Some("a".to_owned()));
@@ -360,7 +354,7 @@ fn delete_by_key_removes_object_and_index_entries() {
 
 #[test]
 fn replace_rebuilds_indices() {
-    let store = Indexer::new(
+    let mut store = Writer::new(
         Indexers::new()
             .with(NAMESPACE_INDEX, namespace_index_func::<Pod>)
             .with("testmodes", test_index_func),
@@ -394,15 +388,17 @@ fn replace_rebuilds_indices() {
 /// exactly one whole generation.
 #[test]
 fn replace_is_atomic_for_readers() {
-    let store = Indexer::new(Indexers::new().with("byUser", test_users_index_func));
+    let mut store = Writer::new(Indexers::new().with("byUser", test_users_index_func));
     let generation = |tag: &str, n: usize| -> Vec<Arc<Pod>> {
         (0..n)
             .map(|i| pod(None, &format!("{tag}-{i}"), &[], &[("users", tag)]))
             .collect()
     };
     store.replace(generation("a", 500), "1").unwrap();
+    let reader = store.reader();
+    let mut writing = store;
+    let store = reader;
     let writer = {
-        let store = store.clone();
         std::thread::spawn(move || {
             for round in 0..50 {
                 let (tag, n) = if round % 2 == 0 {
@@ -410,7 +406,7 @@ fn replace_is_atomic_for_readers() {
                 } else {
                     ("a", 500)
                 };
-                store.replace(generation(tag, n), "1").unwrap();
+                writing.replace(generation(tag, n), "1").unwrap();
             }
         })
     };

@@ -10,28 +10,33 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use prometheus_client::registry::Registry;
-use reflector_core::informer::{Change, InformerQueue, SharedIndexInformer};
+use reflector_core::fifo::QueueMode;
+use reflector_core::informer::{Change, InformerOptions, SharedIndexInformer};
 use reflector_core::listwatch::ApiListerWatcher;
 use reflector_core::metrics::{Metrics, render_metrics};
 use reflector_testkit::ApiServer;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-const EVENTS: usize = 10_000;
-/// How long any one wait may take before the test fails.
-const GUARD: Duration = Duration::from_secs(60);
+mod support {
+    pub mod patience;
+}
+use support::patience::PATIENCE;
 
-async fn stuck_handler_stalls_nothing(queue: InformerQueue) {
+const EVENTS: usize = 10_000;
+
+async fn stuck_handler_stalls_nothing(queue: QueueMode) {
     let server = ApiServer::start().await.expect("server");
-    let informer = SharedIndexInformer::builder(ApiListerWatcher::new(
-        kube::Api::<ConfigMap>::namespaced(server.client(), "default"),
-    ))
-    .queue(queue)
-    .build();
+    let informer = SharedIndexInformer::with_options(
+        ApiListerWatcher::new(kube::Api::<ConfigMap>::namespaced(
+            server.client(),
+            "default",
+        )),
+        InformerOptions::default().queue(queue),
+    );
 
     // The handler gets stuck at its first add until the test releases it.
     let (release, released) = mpsc::channel::<()>();
@@ -52,7 +57,7 @@ async fn stuck_handler_stalls_nothing(queue: InformerQueue) {
                     stuck.store(true, Ordering::SeqCst);
                     progress.notify_one();
                     // Bounded, so a failing test never hangs.
-                    let _ = released.lock().unwrap().recv_timeout(GUARD);
+                    let _ = released.lock().unwrap().recv_timeout(PATIENCE);
                     stuck.store(false, Ordering::SeqCst);
                     seen_now = seen.lock().unwrap();
                 }
@@ -71,7 +76,7 @@ async fn stuck_handler_stalls_nothing(queue: InformerQueue) {
         let (informer, cancel) = (informer.clone(), cancel.clone());
         async move { informer.run(cancel).await }
     });
-    tokio::time::timeout(GUARD, informer.wait_synced())
+    tokio::time::timeout(PATIENCE, informer.wait_synced())
         .await
         .expect("synced")
         .unwrap();
@@ -88,7 +93,7 @@ async fn stuck_handler_stalls_nothing(queue: InformerQueue) {
     }
     // The cache holds every event while the handler is still stuck at the first.
     tokio::time::timeout(
-        GUARD,
+        PATIENCE,
         informer.wait_for_resource_version(&last_rv.to_string()),
     )
     .await
@@ -109,7 +114,7 @@ async fn stuck_handler_stalls_nothing(queue: InformerQueue) {
     );
 
     release.send(()).unwrap();
-    tokio::time::timeout(GUARD, async {
+    tokio::time::timeout(PATIENCE, async {
         loop {
             let notified = progress.notified();
             tokio::pin!(notified);
@@ -130,20 +135,20 @@ async fn stuck_handler_stalls_nothing(queue: InformerQueue) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
 async fn stuck_handler_stalls_nothing_with_the_delta_fifo() {
-    stuck_handler_stalls_nothing(InformerQueue::DeltaFifo).await;
+    stuck_handler_stalls_nothing(QueueMode::PerKey).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
 async fn stuck_handler_stalls_nothing_with_the_in_order_queue() {
-    stuck_handler_stalls_nothing(InformerQueue::InOrder).await;
+    stuck_handler_stalls_nothing(QueueMode::InOrder).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn stuck_handler_stalls_nothing_on_one_worker_with_the_delta_fifo() {
-    stuck_handler_stalls_nothing(InformerQueue::DeltaFifo).await;
+    stuck_handler_stalls_nothing(QueueMode::PerKey).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn stuck_handler_stalls_nothing_on_one_worker_with_the_in_order_queue() {
-    stuck_handler_stalls_nothing(InformerQueue::InOrder).await;
+    stuck_handler_stalls_nothing(QueueMode::InOrder).await;
 }

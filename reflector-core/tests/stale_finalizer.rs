@@ -18,11 +18,14 @@ use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+mod support {
+    pub mod patience;
+}
+use support::patience::PATIENCE;
+
 const FINALIZER: &str = "example.com/cleanup";
 const NS: &str = "stale-fin";
 const OBJECTS: usize = 150;
-/// How long a test waits for a state its controller should reach.
-const GUARD: Duration = Duration::from_secs(60);
 /// What every reconcile asks for: the keys are requeued all along.
 const REQUEUE: Duration = Duration::from_millis(3);
 
@@ -128,10 +131,13 @@ async fn delete_all_while_requeued(
             .graceful_shutdown_on(stop.clone().cancelled_owned())
             .run(reconcile, Arc::clone(&ctx)),
     );
-    tokio::time::timeout(GUARD, counts.wait_for(|&(applied, _)| applied == OBJECTS))
-        .await
-        .expect("every object applied")
-        .unwrap();
+    tokio::time::timeout(
+        PATIENCE,
+        counts.wait_for(|&(applied, _)| applied == OBJECTS),
+    )
+    .await
+    .expect("every object applied")
+    .unwrap();
 
     let injected = match faults {
         Faults::None => Vec::new(),
@@ -154,7 +160,7 @@ async fn delete_all_while_requeued(
             dropped += server.faults().drop_watches();
         }
     }
-    tokio::time::timeout(GUARD, counts.wait_for(|&(_, gone)| gone == OBJECTS))
+    tokio::time::timeout(PATIENCE, counts.wait_for(|&(_, gone)| gone == OBJECTS))
         .await
         .expect("every object gone from the cache")
         .unwrap();

@@ -14,8 +14,9 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self as kr, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use reflector::ReflectorOptions;
+use reflector::fifo::QueueMode;
 use reflector::informer::{
-    InformerFactory, InformerQueue, InformerScope, SharedIndexInformer, strip_managed_fields,
+    InformerFactory, InformerOptions, InformerScope, SharedIndexInformer, strip_managed_fields,
 };
 use reflector::listwatch::ApiListerWatcher;
 use reflector::object::Object;
@@ -324,12 +325,15 @@ async fn build(cache: Cache, client: kube::Client, paged: bool) -> Result<Built,
             Ok(Built::Kube { store, _task: task })
         }
         Cache::Ours | Cache::OursStrip => {
-            let mut builder = SharedIndexInformer::builder(ApiListerWatcher::new(api))
-                .queue(scenario::PINNED_QUEUE);
+            // Decoding every field, as these scenarios always measured (an informer
+            // skips `managedFields` while decoding by default).
+            let mut options = InformerOptions::default()
+                .queue(scenario::PINNED_QUEUE)
+                .keep_managed_fields();
             if cache == Cache::OursStrip {
-                builder = builder.transform(strip_managed_fields());
+                options = options.transform(strip_managed_fields());
             }
-            let informer = builder.build();
+            let informer = SharedIndexInformer::with_options(ApiListerWatcher::new(api), options);
             let cancel = CancellationToken::new();
             let task = tokio::spawn({
                 let informer = informer.clone();
@@ -377,7 +381,7 @@ async fn build(cache: Cache, client: kube::Client, paged: bool) -> Result<Built,
                 factory = factory.keep_managed_fields();
             }
             if cache == Cache::OursFactoryInOrder || cache.is_second() {
-                factory = factory.queue(InformerQueue::InOrder);
+                factory = factory.queue(QueueMode::InOrder);
             }
             let informer = if cache == Cache::OursFactoryShard {
                 let (label, _, mine) = SHARDS;

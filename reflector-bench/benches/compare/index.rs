@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use kube::runtime::reflector as kr;
 use kube::runtime::watcher;
-use reflector::informer::SharedIndexInformer;
+use reflector::informer::{InformerOptions, SharedIndexInformer};
 use reflector::listwatch::ApiListerWatcher;
 use reflector::store::Indexers;
 use reflector_testkit::ApiServer;
@@ -51,13 +51,14 @@ fn time<F: FnMut() -> usize>(iters: usize, mut query: F) -> (f64, usize) {
 /// Not relevant: awaited to completion by the parent.
 pub async fn run(server: &ApiServer, objects: usize) -> Result<Vec<QueryFigure>, String> {
     let client = server.client();
-    let informer =
-        SharedIndexInformer::builder(ApiListerWatcher::new(Api::<ConfigMap>::all(client.clone())))
+    let informer = SharedIndexInformer::with_options(
+        ApiListerWatcher::new(Api::<ConfigMap>::all(client.clone())),
+        InformerOptions::default()
             .queue(crate::scenario::PINNED_QUEUE)
             .indexers(Indexers::new().with(INDEX, |cm: &ConfigMap| {
                 instance(cm).map(str::to_owned).into_iter().collect()
-            }))
-            .build();
+            })),
+    );
     let cancel = CancellationToken::new();
     let task = tokio::spawn({
         let informer = informer.clone();

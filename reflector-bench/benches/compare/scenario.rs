@@ -24,8 +24,8 @@ pub enum Cache {
     /// `InformerFactory::new(client).informer::<ConfigMap>()` with the factory
     /// defaults but the queue ([`PINNED_QUEUE`]).
     OursFactory,
-    /// The factory with `.queue(InformerQueue::InOrder)`: client-go 1.36's in-order
-    /// queue (every informer's default) in place of the DeltaFifo, the rest as
+    /// The factory with `.queue(QueueMode::InOrder)`: client-go 1.36's in-order
+    /// queue (every informer's default) in place of the per-key queue, the rest as
     /// [`Cache::OursFactory`]. With the factory's defaults: what a user gets.
     OursFactoryInOrder,
     /// The factory with `ReflectorOptions::default().use_watch_list(true)`: the initial
@@ -64,12 +64,11 @@ impl Cache {
     }
 }
 
-/// The queue of every `ours*` cache but [`Cache::OursFactoryInOrder`]: the DeltaFifo,
-/// the informers' default when their figures in BENCHMARKS.md were taken, so each
+/// The queue of every `ours*` cache but [`Cache::OursFactoryInOrder`]: the per-key
+/// queue, the informers' default when their figures in BENCHMARKS.md were taken, so each
 /// scenario keeps measuring what its figures measured; `ours-factory-in-order` is
 /// today's default.
-pub const PINNED_QUEUE: reflector::informer::InformerQueue =
-    reflector::informer::InformerQueue::DeltaFifo;
+pub const PINNED_QUEUE: reflector::fifo::QueueMode = reflector::fifo::QueueMode::PerKey;
 
 /// The ring the sharded scenario's objects are labelled for: its assignment label,
 /// its shards, and the shard the child caches.

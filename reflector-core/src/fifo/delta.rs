@@ -15,9 +15,9 @@ pub enum DeltaType {
     /// [`MaybeTombstone::DeletedFinalStateUnknown`] tombstone when the delete was
     /// inferred from a relist.
     Deleted,
-    /// The object was listed by a relist; whether it changed is unknown. Only
-    /// emitted when [`emit_replaced`](super::DeltaFifo::emit_replaced)
-    /// is set; otherwise a relist emits [`DeltaType::Sync`].
+    /// The object was listed by a relist; whether it changed is unknown. Per key,
+    /// only emitted when [`emit_replaced`](super::Fifo::emit_replaced) is set;
+    /// otherwise a relist emits [`DeltaType::Sync`].
     Replaced,
     /// A periodic resync re-delivered the object (or, by default, a relist listed it).
     Sync,
@@ -97,8 +97,9 @@ impl<K: PartialEq> PartialEq for Delta<K> {
     }
 }
 
-/// Every change to one object since it was last popped, oldest first, as
-/// client-go's `Deltas`. A `Deltas` popped from a FIFO is never empty.
+/// Changes to one object, oldest first, as client-go's `Deltas`: one change in an
+/// in-order queue, every change since the key was queued in a per-key one. A
+/// `Deltas` popped from a queue is never empty.
 ///
 /// # Example
 /// ```

@@ -19,7 +19,8 @@ use crate::listwatch::ApiListerWatcher;
 use crate::object::Object;
 use crate::reflector::ReflectorOptions;
 
-use super::{InformerError, InformerOptions, InformerQueue, InformerScope, SharedIndexInformer};
+use super::{InformerError, InformerOptions, InformerScope, SharedIndexInformer};
+use crate::fifo::QueueMode;
 
 /// Which informer: type and scope.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -108,15 +109,9 @@ struct FactoryState {
 /// ```
 pub struct InformerFactory {
     client: Client,
-    default_resync: Duration,
-    /// Skip `metadata.managedFields` while decoding (default true).
-    skip_managed_fields: bool,
-    /// User paths skipped while decoding (default none).
-    skip: FieldFilter,
-    /// Reflector options of every informer made from now on.
-    reflector_options: ReflectorOptions,
-    /// The queue of every informer made from now on.
-    queue: InformerQueue,
+    /// The settings of every informer made from now on, where its own options leave
+    /// them unset (only the kind-independent ones: the setters below set them).
+    defaults: InformerOptions<()>,
     /// The factory's informers and the tasks running them; never held across an
     /// await.
     state: Mutex<FactoryState>,
@@ -128,9 +123,7 @@ impl std::fmt::Debug for InformerFactory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let st = self.lock();
         f.debug_struct("InformerFactory")
-            .field("default_resync", &self.default_resync)
-            .field("skipped_fields", &self.field_filter().paths())
-            .field("queue", &self.queue)
+            .field("defaults", &self.defaults)
             .field(
                 "informers",
                 &st.informers
@@ -148,56 +141,46 @@ impl InformerFactory {
     pub fn new(client: Client) -> Self {
         InformerFactory {
             client,
-            default_resync: Duration::ZERO,
-            skip_managed_fields: true,
-            skip: FieldFilter::new(),
-            reflector_options: ReflectorOptions::default(),
-            queue: InformerQueue::default(),
+            defaults: InformerOptions::default(),
             state: Mutex::new(FactoryState::default()),
             cancel: CancellationToken::new(),
         }
     }
 
-    /// The default handler resync period of informers made from now on (default
-    /// zero: no resync, as `NewSharedInformerFactory(client, 0)`); one informer's
-    /// own is [`InformerOptions::resync`].
+    /// [`InformerOptions::resync`] of every informer made from now on (as
+    /// `NewSharedInformerFactory(client, resync)`), where its own options set none.
     #[must_use]
     pub fn default_resync(mut self, period: Duration) -> Self {
-        self.default_resync = period;
+        self.defaults = std::mem::take(&mut self.defaults).resync(period);
         self
     }
 
-    /// The reflector options of every informer made from now on (default:
-    /// [`ReflectorOptions::default`], client-go's reflector settings). Tests use it to
-    /// shorten every informer's backoff at once. One informer's own are
-    /// [`InformerOptions::reflector_options`].
+    /// [`InformerOptions::reflector_options`] of every informer made from now on,
+    /// where its own options set none. Tests use it to shorten every informer's
+    /// backoff at once.
     #[must_use]
     pub fn reflector_options(mut self, options: ReflectorOptions) -> Self {
-        self.reflector_options = options;
+        self.defaults = std::mem::take(&mut self.defaults).reflector_options(options);
         self
     }
 
-    /// The queue of every informer made from now on (default:
-    /// [`InformerQueue::InOrder`], as client-go 1.36); see
-    /// [`InformerBuilder::queue`](super::InformerBuilder::queue).
+    /// [`InformerOptions::queue`] of every informer made from now on, where its own
+    /// options set none.
     #[must_use]
-    pub fn queue(mut self, queue: InformerQueue) -> Self {
-        self.queue = queue;
+    pub fn queue(mut self, queue: QueueMode) -> Self {
+        self.defaults = std::mem::take(&mut self.defaults).queue(queue);
         self
     }
 
-    /// Keep `metadata.managedFields` in cached objects (skipped while decoding by
-    /// default: client-go's informers keep it, but controllers almost never read it).
-    /// A path given to [`InformerFactory::skip_fields`] is still skipped.
+    /// [`InformerOptions::keep_managed_fields`] for every informer made from now on.
     #[must_use]
     pub fn keep_managed_fields(mut self) -> Self {
-        self.skip_managed_fields = false;
+        self.defaults = std::mem::take(&mut self.defaults).keep_managed_fields();
         self
     }
 
-    /// Also skip `paths` (relative to each object: `data`,
-    /// `status.conditions[*].message`) while decoding, in every informer made from
-    /// now on. Cached objects look as if the fields were absent.
+    /// [`InformerOptions::skip_fields`] for every informer made from now on (besides
+    /// the paths its own options skip).
     ///
     /// # Errors
     /// [`FieldFilterError::InvalidPath`] for a path that does not parse; see
@@ -207,7 +190,7 @@ impl InformerFactory {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        self.skip.merge(&FieldFilter::parse(paths)?);
+        self.defaults = std::mem::take(&mut self.defaults).skip_fields(paths)?;
         Ok(self)
     }
 
@@ -215,18 +198,7 @@ impl InformerFactory {
     /// [`InformerOptions`] add none).
     #[must_use]
     pub fn field_filter(&self) -> FieldFilter {
-        self.field_filter_with(false, &FieldFilter::new())
-    }
-
-    /// The factory's skipped paths plus `extra`, keeping `managedFields` if
-    /// `keep_managed_fields`.
-    fn field_filter_with(&self, keep_managed_fields: bool, extra: &FieldFilter) -> FieldFilter {
-        let mut filter = self.skip.clone();
-        filter.merge(extra);
-        if self.skip_managed_fields && !keep_managed_fields {
-            filter.merge(&FieldFilter::managed_fields());
-        }
-        filter
+        self.defaults.field_filter()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, FactoryState> {
@@ -310,38 +282,18 @@ impl InformerFactory {
         K: Object + DeserializeOwned + Debug,
         K::DynamicType: Default + Clone + Send + Sync + 'static,
     {
-        let InformerOptions {
-            scope,
-            reflector_options,
-            resync,
-            keep_managed_fields,
-            skip,
-            transform,
-            indexers,
-        } = options;
+        let options = options.or(&self.defaults);
+        let scope = options.scope.clone();
         let dt = K::DynamicType::default();
         let api: Api<K> = Api::all_with(self.client.clone(), &dt);
-        let mut lw = ApiListerWatcher::new_with(api, &dt)
-            .in_namespace(scope.namespace.as_deref())
-            .field_filter(self.field_filter_with(keep_managed_fields, &skip));
+        let mut lw = ApiListerWatcher::new_with(api, &dt).in_namespace(scope.namespace.as_deref());
         if let Some(l) = &scope.labels {
             lw = lw.labels(l);
         }
         if let Some(f) = &scope.fields {
             lw = lw.fields(f);
         }
-        let mut builder = SharedIndexInformer::builder(lw)
-            .resync(resync.unwrap_or(self.default_resync))
-            .reflector_options(reflector_options.unwrap_or_else(|| self.reflector_options.clone()))
-            .queue(self.queue)
-            .known_label_selector(scope.labels);
-        if let Some(indexers) = indexers {
-            builder = builder.indexers(indexers);
-        }
-        if let Some(transform) = transform {
-            builder = builder.shared_transform(transform);
-        }
-        builder.build()
+        SharedIndexInformer::build(lw, options, scope.labels)
     }
 
     /// Starts every informer not yet started, each on its own task owned by the
@@ -514,6 +466,33 @@ mod tests {
         assert!(matches!(bad, Err(FieldFilterError::InvalidPath { .. })));
     }
 
+    /// One `managedFields` default: an informer over a lister-watcher of its own
+    /// skips them while decoding as a factory's does, unless its options keep them.
+    #[tokio::test(start_paused = true)]
+    async fn with_options_skips_managed_fields_unless_kept() {
+        for keep in [false, true] {
+            let lw = ApiListerWatcher::new(Api::<ConfigMap>::namespaced(api().client(), "ns"));
+            let mut options = InformerOptions::default();
+            if keep {
+                options = options.keep_managed_fields();
+            }
+            let informer = SharedIndexInformer::with_options(lw, options);
+            let cancel = CancellationToken::new();
+            let run = tokio::spawn({
+                let (i, c) = (informer.clone(), cancel.clone());
+                async move { i.run(c).await }
+            });
+            let objs = all_three(&informer).await;
+            cancel.cancel();
+            run.await.unwrap();
+            assert!(
+                objs.iter()
+                    .all(|o| o.metadata.managed_fields.is_some() == keep),
+                "keep_managed_fields: {keep}"
+            );
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn transform_runs_on_top_of_lean_decode() {
         let factory = InformerFactory::new(api().client());
@@ -521,16 +500,15 @@ mod tests {
         let lw = ApiListerWatcher::new(api)
             .in_namespace(Some("ns"))
             .field_filter(factory.field_filter());
-        let informer = SharedIndexInformer::builder(lw)
-            .transform(|cm: Arc<ConfigMap>| {
-                let mut cm = Arc::unwrap_or_clone(cm);
-                cm.metadata
-                    .labels
-                    .get_or_insert_default()
-                    .insert("seen".into(), "yes".into());
-                Arc::new(cm)
-            })
-            .build();
+        let options = InformerOptions::default().transform(|cm: Arc<ConfigMap>| {
+            let mut cm = Arc::unwrap_or_clone(cm);
+            cm.metadata
+                .labels
+                .get_or_insert_default()
+                .insert("seen".into(), "yes".into());
+            Arc::new(cm)
+        });
+        let informer = SharedIndexInformer::with_options(lw, options);
         let cancel = CancellationToken::new();
         let run = tokio::spawn({
             let (i, c) = (informer.clone(), cancel.clone());

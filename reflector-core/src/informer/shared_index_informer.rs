@@ -8,18 +8,16 @@ use futures::future::BoxFuture;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::fifo::{DeltaFifo, InOrderFifo, TransformFunc};
+use crate::fifo::{Fifo, QueueMode, TransformFunc};
 use crate::lister::Lister;
 use crate::listwatch::{BoxListerWatcher, ListerWatcher};
 use crate::object::Object;
 use crate::reflector::{Reflector, ReflectorOptions, ReflectorStats};
-use crate::store::{Indexer, Indexers};
+use crate::store::{Indexer, Indexers, Writer};
 
-use super::InformerError;
-use super::builder::InformerBuilder;
-use super::queue::{InformerQueue, Queue};
 use super::registration::Upstream;
 use super::shared_processor::SharedProcessor;
+use super::{InformerError, InformerOptions, InformerScope};
 
 mod batches;
 mod handlers;
@@ -47,21 +45,25 @@ struct InformerState<K: Object> {
     /// The reflector's resync period: the smallest handler period asked for before
     /// start (client-go's `resyncCheckPeriod`).
     resync_check_period: Duration,
-    fifo: Option<Queue<K>>,
+    fifo: Option<Arc<Fifo<K>>>,
     reflector: Option<Arc<Reflector<K, BoxListerWatcher<K>>>>,
+    /// The cache's one writer, until `run` takes it: the informer's task is then
+    /// the only thing that writes the cache and moves its resource version.
+    writer: Option<Writer<K>>,
 }
 
 struct Inner<K: Object> {
     id: u64,
     name: String,
     lister_watcher: BoxListerWatcher<K>,
+    /// A reader of the cache; its writer is in `state` until `run` takes it.
     indexer: Indexer<K>,
     processor: SharedProcessor<K>,
     default_event_handler_resync_period: Duration,
     /// Runs once on every object before it is cached.
     transform: Option<TransformFunc<K>>,
     /// The queue between the reflector and the cache.
-    queue: InformerQueue,
+    queue: QueueMode,
     /// Options for the reflector made at start; name, resync period and
     /// `should_resync` are the informer's.
     reflector_options: ReflectorOptions,
@@ -96,16 +98,17 @@ struct Inner<K: Object> {
 /// # Example
 /// ```no_run
 /// use k8s_openapi::api::core::v1::Pod;
-/// use reflector::informer::{Change, SharedIndexInformer};
+/// use reflector::informer::{Change, InformerOptions, SharedIndexInformer};
 /// use reflector::listwatch::ApiListerWatcher;
 /// use reflector::store::Indexers;
 /// use tokio_util::sync::CancellationToken;
 /// # async fn f(client: kube::Client) {
-/// let informer = SharedIndexInformer::builder(ApiListerWatcher::new(kube::Api::<Pod>::all(client)))
-///     .indexers(Indexers::new().with("by_node", |p: &Pod| {
+/// let informer = SharedIndexInformer::with_options(
+///     ApiListerWatcher::new(kube::Api::<Pod>::all(client)),
+///     InformerOptions::default().indexers(Indexers::new().with("by_node", |p: &Pod| {
 ///         p.spec.as_ref().and_then(|s| s.node_name.clone()).into_iter().collect()
-///     }))
-///     .build();
+///     })),
+/// );
 /// informer
 ///     .add_event_fn(|ev: Change<Pod>| println!("{:?}", ev.object().metadata.name))
 ///     .unwrap();
@@ -136,45 +139,66 @@ impl<K: Object> std::fmt::Debug for SharedIndexInformer<K> {
 }
 
 impl<K: Object> SharedIndexInformer<K> {
-    /// An informer over `lister_watcher` with the defaults (no handler resync, the
-    /// namespace index only, no transform, default reflector options); see
-    /// [`SharedIndexInformer::builder`] for the rest.
+    /// An informer over `lister_watcher` with the defaults (see [`InformerOptions`]).
     #[must_use]
     pub fn new(lister_watcher: impl ListerWatcher<K>) -> Self {
-        Self::builder(lister_watcher).build()
+        Self::with_options(lister_watcher, InformerOptions::default())
     }
 
-    /// A builder for an informer over `lister_watcher`: resync period, indexers,
-    /// transform and reflector options.
-    pub fn builder(lister_watcher: impl ListerWatcher<K>) -> InformerBuilder<K> {
-        InformerBuilder::new(lister_watcher)
+    /// An informer over `lister_watcher` as `options` say (unset settings are the
+    /// defaults; the scope is a factory's, ignored here with a warning: the
+    /// lister-watcher lists what it lists). Settings that must be fixed before the
+    /// informer runs are made here, so none can fail because it has started.
+    #[must_use]
+    pub fn with_options(
+        lister_watcher: impl ListerWatcher<K>,
+        options: InformerOptions<K>,
+    ) -> Self {
+        if options.scope != InformerScope::default() {
+            tracing::warn!(
+                scope = ?options.scope,
+                "an informer over a lister-watcher lists what it lists: the scope is a factory's"
+            );
+        }
+        Self::build(lister_watcher, options, None)
     }
 
-    pub(super) fn from_builder(b: InformerBuilder<K>) -> Self {
-        let mut indexers = b.indexers;
+    /// An informer over `lister_watcher`, whose label selector is `label_selector`
+    /// when known (the factory's), as the resolved `options` say.
+    pub(super) fn build(
+        lister_watcher: impl ListerWatcher<K>,
+        options: InformerOptions<K>,
+        label_selector: Option<String>,
+    ) -> Self {
+        let lister_watcher =
+            BoxListerWatcher::new(lister_watcher.skip_fields(&options.field_filter()));
+        let mut indexers = options.indexers.unwrap_or_default();
         if !indexers.contains(crate::store::NAMESPACE_INDEX) {
             indexers = indexers.with_namespace_index();
         }
+        let resync = options.resync.unwrap_or_default();
+        let writer = Writer::new(indexers);
         SharedIndexInformer {
             inner: Arc::new(Inner {
                 id: next_id(),
                 name: crate::object::short_type_name::<K>().to_owned(),
-                lister_watcher: b.lister_watcher,
-                indexer: Indexer::new(indexers),
+                lister_watcher,
+                indexer: writer.reader(),
                 processor: SharedProcessor::new(),
-                default_event_handler_resync_period: b.resync,
-                transform: b.transform,
-                queue: b.queue,
-                reflector_options: b.reflector_options,
+                default_event_handler_resync_period: resync,
+                transform: options.transform,
+                queue: options.queue.unwrap_or_default(),
+                reflector_options: options.reflector_options.unwrap_or_default(),
                 progress: Arc::new(Notify::new()),
                 handler_panics: Arc::new(AtomicU64::new(0)),
-                label_selector: b.label_selector,
+                label_selector,
                 state: Mutex::new(InformerState {
                     started: false,
                     stopped: false,
-                    resync_check_period: b.resync,
+                    resync_check_period: resync,
                     fifo: None,
                     reflector: None,
+                    writer: Some(writer),
                 }),
                 block_deltas: Mutex::new(()),
             }),
@@ -209,7 +233,7 @@ impl<K: Object> SharedIndexInformer<K> {
         self.inner.lister_watcher.api_url()
     }
 
-    /// The cache.
+    /// A read-only handle on the cache (the informer's task is its only writer).
     #[must_use]
     pub fn indexer(&self) -> &Indexer<K> {
         &self.inner.indexer
@@ -249,10 +273,9 @@ impl<K: Object> SharedIndexInformer<K> {
     /// `store_resource_version` gauge; see also
     /// [`wait_for_resource_version`](Self::wait_for_resource_version).
     ///
-    /// With the [`DeltaFifo`] in front of the cache (which queues per key, so
-    /// events of different keys are applied out of order), the version moves when
-    /// a batch leaves the FIFO empty: under a constant stream of events it may lag
-    /// behind what is applied, never run ahead of it.
+    /// In both queue modes the version moves with every batch applied, to the
+    /// version through which everything handed over is applied (see
+    /// [`QueueMode`]), never ahead of what the cache holds.
     #[doc(alias = "LastStoreSyncResourceVersion")]
     #[must_use]
     pub fn store_resource_version(&self) -> Option<String> {
@@ -289,11 +312,11 @@ impl<K: Object> SharedIndexInformer<K> {
     }
 
     /// How many items wait in the informer's queue, not yet applied to the cache
-    /// (keys for the DeltaFifo, changes for the in-order queue; zero before start),
+    /// (changes in order, keys per key; zero before start),
     /// exported as client-go's `informer_queued_items`.
     #[must_use]
     pub fn queued_items(&self) -> usize {
-        self.lock_state().fifo.as_ref().map_or(0, Queue::len)
+        self.lock_state().fifo.as_ref().map_or(0, |f| f.len())
     }
 
     /// Adds indexers, before or after start; cached objects are indexed at once.
@@ -349,27 +372,19 @@ impl<K: Object> SharedIndexInformer<K> {
     /// # Cancel safety
     /// As [`run`](Self::run).
     async fn run_claimed(&self, cancel: CancellationToken) {
-        let (queue, reflector, popped_key_is_cache_key) = {
+        let (queue, reflector, mut writer, popped_key_is_cache_key) = {
             let mut st = self.lock_state();
-            let transform = self.inner.transform.clone();
-            let cache = self.inner.indexer.clone();
-            let queue = match self.inner.queue {
-                InformerQueue::DeltaFifo => {
-                    let mut fifo = DeltaFifo::new().cache(cache).emit_replaced(true);
-                    if let Some(t) = transform {
-                        fifo = fifo.shared_transform(t);
-                    }
-                    Queue::Delta(Arc::new(fifo))
-                }
-                InformerQueue::InOrder => {
-                    let mut fifo = InOrderFifo::new().cache(cache);
-                    if let Some(t) = transform {
-                        fifo = fifo.shared_transform(t);
-                    }
-                    Queue::InOrder(Arc::new(fifo))
-                }
+            let Some(writer) = st.writer.take() else {
+                return;
             };
-            // Without a transform the FIFO's key (same key function as the indexer's)
+            let mut fifo = Fifo::new(self.inner.queue)
+                .cache(self.inner.indexer.clone())
+                .emit_replaced(true);
+            if let Some(t) = self.inner.transform.clone() {
+                fifo = fifo.shared_transform(t);
+            }
+            let queue = Arc::new(fifo);
+            // Without a transform the queue's key (same key function as the cache's)
             // is the object's cache key; a transform may change the key, which is then
             // computed from the transformed object, as client-go's processDeltas does.
             let popped_key_is_cache_key = self.inner.transform.is_none();
@@ -388,14 +403,14 @@ impl<K: Object> SharedIndexInformer<K> {
                     .upgrade()
                     .is_some_and(|inner| inner.processor.should_resync())
             });
-            let reflector = Arc::new(Reflector::new(
+            let reflector = Arc::new(Reflector::with_queue(
                 self.inner.lister_watcher.clone(),
-                queue.store(),
+                Arc::clone(&queue),
                 opts,
             ));
-            st.fifo = Some(queue.clone());
+            st.fifo = Some(Arc::clone(&queue));
             st.reflector = Some(Arc::clone(&reflector));
-            (queue, reflector, popped_key_is_cache_key)
+            (queue, reflector, writer, popped_key_is_cache_key)
         };
         let guard = StopGuard { informer: self };
         self.inner.processor.run();
@@ -407,7 +422,7 @@ impl<K: Object> SharedIndexInformer<K> {
         // ConfigMaps) for 5% more events/s. A first list still overlaps: its pages
         // are decoded in the list read-ahead's task while this one applies the
         // pages already streamed into the FIFO.
-        let process = self.apply_queue(&queue, popped_key_is_cache_key);
+        let process = self.apply_queue(&queue, &mut writer, popped_key_is_cache_key);
         let close_on_cancel = async {
             cancel.cancelled().await;
             queue.close();
@@ -454,14 +469,17 @@ impl<K: Object> SharedIndexInformer<K> {
         self.inner.processor.listener_count()
     }
 
-    /// Applies `item` to the cache; returns the notifications it makes.
-    pub(crate) fn handle_deltas_for_tests(
+    /// Applies `batch` to the cache (through its writer, before the informer runs);
+    /// returns the notifications it makes.
+    pub(crate) fn apply_for_tests(
         &self,
-        item: crate::fifo::PoppedItem<K>,
+        batch: Vec<crate::fifo::Popped<K>>,
     ) -> Vec<super::notification::Notification<K>> {
         let mut out = Vec::new();
-        self.inner.indexer.write_batch(|cache| {
-            super::process_deltas::process_deltas(&self.inner.indexer, item, true, cache, &mut out)
+        let mut st = self.lock_state();
+        let writer = st.writer.as_mut().expect("the informer has not run");
+        writer.write_batch(|cache| {
+            super::process::apply_batch(&self.inner.indexer, batch, true, cache, &mut out);
         });
         out
     }
@@ -485,8 +503,6 @@ impl<K: Object> Drop for StopGuard<'_, K> {
         for task in self.informer.inner.processor.stop() {
             drop(task);
         }
-        // The cache moves no more: whoever waits for a resource version is told.
-        self.informer.inner.indexer.version().close();
         self.informer.inner.progress.notify_waiters();
     }
 }

@@ -1,6 +1,6 @@
-//! Ready-made transforms for [`InformerBuilder::transform`].
+//! Ready-made transforms for [`InformerOptions::transform`].
 //!
-//! [`InformerBuilder::transform`]: super::InformerBuilder::transform
+//! [`InformerOptions::transform`]: super::InformerOptions::transform
 
 use std::sync::Arc;
 

@@ -176,7 +176,9 @@ where
             prefetch: PrefetchSlot::default(),
         }
     }
+}
 
+impl<K: Resource + DeserializeOwned> ApiListerWatcher<K> {
     /// Skips `filter`'s paths of every listed or watched object while decoding
     /// (paths relative to the object, e.g. [`FieldFilter::managed_fields`]). The
     /// skipped fields are never allocated; objects come out as if the fields were
@@ -237,6 +239,18 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Send + Sync + 'static,
 {
+    fn api_lister_watcher(&self) -> Option<&ApiListerWatcher<K>> {
+        Some(self)
+    }
+
+    /// Adds `filter`'s paths to those [`field_filter`](ApiListerWatcher::field_filter)
+    /// skips.
+    fn skip_fields(self, filter: &FieldFilter) -> Self {
+        let mut merged = self.item_filter.as_deref().cloned().unwrap_or_default();
+        merged.merge(filter);
+        self.field_filter(merged)
+    }
+
     async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, ListWatchError> {
         self.list_stream(params).await?.into_list().await
     }

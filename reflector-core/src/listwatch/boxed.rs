@@ -1,16 +1,20 @@
 //! [`BoxListerWatcher`]: any lister-watcher behind one type.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use super::{ListParams, ListWatchError, ListerWatcher, ObjectList, WatchParams, WatchStream};
+use super::{
+    ApiListerWatcher, ListParams, ListWatchError, ListerWatcher, ObjectList, WatchParams,
+    WatchStream,
+};
 
 /// The object-safe face of a [`ListerWatcher`].
 trait DynListerWatcher<K: Clone + 'static>: Send + Sync {
-    /// The boxed lister-watcher, to find its concrete type.
-    fn as_any(&self) -> &dyn Any;
+    /// [`ListerWatcher::api_lister_watcher`] of the boxed lister-watcher.
+    fn api_lister_watcher_dyn(&self) -> Option<&ApiListerWatcher<K>>
+    where
+        K: kube::Resource;
     fn list_boxed<'a>(
         &'a self,
         params: &'a ListParams,
@@ -23,8 +27,11 @@ trait DynListerWatcher<K: Clone + 'static>: Send + Sync {
 }
 
 impl<K: Clone + 'static, L: ListerWatcher<K>> DynListerWatcher<K> for L {
-    fn as_any(&self) -> &dyn Any {
-        self
+    fn api_lister_watcher_dyn(&self) -> Option<&ApiListerWatcher<K>>
+    where
+        K: kube::Resource,
+    {
+        self.api_lister_watcher()
     }
     fn list_boxed<'a>(
         &'a self,
@@ -63,24 +70,24 @@ impl<K: Clone + 'static> BoxListerWatcher<K> {
     pub fn new(lw: impl ListerWatcher<K>) -> Self {
         BoxListerWatcher(Arc::new(lw))
     }
-
-    /// The boxed lister-watcher, to find its concrete type (see
-    /// [`streaming_lister`](super::list_stream::streaming_lister)).
-    pub(crate) fn as_any(&self) -> &dyn Any {
-        self.0.as_any()
-    }
 }
 
 impl<K: kube::Resource + Clone + 'static> BoxListerWatcher<K> {
     /// The collection URL the boxed lister-watcher lists and watches, when it is an
     /// [`ApiListerWatcher`](super::ApiListerWatcher); `None` for any other.
     pub(crate) fn api_url(&self) -> Option<&str> {
-        (self.as_any().downcast_ref::<super::ApiListerWatcher<K>>())
-            .map(super::ApiListerWatcher::url)
+        self.0.api_lister_watcher_dyn().map(ApiListerWatcher::url)
     }
 }
 
 impl<K: Clone + Send + 'static> ListerWatcher<K> for BoxListerWatcher<K> {
+    fn api_lister_watcher(&self) -> Option<&ApiListerWatcher<K>>
+    where
+        K: kube::Resource,
+    {
+        self.0.api_lister_watcher_dyn()
+    }
+
     async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, ListWatchError> {
         self.0.list_boxed(params).await
     }

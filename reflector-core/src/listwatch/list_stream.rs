@@ -15,7 +15,6 @@
 //! lister-watchers answer (and [`ApiListerWatcher`]'s own `list` reads its body through
 //! a `ListStream` too).
 
-use std::any::Any;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -32,7 +31,7 @@ use super::list_prefetch::Page;
 use super::list_scanner::ListScanner;
 use serde_field_filter::FieldFilter;
 
-use super::{ApiListerWatcher, BoxListerWatcher, ListWatchError, ListerWatcher};
+use super::{ApiListerWatcher, ListWatchError, ListerWatcher};
 use crate::object::Object;
 
 /// Decodes one list element into `K`, skipping the filter's paths (relative to the
@@ -295,20 +294,13 @@ impl<K: Clone + Send + 'static> ListStream<'_, K> {
     }
 }
 
-/// The lister-watcher that can stream list bodies, if `lw` is one (or boxes one): an
-/// [`ApiListerWatcher`], found by its type as client-go finds a store's optional
-/// interfaces. Any other lister-watcher is listed page by page through
-/// [`ListerWatcher::list`].
+/// The lister-watcher that can stream list bodies, if `lw` is one (or wraps one): an
+/// [`ApiListerWatcher`], as its [`ListerWatcher::api_lister_watcher`] says. Any other
+/// lister-watcher is listed page by page through [`ListerWatcher::list`].
 pub(crate) fn streaming_lister<K: Object, L: ListerWatcher<K>>(
     lw: &L,
 ) -> Option<&ApiListerWatcher<K>> {
-    let any: &dyn Any = lw;
-    if let Some(api) = any.downcast_ref::<ApiListerWatcher<K>>() {
-        return Some(api);
-    }
-    any.downcast_ref::<BoxListerWatcher<K>>()?
-        .as_any()
-        .downcast_ref::<ApiListerWatcher<K>>()
+    lw.api_lister_watcher()
 }
 
 /// Lists one page of `params` through `lw`, streamed when `lw` can

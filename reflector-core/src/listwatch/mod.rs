@@ -100,6 +100,30 @@ pub trait ListerWatcher<K: Clone>: Send + Sync + 'static {
     ) -> impl Future<
         Output = Result<BoxStream<'static, Result<WatchEvent<K>, ListWatchError>>, ListWatchError>,
     > + Send;
+
+    /// The [`ApiListerWatcher`] this is, or wraps and lists through unchanged: a
+    /// reflector streams its list bodies, each batch of objects handed on as it is
+    /// decoded, where another lister-watcher's pages are listed whole through
+    /// [`list`](Self::list). Default: none.
+    fn api_lister_watcher(&self) -> Option<&ApiListerWatcher<K>>
+    where
+        K: kube::Resource,
+    {
+        None
+    }
+
+    /// This lister-watcher skipping `filter`'s paths (relative to each object) too
+    /// while it decodes lists and watch events, as an informer's options ask
+    /// ([`InformerOptions::skip_fields`](crate::informer::InformerOptions::skip_fields);
+    /// `metadata.managedFields` unless kept). Default: unchanged, for a lister-watcher
+    /// that decodes nothing; [`ApiListerWatcher`] skips them while decoding.
+    #[must_use]
+    fn skip_fields(self, _filter: &serde_field_filter::FieldFilter) -> Self
+    where
+        Self: Sized,
+    {
+        self
+    }
 }
 
 /// Errors of listing and watching.

@@ -93,8 +93,8 @@ use crate::workqueue::WorkQueueMetrics;
 /// let mut registry = Registry::default();
 /// let metrics = Metrics::registered(&mut registry);
 /// # use k8s_openapi::api::core::v1::ConfigMap;
-/// # let informer = reflector::informer::SharedIndexInformer::builder(
-/// #     reflector::listwatch::FakeSource::<ConfigMap>::new()).build();
+/// # let informer = reflector::informer::SharedIndexInformer::new(
+/// #     reflector::listwatch::FakeSource::<ConfigMap>::new());
 /// metrics.informer("configmaps", &informer);
 /// assert!(render_metrics(&registry).contains("reflector_lists_total{name=\"configmaps\"} 0"));
 /// ```

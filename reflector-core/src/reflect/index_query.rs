@@ -70,17 +70,17 @@ mod tests {
     use super::IndexQuery;
     use crate::lister::Lister;
     use crate::object::ObjectRef;
-    use crate::store::{Indexer, Indexers, Store, StoreError};
+    use crate::store::{Indexer, Indexers, StoreError, Writer};
 
     fn by_name_cache() -> Indexer<ConfigMap> {
-        let cache = Indexer::new(Indexers::new().with("by_name", |c: &ConfigMap| {
+        let mut writer = Writer::new(Indexers::new().with("by_name", |c: &ConfigMap| {
             c.metadata.name.clone().into_iter().collect()
         }));
         let mut cm = ConfigMap::default();
         cm.metadata.namespace = Some("ns".into());
         cm.metadata.name = Some("a".into());
-        cache.add(Arc::new(cm)).unwrap();
-        cache
+        writer.add(Arc::new(cm)).unwrap();
+        writer.reader()
     }
 
     /// A registered index answers its objects and their typed keys; an unregistered

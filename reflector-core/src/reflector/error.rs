@@ -1,7 +1,7 @@
 //! [`ReflectorError`]: why a list-and-watch round ended.
 
 use crate::listwatch::ListWatchError;
-use crate::store::StoreError;
+use crate::store::{SinkError, StoreError};
 
 /// Why a list-and-watch round ended. The reflector's run loop retries every one of
 /// them after a backoff; each variant says what the next round does.
@@ -66,9 +66,26 @@ pub enum ReflectorError {
         #[source]
         source: StoreError,
     },
+    /// The queue the reflector feeds was closed: its consumer (an informer) stopped.
+    /// Not retryable: the reflector's owner is stopping it too.
+    #[error("the queue of {resource} is closed")]
+    QueueClosed {
+        /// The reflector's name.
+        resource: String,
+    },
 }
 
 impl ReflectorError {
+    /// A list (or, with `resync`, a resync) the sink of reflector `resource` refused.
+    pub(super) fn of_sink(resource: &str, e: SinkError, resync: bool) -> Self {
+        let resource = resource.to_owned();
+        match e {
+            SinkError::Closed => ReflectorError::QueueClosed { resource },
+            SinkError::Store(source) if resync => ReflectorError::Resync { resource, source },
+            SinkError::Store(source) => ReflectorError::Sync { resource, source },
+        }
+    }
+
     /// The list or watch error underneath, if any.
     #[must_use]
     pub fn list_watch_error(&self) -> Option<&ListWatchError> {

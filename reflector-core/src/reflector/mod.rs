@@ -22,10 +22,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::backoff::Backoff;
-use crate::fifo::sink_for;
+use crate::fifo::Fifo;
 use crate::listwatch::{ListWatchError, ListerWatcher, WatchStream};
 use crate::object::Object;
-use crate::store::{Store, StoreSink};
+use crate::store::{PlainStore, Store, StoreSink, Writer, WriterSink};
 
 pub use error::ReflectorError;
 pub use options::ReflectorOptions;
@@ -37,11 +37,14 @@ use retry_with_deadline::RetryWithDeadline;
 use stats::{StatsCounters, bump};
 use watch_handler::{RunVersions, WatchContext, WatchEnd, handle_watch};
 
-/// Keeps a [`Store`] in step with the API server by list-then-watch.
+/// Keeps a store in step with the API server by list-then-watch.
 ///
-/// A [`Reflector`] lists a resource (in pages), hands the result to its store as one
-/// `replace`, then watches from the list's resource version and turns each event
-/// into `add`/`update`/`delete`. When anything goes wrong it backs off and starts
+/// A [`Reflector`] writes into what it is given when made: a queue an informer pops
+/// ([`with_queue`](Reflector::with_queue)), a cache it fills directly through the
+/// cache's one [`Writer`] ([`with_cache`](Reflector::with_cache)), or any [`Store`]
+/// ([`new`](Reflector::new)). It lists a resource (in pages), hands the result over
+/// as one replacement, then watches from the list's resource version and turns each
+/// event into an add, update or delete. When anything goes wrong it backs off and starts
 /// over, relisting only when it must. It follows client-go's `reflector.go`:
 ///
 /// - the first list asks for `resourceVersion="0"` (any cached state will do);
@@ -82,13 +85,16 @@ use watch_handler::{RunVersions, WatchContext, WatchEnd, handle_watch};
 /// use kube::Api;
 /// use reflector::listwatch::ApiListerWatcher;
 /// use reflector::{Reflector, ReflectorOptions};
-/// use reflector::store::Store;
+/// use reflector::store::{Indexers, Writer};
 /// use tokio_util::sync::CancellationToken;
-/// # async fn f(client: kube::Client, store: Arc<dyn Store<ConfigMap>>) {
+/// # async fn f(client: kube::Client) {
 /// let lw = ApiListerWatcher::new(Api::<ConfigMap>::all(client));
-/// let reflector = Reflector::new(lw, store, ReflectorOptions::default().name("configmaps"));
+/// let writer = Writer::new(Indexers::new());
+/// let cache = writer.reader();
+/// let reflector = Reflector::with_cache(lw, writer, ReflectorOptions::default().name("configmaps"));
 /// let cancel = CancellationToken::new();
 /// reflector.run(cancel.child_token()).await;
+/// # let _ = cache;
 /// # }
 /// ```
 pub struct Reflector<K, L> {
@@ -134,10 +140,29 @@ where
     K: Object,
     L: ListerWatcher<K>,
 {
-    /// A reflector that fills `store` from `lister_watcher`.
+    /// A reflector that fills `store` (a cache of your own) from `lister_watcher`, one
+    /// store call per event.
     #[must_use]
     pub fn new(lister_watcher: L, store: Arc<dyn Store<K>>, options: ReflectorOptions) -> Self {
-        Self::with_sink(lister_watcher, sink_for(store), options)
+        Self::with_sink(lister_watcher, Arc::new(PlainStore(store)), options)
+    }
+
+    /// A reflector that feeds `queue` from `lister_watcher`, for a consumer that pops
+    /// it (an informer): the events of one poll are queued together, the first list
+    /// into an empty queue page by page, and the consumer's resource version follows
+    /// what is handed over (see [`QueueMode`](crate::fifo::QueueMode)).
+    #[must_use]
+    pub fn with_queue(lister_watcher: L, queue: Arc<Fifo<K>>, options: ReflectorOptions) -> Self {
+        Self::with_sink(lister_watcher, queue, options)
+    }
+
+    /// A reflector that fills the cache `writer` writes, from `lister_watcher`: it
+    /// owns the writer from then on, so it is the cache's only writer, and the cache's
+    /// resource version follows every list, event and bookmark. Read the cache through
+    /// a [`reader`](Writer::reader) taken before (as in the type's example).
+    #[must_use]
+    pub fn with_cache(lister_watcher: L, writer: Writer<K>, options: ReflectorOptions) -> Self {
+        Self::with_sink(lister_watcher, Arc::new(WriterSink::new(writer)), options)
     }
 
     /// A reflector that writes through `store`'s own hooks (a test store's, say).
@@ -314,10 +339,7 @@ where
             self.store
                 .replace_listed(list.items, &list.resource_version)
         };
-        stored.map_err(|source| ReflectorError::Sync {
-            resource: self.name.clone(),
-            source,
-        })?;
+        stored.map_err(|e| ReflectorError::of_sink(&self.name, e, false))?;
         self.set_resource_version(&list.resource_version);
         Ok(())
     }

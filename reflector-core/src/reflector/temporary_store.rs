@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::object::{Object, ObjectKey, meta_namespace_key};
-use crate::store::{Store, StoreError, StoreSink, WatchAction, apply_each};
+use crate::store::{SinkError, StoreError, StoreSink, WatchAction};
 
 /// A plain map from key to object: it collects the initial events of a watch-list
 /// so the real store sees them as one `replace`, as client-go's temporary store.
@@ -55,8 +55,8 @@ impl<K: Object> TemporaryStore<K> {
     /// with every collected object, as client-go does.
     ///
     /// # Errors
-    /// As [`Store::replace`].
-    pub(crate) fn finish(&self, resource_version: &str) -> Result<(), StoreError> {
+    /// The real store's.
+    pub(crate) fn finish(&self, resource_version: &str) -> Result<(), SinkError> {
         let (items, streamed) = {
             let mut state = self.lock();
             let items: Vec<Arc<K>> = state.items.drain().map(|(_, v)| v).collect();
@@ -86,49 +86,11 @@ impl<K: Object> TemporaryStore<K> {
     }
 }
 
-impl<K: Object> Store<K> for TemporaryStore<K> {
-    fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        self.collect(self.cache.prepare_listed(obj, true))
-    }
-
-    fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        self.add(obj)
-    }
-
-    fn delete(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let key = meta_namespace_key(obj.as_ref())?;
-        self.lock().items.remove(&key);
-        Ok(())
-    }
-
-    fn list(&self) -> Vec<Arc<K>> {
-        self.lock().items.values().cloned().collect()
-    }
-
-    fn list_keys(&self) -> Vec<ObjectKey> {
-        self.lock().items.keys().cloned().collect()
-    }
-
-    fn get_object(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
+impl<K: Object> TemporaryStore<K> {
+    /// Removes a deleted object from what was collected.
+    fn uncollect(&self, obj: &K) -> Result<(), StoreError> {
         let key = meta_namespace_key(obj)?;
-        Ok(self.lock().items.get(&key).cloned())
-    }
-
-    fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.lock().items.get(key).cloned()
-    }
-
-    fn replace(&self, items: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
-        let mut map = HashMap::with_capacity(items.len());
-        for obj in items {
-            let obj = self.cache.prepare_listed(obj, true);
-            map.insert(meta_namespace_key(obj.as_ref())?, obj);
-        }
-        self.lock().items = map;
-        Ok(())
-    }
-
-    fn resync(&self) -> Result<(), StoreError> {
+        self.lock().items.remove(&key);
         Ok(())
     }
 }
@@ -141,10 +103,18 @@ impl<K: Object> StoreSink<K> for TemporaryStore<K> {
     fn apply_watch_run(
         &self,
         run: &mut Vec<(WatchAction, Arc<K>)>,
-        failed: &mut dyn FnMut(WatchAction, StoreError),
+        failed: &mut dyn FnMut(WatchAction, SinkError),
     ) {
         if !self.streams() {
-            apply_each(self, run, failed);
+            for (action, obj) in run.drain(..) {
+                let result = match action {
+                    WatchAction::Delete => self.uncollect(&obj),
+                    _ => self.collect(self.cache.prepare_listed(obj, true)),
+                };
+                if let Err(e) = result {
+                    failed(action, e.into());
+                }
+            }
             return;
         }
         // A page: the run's adds and updates up to its next delete.
@@ -154,7 +124,7 @@ impl<K: Object> StoreSink<K> for TemporaryStore<K> {
         // instead, for `finish` to hand over (and report) with the end of the list.
         let hand_on = |objects: &mut Vec<Arc<K>>,
                        actions: &mut Vec<WatchAction>,
-                       failed: &mut dyn FnMut(WatchAction, StoreError)| {
+                       failed: &mut dyn FnMut(WatchAction, SinkError)| {
             if objects.is_empty() {
                 return;
             }
@@ -163,7 +133,7 @@ impl<K: Object> StoreSink<K> for TemporaryStore<K> {
                 Ok(false) => {
                     for (action, obj) in actions.iter().zip(objects.drain(..)) {
                         if let Err(e) = self.collect(obj) {
-                            failed(*action, e);
+                            failed(*action, e.into());
                         }
                     }
                 }
@@ -179,12 +149,11 @@ impl<K: Object> StoreSink<K> for TemporaryStore<K> {
         for (action, obj) in run.drain(..) {
             if action == WatchAction::Delete {
                 hand_on(&mut objects, &mut actions, failed);
-                let result = self
-                    .delete(Arc::clone(&obj))
-                    .and_then(|()| self.cache.delete(obj));
-                if let Err(e) = result {
-                    failed(action, e);
+                if let Err(e) = self.uncollect(&obj) {
+                    failed(action, e.into());
                 }
+                self.cache
+                    .apply_watch_run(&mut vec![(action, obj)], &mut *failed);
             } else {
                 // Streamed into an empty store: nothing to look up.
                 objects.push(self.cache.prepare_listed(obj, false));
@@ -192,5 +161,20 @@ impl<K: Object> StoreSink<K> for TemporaryStore<K> {
             }
         }
         hand_on(&mut objects, &mut actions, failed);
+    }
+
+    /// Nothing to re-deliver: the initial state is still being gathered.
+    fn resync(&self) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    /// Collects the list instead of what was collected.
+    fn replace_listed(&self, items: Vec<Arc<K>>, _resource_version: &str) -> Result<(), SinkError> {
+        let mut map = HashMap::with_capacity(items.len());
+        for obj in items {
+            map.insert(meta_namespace_key(obj.as_ref())?, obj);
+        }
+        self.lock().items = map;
+        Ok(())
     }
 }

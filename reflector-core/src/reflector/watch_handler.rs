@@ -117,11 +117,10 @@ pub(crate) async fn handle_watch<K: Object>(
                             bump(&stats.resyncs);
                             // The resync follows the events before it.
                             seen.flush(name, store, stats, set_rv);
-                            if let Err(source) = store.resync() {
-                                break 'run Poll::Ready(Run::Failed(ReflectorError::Resync {
-                                    resource: name.to_owned(),
-                                    source,
-                                }));
+                            if let Err(e) = store.resync() {
+                                break 'run Poll::Ready(Run::Failed(ReflectorError::of_sink(
+                                    name, e, true,
+                                )));
                             }
                         }
                         continue;

@@ -84,10 +84,7 @@ where
                     }
                     temporary
                         .finish(&resource_version)
-                        .map_err(|source| ReflectorError::Sync {
-                            resource: self.name.clone(),
-                            source,
-                        })?;
+                        .map_err(|e| ReflectorError::of_sink(&self.name, e, false))?;
                     self.set_resource_version(&resource_version);
                     return Ok(Some(stream));
                 }

@@ -1,14 +1,14 @@
-//! The informer's cache: a [`ThreadSafeStore`] keyed by a key function, with named
-//! secondary indices, as client-go's `cache.Indexer` (`store.go`, `index.go`).
+//! A cache's read-only handle: a [`ThreadSafeStore`] keyed by a key function, with
+//! named secondary indices, as client-go's `cache.Indexer` (`store.go`, `index.go`).
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
 use super::resource_version::StoreVersion;
-use super::thread_safe_store::{BatchWriter, ThreadSafeStore};
-use super::{KeyListerGetter, Store, StoreError};
-use crate::object::{KeyError, KeyFunc, Object, ObjectKey, meta_namespace_key};
+use super::thread_safe_store::ThreadSafeStore;
+use super::{KeyListerGetter, StoreError};
+use crate::object::{KeyFunc, Object, ObjectKey, meta_namespace_key};
 
 /// Computes the values an object is indexed under, as client-go's `IndexFunc`.
 ///
@@ -118,13 +118,13 @@ impl<K> Indexers<K> {
     /// ```
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector::store::{Indexer, Indexers, Store, NAMESPACE_INDEX};
-    /// let cache = Indexer::new(Indexers::<ConfigMap>::new().with_namespace_index());
+    /// use reflector::store::{Indexers, Writer, NAMESPACE_INDEX};
+    /// let mut writer = Writer::new(Indexers::<ConfigMap>::new().with_namespace_index());
     /// let mut cm = ConfigMap::default();
     /// cm.metadata.namespace = Some("prod".into());
     /// cm.metadata.name = Some("web".into());
-    /// cache.add(Arc::new(cm)).unwrap();
-    /// assert_eq!(cache.by_index(NAMESPACE_INDEX, "prod").unwrap().len(), 1);
+    /// writer.add(Arc::new(cm)).unwrap();
+    /// assert_eq!(writer.reader().by_index(NAMESPACE_INDEX, "prod").unwrap().len(), 1);
     /// ```
     #[must_use]
     pub fn with_namespace_index(mut self) -> Self
@@ -219,27 +219,29 @@ impl<K> fmt::Debug for Indexers<K> {
     }
 }
 
-/// The informer's cache: objects by key plus named secondary indices, as
-/// client-go's `cache.Indexer` built by `NewIndexer`.
+/// A read-only handle on a cache: objects by key plus named secondary indices, as
+/// client-go's `cache.Indexer` (its read half). The cache's one
+/// [`Writer`](super::Writer) hands these out ([`Writer::reader`](super::Writer::reader));
+/// an informer's is [`SharedIndexInformer::indexer`](crate::informer::SharedIndexInformer::indexer).
 ///
 /// A cheap-to-clone handle: clones share one cache. Items and indices sit behind
-/// one lock, so every read is consistent, and [`Store::replace`] swaps the whole
-/// content at once. Reads hand out `Arc<K>` clones; treat them as immutable.
-/// [`Store::resync`] is a no-op.
+/// one lock, so every read is consistent, and a relist swaps the whole content at
+/// once. Reads hand out `Arc<K>` clones; treat them as immutable.
 ///
 /// # Example
 /// ```
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector::store::{namespace_index_func, Indexer, Indexers, Store, NAMESPACE_INDEX};
+/// use reflector::store::{namespace_index_func, Indexers, Writer, NAMESPACE_INDEX};
 ///
-/// let cache = Indexer::new(
+/// let mut writer = Writer::new(
 ///     Indexers::new().with(NAMESPACE_INDEX, namespace_index_func::<ConfigMap>),
 /// );
+/// let cache = writer.reader();
 /// let mut cm = ConfigMap::default();
 /// cm.metadata.namespace = Some("prod".into());
 /// cm.metadata.name = Some("web".into());
-/// cache.add(Arc::new(cm)).unwrap();
+/// writer.add(Arc::new(cm)).unwrap();
 ///
 /// let in_prod = cache.by_index(NAMESPACE_INDEX, "prod").unwrap();
 /// assert_eq!(in_prod[0].metadata.name.as_deref(), Some("web"));
@@ -258,7 +260,7 @@ struct Inner<K> {
     /// Items and indices.
     store: ThreadSafeStore<K>,
     /// The resource version the items stand at (shared with the controllers that
-    /// wait on it).
+    /// wait on it); moved only by the cache's `Writer`.
     version: Arc<StoreVersion>,
 }
 
@@ -270,6 +272,18 @@ impl<K> Clone for Indexer<K> {
     }
 }
 
+impl<K> Indexer<K> {
+    /// The items and indices, for the cache's `Writer`.
+    pub(super) fn table(&self) -> &ThreadSafeStore<K> {
+        &self.inner.store
+    }
+
+    /// The resource version and its waits.
+    pub(crate) fn version(&self) -> &Arc<StoreVersion> {
+        &self.inner.version
+    }
+}
+
 impl<K> fmt::Debug for Indexer<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("Indexer").field(&self.inner.store).finish()
@@ -277,47 +291,14 @@ impl<K> fmt::Debug for Indexer<K> {
 }
 
 impl<K: Object> Indexer<K> {
-    /// An empty cache keyed by [`meta_namespace_key`] (`ns/name`).
-    #[must_use]
-    pub fn new(indexers: Indexers<K>) -> Self {
+    /// An empty cache keyed by `key_fn`, or by [`meta_namespace_key`] (`ns/name`),
+    /// whose keys the namespace index may then read.
+    pub(super) fn empty(key_fn: Option<KeyFunc<K>>, indexers: Indexers<K>) -> Self {
+        let keys_carry_namespace = key_fn.is_none();
         Indexer {
             inner: Arc::new(Inner {
-                key_fn: Arc::new(meta_namespace_key::<K>),
-                // Its keys are `ns/name`: the namespace index may read them.
-                store: ThreadSafeStore::with_key_namespaces(indexers, true),
-                version: Arc::default(),
-            }),
-        }
-    }
-
-    /// An empty cache keyed by `key_fn`.
-    ///
-    /// # Example
-    /// ```
-    /// use std::sync::Arc;
-    /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector::object::ObjectKey;
-    /// use reflector::store::{Indexer, Indexers, Store};
-    /// // Key by name only, ignoring the namespace.
-    /// let cache = Indexer::<ConfigMap>::with_key_func(
-    ///     |c: &ConfigMap| Ok(ObjectKey::new(None, c.metadata.name.as_deref().unwrap_or("?"))),
-    ///     Indexers::new(),
-    /// );
-    /// let mut cm = ConfigMap::default();
-    /// cm.metadata.namespace = Some("a".into());
-    /// cm.metadata.name = Some("x".into());
-    /// cache.add(Arc::new(cm)).unwrap();
-    /// assert!(cache.get(&ObjectKey::new(None, "x")).is_some());
-    /// ```
-    #[must_use]
-    pub fn with_key_func(
-        key_fn: impl Fn(&K) -> Result<ObjectKey, KeyError> + Send + Sync + 'static,
-        indexers: Indexers<K>,
-    ) -> Self {
-        Indexer {
-            inner: Arc::new(Inner {
-                key_fn: Arc::new(key_fn) as KeyFunc<K>,
-                store: ThreadSafeStore::new(indexers),
+                key_fn: key_fn.unwrap_or_else(|| Arc::new(meta_namespace_key::<K>)),
+                store: ThreadSafeStore::with_key_namespaces(indexers, keys_carry_namespace),
                 version: Arc::default(),
             }),
         }
@@ -328,27 +309,20 @@ impl<K: Object> Indexer<K> {
         Ok((self.inner.key_fn)(obj)?)
     }
 
-    /// Runs `apply` with the cache's write lock held: several writes for the price
-    /// of one lock, seen by readers all at once. `apply` must not read the cache
-    /// through another handle (the lock is not reentrant).
-    pub(crate) fn write_batch<R>(&self, apply: impl FnOnce(&mut BatchWriter<'_, K>) -> R) -> R {
-        self.inner.store.write_batch(apply)
-    }
-
     /// The resource version the cache has reached, as client-go's
     /// `LastStoreSyncResourceVersion`: every list, watch event and bookmark its
     /// reflector handed over through it is applied (so bookmarks advance it too).
-    /// `None` before the first list. An informer sets it after each applied batch;
-    /// a reflector writing straight into an `Indexer` sets it with each list and
-    /// run of events.
+    /// `None` before the first list. Only the cache's [`Writer`](super::Writer) moves
+    /// it: an informer's after each applied batch, a reflector writing straight into
+    /// a cache with each list and run of events.
     ///
     /// ```
-    /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use reflector::store::{Indexer, Indexers, Store};
-    /// let cache = Indexer::<ConfigMap>::new(Indexers::new());
+    /// use reflector::store::{Indexers, Writer};
+    /// let mut writer = Writer::<ConfigMap>::new(Indexers::new());
+    /// let cache = writer.reader();
     /// assert_eq!(cache.resource_version(), None);
-    /// cache.replace(Vec::new(), "42").unwrap();
+    /// writer.replace(Vec::new(), "42").unwrap();
     /// assert_eq!(cache.resource_version().as_deref(), Some("42"));
     /// ```
     #[doc(alias = "LastStoreSyncResourceVersion")]
@@ -357,15 +331,13 @@ impl<K: Object> Indexer<K> {
         self.inner.version.get()
     }
 
-    /// The resource version and its waits.
-    pub(crate) fn version(&self) -> &Arc<StoreVersion> {
-        &self.inner.version
-    }
-
-    /// Removes the object under `key`, as the informer does for a tombstone whose
-    /// object may no longer compute the same key. Returns the removed object.
-    pub fn delete_by_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.inner.store.delete(key)
+    /// The object cached under `obj`'s key, as client-go's `Get`.
+    ///
+    /// # Errors
+    /// [`StoreError::Key`] if the key function fails.
+    #[doc(alias = "Get")]
+    pub fn get_object(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
+        Ok(self.get(&self.key_of(obj)?))
     }
 
     /// The object under `key`.
@@ -441,85 +413,14 @@ impl<K: Object> Indexer<K> {
     }
 
     /// Registers more indices, indexing every object already cached, as
-    /// client-go's `AddIndexers` (an informer may add indices after it started).
+    /// client-go's `AddIndexers` (an informer may add indices after it started):
+    /// what its `Writer` and its informer offer.
     ///
     /// # Errors
     /// [`StoreError::IndexConflict`] if a name is already registered; nothing
     /// changes then.
-    pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), StoreError> {
+    pub(crate) fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), StoreError> {
         self.inner.store.add_indexers(indexers)
-    }
-}
-
-impl<K: Object> Store<K> for Indexer<K> {
-    fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let key = self.key_of(&obj)?;
-        self.inner.store.add(key, obj);
-        Ok(())
-    }
-
-    fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let key = self.key_of(&obj)?;
-        self.inner.store.update(key, obj);
-        Ok(())
-    }
-
-    fn delete(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        let key = self.key_of(&obj)?;
-        self.inner.store.delete(&key);
-        Ok(())
-    }
-
-    fn list(&self) -> Vec<Arc<K>> {
-        Indexer::list(self)
-    }
-
-    fn list_keys(&self) -> Vec<ObjectKey> {
-        Indexer::list_keys(self)
-    }
-
-    fn get_object(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
-        let key = self.key_of(obj)?;
-        Ok(self.inner.store.get(&key))
-    }
-
-    fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        Indexer::get(self, key)
-    }
-
-    /// Keys every item first; on a key error nothing is replaced. The cache then
-    /// stands at `resource_version`.
-    fn replace(&self, items: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
-        let keyed = items
-            .into_iter()
-            .map(|obj| Ok((self.key_of(&obj)?, obj)))
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        self.inner.store.replace(keyed);
-        self.inner.version.set(resource_version);
-        Ok(())
-    }
-
-    /// A no-op: a cache has no consumer to re-deliver to.
-    fn resync(&self) -> Result<(), StoreError> {
-        Ok(())
-    }
-}
-
-impl<K: Object> super::StoreSink<K> for Indexer<K> {
-    /// Every event handed over is applied already: the cache stands at the version.
-    fn handed_over(&self, resource_version: &str) {
-        self.inner.version.set(resource_version);
-    }
-
-    /// The cached copy if `obj` is exactly the cached object, else `obj`.
-    fn prepare_listed(&self, obj: Arc<K>, look_up: bool) -> Arc<K> {
-        if !look_up || Indexer::is_empty(self) {
-            return obj;
-        }
-        let Ok(key) = self.key_of(&obj) else {
-            return obj;
-        };
-        super::unchanged(self.inner.store.get(&key), &obj).unwrap_or(obj)
     }
 }
 

@@ -1,14 +1,15 @@
-//! Stores: where objects live once they leave the reflector.
+//! Stores: where objects live once they leave the queue.
 //!
-//! [`Store`] is the contract every sink of a reflector implements, as client-go's
-//! `cache.Store`: the [`DeltaFifo`](crate::fifo::DeltaFifo) in front of an informer,
-//! or a plain cache.
+//! A cache has one [`Writer`] — the unique handle that writes it and moves its
+//! resource version, owned by an informer's task (or a reflector writing straight
+//! into it) — and any number of read-only [`Indexer`]s: objects by key in a
+//! thread-safe map plus named secondary indices ([`Indexers`], e.g. the built-in
+//! [`NAMESPACE_INDEX`]) answering "which objects have value *v*" in time proportional
+//! to the answer. Items and indices share one lock, so reads are consistent and a
+//! relist is seen whole or not at all.
 //!
-//! [`Indexer`] is the informer's cache, as client-go's `cache.Indexer`: objects by
-//! key in a thread-safe map plus named secondary indices ([`Indexers`], e.g. the
-//! built-in [`NAMESPACE_INDEX`]) answering "which objects have value *v*" in time
-//! proportional to the answer. Items and indices share one lock, so reads are
-//! consistent and a relist's `replace` is seen whole or not at all.
+//! [`Store`] is the contract of a cache of your own behind a
+//! [`Reflector`](crate::Reflector), as client-go's `cache.Store`.
 //!
 //! All methods are synchronous: implementations guard their state with one short-held
 //! lock and never hold it across an `.await`.
@@ -18,19 +19,20 @@ pub(crate) mod resource_version;
 mod sink;
 mod thread_safe_store;
 mod unchanged;
+mod writer;
 
 pub use indexer::{Indexer, Indexers, NAMESPACE_INDEX, namespace_index_func};
-pub(crate) use sink::{StoreSink, WatchAction, apply_each, sink_for};
+pub(crate) use sink::{PlainStore, SinkError, StoreSink, WatchAction};
 pub(crate) use thread_safe_store::BatchWriter;
 pub(crate) use unchanged::unchanged;
+pub use writer::Writer;
+pub(crate) use writer::WriterSink;
 
-use std::any::Any;
 use std::sync::Arc;
 
-use crate::object::{KeyError, Object, ObjectKey};
+use crate::object::{KeyError, ObjectKey};
 
-/// Errors of the store module, and of the [`DeltaFifo`](crate::fifo::DeltaFifo) (a
-/// store).
+/// Errors of the store module.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
@@ -43,16 +45,6 @@ pub enum StoreError {
     /// `add_indexers` named an index that already exists. Not retryable.
     #[error("index {0:?} already exists")]
     IndexConflict(String),
-    /// The store was closed: a write to a closed DeltaFifo, or a `pop` once it is
-    /// closed and every queued item has been popped (client-go's `ErrFIFOClosed`).
-    /// Not retryable: the consumer loop should exit.
-    #[error("store is closed")]
-    Closed,
-    /// A key was asked of an empty [`Deltas`](crate::fifo::Deltas), as client-go's
-    /// `ErrZeroLengthDeltasObject`. Not retryable: a DeltaFifo never hands out empty
-    /// `Deltas`, so the caller built one.
-    #[error("0 length Deltas object; can't get key")]
-    EmptyDeltas,
 }
 
 impl From<KeyError> for StoreError {
@@ -63,34 +55,55 @@ impl From<KeyError> for StoreError {
 
 /// A keyed collection of objects, as client-go's `cache.Store`.
 ///
-/// A reflector writes into a `Store` with `add`/`update`/`delete` for watch events
-/// (one call per event), `replace` after each list, and `resync` on its resync
-/// timer. A custom cache implements these verbs and nothing else; the batching the
-/// [`DeltaFifo`](crate::fifo::DeltaFifo) and [`Indexer`] do behind a reflector is
-/// internal (the reflector recognises them, as client-go's type assertions do;
-/// hence the `Any` bound, which every `'static` type meets).
+/// A reflector given a `Store` ([`Reflector::new`](crate::Reflector::new)) writes
+/// into it with `add`/`update`/`delete` for watch events (one call per event),
+/// `replace` after each list, and `resync` on its resync timer. A custom cache
+/// implements these verbs and nothing else; the batching a [`Fifo`](crate::fifo::Fifo)
+/// and a cache's [`Writer`] do behind a reflector is theirs, chosen by the
+/// reflector's constructor ([`Reflector::with_queue`](crate::Reflector::with_queue),
+/// [`Reflector::with_cache`](crate::Reflector::with_cache)).
 ///
 /// # Example
 /// ```
-/// use std::sync::Arc;
+/// use std::sync::{Arc, Mutex};
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector::store::{Indexer, Indexers, Store};
+/// use reflector::object::ObjectKey;
+/// use reflector::store::{Store, StoreError};
 ///
-/// fn feed(store: &dyn Store<ConfigMap>, cm: ConfigMap) {
-///     store.add(Arc::new(cm)).unwrap();
+/// /// The names of what is stored, nothing else.
+/// #[derive(Default)]
+/// struct Names(Mutex<Vec<String>>);
+/// impl Store<ConfigMap> for Names {
+///     fn add(&self, obj: Arc<ConfigMap>) -> Result<(), StoreError> {
+///         self.0.lock().unwrap().push(obj.metadata.name.clone().unwrap_or_default());
+///         Ok(())
+///     }
+///     fn update(&self, obj: Arc<ConfigMap>) -> Result<(), StoreError> { self.add(obj) }
+///     fn delete(&self, obj: Arc<ConfigMap>) -> Result<(), StoreError> {
+///         self.0.lock().unwrap().retain(|n| Some(n) != obj.metadata.name.as_ref());
+///         Ok(())
+///     }
+///     fn list(&self) -> Vec<Arc<ConfigMap>> { Vec::new() }
+///     fn list_keys(&self) -> Vec<ObjectKey> { Vec::new() }
+///     fn get_object(&self, _: &ConfigMap) -> Result<Option<Arc<ConfigMap>>, StoreError> { Ok(None) }
+///     fn get(&self, _: &ObjectKey) -> Option<Arc<ConfigMap>> { None }
+///     fn replace(&self, items: Vec<Arc<ConfigMap>>, _: &str) -> Result<(), StoreError> {
+///         *self.0.lock().unwrap() = Vec::new();
+///         items.into_iter().try_for_each(|obj| self.add(obj))
+///     }
+///     fn resync(&self) -> Result<(), StoreError> { Ok(()) }
 /// }
-/// let cache = Indexer::<ConfigMap>::new(Indexers::new());
+/// let names = Names::default();
 /// let mut cm = ConfigMap::default();
 /// cm.metadata.name = Some("a".into());
-/// feed(&cache, cm);
-/// assert_eq!(cache.len(), 1);
+/// names.add(Arc::new(cm)).unwrap();
+/// assert_eq!(*names.0.lock().unwrap(), ["a"]);
 /// ```
-pub trait Store<K: Object>: Any + Send + Sync {
+pub trait Store<K>: Send + Sync {
     /// Inserts or replaces the object under its key.
     ///
     /// # Errors
-    /// [`StoreError::Key`] if the key function fails; [`StoreError::Closed`] on a
-    /// closed FIFO.
+    /// The store's: [`StoreError::Key`] if the key function fails.
     fn add(&self, obj: Arc<K>) -> Result<(), StoreError>;
 
     /// Replaces the object under its key (inserting it if absent).
@@ -126,20 +139,20 @@ pub trait Store<K: Object>: Any + Send + Sync {
     /// `resource_version`.
     ///
     /// # Errors
-    /// [`StoreError::Key`] if the key function fails for an item (nothing is
-    /// replaced then); [`StoreError::Closed`] on a closed FIFO.
+    /// The store's: [`StoreError::Key`] if the key function fails for an item
+    /// (nothing is replaced then).
     fn replace(&self, items: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError>;
 
     /// Re-delivers every object to whoever consumes the store (a no-op for a plain
-    /// cache; `Sync` deltas for a DeltaFifo).
+    /// cache).
     ///
     /// # Errors
-    /// [`StoreError::Closed`] on a closed FIFO.
+    /// The store's.
     fn resync(&self) -> Result<(), StoreError>;
 }
 
-/// The read-only view of a cache a [`DeltaFifo`](crate::fifo::DeltaFifo) consults to
-/// find objects deleted while the watch was down, as client-go's `KeyListerGetter`.
+/// The read-only view of a cache a [`Fifo`](crate::fifo::Fifo) consults to find
+/// objects deleted while the watch was down, as client-go's `KeyListerGetter`.
 pub(crate) trait KeyListerGetter<K>: Send + Sync {
     /// Every key the cache holds.
     fn list_keys(&self) -> Vec<ObjectKey>;

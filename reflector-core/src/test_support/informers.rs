@@ -10,7 +10,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::objects::ns_pod;
-use crate::informer::{EventHandler, InformerQueue, Registration, SharedIndexInformer};
+use crate::fifo::QueueMode;
+use crate::informer::{EventHandler, InformerOptions, Registration, SharedIndexInformer};
 use crate::listwatch::FakeSource;
 use crate::object::MaybeTombstone;
 
@@ -82,24 +83,26 @@ pub(crate) fn start(informer: &SharedIndexInformer<Pod>) -> Running {
 /// A source holding a pod for each of `names`, and an informer over it (with
 /// `queue`) that resyncs every second.
 pub(crate) fn resyncing_informer(
-    queue: InformerQueue,
+    queue: QueueMode,
     names: &[&str],
 ) -> (FakeSource<Pod>, SharedIndexInformer<Pod>) {
     let source = FakeSource::<Pod>::new();
     for name in names {
         source.add(ns_pod(name));
     }
-    let informer = SharedIndexInformer::builder(source.clone())
-        .resync(Duration::from_secs(1))
-        .queue(queue)
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        source.clone(),
+        InformerOptions::default()
+            .resync(Duration::from_secs(1))
+            .queue(queue),
+    );
     (source, informer)
 }
 
 /// An empty source, an informer over it (with `queue`), and a recording listener
 /// registered on it.
 pub(crate) fn listened_informer(
-    queue: InformerQueue,
+    queue: QueueMode,
 ) -> (
     FakeSource<Pod>,
     SharedIndexInformer<Pod>,
@@ -107,9 +110,8 @@ pub(crate) fn listened_informer(
     Registration,
 ) {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(queue)
-        .build();
+    let informer =
+        SharedIndexInformer::with_options(source.clone(), InformerOptions::default().queue(queue));
     let listener = TestListener::default();
     let reg = informer.add_event_handler(listener.clone()).unwrap();
     (source, informer, listener, reg)

@@ -10,7 +10,7 @@ use super::api_errors::api_error;
 use super::lister_watchers::{ListResult, Rounds, Scripted, describe, recorder, scripted};
 use super::stores::RecordingStore;
 use crate::reflector::{Reflector, ReflectorOptions};
-use crate::store::Store;
+use crate::store::{Store, Writer};
 
 /// One row of a list table: the request the reflector must send, as
 /// `"rv=R[ limit=N][ continue=C]"`, and the server's answer to it.
@@ -18,26 +18,50 @@ pub(crate) type ListRow = (&'static str, ListResult);
 
 /// A reflector whose lister answers a table of list requests row by row, and
 /// whose watch ends each round as it opens.
-pub(crate) struct ListTable<S> {
+pub(crate) struct ListTable {
     pub(crate) reflector: Reflector<Pod, Scripted>,
-    pub(crate) store: Arc<S>,
+    /// What the reflector's store holds.
+    contents: Box<dyn Fn() -> Vec<Arc<Pod>> + Send + Sync>,
     rounds: Rounds,
     /// The request of every row, in order.
     expected: Vec<&'static str>,
     asked: Arc<Mutex<Vec<String>>>,
 }
 
-impl ListTable<RecordingStore> {
+impl ListTable {
     /// The table over a fresh recording store.
     pub(crate) fn new(options: ReflectorOptions, rows: Vec<ListRow>) -> Self {
-        Self::with_store(Arc::new(RecordingStore::default()), options, rows)
+        let store = Arc::new(RecordingStore::default());
+        let contents = Arc::clone(&store);
+        Self::build(
+            |lw| Reflector::new(lw, store, options),
+            Box::new(move || contents.list()),
+            rows,
+        )
     }
-}
 
-impl<S: Store<Pod> + 'static> ListTable<S> {
-    /// The table over `store`. A request other than the next row's is answered
-    /// 400 and shows in the requests [`ListTable::assert_rounds`] checks.
-    pub(crate) fn with_store(store: Arc<S>, options: ReflectorOptions, rows: Vec<ListRow>) -> Self {
+    /// The table over the cache `writer` writes.
+    pub(crate) fn with_cache(
+        writer: Writer<Pod>,
+        options: ReflectorOptions,
+        rows: Vec<ListRow>,
+    ) -> Self {
+        let reader = writer.reader();
+        Self::build(
+            |lw| Reflector::with_cache(lw, writer, options),
+            Box::new(move || reader.list()),
+            rows,
+        )
+    }
+
+    /// The table over the store `reflector` makes. A request other than the next
+    /// row's is answered 400 and shows in the requests [`ListTable::assert_rounds`]
+    /// checks.
+    fn build(
+        reflector: impl FnOnce(Scripted) -> Reflector<Pod, Scripted>,
+        contents: Box<dyn Fn() -> Vec<Arc<Pod>> + Send + Sync>,
+        rows: Vec<ListRow>,
+    ) -> Self {
         let expected = rows.iter().map(|(request, _)| *request).collect();
         let rows = Mutex::new(rows.into_iter().collect::<VecDeque<_>>());
         let asked = recorder();
@@ -63,10 +87,9 @@ impl<S: Store<Pod> + 'static> ListTable<S> {
             },
             rounds.watch(),
         );
-        let reflector = Reflector::new(lw, store.clone(), options);
         ListTable {
-            reflector,
-            store,
+            reflector: reflector(lw),
+            contents,
             rounds,
             expected,
             asked,
@@ -79,7 +102,7 @@ impl<S: Store<Pod> + 'static> ListTable<S> {
         let mut sizes = Vec::with_capacity(n);
         for _ in 0..n {
             self.rounds.run(&self.reflector).await.unwrap();
-            sizes.push(self.store.list().len());
+            sizes.push((self.contents)().len());
         }
         sizes
     }

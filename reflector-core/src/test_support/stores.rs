@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
 use super::objects::{Obj, names_and_rvs};
 use crate::object::ObjectKey;
-use crate::store::{KeyListerGetter, Store, StoreError, StoreSink};
+use crate::store::{KeyListerGetter, SinkError, Store, StoreError, StoreSink, WatchAction};
 
 /// A store that records every call, as client-go tests inspect their stores.
 #[derive(Default)]
@@ -92,14 +92,44 @@ impl Store<Pod> for RecordingStore {
     fn resync(&self) -> Result<(), StoreError> {
         self.resyncs.fetch_add(1, Ordering::SeqCst);
         if self.fail_resync {
-            Err(StoreError::Closed)
+            Err(StoreError::UnknownIndex("a failing resync".into()))
         } else {
             Ok(())
         }
     }
 }
 
+/// The verbs as a plain store's, and every resource version recorded.
 impl StoreSink<Pod> for RecordingStore {
+    fn apply_watch_run(
+        &self,
+        run: &mut Vec<(WatchAction, Arc<Pod>)>,
+        failed: &mut dyn FnMut(WatchAction, SinkError),
+    ) {
+        for (action, obj) in run.drain(..) {
+            let result = match action {
+                WatchAction::Add => self.add(obj),
+                WatchAction::Update => self.update(obj),
+                WatchAction::Delete => self.delete(obj),
+            };
+            if let Err(e) = result {
+                failed(action, e.into());
+            }
+        }
+    }
+
+    fn resync(&self) -> Result<(), SinkError> {
+        Ok(Store::resync(self)?)
+    }
+
+    fn replace_listed(
+        &self,
+        items: Vec<Arc<Pod>>,
+        resource_version: &str,
+    ) -> Result<(), SinkError> {
+        Ok(Store::replace(self, items, resource_version)?)
+    }
+
     fn update_resource_version(&self, resource_version: &str) {
         self.resource_versions
             .lock()

@@ -1,4 +1,4 @@
-//! Objects shared by the DeltaFifo integration tests.
+//! Objects shared by the queue's integration tests.
 
 use std::sync::Arc;
 

@@ -25,9 +25,10 @@ fn ver(_: &GizmoResource) -> Vec<String> {
 }
 
 fn main() {
-    let indexer = reflector::store::Indexer::new(
+    let indexer = reflector::store::Writer::new(
         <GizmoResource as reflector::reflect::Reflect>::indexers(),
-    );
+    )
+    .reader();
     let _ = GizmoResourceIndexes::by_count(&indexer, 3);
     let _ = GizmoResourceIndexes::by_type(&indexer, "x");
 }

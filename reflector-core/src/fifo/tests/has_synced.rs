@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::fifo::DeltaType;
-use crate::store::Store;
 
 use crate::test_support::*;
 use DeltaType::Sync;

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::fifo::{DeltaFifo, DeltaType, PoppedItem};
+use crate::fifo::{DeltaType, Fifo, QueueMode};
 use crate::object::ObjectKey;
-use crate::store::{KeyListerGetter, Store};
+use crate::store::KeyListerGetter;
 
 use crate::test_support::*;
 use DeltaType::Deleted;
@@ -68,9 +68,9 @@ fn op() -> impl proptest::strategy::Strategy<Value = Op> {
     ]
 }
 
-fn pop_now(f: &DeltaFifo<ConfigMap>, cache: &Cache) {
+fn pop_now(f: &Fifo<ConfigMap>, cache: &Cache) {
     use futures::FutureExt;
-    f.pop_one(|item| cache.apply(&item))
+    f.pop_with(|item| cache.apply(&item))
         .now_or_never()
         .expect("an item is ready")
         .expect("fifo open");
@@ -88,7 +88,7 @@ proptest::proptest! {
         last_list in proptest::collection::vec(0u8..6, 0..6),
     ) {
         let cache = Arc::new(Cache::default());
-        let f = DeltaFifo::new().cache_view(cache.clone());
+        let f = Fifo::new(QueueMode::PerKey).cache_view(cache.clone());
         let mut version = 0;
         let mut mk_v = |k: u8| {
             version += 1;

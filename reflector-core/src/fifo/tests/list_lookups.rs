@@ -1,7 +1,7 @@
 //! Whether a list starting now may find its objects among the known objects
 //! (`may_cache_listed`): the reflector looks none up when it may not.
 
-use crate::store::{Store, StoreSink};
+use crate::store::StoreSink;
 
 use crate::test_support::*;
 

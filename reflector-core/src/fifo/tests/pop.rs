@@ -6,31 +6,36 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::fifo::DeltaType;
+use crate::fifo::{FifoError, QueueMode};
 use crate::object::{ObjectKey, deletion_handling_key};
-use crate::store::{Store, StoreError};
 
 use crate::test_support::*;
 use DeltaType::{Added, Updated};
 
-#[tokio::test(start_paused = true)]
-async fn delta_fifo_pop_should_unblock_when_closed() {
-    let f = Arc::new(fifo_known(vec![mk("foo", 5)]));
+/// PopShouldUnblockWhenClosed (both client-go FIFOs): every waiting pop returns once
+/// the queue closes.
+async fn pop_should_unblock_when_closed(mode: QueueMode) {
+    let f = Arc::new(ported(mode, vec![mk("foo", 5)]));
     let pops: Vec<_> = (0..10)
         .map(|_| {
             let f = Arc::clone(&f);
             tokio::spawn(async move { f.pop(|_, _| ()).await })
         })
         .collect();
-    tokio::task::yield_now().await;
+    settle().await;
     f.close();
     for p in pops {
         let r = tokio::time::timeout(Duration::from_millis(500), p)
             .await
             .expect("pop returned within 500 ms of close")
             .unwrap();
-        assert_eq!(r, Err(StoreError::Closed));
+        assert_eq!(r, Err(FifoError::Closed));
     }
 }
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    pop_should_unblock_when_closed
+);
 
 #[tokio::test(start_paused = true)]
 async fn delta_fifo_close_drains_queued_items_then_fails_writes() {
@@ -39,11 +44,11 @@ async fn delta_fifo_close_drains_queued_items_then_fails_writes() {
     f.add(mk("b", 2)).unwrap();
     f.close();
     assert!(f.is_closed());
-    assert_eq!(f.add(mk("c", 3)), Err(StoreError::Closed));
-    assert_eq!(f.replace(vec![], "0"), Err(StoreError::Closed));
+    assert_eq!(f.add(mk("c", 3)), Err(FifoError::Closed));
+    assert_eq!(f.replace(vec![], "0"), Err(FifoError::Closed));
     assert_eq!(pop(&f).await.key.as_str(), "a");
     assert_eq!(pop(&f).await.key.as_str(), "b");
-    assert_eq!(f.pop_item().await, Err(StoreError::Closed));
+    assert_eq!(f.pop_item().await, Err(FifoError::Closed));
 }
 
 /// A `pop` dropped while waiting takes nothing: the next pop gets the item whole.
@@ -96,7 +101,8 @@ async fn delta_fifo_pop_runs_process_under_the_lock_and_returns_its_value() {
     let f = fifo();
     f.add(mk("a", 1)).unwrap();
     let (key, n, initial) = f
-        .pop(|deltas, initial| {
+        .pop(|entry, initial| {
+            let deltas = entry.deltas().unwrap();
             let key = deletion_handling_key(&deltas.newest().unwrap().object).unwrap();
             (key, deltas.len(), initial)
         })
@@ -112,7 +118,7 @@ async fn delta_fifo_add_does_not_wait_for_a_running_pop_callback() {
     let f = fifo();
     f.add(mk("a", 1)).unwrap();
     let popped = f
-        .pop_one(|item| {
+        .pop_with(|item| {
             f.add(mk("b", 2)).unwrap();
             f.update(mk("a", 3)).unwrap();
             item.key.to_string()

@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
+use crate::fifo::FifoError;
 use crate::fifo::{Delta, DeltaType, Deltas};
-use crate::object::{MaybeTombstone, ObjectKey};
-use crate::store::{Store, StoreError};
+use crate::object::{KeyError, MaybeTombstone, ObjectKey, deletion_handling_key};
 
 use crate::test_support::*;
 use DeltaType::{Added, Deleted, Sync};
@@ -113,17 +113,17 @@ fn delta_fifo_key_of() {
             obj: nobody.clone(),
         }
     };
+    // client-go's `KeyOf` of a tombstone and of a `Deltas` is
+    // `deletion_handling_key` of the tombstone, or of the newest delta's object.
+    let key_of_deltas = |ds: &Deltas<ConfigMap>| deletion_handling_key(&ds.newest()?.object).ok();
     assert_eq!(f.key_of(&mk("A", "")).unwrap().as_str(), "A");
-    assert_eq!(f.key_of_object(&t("B")).unwrap().as_str(), "B");
+    assert_eq!(deletion_handling_key(&t("B")).unwrap().as_str(), "B");
     let c = deltas(vec![Delta::new(Sync, mk("C", ""))]);
-    assert_eq!(f.key_of_deltas(&c).unwrap().as_str(), "C");
+    assert_eq!(key_of_deltas(&c).unwrap().as_str(), "C");
     let dd = deltas(vec![Delta::new(Deleted, t("D"))]);
-    assert_eq!(f.key_of_deltas(&dd).unwrap().as_str(), "D");
-    assert_eq!(
-        f.key_of_deltas(&Deltas::new()),
-        Err(StoreError::EmptyDeltas)
-    );
-    assert!(matches!(f.key_of(&nobody), Err(StoreError::Key(_))));
+    assert_eq!(key_of_deltas(&dd).unwrap().as_str(), "D");
+    assert_eq!(key_of_deltas(&Deltas::new()), None);
+    assert!(matches!(f.key_of(&nobody), Err(KeyError::MissingName)));
 }
 
 #[test]
@@ -139,11 +139,11 @@ fn delta_fifo_store_getters_return_newest_object() {
     assert_eq!(f.len(), 2);
     assert!(matches!(
         f.add(Arc::new(ConfigMap::default())),
-        Err(StoreError::Key(_))
+        Err(FifoError::Key(_))
     ));
     assert!(matches!(
         f.replace(vec![mk("x", 1), Arc::new(ConfigMap::default())], "0"),
-        Err(StoreError::Key(_))
+        Err(FifoError::Key(_))
     ));
     // A failed replace changes nothing.
     assert_eq!(f.len(), 2);

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::fifo::{DeltaFifo, DeltaType};
+use crate::fifo::{DeltaType, Fifo, QueueMode};
 
 use crate::test_support::*;
 use DeltaType::{Added, Deleted, Replaced, Sync};
@@ -74,7 +74,7 @@ async fn delta_fifo_replace_makes_deletions_for_objects_only_in_queue() {
     ];
     for (name, emit_replaced, script, expected) in cases {
         for with_known in [true, false] {
-            let mut f = DeltaFifo::new().emit_replaced(emit_replaced);
+            let mut f = Fifo::new(QueueMode::PerKey).emit_replaced(emit_replaced);
             if with_known {
                 f = f.cache_view(Arc::new(Literal(vec![])));
             }

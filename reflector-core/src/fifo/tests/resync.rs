@@ -2,7 +2,6 @@
 //! nothing pending.
 
 use crate::fifo::DeltaType;
-use crate::store::Store;
 
 use crate::test_support::*;
 use DeltaType::{Deleted, Sync, Updated};

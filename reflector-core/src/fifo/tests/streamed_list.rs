@@ -1,7 +1,7 @@
 //! First lists streamed in page by page into an empty FIFO.
 
 use crate::fifo::DeltaType;
-use crate::store::{Store, StoreError, StoreSink};
+use crate::store::{SinkError, StoreSink};
 
 use crate::test_support::*;
 use DeltaType::Replaced;
@@ -54,10 +54,7 @@ async fn delta_fifo_stream_refused_unless_first_list_into_empty_fifo() {
 
     let closed = fifo_known_replaced(vec![]);
     closed.close();
-    assert_eq!(
-        closed.stream_list_page(&page, true),
-        Err(StoreError::Closed)
-    );
+    assert_eq!(closed.stream_list_page(&page, true), Err(SinkError::Closed));
 }
 
 /// A streamed list that is abandoned (its next page failed) is reconciled by the

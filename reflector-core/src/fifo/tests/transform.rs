@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::fifo::{DeltaFifo, DeltaType, TransformFunc};
+use crate::fifo::{DeltaType, Fifo, QueueMode, TransformFunc};
 use crate::object::MaybeTombstone;
 use crate::object::ObjectKey;
-use crate::store::{Store, StoreSink};
+use crate::store::StoreSink;
 
 use crate::test_support::*;
 use DeltaType::{Deleted, Replaced, Sync};
@@ -29,14 +29,8 @@ async fn delta_fifo_transformer() {
             Arc::new(obj)
         })
     };
-    let f = DeltaFifo::new().shared_transform(xfrm);
-    f.add(mk("foo", 10)).unwrap();
-    f.add(mk("bar", 11)).unwrap();
-    f.update(mk("foo", 12)).unwrap();
-    f.delete(mk("foo", 15)).unwrap();
-    f.replace(vec![], "").unwrap();
-    f.add(mk("bar", 16)).unwrap();
-    f.replace(vec![], "").unwrap();
+    let f = Fifo::new(QueueMode::PerKey).shared_transform(xfrm);
+    transformer_writes(&f);
 
     assert_eq!(
         f.list_keys(),
@@ -94,7 +88,7 @@ fn counting_identity() -> (Arc<AtomicUsize>, TransformFunc<ConfigMap>) {
 async fn delta_fifo_transformer_skips_resync() {
     let (calls, xfrm) = counting_identity();
     let known = mk("foo", 5);
-    let f = DeltaFifo::new()
+    let f = Fifo::new(QueueMode::PerKey)
         .cache_view(Arc::new(Literal(vec![known.clone()])))
         .shared_transform(xfrm);
     f.resync().unwrap();
@@ -133,7 +127,7 @@ async fn delta_fifo_prepares_listed_objects_once_and_keeps_only_equal_known_ones
         Arc::new(cm)
     };
     let (foo, bar) = (with("foo", "5", &[]), with("bar", "6", &[]));
-    let f = DeltaFifo::new()
+    let f = Fifo::new(QueueMode::PerKey)
         .cache_view(Arc::new(Literal(vec![foo.clone(), bar.clone()])))
         .emit_replaced(true)
         .shared_transform(xfrm);

@@ -1,4 +1,4 @@
-//! `DeltaFifo::apply_watch_run` — a run of watch events queued at once — against
+//! `apply_watch_run` of the per-key queue — a run of watch events queued at once — against
 //! the same events handed over one `add`/`update`/`delete` call each: a property
 //! test that both FIFOs (each in front of its own cache) hand out the same items,
 //! plus the cases a run must get right on its own: a closed FIFO, a key error in
@@ -7,8 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::fifo::{DeltaFifo, DeltaType, PoppedItem};
-use crate::store::{Indexer, Indexers, Store, StoreError, StoreSink, WatchAction};
+use crate::fifo::{DeltaType, Fifo, QueueMode};
+use crate::store::{Indexers, SinkError, StoreError, StoreSink, WatchAction, Writer};
+use crate::test_support::PopItem;
 use k8s_openapi::api::core::v1::ConfigMap;
 use proptest::prelude::*;
 
@@ -39,24 +40,26 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// A FIFO in front of its own cache, as an informer has them.
 struct Pipeline {
-    cache: Indexer<ConfigMap>,
-    fifo: DeltaFifo<ConfigMap>,
+    cache: Writer<ConfigMap>,
+    fifo: Fifo<ConfigMap>,
 }
 
 impl Pipeline {
     fn new() -> Self {
-        let cache = Indexer::<ConfigMap>::new(Indexers::new());
-        let fifo = DeltaFifo::new().cache(cache.clone()).emit_replaced(true);
+        let cache = Writer::<ConfigMap>::new(Indexers::new());
+        let fifo = Fifo::new(QueueMode::PerKey)
+            .cache(cache.reader())
+            .emit_replaced(true);
         Pipeline { cache, fifo }
     }
 
     /// Pops one item (if any) into the cache; returns what it held: the key and
     /// each delta's type and resource version.
-    fn pop(&self) -> Option<(String, Vec<(DeltaType, String)>)> {
+    fn pop(&mut self) -> Option<(String, Vec<(DeltaType, String)>)> {
         if self.fifo.is_empty() {
             return None;
         }
-        let item: PoppedItem<ConfigMap> = futures::executor::block_on(self.fifo.pop_item()).ok()?;
+        let item = futures::executor::block_on(self.fifo.pop_item()).ok()?;
         let seen = item
             .deltas
             .iter()
@@ -84,8 +87,8 @@ proptest! {
     /// does, pop for pop.
     #[test]
     fn a_run_queues_what_one_call_per_event_queues(ops in proptest::collection::vec(op(), 0..120)) {
-        let per_event = Pipeline::new();
-        let in_runs = Pipeline::new();
+        let mut per_event = Pipeline::new();
+        let mut in_runs = Pipeline::new();
         let mut run: Vec<(WatchAction, Arc<ConfigMap>)> = Vec::new();
         let mut rv = 0u64;
         let mut refused = Vec::new();
@@ -121,7 +124,7 @@ proptest! {
             }
         }
         let keys = |p: &Pipeline| {
-            let mut k: Vec<String> = p.cache.list_keys().iter().map(ToString::to_string).collect();
+            let mut k: Vec<String> = p.cache.reader().list_keys().iter().map(ToString::to_string).collect();
             k.sort();
             k
         };
@@ -133,7 +136,7 @@ proptest! {
 /// run empty.
 #[test]
 fn a_closed_fifo_refuses_each_event_of_a_run() {
-    let fifo = DeltaFifo::<ConfigMap>::default();
+    let fifo = Fifo::<ConfigMap>::new(QueueMode::PerKey);
     fifo.close();
     let mut run = vec![
         (WatchAction::Add, cm(1, 1)),
@@ -146,9 +149,9 @@ fn a_closed_fifo_refuses_each_event_of_a_run() {
     assert_eq!(
         refused,
         [
-            (WatchAction::Add, StoreError::Closed),
-            (WatchAction::Update, StoreError::Closed),
-            (WatchAction::Delete, StoreError::Closed),
+            (WatchAction::Add, SinkError::Closed),
+            (WatchAction::Update, SinkError::Closed),
+            (WatchAction::Delete, SinkError::Closed),
         ]
     );
 }
@@ -157,7 +160,7 @@ fn a_closed_fifo_refuses_each_event_of_a_run() {
 /// are queued in order.
 #[test]
 fn a_key_error_refuses_only_its_own_event() {
-    let fifo = DeltaFifo::<ConfigMap>::default();
+    let fifo = Fifo::<ConfigMap>::new(QueueMode::PerKey);
     let mut run = vec![
         (WatchAction::Add, cm(1, 1)),
         (WatchAction::Add, Arc::new(ConfigMap::default())),
@@ -166,7 +169,10 @@ fn a_key_error_refuses_only_its_own_event() {
     let mut refused = Vec::new();
     fifo.apply_watch_run(&mut run, &mut |a, e| refused.push((a, e)));
     assert_eq!(refused.len(), 1);
-    assert!(matches!(refused[0], (WatchAction::Add, StoreError::Key(_))));
+    assert!(matches!(
+        refused[0],
+        (WatchAction::Add, SinkError::Store(StoreError::Key(_)))
+    ));
     let keys: Vec<String> = fifo.list_keys().iter().map(ToString::to_string).collect();
     assert_eq!(keys, ["ns/cm-1", "ns/cm-2"]);
 }
@@ -175,8 +181,8 @@ fn a_key_error_refuses_only_its_own_event() {
 /// not per key, must still reach every waiting popper).
 #[tokio::test(start_paused = true)]
 async fn a_run_wakes_every_waiting_popper() {
-    let fifo = Arc::new(DeltaFifo::<ConfigMap>::default());
-    let popper = |fifo: Arc<DeltaFifo<ConfigMap>>| {
+    let fifo = Arc::new(Fifo::<ConfigMap>::new(QueueMode::PerKey));
+    let popper = |fifo: Arc<Fifo<ConfigMap>>| {
         tokio::spawn(async move { fifo.pop_item().await.map(|item| item.key.to_string()) })
     };
     let (a, b) = (popper(Arc::clone(&fifo)), popper(Arc::clone(&fifo)));

@@ -1,13 +1,13 @@
-//! The DeltaFifo's watermark (the conservative rule: answered only by a batch that
-//! leaves the queue empty) at a relist and at a streamed first list, beside the
-//! event and bookmark cases in `delta_fifo/tests.rs`.
+//! The per-key queue's watermark at a relist and at a streamed first list: a list's
+//! version only once every entry it queued is applied (beside the event, bookmark
+//! and churn cases in `pop_batch_per_key.rs`).
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::fifo::DeltaFifo;
-use crate::store::{Store, StoreSink};
+use crate::fifo::Fifo;
+use crate::store::StoreSink;
 use crate::test_support::*;
 
 /// A ConfigMap `name` at resource version `rv`.
@@ -18,7 +18,7 @@ fn at(name: &str, rv: &str) -> Obj {
 }
 
 /// Pops a batch of up to `max`: how many items, and its watermark.
-async fn batch(f: &DeltaFifo<ConfigMap>, max: usize) -> (usize, Option<String>) {
+async fn batch(f: &Fifo<ConfigMap>, max: usize) -> (usize, Option<String>) {
     f.pop_batch(max, |items, w| (items.len(), w)).await.unwrap()
 }
 

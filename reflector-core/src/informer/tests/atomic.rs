@@ -123,7 +123,7 @@ async fn wait_for_notifications(reader: &ListerReader, n: usize) {
 /// before any handler hears of it, so a handler reading the lister at each of its
 /// 20,000 notifications sees the listed set every time (the whole set compared at
 /// the first and the last, its size and two keys at the others), and a reader on
-/// another thread never sees a part of it. With the DeltaFifo, whose relist is
+/// another thread never sees a part of it. With the per-key queue, whose relist is
 /// applied in batches of 128, that reader sees the cache part way. (Real threads: the
 /// handler runs beside the informer's task, as it does in production.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -133,12 +133,15 @@ async fn relist_reaches_handlers_and_readers_whole() {
     for i in 0..N {
         source.add(ns_pod(&format!("p{i:05}")));
     }
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(InformerQueue::InOrder)
-        .reflector_options(
-            ReflectorOptions::default().backoff(Duration::from_millis(1), Duration::from_millis(1)),
-        )
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        source.clone(),
+        InformerOptions::default()
+            .queue(crate::fifo::QueueMode::InOrder)
+            .reflector_options(
+                ReflectorOptions::default()
+                    .backoff(Duration::from_millis(1), Duration::from_millis(1)),
+            ),
+    );
     let reader = Arc::new(ListerReader {
         lister: informer.lister(),
         expected: Mutex::new(None),
@@ -261,10 +264,12 @@ async fn resync_redelivers_the_cache_as_one_state() {
     for i in 0..300 {
         source.add(ns_pod(&format!("p{i:03}")));
     }
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(InformerQueue::InOrder)
-        .resync(Duration::from_secs(1))
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        source.clone(),
+        InformerOptions::default()
+            .queue(crate::fifo::QueueMode::InOrder)
+            .resync(Duration::from_secs(1)),
+    );
     let recorder = Arc::new(ResyncRecorder {
         lister: informer.lister(),
         resyncs: Mutex::new(Vec::new()),

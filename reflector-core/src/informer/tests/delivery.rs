@@ -8,32 +8,38 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use tokio_util::sync::CancellationToken;
 
+use crate::fifo::QueueMode;
 use crate::informer::*;
 use crate::listwatch::{FakeSource, ListWatchError};
 
-use super::QUEUE;
 use crate::test_support::*;
+
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    shared_informer_transformer
+);
 
 /// TestSharedInformerTransformer: the transform runs before objects are cached and
 /// handlers see the transformed objects. (It cannot be set after start: only the
 /// builder sets it.)
-#[tokio::test(start_paused = true)]
-async fn shared_informer_transformer() {
+async fn shared_informer_transformer(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
     source.add(ns_pod("pod1"));
     source.add(ns_pod("pod2"));
     let calls = Arc::new(AtomicUsize::new(0));
     let c = calls.clone();
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(QUEUE)
-        .resync(Duration::from_secs(1))
-        .transform(move |p: Arc<Pod>| {
-            c.fetch_add(1, Ordering::SeqCst);
-            let mut p = Arc::unwrap_or_clone(p);
-            p.metadata.name = p.metadata.name.map(|n| n.to_uppercase());
-            Arc::new(p)
-        })
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        source.clone(),
+        InformerOptions::default()
+            .queue(queue)
+            .resync(Duration::from_secs(1))
+            .transform(move |p: Arc<Pod>| {
+                c.fetch_add(1, Ordering::SeqCst);
+                let mut p = Arc::unwrap_or_clone(p);
+                p.metadata.name = p.metadata.name.map(|n| n.to_uppercase());
+                Arc::new(p)
+            }),
+    );
     let l = TestListener::default();
     informer.add_event_handler(l.clone()).unwrap();
     let running = start(&informer);
@@ -44,14 +50,17 @@ async fn shared_informer_transformer() {
     running.stop().await;
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    event_panics
+);
+
 /// TestEventPanics: a panicking handler is caught; its listener goes on after a
 /// pause, and other handlers and the informer are unaffected.
-#[tokio::test(start_paused = true)]
-async fn event_panics() {
+async fn event_panics(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(QUEUE)
-        .build();
+    let informer =
+        SharedIndexInformer::with_options(source.clone(), InformerOptions::default().queue(queue));
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let s = seen.clone();
     informer
@@ -89,17 +98,20 @@ async fn event_panics() {
     running.stop().await;
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    a_panic_mid_batch_resumes_with_the_rest_of_the_batch
+);
+
 /// A handler that panics in the middle of a batch (the initial list) still gets the
 /// rest of that batch, after the pause, and its registration syncs.
-#[tokio::test(start_paused = true)]
-async fn a_panic_mid_batch_resumes_with_the_rest_of_the_batch() {
+async fn a_panic_mid_batch_resumes_with_the_rest_of_the_batch(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
     for i in 0..5 {
         source.add(ns_pod(&format!("p{i}")));
     }
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(QUEUE)
-        .build();
+    let informer =
+        SharedIndexInformer::with_options(source.clone(), InformerOptions::default().queue(queue));
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let s = seen.clone();
     let registration = informer
@@ -126,16 +138,19 @@ async fn a_panic_mid_batch_resumes_with_the_rest_of_the_batch() {
     running.stop().await;
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    deletes_and_tombstones_reach_handlers
+);
+
 /// Deletes reach handlers, including tombstones for deletes seen only by a relist.
-#[tokio::test(start_paused = true)]
-async fn deletes_and_tombstones_reach_handlers() {
+async fn deletes_and_tombstones_reach_handlers(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
     source.add(ns_pod("kept"));
     let gone = source.add(ns_pod("gone"));
     let missed = source.add(ns_pod("missed"));
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(QUEUE)
-        .build();
+    let informer =
+        SharedIndexInformer::with_options(source.clone(), InformerOptions::default().queue(queue));
     let deletes = Arc::new(Mutex::new(Vec::<(String, bool)>::new()));
     let d = deletes.clone();
     informer
@@ -164,14 +179,17 @@ async fn deletes_and_tombstones_reach_handlers() {
     running.stop().await;
 }
 
+each_queue!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    slow_handler_does_not_delay_fast_handler
+);
+
 /// A slow handler never delays a fast one: while a handler sleeping 100 ms per event
 /// has handled fewer than 100, a fast handler has handled all 10,000.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn slow_handler_does_not_delay_fast_handler() {
+async fn slow_handler_does_not_delay_fast_handler(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(QUEUE)
-        .build();
+    let informer =
+        SharedIndexInformer::with_options(source.clone(), InformerOptions::default().queue(queue));
     let fast = Arc::new(AtomicUsize::new(0));
     let slow = Arc::new(AtomicUsize::new(0));
     let (f, s) = (fast.clone(), slow.clone());
@@ -243,20 +261,25 @@ impl crate::listwatch::ListerWatcher<Pod> for AlwaysReady {
     }
 }
 
+each_queue!(
+    #[tokio::test(flavor = "current_thread")]
+    always_ready_watch_does_not_monopolize_the_thread
+);
+
 /// A watch stream that never waits does not keep the informer's task from yielding:
 /// on a single-threaded runtime, handlers see the first events and another task
 /// runs while the stream is still being pulled (so the FIFO never holds the whole
 /// stream).
-#[tokio::test(flavor = "current_thread")]
-async fn always_ready_watch_does_not_monopolize_the_thread() {
+async fn always_ready_watch_does_not_monopolize_the_thread(queue: QueueMode) {
     const EVENTS: usize = 5_000;
     let pulled = Arc::new(AtomicUsize::new(0));
-    let informer = SharedIndexInformer::builder(AlwaysReady {
-        events: EVENTS,
-        pulled: Arc::clone(&pulled),
-    })
-    .queue(QUEUE)
-    .build();
+    let informer = SharedIndexInformer::with_options(
+        AlwaysReady {
+            events: EVENTS,
+            pulled: Arc::clone(&pulled),
+        },
+        InformerOptions::default().queue(queue),
+    );
     // How far the stream had been pulled when the handler saw its first event.
     let pulled_at_first_event = Arc::new(AtomicUsize::new(usize::MAX));
     let seen = Arc::new(AtomicUsize::new(0));

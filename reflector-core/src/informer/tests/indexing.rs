@@ -5,31 +5,37 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::fifo::QueueMode;
 use crate::informer::*;
 use crate::listwatch::FakeSource;
 use crate::store::Indexers;
 
-use super::QUEUE;
 use crate::test_support::*;
+
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    indexer
+);
 
 /// TestIndexer: by_index works after sync, after later adds, and for an indexer
 /// added while the informer runs (existing objects are indexed).
-#[tokio::test(start_paused = true)]
-async fn indexer() {
+async fn indexer(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
     source.add(labelled("a", "app", "web"));
     source.add(labelled("b", "app", "db"));
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(QUEUE)
-        .indexers(Indexers::new().with("by_app", |p: &Pod| {
-            p.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get("app").cloned())
-                .into_iter()
-                .collect()
-        }))
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        source.clone(),
+        InformerOptions::default()
+            .queue(queue)
+            .indexers(Indexers::new().with("by_app", |p: &Pod| {
+                p.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("app").cloned())
+                    .into_iter()
+                    .collect()
+            })),
+    );
     let running = start(&informer);
     informer.wait_synced().await.unwrap();
     let names = |v: Vec<Arc<Pod>>| -> BTreeSet<String> {

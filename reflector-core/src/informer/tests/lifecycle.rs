@@ -6,16 +6,20 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::fifo::QueueMode;
 use crate::informer::*;
 use crate::listwatch::{FakeSource, ListWatchError};
 use crate::reflector::ReflectorOptions;
 
-use super::QUEUE;
 use crate::test_support::*;
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    shared_informer_error_handling
+);
+
 /// TestSharedInformerErrorHandling: a list error reaches the watch-error handler.
-#[tokio::test(start_paused = true)]
-async fn shared_informer_error_handling() {
+async fn shared_informer_error_handling(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
     source.add(ns_pod("pod1"));
     let mut denied = kube::core::Status::failure("Access Denied", "Forbidden").with_code(403);
@@ -23,19 +27,21 @@ async fn shared_informer_error_handling() {
     source.fail_lists(ListWatchError::Api(Box::new(denied)));
     let errors = Arc::new(Mutex::new(Vec::<String>::new()));
     let e = errors.clone();
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(QUEUE)
-        .resync(Duration::from_secs(1))
-        .reflector_options(ReflectorOptions::default().watch_error_handler(move |err| {
-            let mut msg = err.to_string();
-            let mut src = std::error::Error::source(err);
-            while let Some(s) = src {
-                msg.push_str(&format!(": {s}"));
-                src = s.source();
-            }
-            e.lock().unwrap().push(msg);
-        }))
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        source.clone(),
+        InformerOptions::default()
+            .queue(queue)
+            .resync(Duration::from_secs(1))
+            .reflector_options(ReflectorOptions::default().watch_error_handler(move |err| {
+                let mut msg = err.to_string();
+                let mut src = std::error::Error::source(err);
+                while let Some(s) = src {
+                    msg.push_str(&format!(": {s}"));
+                    src = s.source();
+                }
+                e.lock().unwrap().push(msg);
+            })),
+    );
     let running = start(&informer);
     eventually(|| !errors.lock().unwrap().is_empty()).await;
     assert!(
@@ -47,15 +53,18 @@ async fn shared_informer_error_handling() {
     running.stop().await;
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    shutdown
+);
+
 /// TestShutdown: `run` returns only after every listener task has ended, and the
 /// informer holds no task afterwards.
-#[tokio::test(start_paused = true)]
-async fn shutdown() {
+async fn shutdown(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
     source.add(ns_pod("pod1"));
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(QUEUE)
-        .build();
+    let informer =
+        SharedIndexInformer::with_options(source.clone(), InformerOptions::default().queue(queue));
     let handler = TestListener::default();
     informer.add_event_handler(handler.clone()).unwrap();
     let running = start(&informer);
@@ -70,11 +79,15 @@ async fn shutdown() {
     );
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    dropped_informer_frees_its_cache_and_handlers
+);
+
 /// Once stopped and no longer referenced, an informer frees its cache and its
 /// handlers: nothing it started keeps a handle to it.
-#[tokio::test(start_paused = true)]
-async fn dropped_informer_frees_its_cache_and_handlers() {
-    let (_source, informer) = resyncing_informer(QUEUE, &["pod1"]);
+async fn dropped_informer_frees_its_cache_and_handlers(queue: QueueMode) {
+    let (_source, informer) = resyncing_informer(queue, &["pod1"]);
     let handler = TestListener::default();
     // The registration holds the informer (for its `has_synced`); drop it too.
     drop(

@@ -2,34 +2,15 @@
 //! in-memory `FakeSource`, one file per behaviour. Time is tokio's paused clock
 //! unless a test needs real threads.
 //!
-//! The suite runs once per queue: each behaviour's file is compiled into
-//! `delta_fifo` and into `in_order`, whose `QUEUE` every informer it builds gets.
-
-/// Declares the suite's behaviour files in the module of one queue, whose `QUEUE`
-/// they take.
-macro_rules! behaviours {
-    () => {
-        #[path = "delivery.rs"]
-        mod delivery;
-        #[path = "indexing.rs"]
-        mod indexing;
-        #[path = "lifecycle.rs"]
-        mod lifecycle;
-        #[path = "registration.rs"]
-        mod registration;
-        #[path = "relist.rs"]
-        mod relist;
-        #[path = "resync.rs"]
-        mod resync;
-        #[path = "waits.rs"]
-        mod waits;
-    };
-}
+//! Each behaviour runs once per queue mode: its test body takes the mode, which
+//! every informer it builds gets, and `each_queue!` declares its `in_order` and
+//! `per_key` tests.
 
 mod atomic;
-mod delta_fifo;
-#[allow(
-    clippy::duplicate_mod,
-    reason = "the same behaviours, compiled again against the other queue"
-)]
-mod in_order;
+mod delivery;
+mod indexing;
+mod lifecycle;
+mod registration;
+mod relist;
+mod resync;
+mod waits;

@@ -5,10 +5,10 @@ use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::fifo::QueueMode;
 use crate::informer::*;
 use crate::listwatch::FakeSource;
 
-use super::QUEUE;
 use crate::test_support::*;
 
 /// With two registrations on `informer`, removes `first` (only it goes), then
@@ -27,28 +27,39 @@ fn assert_removes_one_at_a_time(
     assert_eq!(informer.handler_count(), 0);
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    shared_informer_remove_handler
+);
+
 /// TestSharedInformerRemoveHandler: a removed handler is no longer registered;
 /// removing it again is harmless.
-#[tokio::test(start_paused = true)]
-async fn shared_informer_remove_handler() {
-    let informer = SharedIndexInformer::builder(FakeSource::<Pod>::new())
-        .queue(QUEUE)
-        .build();
+async fn shared_informer_remove_handler(queue: QueueMode) {
+    let informer = SharedIndexInformer::with_options(
+        FakeSource::<Pod>::new(),
+        InformerOptions::default().queue(queue),
+    );
     let reg1 = informer.add_event_fn(|_| {}).unwrap();
     let reg2 = informer.add_event_fn(|_| {}).unwrap();
     assert_removes_one_at_a_time(&informer, &reg2, &reg1);
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    shared_informer_remove_foreign_handler
+);
+
 /// TestSharedInformerRemoveForeignHandler: removing another informer's registration
 /// is a no-op.
-#[tokio::test(start_paused = true)]
-async fn shared_informer_remove_foreign_handler() {
-    let a = SharedIndexInformer::builder(FakeSource::<Pod>::new())
-        .queue(QUEUE)
-        .build();
-    let b = SharedIndexInformer::builder(FakeSource::<Pod>::new())
-        .queue(QUEUE)
-        .build();
+async fn shared_informer_remove_foreign_handler(queue: QueueMode) {
+    let a = SharedIndexInformer::with_options(
+        FakeSource::<Pod>::new(),
+        InformerOptions::default().queue(queue),
+    );
+    let b = SharedIndexInformer::with_options(
+        FakeSource::<Pod>::new(),
+        InformerOptions::default().queue(queue),
+    );
     let reg_a = a.add_event_fn(|_| {}).unwrap();
     let reg_b = b.add_event_fn(|_| {}).unwrap();
     a.remove_event_handler(&reg_b);
@@ -59,25 +70,35 @@ async fn shared_informer_remove_foreign_handler() {
     assert_eq!((a.handler_count(), b.handler_count()), (1, 1));
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    shared_informer_multiple_registration
+);
+
 /// TestSharedInformerMultipleRegistration: the same handler registered twice gets
 /// two registrations, removable one at a time.
-#[tokio::test(start_paused = true)]
-async fn shared_informer_multiple_registration() {
-    let informer = SharedIndexInformer::builder(FakeSource::<Pod>::new())
-        .queue(QUEUE)
-        .build();
+async fn shared_informer_multiple_registration(queue: QueueMode) {
+    let informer = SharedIndexInformer::with_options(
+        FakeSource::<Pod>::new(),
+        InformerOptions::default().queue(queue),
+    );
     let shared = TestListener::default();
     let reg1 = informer.add_event_handler(shared.clone()).unwrap();
     let reg2 = informer.add_event_handler(shared).unwrap();
     assert_removes_one_at_a_time(&informer, &reg1, &reg2);
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    removing_removed_shared_informer
+);
+
 /// TestRemovingRemovedSharedInformer: removing twice is fine.
-#[tokio::test(start_paused = true)]
-async fn removing_removed_shared_informer() {
-    let informer = SharedIndexInformer::builder(FakeSource::<Pod>::new())
-        .queue(QUEUE)
-        .build();
+async fn removing_removed_shared_informer(queue: QueueMode) {
+    let informer = SharedIndexInformer::with_options(
+        FakeSource::<Pod>::new(),
+        InformerOptions::default().queue(queue),
+    );
     let reg = informer.add_event_fn(|_| {}).unwrap();
     informer.remove_event_handler(&reg);
     informer.remove_event_handler(&reg);
@@ -85,12 +106,17 @@ async fn removing_removed_shared_informer() {
     assert_eq!(informer.handler_count(), 0);
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    add_on_stopped_shared_informer
+);
+
 /// TestAddOnStoppedSharedInformer: adding to a stopped informer is an error.
-#[tokio::test(start_paused = true)]
-async fn add_on_stopped_shared_informer() {
-    let informer = SharedIndexInformer::builder(FakeSource::<Pod>::new())
-        .queue(QUEUE)
-        .build();
+async fn add_on_stopped_shared_informer(queue: QueueMode) {
+    let informer = SharedIndexInformer::with_options(
+        FakeSource::<Pod>::new(),
+        InformerOptions::default().queue(queue),
+    );
     let running = start(&informer);
     settle().await;
     running.stop().await;
@@ -101,10 +127,14 @@ async fn add_on_stopped_shared_informer() {
     );
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    remove_on_stopped_shared_informer
+);
+
 /// TestRemoveOnStoppedSharedInformer: removing from a stopped informer works.
-#[tokio::test(start_paused = true)]
-async fn remove_on_stopped_shared_informer() {
-    let (_source, informer) = resyncing_informer(QUEUE, &["pod1"]);
+async fn remove_on_stopped_shared_informer(queue: QueueMode) {
+    let (_source, informer) = resyncing_informer(queue, &["pod1"]);
     let reg = informer.add_event_handler(TestListener::default()).unwrap();
     let running = start(&informer);
     settle().await;
@@ -114,10 +144,14 @@ async fn remove_on_stopped_shared_informer() {
     assert!(!informer.is_registered(&reg));
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    remove_while_active
+);
+
 /// TestRemoveWhileActive: after removal the handler gets no more events.
-#[tokio::test(start_paused = true)]
-async fn remove_while_active() {
-    let (source, informer, l, reg) = listened_informer(QUEUE);
+async fn remove_while_active(queue: QueueMode) {
+    let (source, informer, l, reg) = listened_informer(queue);
     let running = start(&informer);
     settle().await;
     source.add(ns_pod("pod1"));
@@ -131,11 +165,15 @@ async fn remove_while_active() {
     running.stop().await;
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    add_while_active
+);
+
 /// TestAddWhileActive: a handler added after start first gets the cached objects as
 /// initial adds; its `has_synced` turns true only once it has handled them.
-#[tokio::test(start_paused = true)]
-async fn add_while_active() {
-    let (source, informer, l1, reg1) = listened_informer(QUEUE);
+async fn add_while_active(queue: QueueMode) {
+    let (source, informer, l1, reg1) = listened_informer(queue);
     assert!(!reg1.has_synced(), "synced before run");
     let running = start(&informer);
     source.add(ns_pod("pod1"));

@@ -10,11 +10,11 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::mpsc;
 
+use crate::fifo::QueueMode;
 use crate::informer::*;
 use crate::listwatch::FakeSource;
 use crate::object::MaybeTombstone;
 
-use super::QUEUE;
 use crate::test_support::*;
 
 /// Sends `(name, old priority, new priority)` for every update it is told of.
@@ -38,6 +38,11 @@ impl EventHandler<Pod> for Updates {
     fn on_delete(&self, _: &MaybeTombstone<Pod>) {}
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    relist_stores_what_the_server_answered_at_an_unchanged_resource_version
+);
+
 /// Two of three objects get a default (`priority: 5`) at their unchanged
 /// resourceVersions, the watch ends and resuming it is `410`: after the relist, both
 /// are cached with the default, at the same resourceVersion as before, as new copies;
@@ -46,16 +51,17 @@ impl EventHandler<Pod> for Updates {
 /// update from the old one; a handler without a resync period is told nothing
 /// (client-go delivers an update at an unchanged resourceVersion only to handlers due
 /// for a resync).
-#[tokio::test(start_paused = true)]
-async fn relist_stores_what_the_server_answered_at_an_unchanged_resource_version() {
+async fn relist_stores_what_the_server_answered_at_an_unchanged_resource_version(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
     for name in ["a", "b", "c"] {
         source.add(ns_pod(name));
     }
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(QUEUE)
-        .resync(Duration::from_secs(1))
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        source.clone(),
+        InformerOptions::default()
+            .queue(queue)
+            .resync(Duration::from_secs(1)),
+    );
     let (resyncing_tx, mut resyncing) = mpsc::unbounded_channel();
     informer.add_event_handler(Updates(resyncing_tx)).unwrap();
     let (plain_tx, mut plain) = mpsc::unbounded_channel();
@@ -66,10 +72,19 @@ async fn relist_stores_what_the_server_answered_at_an_unchanged_resource_version
     informer.wait_synced().await.expect("synced");
     // Once a resync round has begun, the resyncing handler is due at every check.
     let (_, old, new) = resyncing.recv().await.expect("a resync");
-    assert_eq!((old.as_str(), new.as_str()), ("", ""), "a resync: nothing changed");
+    assert_eq!(
+        (old.as_str(), new.as_str()),
+        ("", ""),
+        "a resync: nothing changed"
+    );
     let before: Vec<Arc<Pod>> = ["a", "b", "c"]
         .iter()
-        .map(|n| informer.indexer().get(&format!("ns/{n}").parse().unwrap()).unwrap())
+        .map(|n| {
+            informer
+                .indexer()
+                .get(&format!("ns/{n}").parse().unwrap())
+                .unwrap()
+        })
         .collect();
 
     source.rewrite_stored(|pod| {
@@ -102,11 +117,18 @@ async fn relist_stores_what_the_server_answered_at_an_unchanged_resource_version
         .await
         .expect("the resyncing handler is told of the relisted states");
     let cached_a = informer.indexer().get(&"ns/a".parse().unwrap()).unwrap();
-    assert!(Arc::ptr_eq(&cached_a, &before[0]), "ns/a: unchanged, the cached copy");
+    assert!(
+        Arc::ptr_eq(&cached_a, &before[0]),
+        "ns/a: unchanged, the cached copy"
+    );
     for old in &before[1..] {
         let key = format!("ns/{}", old.metadata.name.as_deref().unwrap());
         let cached = informer.indexer().get(&key.parse().unwrap()).unwrap();
-        assert_eq!(priority(&cached), "5", "{key}: the server's answer is cached");
+        assert_eq!(
+            priority(&cached),
+            "5",
+            "{key}: the server's answer is cached"
+        );
         assert_eq!(
             cached.metadata.resource_version, old.metadata.resource_version,
             "{key}: at the same resourceVersion"

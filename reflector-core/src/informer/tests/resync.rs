@@ -7,18 +7,22 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::fifo::QueueMode;
 use crate::informer::*;
 use crate::listwatch::FakeSource;
 
-use super::QUEUE;
 use crate::test_support::*;
+
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    listener_resync_periods
+);
 
 /// TestListenerResyncPeriods: handlers with resync 0, 2 s and 3 s on an informer
 /// whose default is 1 s: all get the initial list; at 2 s only the 2 s handler
 /// resyncs; at 3 s only the 3 s handler.
-#[tokio::test(start_paused = true)]
-async fn listener_resync_periods() {
-    let (_source, informer) = resyncing_informer(QUEUE, &["pod1", "pod2"]);
+async fn listener_resync_periods(queue: QueueMode) {
+    let (_source, informer) = resyncing_informer(queue, &["pod1", "pod2"]);
     let listeners: Vec<TestListener> = (0..3).map(|_| TestListener::default()).collect();
     for (l, period) in listeners.iter().zip([0, 2, 3]) {
         informer
@@ -58,15 +62,21 @@ async fn listener_resync_periods() {
     running.stop().await;
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    resync_check_period
+);
+
 /// TestResyncCheckPeriod: the informer checks at the smallest period asked for
 /// before start, and each handler keeps its own period.
-#[tokio::test(start_paused = true)]
-async fn resync_check_period() {
+async fn resync_check_period(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
-    let informer = SharedIndexInformer::builder(source)
-        .queue(QUEUE)
-        .resync(Duration::from_secs(12 * 3600))
-        .build();
+    let informer = SharedIndexInformer::with_options(
+        source,
+        InformerOptions::default()
+            .queue(queue)
+            .resync(Duration::from_secs(12 * 3600)),
+    );
     let check = |i: &SharedIndexInformer<Pod>| i.lock_state_for_tests().0;
     let add = |period: Duration| {
         informer
@@ -104,12 +114,16 @@ async fn resync_check_period() {
     assert_eq!(periods(&[&h5]), [Some(Duration::from_secs(1))]);
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    shared_informer_watch_disruption
+);
+
 /// TestSharedInformerWatchDisruption: after missed events and a dropped watch, the
 /// resumed watch delivers the changes; the non-resync listener gets only changed and
 /// new objects, the resync listener also the unchanged one.
-#[tokio::test(start_paused = true)]
-async fn shared_informer_watch_disruption() {
-    let (source, informer) = resyncing_informer(QUEUE, &["pod1", "pod2"]);
+async fn shared_informer_watch_disruption(queue: QueueMode) {
+    let (source, informer) = resyncing_informer(queue, &["pod1", "pod2"]);
     let no_resync = TestListener::default();
     let resync = TestListener::default();
     informer
@@ -149,20 +163,26 @@ async fn shared_informer_watch_disruption() {
 
 /// As client-go's OnUpdate: a Sync delta is a resync; a Replaced one is when the
 /// resource version did not change; an Updated one never is, even with the cached
-/// resource version (so handlers without resync still get it).
+/// resource version (so handlers without resync still get it). (How a popped batch
+/// is applied does not depend on the queue's mode.)
 #[tokio::test(start_paused = true)]
 async fn only_sync_and_unchanged_replaced_deltas_are_resyncs() {
-    use crate::fifo::{Delta, DeltaType, Deltas, PoppedItem};
+    use crate::fifo::{Delta, DeltaType, Deltas, Entry, Popped};
     use crate::informer::notification::Notification;
     use crate::object::MaybeTombstone;
-    use crate::store::Store;
-    let informer = SharedIndexInformer::builder(FakeSource::<Pod>::new())
-        .queue(QUEUE)
-        .build();
+    let informer = SharedIndexInformer::new(FakeSource::<Pod>::new());
+    let change = |delta_type, obj: &Arc<Pod>| Popped {
+        key: Some(crate::object::meta_namespace_key(obj.as_ref()).unwrap()),
+        entry: Entry::Deltas(Deltas::from(vec![Delta {
+            delta_type,
+            object: MaybeTombstone::Object(Arc::clone(obj)),
+        }])),
+        is_in_initial_list: false,
+    };
     let mut cached = ns_pod("p");
     cached.metadata.resource_version = Some("5".into());
     let cached = Arc::new(cached);
-    informer.indexer().add(Arc::clone(&cached)).unwrap();
+    informer.apply_for_tests(vec![change(DeltaType::Added, &cached)]);
     let mut newer = ns_pod("p");
     newer.metadata.resource_version = Some("6".into());
     let newer = Arc::new(newer);
@@ -174,15 +194,7 @@ async fn only_sync_and_unchanged_replaced_deltas_are_resyncs() {
         (DeltaType::Added, &cached, false),
     ];
     for (delta_type, obj, want) in cases {
-        let item = PoppedItem {
-            key: crate::object::meta_namespace_key(obj.as_ref()).unwrap(),
-            deltas: Deltas::one(Delta {
-                delta_type,
-                object: MaybeTombstone::Object(Arc::clone(obj)),
-            }),
-            is_in_initial_list: false,
-        };
-        let out = informer.handle_deltas_for_tests(item);
+        let out = informer.apply_for_tests(vec![change(delta_type, obj)]);
         assert_eq!(out.len(), 1);
         assert!(
             matches!(out[0], Notification::Update { .. }),

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::fifo::QueueMode;
 use crate::informer::*;
 use crate::listwatch::{FakeSource, ListWatchError};
 use crate::object::MaybeTombstone;
 
-use super::QUEUE;
 use crate::test_support::*;
 
 /// A handler that records when it handled its last initial add.
@@ -29,11 +29,15 @@ impl EventHandler<Pod> for SyncClock {
     fn on_delete(&self, _: &MaybeTombstone<Pod>) {}
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    wait_synced_wakes_at_sync_without_polling
+);
+
 /// The informer's and a registration's `wait_synced` return at the instant of sync
 /// (paused clock: no 100 ms polling step), after the first lists failed for a while,
 /// and a handler added after sync is waited for through its own initial adds.
-#[tokio::test(start_paused = true)]
-async fn wait_synced_wakes_at_sync_without_polling() {
+async fn wait_synced_wakes_at_sync_without_polling(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
     for i in 0..50 {
         source.add(ns_pod(&format!("p{i}")));
@@ -41,9 +45,8 @@ async fn wait_synced_wakes_at_sync_without_polling() {
     source.fail_lists(ListWatchError::Api(Box::new(
         kube::core::Status::failure("unavailable", "InternalError").with_code(500),
     )));
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(QUEUE)
-        .build();
+    let informer =
+        SharedIndexInformer::with_options(source.clone(), InformerOptions::default().queue(queue));
     let clock = SyncClock::default();
     let reg = informer.add_event_handler(clock.clone()).unwrap();
     let running = start(&informer);
@@ -87,14 +90,19 @@ async fn wait_synced_wakes_at_sync_without_polling() {
     running.stop().await;
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    wait_synced_fails_when_the_informer_stops_first
+);
+
 /// A wait for sync ends with an error, not a hang, when the informer stops first.
-#[tokio::test(start_paused = true)]
-async fn wait_synced_fails_when_the_informer_stops_first() {
+async fn wait_synced_fails_when_the_informer_stops_first(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
     source.fail_lists(ListWatchError::Api(Box::new(
         kube::core::Status::failure("unavailable", "InternalError").with_code(500),
     )));
-    let informer = SharedIndexInformer::builder(source).queue(QUEUE).build();
+    let informer =
+        SharedIndexInformer::with_options(source, InformerOptions::default().queue(queue));
     let reg = informer.add_event_handler(SyncClock::default()).unwrap();
     let running = start(&informer);
     let waits = tokio::spawn({
@@ -108,16 +116,19 @@ async fn wait_synced_fails_when_the_informer_stops_first() {
     assert_eq!(reg_wait, Err(InformerError::StoppedBeforeSync));
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    wait_for_resource_version_returns_once_the_cache_has_the_write
+);
+
 /// Read-your-writes: `wait_for_resource_version(rv)` returns once the cache holds
 /// the write that produced `rv`, not before; a version already applied returns at
 /// once.
-#[tokio::test(start_paused = true)]
-async fn wait_for_resource_version_returns_once_the_cache_has_the_write() {
+async fn wait_for_resource_version_returns_once_the_cache_has_the_write(queue: QueueMode) {
     let source = FakeSource::<Pod>::new();
     let first = source.add(ns_pod("a"));
-    let informer = SharedIndexInformer::builder(source.clone())
-        .queue(QUEUE)
-        .build();
+    let informer =
+        SharedIndexInformer::with_options(source.clone(), InformerOptions::default().queue(queue));
     let running = start(&informer);
     informer.wait_synced().await.unwrap();
     let first_rv = first.metadata.resource_version.clone().unwrap();
@@ -164,17 +175,24 @@ async fn wait_for_resource_version_returns_once_the_cache_has_the_write() {
     running.stop().await;
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    stale_bookmarks_advance_the_store_resource_version
+);
+
 /// Bookmarks advance the cache's resource version: each applied watch run moves it
 /// to the run's last version, a bookmark's too once the events before it are
 /// applied, and a wait for it is woken at that instant (paused clock: no poll).
 /// The `store_resource_version` gauge reads it.
-#[tokio::test(start_paused = true)]
-async fn stale_bookmarks_advance_the_store_resource_version() {
+async fn stale_bookmarks_advance_the_store_resource_version(queue: QueueMode) {
     let (tx, stream) = fake_watch();
-    let informer = SharedIndexInformer::new(scripted(
-        |_| Ok(pod_list("10", None, vec![pod("a", "5")])),
-        watch_once(stream),
-    ));
+    let informer = SharedIndexInformer::with_options(
+        scripted(
+            |_| Ok(pod_list("10", None, vec![pod("a", "5")])),
+            watch_once(stream),
+        ),
+        InformerOptions::default().queue(queue),
+    );
     assert_eq!(informer.store_resource_version(), None);
     let running = start(&informer);
     informer.wait_synced().await.unwrap();
@@ -207,14 +225,21 @@ async fn stale_bookmarks_advance_the_store_resource_version() {
     running.stop().await;
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    stale_store_version_not_an_integer_never_blocks_a_wait
+);
+
 /// A cache whose resource version is not an integer never blocks a wait (the
 /// comparison fails open, as client-go's).
-#[tokio::test(start_paused = true)]
-async fn stale_store_version_not_an_integer_never_blocks_a_wait() {
-    let informer = SharedIndexInformer::new(scripted(
-        |_| Ok(pod_list("etcd-less", None, vec![pod("a", "x")])),
-        never_send,
-    ));
+async fn stale_store_version_not_an_integer_never_blocks_a_wait(queue: QueueMode) {
+    let informer = SharedIndexInformer::with_options(
+        scripted(
+            |_| Ok(pod_list("etcd-less", None, vec![pod("a", "x")])),
+            never_send,
+        ),
+        InformerOptions::default().queue(queue),
+    );
     let running = start(&informer);
     informer.wait_synced().await.unwrap();
     assert_eq!(
@@ -229,5 +254,57 @@ async fn stale_store_version_not_an_integer_never_blocks_a_wait() {
     .expect("blocked on a version that cannot be compared")
     .unwrap();
     assert_eq!(informer.reflector_stats().store_resource_version, 0);
+    running.stop().await;
+}
+
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    a_write_is_reached_with_its_batch_under_churn_of_other_keys
+);
+
+/// Read-your-writes under churn: a write followed by a stream of changes to other
+/// keys (more than one batch) is reached, and a wait for it released, by the batch
+/// that applies the write, while the other keys' changes are still queued: neither
+/// mode waits for its queue to drain (a controller's deferred key is woken the same
+/// way, well before its 10 s fallback).
+async fn a_write_is_reached_with_its_batch_under_churn_of_other_keys(queue: QueueMode) {
+    let (tx, stream) = fake_watch();
+    let informer = SharedIndexInformer::with_options(
+        scripted(
+            |_| Ok(pod_list("10", None, vec![pod("w", "5")])),
+            watch_once(stream),
+        ),
+        InformerOptions::default().queue(queue),
+    );
+    let running = start(&informer);
+    informer.wait_synced().await.unwrap();
+    // What is still queued when the cache reaches the write, seen from the wake-up
+    // every wait for it gets (run by the batch that moves the version).
+    let queued_at_release = Arc::new(Mutex::new(None));
+    let recorded = Arc::clone(&queued_at_release);
+    let weak = informer.downgrade();
+    let wake = Box::new(move || {
+        let queued = weak.upgrade().map(|i| i.queued_items());
+        *recorded.lock().unwrap() = queued;
+    });
+    assert!(informer.indexer().version().wake_at(11, wake));
+    let waiting = tokio::spawn({
+        let informer = informer.clone();
+        async move { informer.wait_for_resource_version("11").await }
+    });
+    let churn = (0..300).map(|i| modified(&format!("other-{i}"), &(12 + i).to_string()));
+    send(&tx, std::iter::once(modified("w", "11")).chain(churn));
+    tokio::time::timeout(Duration::from_secs(1), waiting)
+        .await
+        .expect("released by the write's batch")
+        .unwrap()
+        .unwrap();
+    let queued = queued_at_release.lock().unwrap().expect("the wake-up ran");
+    assert!(
+        queued > 0,
+        "released only once the queue drained ({queued} queued), not by the write's batch"
+    );
+    let w = informer.lister().get(None, "w").unwrap();
+    assert_eq!(w.metadata.resource_version.as_deref(), Some("11"));
     running.stop().await;
 }

@@ -8,9 +8,9 @@ use kube::Api;
 use futures::FutureExt;
 
 use super::*;
-use crate::listwatch::FakeSource;
 use crate::listwatch::mock_api::MockApi;
 use crate::listwatch::scripted_decode::{Announced, wait_until};
+use crate::listwatch::{BoxListerWatcher, FakeSource};
 
 /// A ConfigMap whose data has escapes, multi-byte characters and brackets in
 /// strings, and a managedFields entry.

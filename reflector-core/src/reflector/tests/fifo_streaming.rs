@@ -7,12 +7,10 @@ use futures::FutureExt;
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::Notify;
 
-use super::QUEUE;
-use crate::fifo::{DeltaFifo, Entry, InOrderFifo};
-use crate::informer::InformerQueue;
+use crate::fifo::{Entry, Fifo, QueueMode};
 use crate::object::ObjectKey;
 use crate::reflector::{Reflector, ReflectorOptions};
-use crate::store::{Indexer, Indexers, KeyListerGetter, Store};
+use crate::store::{Indexer, Indexers, KeyListerGetter, Writer};
 use crate::test_support::*;
 
 /// A lister-watcher whose first list is two pages at resourceVersion 10, `a@1 b@2`
@@ -45,41 +43,50 @@ fn two_pages(release: &Arc<Notify>, relisted: Vec<Pod>) -> Scripted {
     }
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    first_list_streams_pages_into_an_empty_queue
+);
+
 /// The first list's pages reach an empty queue as they arrive: its consumer pops
 /// page one while page two is still being served, each item marked as in the
 /// initial list, and the queue syncs only once the list has ended (the in-order
 /// queue marks the end with a bookmark at the list's resource version).
-#[tokio::test(start_paused = true)]
-async fn first_list_streams_pages_into_an_empty_queue() {
+async fn first_list_streams_pages_into_an_empty_queue(mode: QueueMode) {
     let release = Arc::new(Notify::new());
     let lw = two_pages(&release, Vec::new());
-    let (queue, r) = reflector_into_informer_queue(QUEUE, lw, ReflectorOptions::default());
+    let (queue, r) = reflector_into_informer_queue(mode, lw, ReflectorOptions::default());
     let (cancel, task) = spawn_list_and_watch(&r);
-    queue
-        .assert_pops(&["initial a: Replaced@1", "initial b: Replaced@2"])
-        .await;
+    assert_pops(&queue, &["initial a: Replaced@1", "initial b: Replaced@2"]).await;
     assert!(!queue.has_synced(), "page two is still being served");
     assert_eq!(r.resource_version(), None);
     release.notify_one();
-    queue
-        .assert_pops(queue.per_queue(
+    assert_pops(
+        &queue,
+        per_mode(
+            mode,
             &["initial c: Replaced@3"],
             &["initial c: Replaced@3", "initial Bookmark@10"],
-        ))
-        .await;
-    queue.assert_syncs().await;
+        ),
+    )
+    .await;
+    assert_syncs(&queue).await;
     assert_eq!(r.resource_version().as_deref(), Some("10"));
     cancel.cancel();
     task.await.unwrap().unwrap();
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    streamed_list_started_over_after_expired_continue_is_reconciled
+);
+
 /// A streamed list whose continue token expires starts over as one full list, which
-/// the queue reconciles with what it streamed: in the DeltaFifo an object the full
+/// the queue reconciles with what it streamed: per key an object the full
 /// list lacks gets a tombstone, one it has gets its newer version; the in-order queue
 /// hands over the full list whole, after what it streamed, for the consumer to
 /// replace its cache with.
-#[tokio::test(start_paused = true)]
-async fn streamed_list_started_over_after_expired_continue_is_reconciled() {
+async fn streamed_list_started_over_after_expired_continue_is_reconciled(mode: QueueMode) {
     let lw = scripted(
         |p| {
             if p.continue_token.is_some() {
@@ -96,11 +103,13 @@ async fn streamed_list_started_over_after_expired_continue_is_reconciled() {
         },
         never_send,
     );
-    let (queue, r) = reflector_into_informer_queue(QUEUE, lw, ReflectorOptions::default());
+    let (queue, r) = reflector_into_informer_queue(mode, lw, ReflectorOptions::default());
     let (cancel, task) = spawn_list_and_watch(&r);
     eventually(|| r.resource_version().as_deref() == Some("20")).await;
-    queue
-        .assert_pops(queue.per_queue(
+    assert_pops(
+        &queue,
+        per_mode(
+            mode,
             &[
                 "initial a: Replaced@1, Deleted~@1",
                 "initial b: Replaced@2, Replaced@5",
@@ -111,8 +120,9 @@ async fn streamed_list_started_over_after_expired_continue_is_reconciled() {
                 "initial b: Replaced@2",
                 "initial ReplacedAll@20 [b@5 c@6]",
             ],
-        ))
-        .await;
+        ),
+    )
+    .await;
     assert!(queue.has_synced());
     cancel.cancel();
     task.await.unwrap().unwrap();
@@ -140,70 +150,71 @@ impl KeyListerGetter<Pod> for CountingCache {
     }
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    only_a_relist_looks_listed_objects_up_in_the_cache
+);
+
 /// The first list into an empty queue looks none of its objects up in the cache,
 /// though the cache fills while the list is read (every such lookup would miss); a
 /// relist looks each of its objects up, and hands the queue the cached copy of an
 /// unchanged one.
-#[tokio::test(start_paused = true)]
-async fn only_a_relist_looks_listed_objects_up_in_the_cache() {
+async fn only_a_relist_looks_listed_objects_up_in_the_cache(mode: QueueMode) {
     let release = Arc::new(Notify::new());
     let relisted = vec![pod("a", "1"), pod("b", "5"), pod("c", "3")];
     let lw = two_pages(&release, relisted);
+    let mut writer = Writer::new(Indexers::new());
     let cache = Arc::new(CountingCache {
-        indexer: Indexer::new(Indexers::new()),
+        indexer: writer.reader(),
         gets: AtomicUsize::new(0),
     });
-    let (queue, store): (_, Arc<dyn Store<Pod>>) = match QUEUE {
-        InformerQueue::InOrder => {
-            let fifo = Arc::new(InOrderFifo::new().cache_view(cache.clone()));
-            (QueueUnderTest::InOrder(fifo.clone()), fifo)
-        }
-        InformerQueue::DeltaFifo => {
-            let fifo = Arc::new(DeltaFifo::new().cache_view(cache.clone()).emit_replaced(true));
-            (QueueUnderTest::Delta(fifo.clone()), fifo)
-        }
-    };
-    let r = Arc::new(Reflector::new(lw, store, ReflectorOptions::default()));
+    let queue = Arc::new(
+        Fifo::new(mode)
+            .cache_view(cache.clone())
+            .emit_replaced(true),
+    );
+    let r = Arc::new(Reflector::with_queue(
+        lw,
+        Arc::clone(&queue),
+        ReflectorOptions::default(),
+    ));
     let first_list = tokio::spawn({
         let r = Arc::clone(&r);
         async move { r.list().await }
     });
-    queue
-        .assert_pops(&["initial a: Replaced@1", "initial b: Replaced@2"])
-        .await;
+    assert_pops(&queue, &["initial a: Replaced@1", "initial b: Replaced@2"]).await;
     // What the informer does with them: the cache is no longer empty.
-    cache.indexer.add(Arc::new(pod("a", "1"))).unwrap();
-    cache.indexer.add(Arc::new(pod("b", "2"))).unwrap();
+    writer.add(Arc::new(pod("a", "1"))).unwrap();
+    writer.add(Arc::new(pod("b", "2"))).unwrap();
     release.notify_one();
     first_list.await.unwrap().unwrap();
     assert_eq!(cache.gets.load(Ordering::SeqCst), 0, "first list");
-    queue
-        .assert_pops(queue.per_queue(
+    assert_pops(
+        &queue,
+        per_mode(
+            mode,
             &["initial c: Replaced@3"],
             &["initial c: Replaced@3", "initial Bookmark@10"],
-        ))
-        .await;
-    cache.indexer.add(Arc::new(pod("c", "3"))).unwrap();
+        ),
+    )
+    .await;
+    writer.add(Arc::new(pod("c", "3"))).unwrap();
     let cached_a = cache.indexer.get(&ObjectKey::new(None, "a")).unwrap();
 
     r.list().await.unwrap();
-    assert_eq!(cache.gets.load(Ordering::SeqCst), 3, "relist: one per object");
-    let relisted_a = match &queue {
-        QueueUnderTest::Delta(f) => f
-            .pop_item()
-            .await
-            .unwrap()
-            .deltas
-            .newest()
-            .map(|d| Arc::clone(d.object.object())),
-        QueueUnderTest::InOrder(f) => f
-            .pop_batch(1, |mut popped, _| match popped.pop().map(|p| p.entry) {
-                Some(Entry::ReplacedAll { objects, .. }) => objects.first().cloned(),
-                _ => None,
-            })
-            .await
-            .unwrap(),
-    };
+    assert_eq!(
+        cache.gets.load(Ordering::SeqCst),
+        3,
+        "relist: one per object"
+    );
+    let relisted_a = queue
+        .pop_batch(1, |mut popped, _| match popped.pop().map(|p| p.entry) {
+            Some(Entry::ReplacedAll { objects, .. }) => objects.first().cloned(),
+            Some(Entry::Deltas(deltas)) => deltas.newest().map(|d| Arc::clone(d.object.object())),
+            _ => None,
+        })
+        .await
+        .unwrap();
     assert!(
         relisted_a.is_some_and(|a| Arc::ptr_eq(&a, &cached_a)),
         "unchanged: cached copy"

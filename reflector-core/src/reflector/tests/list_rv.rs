@@ -7,7 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::reflector::ReflectorOptions;
-use crate::store::{Indexer, Indexers};
+use crate::store::{Indexers, Writer};
 use crate::test_support::*;
 
 /// TestReflectorResyncWithResourceVersion: the relist asks for the last resource
@@ -149,8 +149,10 @@ async fn reflector_paginating_non_consistent_reads_if_watch_cache_disabled() {
 /// decoded object for every changed or new key.
 #[tokio::test(start_paused = true)]
 async fn relist_reuses_cached_objects_whose_resource_version_is_unchanged() {
-    let table = ListTable::with_store(
-        Arc::new(Indexer::<Pod>::new(Indexers::new())),
+    let writer = Writer::<Pod>::new(Indexers::new());
+    let cache = writer.reader();
+    let table = ListTable::with_cache(
+        writer,
         ReflectorOptions::default(),
         vec![
             (
@@ -168,9 +170,9 @@ async fn relist_reuses_cached_objects_whose_resource_version_is_unchanged() {
         ],
     );
     table.run_rounds(1).await;
-    let before = cached(&table.store);
+    let before = cached(&cache);
     table.run_rounds(1).await;
-    let after = cached(&table.store);
+    let after = cached(&cache);
     assert_eq!(after.keys().collect::<Vec<_>>(), ["a", "b", "c"]);
     assert!(
         Arc::ptr_eq(&before["a"], &after["a"]),

@@ -10,7 +10,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 
-use super::QUEUE;
+use crate::fifo::QueueMode;
 use crate::listwatch::mock_api::MockApi;
 use crate::listwatch::{ApiListerWatcher, ListWatchError};
 use crate::reflector::{ReflectorError, ReflectorOptions};
@@ -64,11 +64,15 @@ fn errors_of(errors: &Mutex<Vec<String>>) -> Vec<String> {
         .clone()
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    one_list_body_streams_into_an_empty_queue_as_it_arrives
+);
+
 /// The first list's one body reaches an empty queue as it arrives: the consumer pops
 /// the first items while the server has not finished the body, and the queue syncs
 /// once the body has ended (the in-order queue marks the end with a bookmark). One request, the informer's first (`limit=500`, RV 0).
-#[tokio::test(start_paused = true)]
-async fn one_list_body_streams_into_an_empty_queue_as_it_arrives() {
+async fn one_list_body_streams_into_an_empty_queue_as_it_arrives(mode: QueueMode) {
     let api = MockApi::new("", "");
     let text = body(&[("a", "1"), ("b", "2"), ("c", "3")]);
     let cut = text.find(r#""name":"c""#).unwrap();
@@ -76,23 +80,24 @@ async fn one_list_body_streams_into_an_empty_queue_as_it_arrives() {
     api.queue_list_body(rx.boxed());
     tx.unbounded_send(Ok(Bytes::copy_from_slice(&text.as_bytes()[..cut])))
         .unwrap();
-    let (queue, r) = reflector_into_informer_queue(QUEUE, lw(&api), ReflectorOptions::default());
+    let (queue, r) = reflector_into_informer_queue(mode, lw(&api), ReflectorOptions::default());
     let (cancel, task) = spawn_list_and_watch(&r);
-    queue
-        .assert_pops(&["initial a: Replaced@1", "initial b: Replaced@2"])
-        .await;
+    assert_pops(&queue, &["initial a: Replaced@1", "initial b: Replaced@2"]).await;
     assert!(!queue.has_synced(), "the body is still arriving");
     assert_eq!(r.resource_version(), None);
     tx.unbounded_send(Ok(Bytes::copy_from_slice(&text.as_bytes()[cut..])))
         .unwrap();
     drop(tx);
-    queue
-        .assert_pops(queue.per_queue(
+    assert_pops(
+        &queue,
+        per_mode(
+            mode,
             &["initial c: Replaced@3"],
             &["initial c: Replaced@3", "initial Bookmark@10"],
-        ))
-        .await;
-    queue.assert_syncs().await;
+        ),
+    )
+    .await;
+    assert_syncs(&queue).await;
     assert_eq!(r.resource_version().as_deref(), Some("10"));
     let requests = api.requests();
     assert!(
@@ -110,13 +115,17 @@ async fn one_list_body_streams_into_an_empty_queue_as_it_arrives() {
     task.await.unwrap().unwrap();
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    a_body_cut_mid_item_fails_the_list_and_it_is_listed_again
+);
+
 /// A body broken off mid-item fails the list with the transport's error; what was
 /// decoded before the cut stays queued (a first list into an empty queue), the cut
 /// item is never applied, and the reflector lists again: that list's `replace`
-/// reconciles the queue (the DeltaFifo per key, the in-order queue with the whole
+/// reconciles the queue (the per-key queue key by key, the in-order queue with the whole
 /// list after what it streamed), which then syncs.
-#[tokio::test(start_paused = true)]
-async fn a_body_cut_mid_item_fails_the_list_and_it_is_listed_again() {
+async fn a_body_cut_mid_item_fails_the_list_and_it_is_listed_again(mode: QueueMode) {
     let text = body(&[("a", "1"), ("b", "2"), ("c", "3")]);
     let api = MockApi::new(&text, "");
     let cut = text.find(r#""name":"b""#).unwrap();
@@ -131,15 +140,17 @@ async fn a_body_cut_mid_item_fails_the_list_and_it_is_listed_again() {
         .boxed(),
     );
     let (options, errors) = recording_errors();
-    let (queue, r) = reflector_into_informer_queue(QUEUE, lw(&api), options);
+    let (queue, r) = reflector_into_informer_queue(mode, lw(&api), options);
     let (cancel, task) = spawn_run(&r);
     eventually(|| !errors_of(&errors).is_empty()).await;
     assert_eq!(errors_of(&errors), ["list:transport"]);
     assert_eq!(queue.len(), 1, "only the item before the cut");
     assert!(!queue.has_synced());
     eventually(|| r.resource_version().as_deref() == Some("10")).await;
-    queue
-        .assert_pops(queue.per_queue(
+    assert_pops(
+        &queue,
+        per_mode(
+            mode,
             &[
                 "initial a: Replaced@1, Replaced@1",
                 "initial b: Replaced@2",
@@ -149,8 +160,9 @@ async fn a_body_cut_mid_item_fails_the_list_and_it_is_listed_again() {
                 "initial a: Replaced@1",
                 "initial ReplacedAll@10 [a@1 b@2 c@3]",
             ],
-        ))
-        .await;
+        ),
+    )
+    .await;
     assert!(queue.has_synced());
     assert_eq!(
         errors_of(&errors),
@@ -161,11 +173,15 @@ async fn a_body_cut_mid_item_fails_the_list_and_it_is_listed_again() {
     task.await.unwrap();
 }
 
+each_queue!(
+    #[tokio::test(start_paused = true)]
+    a_malformed_item_fails_a_relist_naming_it_and_applies_nothing
+);
+
 /// A relist whose body has a malformed item in the middle fails with a decode error
 /// naming the item, and applies nothing (a relist is one `replace` at the end); the
 /// next relist applies the new state.
-#[tokio::test(start_paused = true)]
-async fn a_malformed_item_fails_a_relist_naming_it_and_applies_nothing() {
+async fn a_malformed_item_fails_a_relist_naming_it_and_applies_nothing(mode: QueueMode) {
     let good = body(&[("a", "1"), ("b", "5"), ("c", "6")]);
     let mut api = MockApi::new(&good, "");
     // Every watch fails, so every round relists.
@@ -183,27 +199,31 @@ async fn a_malformed_item_fails_a_relist_naming_it_and_applies_nothing() {
     assert_ne!(malformed, good);
     api.queue_list_body(MockApi::chunked(&malformed, 64));
     let (options, errors) = recording_errors();
-    let (queue, r) = reflector_into_informer_queue(QUEUE, lw(&api), options);
+    let (queue, r) = reflector_into_informer_queue(mode, lw(&api), options);
     let (cancel, task) = spawn_run(&r);
-    queue
-        .assert_pops(queue.per_queue(
+    assert_pops(
+        &queue,
+        per_mode(
+            mode,
             &["initial a: Replaced@1", "initial b: Replaced@2"],
             &[
                 "initial a: Replaced@1",
                 "initial b: Replaced@2",
                 "initial Bookmark@10",
             ],
-        ))
-        .await;
+        ),
+    )
+    .await;
     eventually(|| errors_of(&errors).len() == 2).await;
     assert_eq!(errors_of(&errors), ["watch", "list:item 1"]);
     assert_eq!(queue.len(), 0, "nothing of the failed relist was applied");
-    let relisted = queue.per_queue(
+    let relisted = per_mode(
+        mode,
         &["a: Replaced@1", "b: Replaced@5", "c: Replaced@6"],
         &["ReplacedAll@10 [a@1 b@5 c@6]"],
     );
     eventually(|| queue.len() == relisted.len()).await;
-    queue.assert_pops(relisted).await;
+    assert_pops(&queue, relisted).await;
     cancel.cancel();
     task.await.unwrap();
 }

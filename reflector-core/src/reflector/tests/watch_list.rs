@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::reflector::{Reflector, ReflectorOptions};
-use crate::store::{Indexer, Indexers, Store};
+use crate::store::{Indexers, Writer};
 use crate::test_support::*;
 
 pub(super) fn watch_list_options() -> ReflectorOptions {
@@ -177,14 +177,15 @@ async fn watch_list_expired_restarts_from_empty_resource_version() {
 #[tokio::test(start_paused = true)]
 async fn watch_list_reuses_cached_objects_whose_resource_version_is_unchanged() {
     let (tx, stream) = fake_watch();
-    let indexer = Arc::new(Indexer::<Pod>::new(Indexers::new()));
-    indexer
+    let mut writer = Writer::<Pod>::new(Indexers::new());
+    let indexer = writer.reader();
+    writer
         .replace(vec![Arc::new(pod("a", "1")), Arc::new(pod("b", "2"))], "2")
         .unwrap();
     let before = cached(&indexer);
-    let r = Arc::new(Reflector::new(
+    let r = Arc::new(Reflector::with_cache(
         scripted(no_list, watch_once(stream)),
-        indexer.clone(),
+        writer,
         watch_list_options(),
     ));
     send(&tx, [added("a", "1"), added("b", "7"), bookmark("7", true)]);

@@ -1,6 +1,7 @@
-//! Unit tests of the `Indexer`: the namespace index over keys, the view a DeltaFifo
-//! consults, custom keys.
+//! Unit tests of a cache through its `Writer` and `Indexer`s: the namespace index
+//! over keys, the view a queue consults, custom keys, the resource version.
 use super::*;
+use crate::store::Writer;
 use k8s_openapi::api::core::v1::ConfigMap;
 
 fn cm(ns: Option<&str>, name: &str) -> Arc<ConfigMap> {
@@ -25,17 +26,18 @@ fn names_in(cache: &Indexer<ConfigMap>, ns: &str) -> Vec<String> {
 /// what it holds is the same as reading them from the objects.
 #[test]
 fn namespace_index_over_namespaced_keys() {
-    let cache = Indexer::new(Indexers::new().with_namespace_index());
-    cache.add(cm(Some("a"), "x")).unwrap();
-    cache.add(cm(Some("a"), "y")).unwrap();
-    cache.add(cm(None, "node")).unwrap();
-    cache.update(cm(Some("a"), "x")).unwrap();
-    cache.add(cm(Some("b"), "x")).unwrap();
+    let mut writer = Writer::new(Indexers::new().with_namespace_index());
+    let cache = writer.reader();
+    writer.add(cm(Some("a"), "x")).unwrap();
+    writer.add(cm(Some("a"), "y")).unwrap();
+    writer.add(cm(None, "node")).unwrap();
+    writer.update(cm(Some("a"), "x")).unwrap();
+    writer.add(cm(Some("b"), "x")).unwrap();
     assert_eq!(names_in(&cache, "a"), ["x", "y"]);
     assert_eq!(names_in(&cache, "b"), ["x"]);
     assert_eq!(names_in(&cache, ""), ["node"]);
-    cache.delete(cm(Some("a"), "x")).unwrap();
-    cache.delete(cm(None, "node")).unwrap();
+    writer.delete(cm(Some("a"), "x")).unwrap();
+    writer.delete(cm(None, "node")).unwrap();
     assert_eq!(names_in(&cache, "a"), ["y"]);
     assert!(names_in(&cache, "").is_empty());
     let mut values = cache.index_values(NAMESPACE_INDEX);
@@ -43,13 +45,14 @@ fn namespace_index_over_namespaced_keys() {
     assert_eq!(values, ["a", "b"]);
 }
 
-/// The view a DeltaFifo consults is the cache itself.
+/// The view a queue consults is a reader of the cache.
 #[test]
 fn key_lister_getter_view() {
-    let cache = Indexer::new(Indexers::<ConfigMap>::new());
+    let mut writer = Writer::new(Indexers::<ConfigMap>::new());
+    let cache = writer.reader();
     let view: &dyn KeyListerGetter<ConfigMap> = &cache;
     assert!(view.is_empty());
-    cache.add(cm(Some("ns"), "a")).unwrap();
+    writer.add(cm(Some("ns"), "a")).unwrap();
     assert!(!view.is_empty());
     assert_eq!(view.list_keys(), [ObjectKey::new(Some("ns"), "a")]);
     assert!(view.get(&ObjectKey::new(Some("ns"), "a")).is_some());
@@ -60,7 +63,7 @@ fn key_lister_getter_view() {
 /// to another namespace under the same key moves in the namespace index too.
 #[test]
 fn namespace_index_follows_objects_under_custom_keys() {
-    let cache = Indexer::<ConfigMap>::with_key_func(
+    let mut writer = Writer::<ConfigMap>::with_key_func(
         |c: &ConfigMap| {
             Ok(ObjectKey::new(
                 None,
@@ -69,25 +72,45 @@ fn namespace_index_follows_objects_under_custom_keys() {
         },
         Indexers::new().with_namespace_index(),
     );
-    cache.add(cm(Some("a"), "x")).unwrap();
-    cache.update(cm(Some("b"), "x")).unwrap();
+    let cache = writer.reader();
+    writer.add(cm(Some("a"), "x")).unwrap();
+    writer.update(cm(Some("b"), "x")).unwrap();
     assert!(names_in(&cache, "a").is_empty());
     assert_eq!(names_in(&cache, "b"), ["x"]);
-    cache.delete(cm(Some("b"), "x")).unwrap();
+    writer.delete(cm(Some("b"), "x")).unwrap();
     assert!(names_in(&cache, "b").is_empty());
 }
 
 /// Fed straight by a reflector, the cache stands at each list's version and at
-/// the version each run of events (or a bookmark) was handed over through.
+/// the version each run of events (or a bookmark) was handed over through; once its
+/// writer is gone, a wait for a later version is told the cache will not get there.
 #[test]
 fn stale_indexer_fed_directly_stands_at_the_handed_over_version() {
-    use crate::store::StoreSink;
-    let cache = Indexer::new(Indexers::<ConfigMap>::new());
+    use crate::store::{StoreSink, WatchAction, WriterSink};
+    let writer = Writer::new(Indexers::<ConfigMap>::new());
+    let cache = writer.reader();
+    let sink = WriterSink::new(writer);
     assert_eq!(cache.resource_version(), None);
-    cache.replace(vec![cm(Some("a"), "x")], "10").unwrap();
+    sink.replace_listed(vec![cm(Some("a"), "x")], "10").unwrap();
     assert_eq!(cache.resource_version().as_deref(), Some("10"));
-    cache.add(cm(Some("a"), "y")).unwrap();
-    cache.handed_over("15");
+    let mut run = vec![(WatchAction::Add, cm(Some("a"), "y"))];
+    sink.apply_watch_run(&mut run, &mut |a, e| panic!("{a}: {e}"));
+    sink.handed_over("15");
     assert_eq!(cache.resource_version().as_deref(), Some("15"));
     assert_eq!(cache.version().numeric(), Some(15));
+    let (woken, later) = (
+        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        20,
+    );
+    let w = std::sync::Arc::clone(&woken);
+    assert!(cache.version().wake_at(
+        later,
+        Box::new(move || w.store(true, std::sync::atomic::Ordering::SeqCst))
+    ));
+    drop(sink);
+    assert!(
+        woken.load(std::sync::atomic::Ordering::SeqCst),
+        "the writer's drop wakes the wait"
+    );
+    assert!(!cache.version().reached(later).is_over());
 }

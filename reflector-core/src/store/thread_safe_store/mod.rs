@@ -54,6 +54,7 @@ struct State<K> {
 
 impl<K> ThreadSafeStore<K> {
     /// An empty store with the given indices.
+    #[cfg(test)]
     #[must_use]
     pub fn new(indexers: Indexers<K>) -> Self {
         Self::with_key_namespaces(indexers, false)
@@ -92,6 +93,7 @@ impl<K> ThreadSafeStore<K> {
     }
 
     /// Stores `obj` under `key`, replacing and re-indexing any previous object.
+    #[cfg(test)]
     pub fn add(&self, key: ObjectKey, obj: Arc<K>) {
         self.update(key, obj);
     }
@@ -99,6 +101,7 @@ impl<K> ThreadSafeStore<K> {
     /// Stores `obj` under `key`. Only the index values that differ between the
     /// previous object and `obj` are touched, so the cost is proportional to the
     /// object's values, not to the store.
+    #[cfg(test)]
     pub fn update(&self, key: ObjectKey, obj: Arc<K>) {
         self.upsert(key, obj);
     }
@@ -340,6 +343,16 @@ impl<K> BatchWriter<'_, K> {
     /// As [`ThreadSafeStore::delete`].
     pub(crate) fn delete(&mut self, key: &ObjectKey) -> Option<Arc<K>> {
         self.state.delete_locked(key)
+    }
+
+    /// Every key, as the batch has left them so far.
+    pub(crate) fn keys(&self) -> Vec<ObjectKey> {
+        self.state.items.keys().cloned().collect()
+    }
+
+    /// Every object, as the batch has left them so far.
+    pub(crate) fn objects(&self) -> Vec<Arc<K>> {
+        self.state.items.values().cloned().collect()
     }
 }
 

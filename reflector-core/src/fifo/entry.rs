@@ -1,19 +1,21 @@
-//! [`Entry`]: one change an [`InOrderFifo`](super::InOrderFifo) hands its consumer.
+//! [`Entry`]: one item a [`Fifo`](super::Fifo) hands its consumer; [`Popped`]: an
+//! entry in a popped batch, with its key.
 
 use std::fmt;
 use std::sync::Arc;
 
-use crate::fifo::Delta;
+use super::Deltas;
+use crate::object::ObjectKey;
 
-/// One entry of an [`InOrderFifo`](super::InOrderFifo), in the order the reflector
-/// handed it over, as a `Delta` of client-go's `RealFIFO`.
+/// One item of a [`Fifo`](super::Fifo), as client-go's `Deltas` (a DeltaFIFO's
+/// item) or a `RealFIFO`'s `Delta`.
 ///
-/// With atomic events (the default), a relist is one [`Entry::ReplacedAll`], a
-/// resync one [`Entry::SyncAll`], and each watch bookmark an [`Entry::Bookmark`];
-/// every watch event is an [`Entry::Delta`]. Without them (see
-/// [`InOrderFifo::atomic`](super::InOrderFifo::atomic)), a relist and a resync
-/// become per-object deltas computed against the consumer's cache, and bookmarks are
-/// not queued.
+/// [`Entry::Deltas`] holds changes to one object: in the
+/// [in-order](super::QueueMode::InOrder) mode one change, in the
+/// [per-key](super::QueueMode::PerKey) mode every change since the key was queued.
+/// The other entries come only in the in-order mode: a relist is one
+/// [`Entry::ReplacedAll`], a resync one [`Entry::SyncAll`], and each watch bookmark
+/// (or the end of a first list streamed page by page) an [`Entry::Bookmark`].
 ///
 /// # Example
 /// ```
@@ -21,29 +23,28 @@ use crate::fifo::Delta;
 /// # async fn main() {
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use reflector::fifo::{DeltaType, Entry, InOrderFifo};
-/// use reflector::store::Store;
+/// use reflector::fifo::{DeltaType, Entry, Fifo};
 ///
-/// let fifo = InOrderFifo::<ConfigMap>::new();
+/// let fifo = Fifo::<ConfigMap>::default();
 /// let mut cm = ConfigMap::default();
 /// cm.metadata.name = Some("a".into());
 /// fifo.add(Arc::new(cm.clone())).unwrap();
 /// fifo.replace(vec![Arc::new(cm)], "7").unwrap();
 /// let first = fifo.pop(|entry, _| entry).await.unwrap();
-/// assert!(matches!(first, Entry::Delta(d) if d.delta_type == DeltaType::Added));
+/// assert!(matches!(first, Entry::Deltas(d) if d[0].delta_type == DeltaType::Added));
 /// let second = fifo.pop(|entry, _| entry).await.unwrap();
 /// assert!(matches!(second, Entry::ReplacedAll { objects, .. } if objects.len() == 1));
 /// # }
 /// ```
 #[non_exhaustive]
 pub enum Entry<K> {
-    /// A change to one object: a watch event (`Added`, `Updated`, `Deleted`); or,
-    /// without atomic events, an object a relist listed (`Replaced`), a relist's
-    /// inferred deletion (`Deleted` with a
+    /// Changes to one object, oldest first (never empty): watch events (`Added`,
+    /// `Updated`, `Deleted`); listed objects (`Replaced`, or `Sync` in the per-key
+    /// mode unless [`emit_replaced`](super::Fifo::emit_replaced)); a relist's inferred
+    /// deletions (`Deleted` with a
     /// [`DeletedFinalStateUnknown`](crate::object::MaybeTombstone::DeletedFinalStateUnknown)
-    /// tombstone) or a resync's re-delivery (`Sync`); or an object of a first list
-    /// streamed page by page (`Replaced`).
-    Delta(Delta<K>),
+    /// tombstone); a resync's re-deliveries (`Sync`).
+    Deltas(Deltas<K>),
     /// A whole list, to be applied at once: the cache then holds exactly `objects`
     /// (transformed already), a state that existed at `resource_version`.
     #[doc(alias = "ReplacedAllInfo")]
@@ -67,19 +68,37 @@ pub enum Entry<K> {
 }
 
 impl<K> Entry<K> {
-    /// Whether this entry may share a batch with its neighbours: per-object deltas
+    /// The changes of an [`Entry::Deltas`]; `None` for the other entries.
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use reflector::fifo::{Delta, DeltaType, Deltas, Entry};
+    /// let entry = Entry::Deltas(Deltas::from(vec![Delta::new(DeltaType::Added, Arc::new(1))]));
+    /// assert_eq!(entry.deltas().map(|d| d.len()), Some(1));
+    /// assert!(Entry::<u32>::SyncAll.deltas().is_none());
+    /// ```
+    #[must_use]
+    pub fn deltas(&self) -> Option<&Deltas<K>> {
+        match self {
+            Entry::Deltas(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Whether this entry may share a batch with its neighbours: changes to objects
     /// and bookmarks may, a whole list or resync is processed alone. client-go's
-    /// `PopBatch` also takes a bookmark alone; here it rides with the deltas before
-    /// it, so the batch's watermark is the bookmark's version.
-    pub(crate) fn is_batchable(&self) -> bool {
-        matches!(self, Entry::Delta(_) | Entry::Bookmark { .. })
+    /// `PopBatch` also takes a bookmark alone; here it rides with the changes before
+    /// it.
+    pub(super) fn is_batchable(&self) -> bool {
+        matches!(self, Entry::Deltas(_) | Entry::Bookmark { .. })
     }
 }
 
 impl<K> Clone for Entry<K> {
     fn clone(&self) -> Self {
         match self {
-            Entry::Delta(d) => Entry::Delta(d.clone()),
+            Entry::Deltas(d) => Entry::Deltas(d.clone()),
             Entry::ReplacedAll {
                 objects,
                 resource_version,
@@ -98,7 +117,7 @@ impl<K> Clone for Entry<K> {
 impl<K: fmt::Debug> fmt::Debug for Entry<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Entry::Delta(d) => f.debug_tuple("Delta").field(d).finish(),
+            Entry::Deltas(d) => f.debug_tuple("Deltas").field(d).finish(),
             Entry::ReplacedAll {
                 objects,
                 resource_version,
@@ -119,7 +138,7 @@ impl<K: fmt::Debug> fmt::Debug for Entry<K> {
 impl<K: PartialEq> PartialEq for Entry<K> {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
-            (Entry::Delta(a), Entry::Delta(b)) => a == b,
+            (Entry::Deltas(a), Entry::Deltas(b)) => a == b,
             (
                 Entry::ReplacedAll {
                     objects: a,
@@ -142,4 +161,17 @@ impl<K: PartialEq> PartialEq for Entry<K> {
             _ => false,
         }
     }
+}
+
+/// One entry of a popped batch: what the informer applies.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Popped<K> {
+    /// The key of an [`Entry::Deltas`]'s object (a tombstone's own key); `None` for
+    /// the other entries.
+    pub(crate) key: Option<ObjectKey>,
+    /// The entry.
+    pub(crate) entry: Entry<K>,
+    /// Whether the entry belongs to the first list (popped before the queue synced),
+    /// as client-go's `isInInitialList`.
+    pub(crate) is_in_initial_list: bool,
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::fifo::InOrderFifo;
-use crate::store::{Store, StoreSink, WatchAction};
+use crate::fifo::Fifo;
+use crate::store::{StoreSink, WatchAction};
 use crate::test_support::*;
 
 /// A ConfigMap `name` at resource version `rv`.
@@ -18,7 +18,7 @@ fn at(name: &str, rv: &str) -> Obj {
 }
 
 /// Pops a batch of up to `max`: its entries shown, and its watermark.
-async fn batch(f: &InOrderFifo<ConfigMap>, max: usize) -> (Vec<String>, Option<String>) {
+async fn batch(f: &Fifo<ConfigMap>, max: usize) -> (Vec<String>, Option<String>) {
     f.pop_batch(max, |entries, w| {
         (entries.iter().map(|p| show(&p.entry)).collect(), w)
     })

@@ -1,7 +1,13 @@
-//! Unit tests of `pop_batch` and of the room a drained FIFO gives back.
+//! The per-key mode's batch pops, the room a drained queue gives back, and the
+//! consumer's watermark under churn of other keys.
+
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use super::*;
+use crate::fifo::state::SHRINK_ABOVE;
+use crate::fifo::{Fifo, QueueMode};
+use crate::store::StoreSink;
 
 fn cm(i: usize) -> Arc<ConfigMap> {
     let mut cm = ConfigMap::default();
@@ -14,13 +20,13 @@ fn cm(i: usize) -> Arc<ConfigMap> {
 /// holding the last initial item.
 #[tokio::test]
 async fn pop_batch_takes_up_to_max_in_order() {
-    let fifo = DeltaFifo::<ConfigMap>::default();
+    let fifo = Fifo::<ConfigMap>::new(QueueMode::PerKey);
     fifo.replace((0..5).map(cm).collect(), "1").unwrap();
     let first = fifo
         .pop_batch(3, |items, _| {
             items
                 .iter()
-                .map(|i| (i.key.to_string(), i.is_in_initial_list))
+                .map(|i| (i.key.as_ref().unwrap().to_string(), i.is_in_initial_list))
                 .collect::<Vec<_>>()
         })
         .await
@@ -43,7 +49,7 @@ async fn pop_batch_takes_up_to_max_in_order() {
 /// (watch traffic) keep theirs.
 #[tokio::test]
 async fn drained_fifo_frees_the_room_of_a_large_list() {
-    let fifo = DeltaFifo::<ConfigMap>::default();
+    let fifo = Fifo::<ConfigMap>::new(QueueMode::PerKey);
     fifo.replace((0..10_000).map(cm).collect(), "1").unwrap();
     assert!(fifo.lock().queue.capacity() >= 10_000);
     for _ in 0..10_000 {
@@ -51,7 +57,7 @@ async fn drained_fifo_frees_the_room_of_a_large_list() {
     }
     let (queue, items) = {
         let state = fifo.lock();
-        (state.queue.capacity(), state.items.capacity())
+        (state.queue.capacity(), state.positions.capacity())
     };
     assert!(queue <= SHRINK_ABOVE, "{queue}");
     assert!(items <= SHRINK_ABOVE, "{items}");
@@ -83,7 +89,7 @@ fn cm_at(i: usize, rv: &str) -> Arc<ConfigMap> {
 /// items.
 #[tokio::test]
 async fn stale_watermark_only_from_a_batch_that_drains_the_queue() {
-    let fifo = DeltaFifo::<ConfigMap>::default();
+    let fifo = Fifo::<ConfigMap>::new(QueueMode::PerKey);
     fifo.replace((0..3).map(|i| cm_at(i, "5")).collect(), "7")
         .unwrap();
     let first = fifo
@@ -115,46 +121,46 @@ async fn stale_watermark_only_from_a_batch_that_drains_the_queue() {
         .unwrap();
     assert_eq!(bookmark, (0, Some("12".to_owned())));
     fifo.handed_over("12");
+    let no_news = fifo.pop_batch(10, |items, w| (items.len(), w));
+    let no_news = tokio::time::timeout(std::time::Duration::from_secs(1), no_news).await;
+    assert!(no_news.is_err(), "12 was answered already: nothing to pop");
+    // An event's own version is handed over with it.
     fifo.add(cm_at(5, "13")).unwrap();
-    let no_news = fifo
+    let event = fifo
         .pop_batch(10, |items, w| (items.len(), w))
         .await
         .unwrap();
-    assert_eq!(
-        no_news,
-        (1, None),
-        "12 was answered already; 13 not handed over"
-    );
+    assert_eq!(event, (1, Some("13".to_owned())));
 
     // A plain pop never answers a watermark nor returns without an item.
     fifo.handed_over("14");
     fifo.add(cm_at(6, "15")).unwrap();
-    assert_eq!(fifo.pop(|d, _| d.len()).await.unwrap(), 1);
+    assert_eq!(fifo.pop(|e, _| e.deltas().unwrap().len()).await.unwrap(), 1);
     let after = fifo
         .pop_batch(10, |items, w| (items.len(), w))
         .await
         .unwrap();
-    assert_eq!(after, (0, Some("14".to_owned())));
+    assert_eq!(after, (0, Some("15".to_owned())));
 }
 
-/// A version handed over while the queue still holds a key handed over earlier
-/// is answered only by the batch that empties the queue, whatever the order of
-/// keys inside it (a `DeltaFifo` queues per key, so a partly drained queue says
-/// nothing about the versions behind it).
+/// The watermark moves with every batch, to the version handed over last before
+/// the oldest change still queued: a key whose changes joined its entry is applied
+/// whole, so its later change counts once its entry is popped; a change of another
+/// key queued between stays unapplied until its own entry is.
 #[tokio::test]
-async fn stale_watermark_waits_for_keys_queued_before_it() {
-    let fifo = DeltaFifo::<ConfigMap>::default();
+async fn per_key_watermark_stops_before_the_oldest_change_still_queued() {
+    let fifo = Fifo::<ConfigMap>::new(QueueMode::PerKey);
     fifo.add(cm_at(1, "10")).unwrap();
     fifo.add(cm_at(2, "11")).unwrap();
     fifo.update(cm_at(1, "12")).unwrap();
     fifo.handed_over("12");
     let first = fifo
-        .pop_batch(1, |items, w| (items[0].deltas.len(), w))
+        .pop_batch(1, |items, w| (items[0].entry.deltas().unwrap().len(), w))
         .await
         .unwrap();
     assert_eq!(
         first,
-        (2, None),
+        (2, Some("10".to_owned())),
         "cm-1's 10 and 12 are applied, cm-2's 11 is not"
     );
     let second = fifo
@@ -162,4 +168,48 @@ async fn stale_watermark_waits_for_keys_queued_before_it() {
         .await
         .unwrap();
     assert_eq!(second, (1, Some("12".to_owned())));
+}
+
+/// Under steady churn of other keys — the queue never drains — the watermark still
+/// reaches a write's version with the batch that applies the write's entry (what a
+/// read-your-writes wait for it is released by), and keeps up with every batch.
+#[tokio::test]
+async fn per_key_watermark_reaches_a_write_under_churn_of_other_keys() {
+    let fifo = Fifo::<ConfigMap>::new(QueueMode::PerKey);
+    let mut rv = 100_usize;
+    // A run of `n` updates to other keys (`cm-10` to `cm-59`), then its hand-over.
+    let churn = |rv: &mut usize, n: usize| {
+        for k in 0..n {
+            *rv += 1;
+            fifo.update(cm_at(10 + k % 50, &rv.to_string())).unwrap();
+        }
+        fifo.handed_over(&rv.to_string());
+    };
+    churn(&mut rv, 20);
+    rv += 1;
+    let write_rv = rv;
+    fifo.update(cm_at(1, &write_rv.to_string())).unwrap();
+    let mut reached = Vec::new();
+    for _ in 0..10 {
+        churn(&mut rv, 10);
+        let (applied_write, watermark) = fifo
+            .pop_batch(8, |items, w| {
+                let write = items
+                    .iter()
+                    .any(|p| p.key.as_ref().unwrap().name() == "cm-1");
+                (write, w.map(|w| w.parse::<usize>().unwrap()))
+            })
+            .await
+            .unwrap();
+        assert!(!fifo.is_empty(), "the churn keeps the queue from draining");
+        reached.push(watermark);
+        if applied_write {
+            assert!(
+                watermark.is_some_and(|w| w >= write_rv),
+                "the batch that applied the write reached {watermark:?}, not {write_rv}"
+            );
+            return;
+        }
+    }
+    panic!("the write's entry was never popped: {reached:?}");
 }

@@ -11,14 +11,14 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::fifo::InOrderFifo;
+use crate::fifo::Fifo;
+use crate::fifo::FifoError;
 use crate::object::ObjectKey;
-use crate::store::{Store, StoreError};
 use crate::test_support::*;
 
 /// Pops batches of up to `size` until the FIFO is empty: each batch's entries shown,
 /// and every entry popped as part of the initial list.
-async fn pop_batches(f: &InOrderFifo<ConfigMap>, size: usize) -> (Vec<Vec<String>>, Vec<String>) {
+async fn pop_batches(f: &Fifo<ConfigMap>, size: usize) -> (Vec<Vec<String>>, Vec<String>) {
     let (mut batches, mut initial) = (Vec::new(), Vec::new());
     while !f.is_empty() {
         let batch = f
@@ -184,7 +184,7 @@ async fn in_order_pop_broken_items_in_batch() {
             let written = f.add(Arc::clone(obj));
             let broken = Arc::ptr_eq(obj, &broken3) || Arc::ptr_eq(obj, &broken4);
             assert_eq!(
-                matches!(written, Err(StoreError::Key(_))),
+                matches!(written, Err(FifoError::Key(_))),
                 broken,
                 "{name}: {written:?}"
             );

@@ -2,16 +2,14 @@
 //! (`in_order_per_object`) unless the client-go test turns them on.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::fifo::{Entry, InOrderFifo};
+use crate::fifo::FifoError;
+use crate::fifo::{Entry, Fifo};
 use crate::object::{KeyError, ObjectKey};
-use crate::store::{Store, StoreError, StoreSink};
+use crate::store::StoreSink;
 use crate::test_support::*;
-
-use super::assert_nothing_to_pop_in_order;
 
 /// basic: two producers at once; each one's objects come out in its order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -35,8 +33,8 @@ async fn in_order_basic() {
         let (name, val) = tokio::time::timeout(
             crate::test_support::PATIENCE,
             f.pop(|e, _| match e {
-                Entry::Delta(d) => {
-                    let o = d.object.object();
+                Entry::Deltas(ds) => {
+                    let o = ds[0].object.object();
                     (o.metadata.name.clone().unwrap(), data(o, "val"))
                 }
                 other => panic!("unexpected {other:?}"),
@@ -77,7 +75,7 @@ async fn in_order_replace_with_delete_delta_in() {
 async fn in_order_replace_makes_deletions_for_objects_only_in_queue() {
     let obj = mk("foo", 2);
     let obj_v2 = mk("foo", 3);
-    type Ops = Box<dyn Fn(&InOrderFifo<ConfigMap>)>;
+    type Ops = Box<dyn Fn(&Fifo<ConfigMap>)>;
     let table: Vec<(&str, Ops, Vec<&str>)> = vec![
         (
             "added object is deleted on replace",
@@ -180,7 +178,7 @@ async fn in_order_add_update() {
         pop_all_shown(&f).await,
         ["Added foo=10", "Updated foo=12", "Deleted foo=15"]
     );
-    assert_nothing_to_pop_in_order(&f).await;
+    assert_nothing_to_pop(&f).await;
 }
 
 /// transformer: the transform runs once on every object coming in, never on the
@@ -198,13 +196,7 @@ async fn in_order_transformer() {
         times.push('+');
         Arc::new(o)
     });
-    f.add(mk("foo", 10)).unwrap();
-    f.add(mk("bar", 11)).unwrap();
-    f.update(mk("foo", 12)).unwrap();
-    f.delete(mk("foo", 15)).unwrap();
-    f.replace(vec![], "").unwrap();
-    f.add(mk("bar", 16)).unwrap();
-    f.replace(vec![], "").unwrap();
+    transformer_writes(&f);
     let want = [
         "Added foo=10",
         "Added bar=11",
@@ -216,9 +208,10 @@ async fn in_order_transformer() {
     ];
     assert_eq!(queued(&f), want);
     for entry in f.entries() {
-        let Entry::Delta(d) = entry else {
+        let Entry::Deltas(ds) = entry else {
             panic!("a delta")
         };
+        let d = &ds[0];
         let times = d.object.object().metadata.annotations.as_ref().unwrap()["xfrm"].clone();
         assert_eq!(times, "+", "transformed exactly once: {d:?}");
     }
@@ -262,7 +255,7 @@ async fn in_order_add_replace() {
     f.add(mk("foo", 10)).unwrap();
     f.replace(vec![mk("foo", 15)], "0").unwrap();
     assert_eq!(pop_all_shown(&f).await, ["Added foo=10", "Replaced foo=15"]);
-    assert_nothing_to_pop_in_order(&f).await;
+    assert_nothing_to_pop(&f).await;
 }
 
 /// ResyncNonExisting: a resync skips a key with a queued change.
@@ -421,7 +414,7 @@ async fn in_order_detect_line_jumpers() {
 /// every listed entry is popped (a key listed twice is popped twice).
 #[tokio::test(start_paused = true)]
 async fn in_order_has_synced() {
-    type Step = fn(&InOrderFifo<ConfigMap>);
+    type Step = fn(&Fifo<ConfigMap>);
     let replace_ab: Step = |f| f.replace(vec![mk("a", 1), mk("b", 2)], "0").unwrap();
     let cases: Vec<(Vec<Step>, usize, bool)> = vec![
         (vec![], 0, false),
@@ -448,27 +441,6 @@ async fn in_order_has_synced() {
     }
 }
 
-/// PopShouldUnblockWhenClosed: every waiting pop returns once the FIFO closes.
-#[tokio::test(start_paused = true)]
-async fn in_order_pop_should_unblock_when_closed() {
-    let f = Arc::new(in_order_per_object(vec![mk("foo", 5)]));
-    let pops: Vec<_> = (0..10)
-        .map(|_| {
-            let f = Arc::clone(&f);
-            tokio::spawn(async move { f.pop(|_, _| ()).await })
-        })
-        .collect();
-    settle().await;
-    f.close();
-    for p in pops {
-        let got = tokio::time::timeout(Duration::from_secs(1), p)
-            .await
-            .expect("pop returned after close")
-            .unwrap();
-        assert_eq!(got, Err(StoreError::Closed));
-    }
-}
-
 /// KeyOf: every popped per-object entry carries its object's key, computed by the
 /// key function, except a tombstone, whose key is its own (the key it was cached
 /// under); whole lists, resyncs and bookmarks carry none. (client-go's `keyOf` also
@@ -484,7 +456,7 @@ async fn in_order_key_of() {
     f.replace(vec![mk("C", 3)], "").unwrap();
     assert!(matches!(
         f.add(Arc::new(ConfigMap::default())),
-        Err(StoreError::Key(KeyError::MissingName))
+        Err(FifoError::Key(KeyError::MissingName))
     ));
     let atomic = in_order(vec![]).key_func(prefixed);
     atomic.replace(vec![mk("D", 4)], "5").unwrap();

@@ -3,18 +3,16 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::fifo::InOrderFifo;
-use crate::store::{Store, StoreSink};
+use crate::fifo::Fifo;
+use crate::store::StoreSink;
 use crate::test_support::*;
-
-use super::assert_nothing_to_pop_in_order;
 
 /// ReplaceAtomic: with atomic events a relist is one entry with the whole list,
 /// in order with the other changes; a bookmark is its own entry.
 #[tokio::test(start_paused = true)]
 async fn in_order_replace_atomic() {
     let obj = mk("foo", 2);
-    type Ops = Box<dyn Fn(&InOrderFifo<ConfigMap>)>;
+    type Ops = Box<dyn Fn(&Fifo<ConfigMap>)>;
     let table: Vec<(&str, Ops, Vec<&str>)> = vec![
         (
             "base replace",
@@ -71,7 +69,7 @@ async fn in_order_replace_atomic_pop() {
     f.replace(vec![mk("foo", 15)], "20").unwrap();
     assert_eq!(pop_shown(&f).await, "Added foo=10");
     assert_eq!(pop_shown(&f).await, "ReplacedAll@20 [foo=15]");
-    assert_nothing_to_pop_in_order(&f).await;
+    assert_nothing_to_pop(&f).await;
 }
 
 /// ResyncAtomic: with atomic events a resync is one entry, after what was queued.

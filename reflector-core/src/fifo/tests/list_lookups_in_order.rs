@@ -3,8 +3,8 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::fifo::InOrderFifo;
-use crate::store::{Store, StoreSink};
+use crate::fifo::{Fifo, QueueMode};
+use crate::store::StoreSink;
 use crate::test_support::*;
 
 /// Only cached objects, or an entry queued or being applied (which the consumer may
@@ -13,7 +13,7 @@ use crate::test_support::*;
 #[tokio::test(start_paused = true)]
 async fn in_order_may_cache_listed_only_with_cached_queued_or_applied_objects() {
     assert!(
-        !InOrderFifo::<ConfigMap>::new().may_cache_listed(),
+        !Fifo::<ConfigMap>::new(QueueMode::InOrder).may_cache_listed(),
         "no cache"
     );
     let f = in_order(vec![]);
@@ -24,7 +24,7 @@ async fn in_order_may_cache_listed_only_with_cached_queued_or_applied_objects() 
     assert!(while_applied, "a is being applied");
     assert!(!f.may_cache_listed(), "a was applied to no cache");
     assert!(in_order(vec![mk("b", 1)]).may_cache_listed(), "b is cached");
-    let f = InOrderFifo::<ConfigMap>::new();
+    let f = Fifo::<ConfigMap>::new(QueueMode::InOrder);
     f.add(mk("a", 1)).unwrap();
     assert!(!f.may_cache_listed(), "queued, but no cache");
 }

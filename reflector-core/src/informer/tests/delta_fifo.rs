@@ -1,5 +1,0 @@
-//! The informer suite with the DeltaFifo.
-
-const QUEUE: crate::informer::InformerQueue = crate::informer::InformerQueue::DeltaFifo;
-
-behaviours!();
