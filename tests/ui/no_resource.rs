@@ -1,6 +1,6 @@
 use reflector::Reflect;
 
-#[derive(Reflect, Clone)]
+#[derive(Reflect, Clone, serde::Serialize)]
 pub struct Widget {
     #[reflect(index)]
     owner: String,
