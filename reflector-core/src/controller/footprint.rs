@@ -5,57 +5,17 @@
 
 use std::fmt;
 
-use kube::Resource;
-
 use crate::informer::SharedIndexInformer;
 use crate::metrics::Health;
 use crate::object::{Object, short_type_name};
 
+use super::group_resource::GroupResource;
 use super::kind_key::ResourceScope;
 
-/// A kind as RBAC names it: its API group and resource (plural).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct KindRef {
-    /// The API group (`""` for the core group).
-    pub(crate) group: String,
-    /// The resource, as in the URL (`configmaps`).
-    pub(crate) plural: String,
-}
-
-impl KindRef {
-    /// `K`'s group and resource.
-    pub(crate) fn of<K: Resource>() -> Self
-    where
-        K::DynamicType: Default,
-    {
-        let dt = K::DynamicType::default();
-        KindRef {
-            group: K::group(&dt).into_owned(),
-            plural: K::plural(&dt).into_owned(),
-        }
-    }
-}
-
-impl KindRef {
-    /// The kind `informer` lists, read from its list URL; `None` for an informer that
-    /// does not list through the API server (a `FakeSource`), which needs no RBAC.
-    fn of_informer<O: Object>(informer: &SharedIndexInformer<O>) -> Option<Self> {
-        let scope = ResourceScope::from_url(informer.api_url()?)?;
-        Some(KindRef {
-            group: scope.group().to_owned(),
-            plural: scope.resource().to_owned(),
-        })
-    }
-}
-
-impl fmt::Display for KindRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.group.is_empty() {
-            f.write_str(&self.plural)
-        } else {
-            write!(f, "{}.{}", self.plural, self.group)
-        }
-    }
+/// The kind `informer` lists, read from its list URL; `None` for an informer that does
+/// not list through the API server (a `FakeSource`), which needs no RBAC.
+fn listed_by<O: Object>(informer: &SharedIndexInformer<O>) -> Option<GroupResource> {
+    ResourceScope::from_url(informer.api_url()?).map(ResourceScope::into_group_resource)
 }
 
 /// What a controller does with a kind it watches.
@@ -77,7 +37,7 @@ type ReadinessCheck = Box<dyn FnOnce(&Health, &str) + Send + Sync>;
 #[derive(Default)]
 pub(crate) struct Footprint {
     /// In the order the informers were given: the primary first.
-    pub(crate) kinds: Vec<(KindRef, KindUse)>,
+    pub(crate) kinds: Vec<(GroupResource, KindUse)>,
     readiness: Vec<ReadinessCheck>,
 }
 
@@ -94,7 +54,7 @@ impl Footprint {
     /// (any Rust type: `K`, `PartialObjectMeta<K>`, `DynamicObject`), or for an informer
     /// that lists through no URL none (a `FakeSource` needs no RBAC).
     pub(crate) fn add<O: Object>(&mut self, informer: &SharedIndexInformer<O>, used: KindUse) {
-        self.add_kind(KindRef::of_informer(informer), informer, used);
+        self.add_kind(listed_by(informer), informer, used);
     }
 
     /// As [`add`](Self::add), with `O`'s own kind for an informer without a URL.
@@ -103,13 +63,14 @@ impl Footprint {
         O: Object,
         O::DynamicType: Default,
     {
-        let kind = KindRef::of_informer(informer).unwrap_or_else(KindRef::of::<O>);
+        let kind = listed_by(informer)
+            .unwrap_or_else(|| GroupResource::of::<O>(&O::DynamicType::default()));
         self.add_kind(Some(kind), informer, used);
     }
 
     fn add_kind<O: Object>(
         &mut self,
-        kind: Option<KindRef>,
+        kind: Option<GroupResource>,
         informer: &SharedIndexInformer<O>,
         used: KindUse,
     ) {

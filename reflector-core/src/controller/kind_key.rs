@@ -6,6 +6,8 @@ use std::any::TypeId;
 
 use kube::{Api, Resource};
 
+use super::group_resource::GroupResource;
+
 /// A resource (API group and plural name) and, for one namespace's view of it, the
 /// namespace: what one `kube::Api` URL reaches.
 ///
@@ -13,8 +15,7 @@ use kube::{Api, Resource};
 /// every served version of the resource shares.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ResourceScope {
-    group: String,
-    resource: String,
+    resource: GroupResource,
     namespace: Option<String>,
 }
 
@@ -42,27 +43,23 @@ impl ResourceScope {
             return None;
         }
         Some(ResourceScope {
-            group: group.to_owned(),
-            resource: resource.to_owned(),
+            resource: GroupResource {
+                group: group.to_owned(),
+                resource: resource.to_owned(),
+            },
             namespace: namespace.map(str::to_owned),
         })
     }
 
-    /// The API group (`""` for the core group).
-    pub(crate) fn group(&self) -> &str {
-        &self.group
-    }
-
-    /// The resource, as in the URL (`configmaps`).
-    pub(crate) fn resource(&self) -> &str {
-        &self.resource
+    /// The resource, without the namespace.
+    pub(crate) fn into_group_resource(self) -> GroupResource {
+        self.resource
     }
 
     /// The resource of `C` (described by `dyntype`), in `namespace`.
     fn of<C: Resource>(dyntype: &C::DynamicType, namespace: Option<&str>) -> Self {
         ResourceScope {
-            group: C::group(dyntype).into_owned(),
-            resource: C::plural(dyntype).into_owned(),
+            resource: GroupResource::of::<C>(dyntype),
             namespace: namespace.map(str::to_owned),
         }
     }
@@ -70,8 +67,7 @@ impl ResourceScope {
     /// Whether a cache listing `self` holds an object written through `written`: the
     /// same resource, and for a cache of one namespace, that namespace.
     fn holds(&self, written: &ResourceScope) -> bool {
-        self.group == written.group
-            && self.resource == written.resource
+        self.resource == written.resource
             && self
                 .namespace
                 .as_ref()
@@ -134,9 +130,11 @@ mod tests {
 
     fn scope(group: &str, resource: &str, namespace: Option<&str>) -> Option<ResourceScope> {
         Some(ResourceScope {
-            group: group.to_owned(),
-            resource: resource.to_owned(),
-            namespace: namespace.map(str::to_owned),
+            resource: GroupResource {
+                group: group.into(),
+                resource: resource.into(),
+            },
+            namespace: namespace.map(Into::into),
         })
     }
 

@@ -52,6 +52,7 @@ mod error_policy;
 mod event_filter;
 mod finalizer;
 mod footprint;
+mod group_resource;
 mod key_gate;
 mod kind_key;
 mod managed;
@@ -79,6 +80,7 @@ pub use owner_mapping::OwnerMapping;
 pub use recording_api::RecordingApi;
 pub use request::Request;
 
-pub(crate) use footprint::{KindRef, KindUse};
+pub(crate) use footprint::KindUse;
+pub(crate) use group_resource::GroupResource;
 pub(crate) use managed::{Managed, ManagedController, PreparedController};
 pub(crate) use shutdown::{Shutdown, Trigger};

@@ -12,7 +12,7 @@ use kube::{Api, Client};
 use prometheus_client::registry::Registry;
 
 use crate::controller::{
-    Action, Controller, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT, ErrorPolicy, KindRef, KindUse,
+    Action, Controller, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT, ErrorPolicy, GroupResource, KindUse,
     ManagedController, Request, Trigger,
 };
 use crate::events::{Recorder, RecorderConfig};
@@ -106,7 +106,7 @@ pub struct Manager {
     /// Flushed on shutdown, before the lease is given up.
     pub(super) recorders: Vec<Recorder>,
     /// Every kind a controller watches, and how it uses it (for the RBAC).
-    pub(super) kinds: Vec<(KindRef, KindUse)>,
+    pub(super) kinds: Vec<(GroupResource, KindUse)>,
     /// Rules added with `rbac_rule`.
     pub(super) extra_rules: Vec<PolicyRule>,
     pub(super) graceful_shutdown_timeout: Duration,

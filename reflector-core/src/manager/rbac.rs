@@ -77,17 +77,17 @@ impl Manager {
                 .extend(granted);
         };
         for (kind, used) in &self.kinds {
-            grant(&kind.group, kind.plural.clone(), &READ);
+            grant(&kind.group, kind.resource.clone(), &READ);
             match used {
                 KindUse::Primary => {
-                    grant(&kind.group, kind.plural.clone(), &WRITE_PRIMARY);
+                    grant(&kind.group, kind.resource.clone(), &WRITE_PRIMARY);
                     grant(
                         &kind.group,
-                        format!("{}/status", kind.plural),
+                        format!("{}/status", kind.resource),
                         &WRITE_PRIMARY,
                     );
                 }
-                KindUse::Owned => grant(&kind.group, kind.plural.clone(), &WRITE_OWNED),
+                KindUse::Owned => grant(&kind.group, kind.resource.clone(), &WRITE_OWNED),
                 KindUse::Watched => {}
             }
         }
