@@ -2,6 +2,8 @@
 //! envelope (uid, `allowed`, the Status of a denial, warnings, the patch of a
 //! defaulting hook) is the library's; the hook sees typed objects.
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use kube::Resource;
 use kube::core::DynamicObject;
 use kube::core::admission::{
@@ -32,24 +34,21 @@ pub(crate) fn mutate<K: Defaulter>(body: &[u8]) -> Answer {
         Ok(opened) => opened,
         Err(answer) => return answer,
     };
-    let response = AdmissionResponse::from(&opened.request);
-    let response = match (&opened.request.operation, opened.object, opened.sent) {
+    let allowed = AdmissionResponse::from(&opened.request);
+    match (&opened.request.operation, opened.object, opened.sent) {
         (Operation::Create | Operation::Update, Some(object), Some(sent)) => {
             match defaulted(object, &sent, &opened.ctx) {
-                Ok(patch) if patch.0.is_empty() => response,
-                Ok(patch) => response.with_patch(patch).unwrap_or_else(|e| {
-                    denied(&opened.request, &Denial::new(e.to_string()).code(500))
-                }),
-                Err(denial) => denied(&opened.request, &denial),
+                Ok(patch) if patch.0.is_empty() => review(allowed),
+                Ok(patch) => patched(allowed, &patch),
+                Err(denial) => review(denied(&opened.request, &denial)),
             }
         }
         (Operation::Create | Operation::Update, ..) => {
             let message = format!("a {:?} review with no object", opened.request.operation);
-            denied(&opened.request, &Denial::new(message).code(400))
+            review(denied(&opened.request, &Denial::new(message).code(400)))
         }
-        _ => response,
-    };
-    review(response)
+        _ => review(allowed),
+    }
 }
 
 /// The patch `K`'s hook makes to `object` (`sent`, decoded).
@@ -197,6 +196,24 @@ fn denied(request: &AdmissionRequest<DynamicObject>, denial: &Denial) -> Admissi
     response.result.code = denial.status_code();
     response.result.reason = denial.reason().to_owned();
     response
+}
+
+/// `response` with `patch`, in its review, as JSON: the patch base64-encoded, as
+/// the API server decodes a `[]byte` from JSON (kube's `AdmissionResponse` would
+/// write it as an array of numbers).
+fn patched(response: AdmissionResponse, patch: &json_patch::Patch) -> Answer {
+    let mut answer = review(response);
+    if let Answer::Review(value) = &mut answer {
+        let encoded = serde_json::to_vec(patch).map(|bytes| STANDARD.encode(bytes));
+        if let (Some(fields), Ok(encoded)) = (
+            value.get_mut("response").and_then(Value::as_object_mut),
+            encoded,
+        ) {
+            fields.insert("patch".into(), Value::String(encoded));
+            fields.insert("patchType".into(), Value::String("JSONPatch".into()));
+        }
+    }
+    answer
 }
 
 /// `response` in its review, as JSON.

@@ -32,7 +32,6 @@ const META_KIND: &str = "ConversionReview";
 /// webhooks.conversion::<v2::Widget>().spoke::<v1::Widget>().spoke::<v1beta1::Widget>();
 /// ```
 /// ([`Convertible`] has the whole example.)
-#[must_use = "a conversion is registered when this is dropped: add its spokes with `.spoke::<V>()` in the same statement"]
 pub struct Conversion<'a, H>
 where
     H: Resource<DynamicType = ()> + CustomResourceExt + Serialize + DeserializeOwned,

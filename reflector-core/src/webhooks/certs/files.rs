@@ -132,3 +132,71 @@ fn apply(contents: &Contents, served: &Served) -> Result<(), WebhookError> {
     served.set_ca(ca.as_deref());
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &std::path::Path, name: &str) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec![name.to_owned()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        std::fs::write(dir.join(KEY_FILE), key.serialize_pem()).unwrap();
+        std::fs::write(dir.join(CERT_FILE), cert.pem()).unwrap();
+    }
+
+    fn leaf(served: &Served) -> Vec<u8> {
+        served.current().expect("a certificate").cert[0].to_vec()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn changed_files_are_served_at_the_next_poll_and_bad_ones_are_not() {
+        let dir = std::env::temp_dir().join(format!("reflector-certs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        write(&dir, "one.example");
+        let certs = CertDir {
+            dir: dir.clone(),
+            poll: Duration::from_secs(10),
+        };
+        let served = Arc::new(Served::new());
+        let last = certs.load(&served).await.unwrap();
+        let first = leaf(&served);
+        assert!(served.ca().borrow().is_none(), "no ca.crt, no CA");
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(certs.watch(served.clone(), last, stop.clone()));
+
+        write(&dir, "two.example");
+        std::fs::write(dir.join(CA_FILE), "CA PEM").unwrap();
+        tokio::time::sleep(Duration::from_secs(9)).await;
+        assert_eq!(leaf(&served), first, "read before the poll");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let second = leaf(&served);
+        assert_ne!(second, first, "the changed files were not served");
+        assert_eq!(served.ca().borrow().as_deref(), Some("CA PEM"));
+
+        // A key that does not match: the last good certificate stays.
+        std::fs::write(
+            dir.join(KEY_FILE),
+            rcgen::KeyPair::generate().unwrap().serialize_pem(),
+        )
+        .unwrap();
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert_eq!(leaf(&served), second);
+
+        stop.cancel();
+        task.await.unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn missing_files_are_an_error() {
+        let certs = CertDir {
+            dir: "/nonexistent/reflector-certs".into(),
+            poll: Duration::from_secs(10),
+        };
+        let err = certs.load(&Served::new()).await.unwrap_err();
+        assert!(matches!(err, WebhookError::Read { .. }), "{err:?}");
+    }
+}

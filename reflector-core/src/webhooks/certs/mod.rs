@@ -24,7 +24,7 @@ use super::WebhookError;
 /// default `duration`.
 const DEFAULT_VALIDITY: Duration = Duration::from_secs(90 * 24 * 3600);
 /// The shortest validity accepted (shorter is raised to it).
-const MIN_VALIDITY: Duration = Duration::from_secs(60);
+const MIN_VALIDITY: Duration = Duration::from_secs(1);
 /// Default poll interval of mounted files: 10 s, controller-runtime's certwatcher.
 const DEFAULT_POLL: Duration = Duration::from_secs(10);
 /// The shortest poll interval accepted (shorter is raised to it).
@@ -99,7 +99,7 @@ impl Certificates {
     }
 
     /// How long each self-signed serving certificate is valid (at least one
-    /// minute); it is renewed when two thirds of that have passed. Default 90 days.
+    /// second); it is renewed when two thirds of that have passed. Default 90 days.
     /// No effect on files.
     pub fn validity(mut self, validity: Duration) -> Self {
         if let Source::SelfSigned { validity: v } = &mut self.source {

@@ -143,3 +143,54 @@ impl Issuer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leaf(served: &Served) -> Vec<u8> {
+        served.current().expect("a certificate").cert[0].to_vec()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn renews_at_two_thirds_of_the_validity_from_the_same_ca() {
+        let validity = Duration::from_secs(3 * 3600);
+        let issuer = Arc::new(Issuer::new(service_dns_names("hooks", "ns"), validity).unwrap());
+        let ca = issuer.ca_pem();
+        let served = Arc::new(Served::new());
+        served.set(issuer.issue().unwrap());
+        let first = leaf(&served);
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(issuer.clone().rotate(served.clone(), stop.clone()));
+
+        tokio::time::sleep(Duration::from_secs(2 * 3600 - 1)).await;
+        assert_eq!(
+            leaf(&served),
+            first,
+            "renewed before two thirds of its validity"
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let second = leaf(&served);
+        assert_ne!(second, first, "not renewed at two thirds of its validity");
+        tokio::time::sleep(Duration::from_secs(2 * 3600)).await;
+        assert_ne!(leaf(&served), second, "renewed once only");
+        assert_eq!(issuer.ca_pem(), ca, "the CA changed");
+
+        stop.cancel();
+        task.await.unwrap();
+    }
+
+    #[test]
+    fn the_certificate_names_the_service() {
+        let names = service_dns_names("hooks", "ns");
+        assert_eq!(
+            names,
+            [
+                "hooks.ns.svc",
+                "hooks.ns.svc.cluster.local",
+                "hooks.ns",
+                "hooks"
+            ]
+        );
+    }
+}
