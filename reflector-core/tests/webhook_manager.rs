@@ -34,6 +34,7 @@ use support::namespaces::create_namespaces;
 use support::patience::PATIENCE;
 use support::webhook_client::WebhookClient;
 
+/// A kind defaulted and validated (deletes too).
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
 #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced)]
 pub struct WidgetSpec {
@@ -113,7 +114,9 @@ async fn manifests_and_rbac_have_the_webhook_server() {
     assert!(plain.webhook_service.is_none() && plain.validating_webhook_configuration.is_none());
     assert!(plain.custom_resource_definitions.is_empty());
 
-    manager.add_webhooks(webhooks(Some(client), Certificates::self_signed()));
+    let server = webhooks(Some(client), Certificates::self_signed());
+    let manager_port = i64::from(server.port());
+    manager.add_webhooks(server);
     let manifests = manager.manifests(&DeployOptions::new("op", "img").namespace("widgets"));
     let json = |o: &dyn erased::Json| o.json();
     let service = json(&manifests.webhook_service.clone().expect("a Service"));
@@ -127,20 +130,10 @@ async fn manifests_and_rbac_have_the_webhook_server() {
         service["spec"]["ports"],
         json!([{"name": "webhooks", "port": 443, "targetPort": "webhooks", "protocol": "TCP"}])
     );
-    let port = manager
-        .manifests(&DeployOptions::new("op", "img"))
-        .deployment
-        .spec
-        .unwrap()
-        .template
-        .spec
-        .unwrap()
-        .containers[0]
-        .ports
-        .clone()
-        .unwrap();
-    assert_eq!(port[1].name.as_deref(), Some("webhooks"));
-    assert!(port[1].container_port > 0);
+    let deployment = json(&manifests.deployment);
+    let ports = &deployment["spec"]["template"]["spec"]["containers"][0]["ports"];
+    assert_eq!(ports[1]["name"], "webhooks");
+    assert_eq!(ports[1]["containerPort"], manager_port);
 
     let client_config = |path: &str| json!({"service": {"name": "widget-webhooks", "namespace": "widgets", "path": path, "port": 443}});
     let validating = json(

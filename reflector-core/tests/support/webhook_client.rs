@@ -1,6 +1,7 @@
 //! An HTTPS client of a webhook server, as the API server is one: it trusts only
 //! the CA it is given and checks the certificate against the Service's DNS name.
-//! Each request opens its own connection, so a renewed certificate is seen at once.
+//! Each request opens its own connection, with a full handshake, so a renewed
+//! certificate is seen at once.
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
@@ -9,6 +10,7 @@ use std::sync::Arc;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
+use rustls::client::Resumption;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
@@ -48,11 +50,14 @@ impl WebhookClient {
                 .expect("a CA certificate");
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = ClientConfig::builder_with_provider(provider)
+        let mut config = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .expect("TLS versions")
             .with_root_certificates(roots)
             .with_no_client_auth();
+        // Every connection a full handshake, so it is shown the certificate served
+        // now (a resumed session is not shown one).
+        config.resumption = Resumption::disabled();
         WebhookClient {
             addr,
             dns_name: ServerName::try_from(dns_name.to_owned()).expect("a DNS name"),
