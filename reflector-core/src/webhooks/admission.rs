@@ -155,17 +155,15 @@ fn open<K: Resource<DynamicType = ()> + DeserializeOwned>(
     if (got.group.as_str(), got.version.as_str(), got.kind.as_str())
         != (&*expected.group, &*expected.version, &*expected.kind)
     {
+        let got_version = if got.group.is_empty() {
+            got.version.clone()
+        } else {
+            format!("{}/{}", got.group, got.version)
+        };
         let denial = Denial::new(format!(
-            "this webhook admits {} {}, not {} {}",
+            "this webhook admits {} {}, not {got_version} {}",
             expected.api_version(),
             expected.kind,
-            HookKind {
-                group: got.group.clone(),
-                version: got.version.clone(),
-                kind: String::new(),
-                plural: String::new(),
-            }
-            .api_version(),
             got.kind
         ))
         .code(400);
