@@ -126,15 +126,24 @@ fn router(
     router.layer(DefaultBodyLimit::max(BODY_LIMIT))
 }
 
+/// Answers `body` with `handler` on tokio's blocking pool: a hook is the user's
+/// synchronous code, and may take its time without holding up other connections.
 async fn answer(handler: Handler, body: Bytes) -> Response {
-    match handler(&body) {
-        Answer::Review(review) => axum::Json(review).into_response(),
-        Answer::BadRequest(message) => (
-            StatusCode::BAD_REQUEST,
+    let text = |status, message: String| {
+        (
+            status,
             [(CONTENT_TYPE, "text/plain; charset=utf-8")],
             message,
         )
-            .into_response(),
+            .into_response()
+    };
+    match tokio::task::spawn_blocking(move || handler(&body)).await {
+        Ok(Answer::Review(review)) => axum::Json(review).into_response(),
+        Ok(Answer::BadRequest(message)) => text(StatusCode::BAD_REQUEST, message),
+        Err(e) => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the webhook failed: {e}"),
+        ),
     }
 }
 
