@@ -49,6 +49,9 @@
 //!   `metrics-server` feature); several active replicas: `sharding` (the
 //!   `sharding` feature);
 //! - metrics with controller-runtime's names: [`metrics`];
+//! - defaulting, validating and conversion webhooks typed from the kind, with
+//!   certificates that look after themselves: `webhooks::WebhookServer` (the
+//!   `webhooks` feature), run by the manager on every replica;
 //! - typed index queries on a custom resource: `#[derive(Reflect)]`, below.
 //!
 //! Every part is also usable on its own, in the order of the data path:
@@ -60,8 +63,9 @@
 //!
 //! Features, all off by default: `metrics-server` (`metrics::MetricsServer`),
 //! `sharding` (the `sharding` module and `Controller::sharded`: one controller split
-//! across replicas), `testing` (`listwatch::FakeSource`, an in-memory lister-watcher
-//! for unit tests). A controller that needs none of them builds none of them.
+//! across replicas), `webhooks` (the `webhooks` module: admission and conversion
+//! webhooks over HTTPS, and `Manager::add_webhooks`), `testing`
+//! (`listwatch::FakeSource`, an in-memory lister-watcher for unit tests). A controller that needs none of them builds none of them.
 //!
 //! # `#[derive(Reflect)]`: typed plumbing for a kind
 //!

@@ -19,7 +19,9 @@
 //!   membership and rendezvous-hashed assignment labels;
 //! - [`events`]: the Event recorder (`kubectl describe`'s Events), with client-go's
 //!   series and spam filter;
-//! - [`metrics`]: controller-runtime's and client-go's metrics, and their exposition.
+//! - [`metrics`]: controller-runtime's and client-go's metrics, and their exposition;
+//! - `webhooks` (feature `webhooks`): defaulting, validating and conversion webhooks
+//!   typed from the kinds, over HTTPS with certificates that look after themselves.
 //!
 //! [`reflect`] holds what `#[derive(Reflect)]` builds on: the [`reflect::Reflect`]
 //! trait, whose derive also generates typed index queries.
@@ -46,6 +48,9 @@ pub mod sharding;
 pub mod store;
 #[cfg(test)]
 mod test_support;
+#[cfg(feature = "webhooks")]
+#[cfg_attr(docsrs, doc(cfg(feature = "webhooks")))]
+pub mod webhooks;
 pub mod workqueue;
 
 pub use reflector::{Reflector, ReflectorError, ReflectorOptions, ReflectorStats};

@@ -8,6 +8,8 @@ use crate::events::EventError;
 use crate::leader_election::LeaderElectionError;
 #[cfg(feature = "metrics-server")]
 use crate::metrics::MetricsError;
+#[cfg(feature = "webhooks")]
+use crate::webhooks::WebhookError;
 
 /// Errors of the manager module.
 #[derive(Debug, thiserror::Error)]
@@ -43,4 +45,11 @@ pub enum ManagerError {
     #[cfg_attr(docsrs, doc(cfg(feature = "metrics-server")))]
     #[error("metrics server")]
     Metrics(#[source] MetricsError),
+    /// The webhook server could not start (its certificate could not be made or
+    /// read, its address bound) or failed while serving; the manager shut down.
+    /// Retryable as the [`WebhookError`] says.
+    #[cfg(feature = "webhooks")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "webhooks")))]
+    #[error("webhook server")]
+    Webhooks(#[source] WebhookError),
 }

@@ -114,6 +114,9 @@ pub struct Manager {
     /// The `/metrics` server's listener, bound by `metrics_server`.
     #[cfg(feature = "metrics-server")]
     pub(super) listener: Option<std::net::TcpListener>,
+    /// The webhook server, given by `add_webhooks`.
+    #[cfg(feature = "webhooks")]
+    pub(super) webhooks: Option<crate::webhooks::WebhookServer>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -158,6 +161,8 @@ impl Manager {
             shutdown: None,
             #[cfg(feature = "metrics-server")]
             listener: None,
+            #[cfg(feature = "webhooks")]
+            webhooks: None,
         }
     }
 

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, HTTPGetAction, PodSpec, PodTemplateSpec, Probe, ServiceAccount,
+    Volume,
 };
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, Role, RoleBinding, RoleRef, Subject,
@@ -108,14 +109,44 @@ pub struct Manifests {
     /// The operator: `replicas` pods of the image, as the ServiceAccount, with a
     /// liveness probe on `/healthz`, a readiness probe on `/readyz`, the metrics
     /// port named `metrics`, and a termination grace period covering the manager's
-    /// graceful shutdown.
+    /// graceful shutdown; with a webhook server, its port named `webhooks` (and,
+    /// with mounted certificates, the Secret `<service>-tls` mounted where they
+    /// are read).
     pub deployment: Deployment,
+    /// The webhook server's Service, named as the server's: port 443 to the
+    /// container's `webhooks` port. `None` without
+    /// [`add_webhooks`](Manager::add_webhooks).
+    #[cfg(feature = "webhooks")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "webhooks")))]
+    pub webhook_service: Option<k8s_openapi::api::core::v1::Service>,
+    /// One webhook per validated kind (rules: its group, version and resource;
+    /// `CREATE`, `UPDATE`, and `DELETE` if it validates deletes), `sideEffects:
+    /// None`, `admissionReviewVersions: [v1]`, `failurePolicy: Fail`, named as the
+    /// Service. `None` if no kind is validated.
+    #[cfg(feature = "webhooks")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "webhooks")))]
+    pub validating_webhook_configuration:
+        Option<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration>,
+    /// One webhook per defaulted kind, as the validating ones. `None` if no kind is
+    /// defaulted.
+    #[cfg(feature = "webhooks")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "webhooks")))]
+    pub mutating_webhook_configuration:
+        Option<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>,
+    /// Each CRD the webhook server converts: every registered version (the hub's
+    /// the storage version), `spec.conversion` calling the server.
+    #[cfg(feature = "webhooks")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "webhooks")))]
+    pub custom_resource_definitions: Vec<
+        k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    >,
 }
 
 impl Manifests {
     /// Every object as JSON, in the order to apply them (the ServiceAccount and
-    /// roles before the bindings and the Deployment), each with its `apiVersion`
-    /// and `kind`: serialize each as one YAML document.
+    /// roles before the bindings, the CRDs and the Deployment; the webhook
+    /// configurations last), each with its `apiVersion` and `kind`: serialize each
+    /// as one YAML document.
     ///
     /// # Panics
     /// Never: k8s-openapi objects always serialize.
@@ -128,7 +159,15 @@ impl Manifests {
         ];
         objects.extend(self.role.as_ref().map(json));
         objects.extend(self.role_binding.as_ref().map(json));
+        #[cfg(feature = "webhooks")]
+        objects.extend(self.custom_resource_definitions.iter().map(json));
+        #[cfg(feature = "webhooks")]
+        objects.extend(self.webhook_service.as_ref().map(json));
         objects.push(json(&self.deployment));
+        #[cfg(feature = "webhooks")]
+        objects.extend(self.validating_webhook_configuration.as_ref().map(json));
+        #[cfg(feature = "webhooks")]
+        objects.extend(self.mutating_webhook_configuration.as_ref().map(json));
         objects
     }
 }
@@ -140,7 +179,9 @@ fn json(object: &impl Serialize) -> serde_json::Value {
 impl Manager {
     /// The objects that deploy this manager as `options` say: a ServiceAccount, the
     /// [`rbac`](Self::rbac) bound to it (a Lease in the client's default namespace
-    /// is the pods' own: its Role goes in `options`' namespace), and a Deployment.
+    /// is the pods' own: its Role goes in `options`' namespace), and a Deployment;
+    /// with a webhook server (feature `webhooks`), its Service in `options`'
+    /// namespace, its webhook configurations and the CRDs it converts.
     #[must_use]
     pub fn manifests(&self, options: &DeployOptions) -> Manifests {
         let name = &options.name;
@@ -173,6 +214,24 @@ impl Manager {
             subjects: Some(vec![subject.clone()]),
         });
         let grace = self.graceful_shutdown_timeout.as_secs() + 15;
+        // Both are changed only for a webhook server.
+        #[allow(unused_mut)]
+        let mut container = container(options);
+        #[allow(unused_mut)]
+        let mut volumes: Option<Vec<Volume>> = None;
+        #[cfg(feature = "webhooks")]
+        let webhooks = self.webhooks.as_ref().map(|server| {
+            let objects = server.manifests(&options.namespace, &labels, &labels);
+            container
+                .ports
+                .get_or_insert_default()
+                .push(objects.port.clone());
+            if let Some((volume, mount)) = objects.volume.clone() {
+                container.volume_mounts = Some(vec![mount]);
+                volumes = Some(vec![volume]);
+            }
+            objects
+        });
         Manifests {
             service_account: ServiceAccount {
                 metadata: meta(ns),
@@ -204,7 +263,8 @@ impl Manager {
                             termination_grace_period_seconds: Some(
                                 grace.try_into().unwrap_or(i64::MAX),
                             ),
-                            containers: vec![container(options)],
+                            containers: vec![container],
+                            volumes,
                             ..PodSpec::default()
                         }),
                     },
@@ -212,6 +272,14 @@ impl Manager {
                 },
                 ..Deployment::default()
             },
+            #[cfg(feature = "webhooks")]
+            webhook_service: webhooks.as_ref().map(|w| w.service.clone()),
+            #[cfg(feature = "webhooks")]
+            validating_webhook_configuration: webhooks.as_ref().and_then(|w| w.validating.clone()),
+            #[cfg(feature = "webhooks")]
+            mutating_webhook_configuration: webhooks.as_ref().and_then(|w| w.mutating.clone()),
+            #[cfg(feature = "webhooks")]
+            custom_resource_definitions: webhooks.map(|w| w.crds).unwrap_or_default(),
         }
     }
 }

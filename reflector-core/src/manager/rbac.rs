@@ -25,6 +25,7 @@ const WRITE_OWNED: [&str; 4] = ["create", "delete", "patch", "update"];
 /// | a controller's primary kind | also `patch`, `update` (finalizers), and `patch`, `update` on its `status` subresource |
 /// | a kind a controller [`owns`](crate::controller::Controller::owns) | also `create`, `update`, `patch`, `delete` |
 /// | `events.k8s.io` Events, if the manager handed out a [`recorder`](Manager::recorder) | `create`, `patch` |
+/// | the webhook server's caBundle keeper (feature `webhooks`) | `get`, `patch` on its webhook configurations and CRDs, by name |
 /// | rules added with [`rbac_rule`](Manager::rbac_rule) | as given |
 ///
 /// in the [`ClusterRole`], one rule per API group and set of verbs; and, with a
@@ -104,6 +105,8 @@ impl Manager {
             .into_iter()
             .map(|((group, verbs), resources)| rule(&group, resources, None, verbs))
             .collect();
+        #[cfg(feature = "webhooks")]
+        cluster_rules.extend(self.webhooks.iter().flat_map(|w| w.keeper_rules()));
         cluster_rules.extend(self.extra_rules.iter().cloned());
         let cluster_role = ClusterRole {
             metadata: ObjectMeta {

@@ -33,7 +33,8 @@ impl Manager {
     /// reconciles and tasks in flight finish within the graceful-shutdown timeout
     /// (stragglers are aborted) → recorders are flushed → the lease is given up
     /// (with `release_on_cancel`; a sharded controller's membership too) → handlers
-    /// are removed and informers stop → the server stops.
+    /// are removed and informers stop → the webhook server (feature `webhooks`)
+    /// answers its requests in flight and stops → the metrics server stops.
     ///
     /// # Errors
     /// - [`ManagerError::Signal`] if the signal listeners cannot be installed;
@@ -42,7 +43,9 @@ impl Manager {
     ///   start or failed: an informer stopped, its caches did not sync within its
     ///   cache-sync timeout, reconciles had to be aborted at shutdown, a sharded
     ///   controller wired wrong;
-    /// - `ManagerError::Metrics` (feature `metrics-server`) if serving failed.
+    /// - `ManagerError::Metrics` (feature `metrics-server`) if serving failed;
+    /// - `ManagerError::Webhooks` (feature `webhooks`) if the webhook server could
+    ///   not start or failed.
     ///
     /// # Cancel safety
     /// The signals and the trigger are the clean stop. Dropping the future aborts
@@ -62,6 +65,8 @@ impl Manager {
             shutdown,
             #[cfg(feature = "metrics-server")]
             listener,
+            #[cfg(feature = "webhooks")]
+            webhooks,
             ..
         } = self;
         let shutdown = Shutdown::install(shutdown, true).map_err(|e| match e {
@@ -104,6 +109,8 @@ impl Manager {
             electing.spawn(LeaderElection::run_claimed(guard, stop_election.clone()));
         }
         let graceful = CancellationToken::new();
+        #[cfg(feature = "webhooks")]
+        let webhooks = super::webhooks::Webhooks::start(webhooks, &graceful);
         let mut running: JoinSet<Ran> = JoinSet::new();
         for mut controller in prepared {
             controller.start();
@@ -140,6 +147,11 @@ impl Manager {
             controller.stop().await;
         }
         factory.shutdown().await;
+        #[cfg(feature = "webhooks")]
+        let error = {
+            let served = webhooks.stop().await;
+            error.or(served.err())
+        };
         #[cfg(feature = "metrics-server")]
         let error = {
             let served = serving.stop().await;

@@ -1,0 +1,19 @@
+use kube::CustomResource;
+use reflector::webhooks::{AdmissionContext, Defaulter, WebhookServer};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+#[kube(group = "example.com", version = "v1", kind = "Widget", namespaced)]
+pub struct WidgetSpec {
+    replicas: Option<u32>,
+}
+
+impl Defaulter for Widget {
+    fn set_defaults(&mut self, _: &AdmissionContext) {}
+}
+
+fn main() {
+    let mut webhooks = WebhookServer::new("widget-webhooks");
+    webhooks.defaulting::<Widget>().validating::<Widget>();
+}
