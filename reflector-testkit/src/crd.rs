@@ -29,7 +29,8 @@ pub(crate) use served::{CustomResources, Served};
 pub(crate) use storage::initializing;
 
 pub(crate) use scale::scale;
-use scale::{ScalePaths, json_path};
+pub(crate) use scale::{ScalePaths, scale_of};
+use scale::json_path;
 
 /// The CRD resource's group.
 pub(crate) const GROUP: &str = "apiextensions.k8s.io";

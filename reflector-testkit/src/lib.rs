@@ -516,6 +516,7 @@ mod table;
 mod table_watch;
 mod unknown_fields;
 mod watch;
+mod webhooks;
 mod yaml_answer;
 
 pub use builder::ApiServerBuilder;

@@ -271,7 +271,9 @@ async fn dispatch(
             }
             "POST" => match read_body(request).await {
                 Ok(body) => {
-                    crate::handlers::create(shared, repr, *rid, namespace.as_deref(), pairs, &body)
+                    let ns = namespace.as_deref();
+                    let write = || crate::handlers::create(shared, repr, *rid, ns, pairs, &body);
+                    crate::webhooks::admit(shared, &admitted(method, pairs, None), write).await
                 }
                 Err(e) => Err(e),
             },
@@ -303,14 +305,24 @@ async fn dispatch(
                                 pairs,
                                 body: &body,
                             };
-                            if method == "PUT" {
-                                crate::handlers::update(write)
-                            } else {
-                                crate::handlers::patch(write)
-                            }
+                            let write = || {
+                                if method == "PUT" {
+                                    crate::handlers::update(write)
+                                } else {
+                                    crate::handlers::patch(write)
+                                }
+                            };
+                            crate::webhooks::admit(shared, &admitted(method, pairs, None), write)
+                                .await
                         }
                         _ if *status => Err(ApiError::method_not_allowed("DELETE")),
-                        _ => crate::handlers::delete(shared, repr, *rid, ns, name, pairs, &body),
+                        _ => {
+                            let write = || {
+                                crate::handlers::delete(shared, repr, *rid, ns, name, pairs, &body)
+                            };
+                            let request = admitted(method, pairs, Some(&body.bytes));
+                            crate::webhooks::admit(shared, &request, write).await
+                        }
                     },
                     Err(e) => Err(e),
                 },
@@ -343,7 +355,9 @@ async fn dispatch(
                 "GET" => crate::crd::scale(shared, method, *rid, ns, name, pairs, None),
                 "PUT" | "PATCH" => match read_body(request).await {
                     Ok(body) => {
-                        crate::crd::scale(shared, method, *rid, ns, name, pairs, Some(&body))
+                        let write =
+                            || crate::crd::scale(shared, method, *rid, ns, name, pairs, Some(&body));
+                        crate::webhooks::admit(shared, &admitted(method, pairs, None), write).await
                     }
                     Err(e) => Err(e),
                 },
@@ -358,6 +372,19 @@ async fn dispatch(
         crate::yaml_answer::into_yaml(response).await
     } else {
         response
+    }
+}
+
+/// A write as its admission webhooks are told of it.
+fn admitted<'a>(
+    method: &'a Method,
+    pairs: &'a [(String, String)],
+    delete_options: Option<&'a [u8]>,
+) -> crate::webhooks::WriteRequest<'a> {
+    crate::webhooks::WriteRequest {
+        method,
+        pairs,
+        delete_options,
     }
 }
 
