@@ -386,6 +386,9 @@ pub(crate) fn after_commit(
                     .flatten()
                     .map(|f| f.json_path.clone())
                     .collect(),
+                conversion: crate::webhooks::conversion::Conversion::of_crd(value)
+                    .filter(|c| c.storage_version != version.name)
+                    .map(Arc::new),
             },
         );
         serving.insert(served_rid);

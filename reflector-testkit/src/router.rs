@@ -74,7 +74,21 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
     let fault_id = fired.first_id();
     let mut response = match fault_response(&shared, &fired, verb, &target) {
         Some(error) => error.into_response(),
-        None => dispatch(&shared, &method, &target, &pairs, request, fired).await,
+        None => match crate::webhooks::converted::view(&shared, &target) {
+            Some((view, storage_target)) => {
+                let converted = crate::webhooks::converted::serve(
+                    &shared,
+                    view,
+                    &method,
+                    &storage_target,
+                    &pairs,
+                    request,
+                    fired,
+                );
+                converted.await
+            }
+            None => dispatch(&shared, &method, &target, &pairs, request, fired).await,
+        },
     };
     // The real server marks every answer as not to be cached.
     response.headers_mut().insert(
@@ -190,7 +204,7 @@ fn conflict(shared: &Shared, target: &Target) -> ApiError {
 /// # Cancel safety
 /// Cancel safe: the only await is reading the body; state writes happen after it, under
 /// one lock, with no await.
-async fn dispatch(
+pub(crate) async fn dispatch(
     shared: &Arc<Shared>,
     method: &Method,
     target: &Target,
@@ -425,7 +439,7 @@ fn invalid_dry_run(
 }
 
 /// Whether a request's query asks for a watch.
-fn is_watch(pairs: &[(String, String)]) -> bool {
+pub(crate) fn is_watch(pairs: &[(String, String)]) -> bool {
     matches!(
         param(pairs, "watch"),
         Some("true" | "1" | "" | "True" | "t")

@@ -197,6 +197,8 @@ async fn call(
     }
     let uid = crate::object::new_uid();
     let review = review(&uid, seen, object, info, facts);
+    let mut review = serde_json::to_value(&review).map_err(|e| Failed::Call(e.to_string()))?;
+    as_the_real_server_sends(&mut review);
     let body = serde_json::to_vec(&review).map_err(|e| Failed::Call(e.to_string()))?;
     let services = &shared.config.webhook_services;
     let bytes = super::call::post(&hook.client, services, hook.timeout, body, &shared.token)
@@ -265,6 +267,24 @@ fn review(
         },
         request: Some(request),
         response: None,
+    }
+}
+
+/// The review as the real server writes it: without kube's extra `api_version` in the
+/// resources, and without the optional fields it leaves empty (`omitempty`).
+fn as_the_real_server_sends(review: &mut Value) {
+    let Some(Value::Object(request)) = review.get_mut("request") else {
+        return;
+    };
+    for resource in ["resource", "requestResource"] {
+        if let Some(Value::Object(resource)) = request.get_mut(resource) {
+            resource.remove("api_version");
+        }
+    }
+    for optional in ["subResource", "requestSubResource", "namespace"] {
+        if request.get(optional).is_some_and(Value::is_null) {
+            request.remove(optional);
+        }
     }
 }
 

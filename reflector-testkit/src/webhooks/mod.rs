@@ -18,6 +18,8 @@ pub(crate) mod admission;
 pub(crate) mod call;
 pub(crate) mod capture;
 pub(crate) mod configuration;
+pub(crate) mod conversion;
+pub(crate) mod converted;
 pub(crate) mod dispatch;
 pub(crate) mod rules;
 pub(crate) mod tls;
