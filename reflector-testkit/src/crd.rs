@@ -28,9 +28,9 @@ mod storage;
 pub(crate) use served::{CustomResources, Served};
 pub(crate) use storage::initializing;
 
+use scale::json_path;
 pub(crate) use scale::scale;
 pub(crate) use scale::{ScalePaths, scale_of};
-use scale::json_path;
 
 /// The CRD resource's group.
 pub(crate) const GROUP: &str = "apiextensions.k8s.io";

@@ -369,8 +369,9 @@ pub(crate) async fn dispatch(
                 "GET" => crate::crd::scale(shared, method, *rid, ns, name, pairs, None),
                 "PUT" | "PATCH" => match read_body(request).await {
                     Ok(body) => {
-                        let write =
-                            || crate::crd::scale(shared, method, *rid, ns, name, pairs, Some(&body));
+                        let write = || {
+                            crate::crd::scale(shared, method, *rid, ns, name, pairs, Some(&body))
+                        };
                         crate::webhooks::admit(shared, &admitted(method, pairs, None), write).await
                     }
                     Err(e) => Err(e),

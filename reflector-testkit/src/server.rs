@@ -58,7 +58,9 @@ impl Shared {
         let mut guard = self.state();
         let capture = crate::webhooks::capture::take();
         guard.dry_run = crate::query::param(pairs, "dryRun") == Some("All")
-            || capture.as_ref().is_some_and(crate::webhooks::capture::Capture::dry);
+            || capture
+                .as_ref()
+                .is_some_and(crate::webhooks::capture::Capture::dry);
         guard.admission = capture;
         WriteState { guard }
     }

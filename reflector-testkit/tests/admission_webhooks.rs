@@ -47,7 +47,12 @@ async fn store(server: &ApiServer, configuration: Value) {
     };
     let uri = format!("/apis/admissionregistration.k8s.io/v1/{plural}");
     let answer = send_json_raw(server, "POST", &uri, configuration).await;
-    assert_eq!(answer.code, 201, "{}", String::from_utf8_lossy(&answer.body));
+    assert_eq!(
+        answer.code,
+        201,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
 }
 
 fn url_client(hooks: &WebhookServer, path: &str) -> Value {
@@ -84,14 +89,26 @@ async fn validating_webhook_denies_create_update_and_delete_as_the_real_server()
     let server = ApiServer::start().await.unwrap();
     let rules = configmap_rules(&["CREATE", "UPDATE", "DELETE"]);
     let hook = webhook("deny.example.com", url_client(&hooks, "/validate"), rules);
-    store(&server, configuration("ValidatingWebhookConfiguration", "deny", hook)).await;
+    store(
+        &server,
+        configuration("ValidatingWebhookConfiguration", "deny", hook),
+    )
+    .await;
     let api: Api<ConfigMap> = Api::namespaced(server.client_without_retries(), "default");
 
-    let created = status_of(api.create(&PostParams::default(), &config_map("a", &[("bad", "1")])).await);
+    let created = status_of(
+        api.create(&PostParams::default(), &config_map("a", &[("bad", "1")]))
+            .await,
+    );
     assert_status(&created, 403, "Forbidden", |m| {
         m == "admission webhook \"deny.example.com\" denied the request: no bad data"
     });
-    assert!(server.get::<ConfigMap>(Some("default"), "a").unwrap().is_none());
+    assert!(
+        server
+            .get::<ConfigMap>(Some("default"), "a")
+            .unwrap()
+            .is_none()
+    );
 
     api.create(&PostParams::default(), &config_map("a", &[("good", "1")]))
         .await
@@ -101,14 +118,25 @@ async fn validating_webhook_denies_create_update_and_delete_as_the_real_server()
     assert_status(&updated, 400, "", |m| {
         m == "admission webhook \"deny.example.com\" denied the request: still no bad data"
     });
-    let stored = server.get::<ConfigMap>(Some("default"), "a").unwrap().unwrap();
-    assert!(!stored.data.unwrap().contains_key("bad"), "the refused patch is not stored");
+    let stored = server
+        .get::<ConfigMap>(Some("default"), "a")
+        .unwrap()
+        .unwrap();
+    assert!(
+        !stored.data.unwrap().contains_key("bad"),
+        "the refused patch is not stored"
+    );
 
     let deleted = status_of(api.delete("a", &DeleteParams::default()).await);
     assert_status(&deleted, 400, "", |m| {
         m == "admission webhook \"deny.example.com\" denied the request without explanation"
     });
-    assert!(server.get::<ConfigMap>(Some("default"), "a").unwrap().is_some());
+    assert!(
+        server
+            .get::<ConfigMap>(Some("default"), "a")
+            .unwrap()
+            .is_some()
+    );
     let delete = hooks.requests_on("/validate").pop().unwrap();
     assert_eq!(delete["operation"], "DELETE");
     assert_eq!(delete["object"], Value::Null);
@@ -130,7 +158,12 @@ fn defaulter(name: &'static str) -> impl Fn(&str, &Value) -> Value + Send + Sync
         }
         patch.push(json!({"op": "add", "path": format!("/metadata/labels/defaulted-by-{name}"), "value": "yes"}));
         patch.push(json!({"op": "add", "path": format!("/metadata/annotations"), "value": {format!("{name}-saw"): seen.join(",")}}));
-        admission_answer(review, None, Some(json!(patch)), &["defaulted by a webhook"])
+        admission_answer(
+            review,
+            None,
+            Some(json!(patch)),
+            &["defaulted by a webhook"],
+        )
     }
 }
 
@@ -141,10 +174,22 @@ async fn mutating_webhooks_patch_in_name_order_and_their_defaults_are_stored() {
     let server = ApiServer::start().await.unwrap();
     let rules = configmap_rules(&["CREATE"]);
     // Stored in the other order: configurations are called by name.
-    let hook = webhook("second.example.com", url_client(&second, "/mutate"), rules.clone());
-    store(&server, configuration("MutatingWebhookConfiguration", "b-second", hook)).await;
+    let hook = webhook(
+        "second.example.com",
+        url_client(&second, "/mutate"),
+        rules.clone(),
+    );
+    store(
+        &server,
+        configuration("MutatingWebhookConfiguration", "b-second", hook),
+    )
+    .await;
     let hook = webhook("first.example.com", url_client(&first, "/mutate"), rules);
-    store(&server, configuration("MutatingWebhookConfiguration", "a-first", hook)).await;
+    store(
+        &server,
+        configuration("MutatingWebhookConfiguration", "a-first", hook),
+    )
+    .await;
 
     let created = send_json_raw(
         &server,
@@ -155,10 +200,17 @@ async fn mutating_webhooks_patch_in_name_order_and_their_defaults_are_stored() {
     .await;
     assert_eq!(created.code, 201);
     let warnings: Vec<_> = created.headers.get_all("warning").iter().collect();
-    assert_eq!(warnings.len(), 2, "each webhook's warning reaches the client");
+    assert_eq!(
+        warnings.len(),
+        2,
+        "each webhook's warning reaches the client"
+    );
     assert_eq!(warnings[0], "299 - \"defaulted by a webhook\"");
 
-    let stored = server.get::<ConfigMap>(Some("default"), "m").unwrap().unwrap();
+    let stored = server
+        .get::<ConfigMap>(Some("default"), "m")
+        .unwrap()
+        .unwrap();
     let labels = stored.metadata.labels.unwrap();
     assert_eq!(labels["defaulted-by-first"], "yes");
     assert_eq!(labels["defaulted-by-second"], "yes");
@@ -167,11 +219,20 @@ async fn mutating_webhooks_patch_in_name_order_and_their_defaults_are_stored() {
         annotations["second-saw"], "defaulted-by-first",
         "the second webhook sees the first one's patch"
     );
-    assert!(stored.metadata.uid.is_some(), "the object's own defaults still apply");
+    assert!(
+        stored.metadata.uid.is_some(),
+        "the object's own defaults still apply"
+    );
     let request = &first.requests_on("/mutate")[0];
     assert_eq!(request["operation"], "CREATE");
-    assert_eq!(request["kind"], json!({"group": "", "version": "v1", "kind": "ConfigMap"}));
-    assert_eq!(request["resource"], json!({"group": "", "version": "v1", "resource": "configmaps"}));
+    assert_eq!(
+        request["kind"],
+        json!({"group": "", "version": "v1", "kind": "ConfigMap"})
+    );
+    assert_eq!(
+        request["resource"],
+        json!({"group": "", "version": "v1", "resource": "configmaps"})
+    );
     assert_eq!(request["namespace"], "default");
     assert_eq!(request["options"]["kind"], "CreateOptions");
     assert_eq!(request["userInfo"]["username"], "system:admin");
@@ -180,15 +241,28 @@ async fn mutating_webhooks_patch_in_name_order_and_their_defaults_are_stored() {
 
 #[tokio::test]
 async fn update_webhook_sees_the_old_object_and_the_new() {
-    let hooks = WebhookServer::start(|_: &str, review: &Value| admission_answer(review, None, None, &[])).await;
+    let hooks =
+        WebhookServer::start(|_: &str, review: &Value| admission_answer(review, None, None, &[]))
+            .await;
     let server = ApiServer::start().await.unwrap();
-    let hook = webhook("audit.example.com", url_client(&hooks, "/v"), configmap_rules(&["UPDATE"]));
-    store(&server, configuration("ValidatingWebhookConfiguration", "audit", hook)).await;
+    let hook = webhook(
+        "audit.example.com",
+        url_client(&hooks, "/v"),
+        configmap_rules(&["UPDATE"]),
+    );
+    store(
+        &server,
+        configuration("ValidatingWebhookConfiguration", "audit", hook),
+    )
+    .await;
     let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
     api.create(&PostParams::default(), &config_map("u", &[("k", "old")]))
         .await
         .unwrap();
-    assert!(hooks.reviews().is_empty(), "a create does not match an UPDATE rule");
+    assert!(
+        hooks.reviews().is_empty(),
+        "a create does not match an UPDATE rule"
+    );
     let patch = Patch::Merge(json!({"data": {"k": "new"}}));
     let updated = api
         .patch("u", &PatchParams::apply("ignored").force(), &Patch::Apply(json!({
@@ -197,9 +271,15 @@ async fn update_webhook_sees_the_old_object_and_the_new() {
         .await
         .unwrap();
     assert_eq!(updated.data.unwrap()["k"], "applied");
-    api.patch("u", &PatchParams::default(), &patch).await.unwrap();
+    api.patch("u", &PatchParams::default(), &patch)
+        .await
+        .unwrap();
     let requests = hooks.requests_on("/v");
-    assert_eq!(requests.len(), 2, "server-side apply and merge patch both call it");
+    assert_eq!(
+        requests.len(),
+        2,
+        "server-side apply and merge patch both call it"
+    );
     assert_eq!(requests[0]["options"]["kind"], "PatchOptions");
     assert_eq!(requests[0]["options"]["force"], true);
     let request = &requests[1];
@@ -212,17 +292,38 @@ async fn update_webhook_sees_the_old_object_and_the_new() {
 
 #[tokio::test]
 async fn dry_run_writes_call_the_webhook_with_dry_run_and_store_nothing() {
-    let hooks = WebhookServer::start(|_: &str, review: &Value| admission_answer(review, None, None, &[])).await;
+    let hooks =
+        WebhookServer::start(|_: &str, review: &Value| admission_answer(review, None, None, &[]))
+            .await;
     let server = ApiServer::start().await.unwrap();
-    let hook = webhook("dry.example.com", url_client(&hooks, "/v"), configmap_rules(&["CREATE"]));
-    store(&server, configuration("ValidatingWebhookConfiguration", "dry", hook.clone())).await;
+    let hook = webhook(
+        "dry.example.com",
+        url_client(&hooks, "/v"),
+        configmap_rules(&["CREATE"]),
+    );
+    store(
+        &server,
+        configuration("ValidatingWebhookConfiguration", "dry", hook.clone()),
+    )
+    .await;
     let api: Api<ConfigMap> = Api::namespaced(server.client_without_retries(), "default");
     let created = api
-        .create(&PostParams { dry_run: true, ..Default::default() }, &config_map("d", &[]))
+        .create(
+            &PostParams {
+                dry_run: true,
+                ..Default::default()
+            },
+            &config_map("d", &[]),
+        )
         .await
         .unwrap();
     assert_eq!(created.metadata.name.as_deref(), Some("d"));
-    assert!(server.get::<ConfigMap>(Some("default"), "d").unwrap().is_none());
+    assert!(
+        server
+            .get::<ConfigMap>(Some("default"), "d")
+            .unwrap()
+            .is_none()
+    );
     let request = &hooks.requests_on("/v")[0];
     assert_eq!(request["dryRun"], true);
     assert_eq!(request["options"]["dryRun"], json!(["All"]));
@@ -231,10 +332,20 @@ async fn dry_run_writes_call_the_webhook_with_dry_run_and_store_nothing() {
     let mut effects = hook;
     effects["name"] = json!("effects.example.com");
     effects["sideEffects"] = json!("Some");
-    store(&server, configuration("ValidatingWebhookConfiguration", "effects", effects)).await;
+    store(
+        &server,
+        configuration("ValidatingWebhookConfiguration", "effects", effects),
+    )
+    .await;
     let refused = status_of(
-        api.create(&PostParams { dry_run: true, ..Default::default() }, &config_map("d", &[]))
-            .await,
+        api.create(
+            &PostParams {
+                dry_run: true,
+                ..Default::default()
+            },
+            &config_map("d", &[]),
+        )
+        .await,
     );
     assert_status(&refused, 400, "BadRequest", |m| {
         m == "admission webhook \"effects.example.com\" does not support dry run"
@@ -253,14 +364,26 @@ async fn webhook_down_fails_the_write_under_fail_and_not_under_ignore() {
     let server = ApiServer::start().await.unwrap();
     let client = json!({"url": format!("https://127.0.0.1:{port}/v")});
     let hook = webhook("down.example.com", client, configmap_rules(&["CREATE"]));
-    store(&server, configuration("ValidatingWebhookConfiguration", "down", hook.clone())).await;
+    store(
+        &server,
+        configuration("ValidatingWebhookConfiguration", "down", hook.clone()),
+    )
+    .await;
     let api: Api<ConfigMap> = Api::namespaced(server.client_without_retries(), "default");
-    let failed = status_of(api.create(&PostParams::default(), &config_map("f", &[])).await);
+    let failed = status_of(
+        api.create(&PostParams::default(), &config_map("f", &[]))
+            .await,
+    );
     let expected = format!(
         "Internal error occurred: failed calling webhook \"down.example.com\": failed to call webhook: Post \"https://127.0.0.1:{port}/v?timeout=10s\": dial tcp 127.0.0.1:{port}: connect: connection refused"
     );
     assert_status(&failed, 500, "InternalError", |m| m == expected);
-    assert!(server.get::<ConfigMap>(Some("default"), "f").unwrap().is_none());
+    assert!(
+        server
+            .get::<ConfigMap>(Some("default"), "f")
+            .unwrap()
+            .is_none()
+    );
 
     let mut ignored = hook;
     ignored["failurePolicy"] = json!("Ignore");
@@ -276,14 +399,26 @@ async fn webhook_down_fails_the_write_under_fail_and_not_under_ignore() {
 #[tokio::test]
 async fn webhook_slower_than_its_timeout_is_a_call_failure() {
     let certs = webhook_server::certificates(&["127.0.0.1"]);
-    let answer = std::sync::Arc::new(|_: &str, review: &Value| admission_answer(review, None, None, &[]));
+    let answer =
+        std::sync::Arc::new(|_: &str, review: &Value| admission_answer(review, None, None, &[]));
     let slow = WebhookServer::start_with(certs, std::time::Duration::from_secs(5), answer).await;
     let server = ApiServer::start().await.unwrap();
-    let mut hook = webhook("slow.example.com", url_client(&slow, "/v"), configmap_rules(&["CREATE"]));
+    let mut hook = webhook(
+        "slow.example.com",
+        url_client(&slow, "/v"),
+        configmap_rules(&["CREATE"]),
+    );
     hook["timeoutSeconds"] = json!(1);
-    store(&server, configuration("ValidatingWebhookConfiguration", "slow", hook)).await;
+    store(
+        &server,
+        configuration("ValidatingWebhookConfiguration", "slow", hook),
+    )
+    .await;
     let api: Api<ConfigMap> = Api::namespaced(server.client_without_retries(), "default");
-    let failed = status_of(api.create(&PostParams::default(), &config_map("t", &[])).await);
+    let failed = status_of(
+        api.create(&PostParams::default(), &config_map("t", &[]))
+            .await,
+    );
     let expected = format!(
         "Internal error occurred: failed calling webhook \"slow.example.com\": failed to call webhook: Post \"{}?timeout=1s\": context deadline exceeded",
         slow.url("/v")
@@ -293,51 +428,100 @@ async fn webhook_slower_than_its_timeout_is_a_call_failure() {
 
 #[tokio::test]
 async fn webhook_certificate_from_another_ca_is_a_call_failure() {
-    let hooks = WebhookServer::start(|_: &str, review: &Value| admission_answer(review, None, None, &[])).await;
+    let hooks =
+        WebhookServer::start(|_: &str, review: &Value| admission_answer(review, None, None, &[]))
+            .await;
     let other = webhook_server::certificates(&["127.0.0.1"]);
     let server = ApiServer::start().await.unwrap();
     let bundle = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &other.ca_pem);
     let client = json!({"url": hooks.url("/v"), "caBundle": bundle});
     let hook = webhook("tls.example.com", client, configmap_rules(&["CREATE"]));
-    store(&server, configuration("ValidatingWebhookConfiguration", "tls", hook)).await;
+    store(
+        &server,
+        configuration("ValidatingWebhookConfiguration", "tls", hook),
+    )
+    .await;
     let api: Api<ConfigMap> = Api::namespaced(server.client_without_retries(), "default");
-    let failed = status_of(api.create(&PostParams::default(), &config_map("c", &[])).await);
+    let failed = status_of(
+        api.create(&PostParams::default(), &config_map("c", &[]))
+            .await,
+    );
     assert_status(&failed, 500, "InternalError", |m| {
-        m.ends_with(": tls: failed to verify certificate: x509: certificate signed by unknown authority")
+        m.ends_with(
+            ": tls: failed to verify certificate: x509: certificate signed by unknown authority",
+        )
     });
-    assert!(hooks.reviews().is_empty(), "nothing is sent to an unverified server");
+    assert!(
+        hooks.reviews().is_empty(),
+        "nothing is sent to an unverified server"
+    );
 }
 
 #[tokio::test]
 async fn webhook_rules_and_selectors_leave_unmatched_writes_alone() {
-    let hooks = WebhookServer::start(|_: &str, review: &Value| admission_answer(review, None, None, &[])).await;
+    let hooks =
+        WebhookServer::start(|_: &str, review: &Value| admission_answer(review, None, None, &[]))
+            .await;
     let server = ApiServer::start().await.unwrap();
     let client = server.client();
     for (name, labels) in [("on", json!({"hooks": "on"})), ("off", json!({}))] {
-        let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap();
-        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &namespace).await.unwrap();
+        let namespace: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap();
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .unwrap();
     }
-    let mut hook = webhook("selective.example.com", url_client(&hooks, "/v"), configmap_rules(&["CREATE"]));
+    let mut hook = webhook(
+        "selective.example.com",
+        url_client(&hooks, "/v"),
+        configmap_rules(&["CREATE"]),
+    );
     hook["namespaceSelector"] = json!({"matchLabels": {"hooks": "on"}});
-    hook["objectSelector"] = json!({"matchExpressions": [{"key": "skip", "operator": "DoesNotExist"}]});
-    store(&server, configuration("ValidatingWebhookConfiguration", "selective", hook)).await;
+    hook["objectSelector"] =
+        json!({"matchExpressions": [{"key": "skip", "operator": "DoesNotExist"}]});
+    store(
+        &server,
+        configuration("ValidatingWebhookConfiguration", "selective", hook),
+    )
+    .await;
 
     let in_off: Api<ConfigMap> = Api::namespaced(client.clone(), "off");
-    in_off.create(&PostParams::default(), &config_map("x", &[])).await.unwrap();
+    in_off
+        .create(&PostParams::default(), &config_map("x", &[]))
+        .await
+        .unwrap();
     let in_on: Api<ConfigMap> = Api::namespaced(client.clone(), "on");
     let mut skipped = config_map("skipped", &[]);
     skipped.metadata.labels = Some([("skip".to_owned(), "yes".to_owned())].into());
-    in_on.create(&PostParams::default(), &skipped).await.unwrap();
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), "on");
-    let secret: Secret = serde_json::from_value(json!({"metadata": {"name": "s"}})).unwrap();
-    secrets.create(&PostParams::default(), &secret).await.unwrap();
     in_on
-        .patch("skipped", &PatchParams::default(), &Patch::Merge(json!({"data": {"a": "b"}})))
+        .create(&PostParams::default(), &skipped)
         .await
         .unwrap();
-    assert!(hooks.reviews().is_empty(), "no rule matched: {:?}", hooks.reviews());
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "on");
+    let secret: Secret = serde_json::from_value(json!({"metadata": {"name": "s"}})).unwrap();
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    in_on
+        .patch(
+            "skipped",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"a": "b"}})),
+        )
+        .await
+        .unwrap();
+    assert!(
+        hooks.reviews().is_empty(),
+        "no rule matched: {:?}",
+        hooks.reviews()
+    );
 
-    in_on.create(&PostParams::default(), &config_map("y", &[])).await.unwrap();
+    in_on
+        .create(&PostParams::default(), &config_map("y", &[]))
+        .await
+        .unwrap();
     let requests = hooks.requests_on("/v");
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0]["name"], "y");
@@ -353,25 +537,46 @@ async fn webhook_service_reference_calls_the_mapped_address() {
         .unwrap();
     let service = json!({"service": {"namespace": "webhooks", "name": "hooks", "path": "/validate"}, "caBundle": hooks.ca_bundle()});
     let hook = webhook("svc.example.com", service, configmap_rules(&["CREATE"]));
-    store(&server, configuration("ValidatingWebhookConfiguration", "svc", hook)).await;
+    store(
+        &server,
+        configuration("ValidatingWebhookConfiguration", "svc", hook),
+    )
+    .await;
     let uri = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/svc";
     let stored = send_json_raw(&server, "GET", uri, Value::Null).await.json();
     let stored_hook = &stored["webhooks"][0];
-    assert_eq!(stored_hook["clientConfig"]["service"]["port"], 443, "defaulted as the real server");
+    assert_eq!(
+        stored_hook["clientConfig"]["service"]["port"], 443,
+        "defaulted as the real server"
+    );
     assert_eq!(stored_hook["failurePolicy"], "Fail");
     assert_eq!(stored_hook["matchPolicy"], "Equivalent");
     assert_eq!(stored_hook["timeoutSeconds"], 10);
     assert_eq!(stored_hook["rules"][0]["scope"], "*");
 
     let api: Api<ConfigMap> = Api::namespaced(server.client_without_retries(), "default");
-    let denied = status_of(api.create(&PostParams::default(), &config_map("b", &[("bad", "1")])).await);
+    let denied = status_of(
+        api.create(&PostParams::default(), &config_map("b", &[("bad", "1")]))
+            .await,
+    );
     assert_eq!(denied.code, 403);
     assert_eq!(hooks.requests_on("/validate").len(), 1);
 
     let unmapped = json!({"service": {"namespace": "webhooks", "name": "nowhere", "path": "/v"}});
-    let hook = webhook("nowhere.example.com", unmapped, configmap_rules(&["CREATE"]));
-    store(&server, configuration("ValidatingWebhookConfiguration", "nowhere", hook)).await;
-    let failed = status_of(api.create(&PostParams::default(), &config_map("n", &[])).await);
+    let hook = webhook(
+        "nowhere.example.com",
+        unmapped,
+        configmap_rules(&["CREATE"]),
+    );
+    store(
+        &server,
+        configuration("ValidatingWebhookConfiguration", "nowhere", hook),
+    )
+    .await;
+    let failed = status_of(
+        api.create(&PostParams::default(), &config_map("n", &[]))
+            .await,
+    );
     assert_status(&failed, 500, "InternalError", |m| {
         m == "Internal error occurred: failed calling webhook \"nowhere.example.com\": failed to call webhook: Post \"https://nowhere.webhooks.svc:443/v?timeout=10s\": service \"nowhere\" not found"
     });
@@ -380,7 +585,11 @@ async fn webhook_service_reference_calls_the_mapped_address() {
 #[tokio::test]
 async fn webhook_configuration_missing_side_effects_is_refused_as_the_real_server() {
     let server = ApiServer::start().await.unwrap();
-    let mut hook = webhook("x.example.com", json!({"url": "https://127.0.0.1:1/"}), configmap_rules(&["CREATE"]));
+    let mut hook = webhook(
+        "x.example.com",
+        json!({"url": "https://127.0.0.1:1/"}),
+        configmap_rules(&["CREATE"]),
+    );
     hook.as_object_mut().unwrap().remove("sideEffects");
     let answer = send_json_raw(
         &server,

@@ -2,8 +2,8 @@
 //! written to the paths a CRD version's `subresources.scale` names.
 
 use axum::response::Response;
-use kube::core::admission::Operation;
 use http::Method;
+use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
 use super::scale_fields::{self, ReplicasPaths};
@@ -131,7 +131,8 @@ pub(crate) fn scale(
     state.admission_point(Some(&mut requested), |state, scale| {
         let mut seen = state.seen(rid, Operation::Update, "scale", scale, Some(&object));
         seen.namespace = namespace.map(str::to_owned).filter(|_| info.namespaced);
-        seen.namespace_labels = (seen.namespace.as_deref()).and_then(|ns| state.namespace_labels(ns));
+        seen.namespace_labels =
+            (seen.namespace.as_deref()).and_then(|ns| state.namespace_labels(ns));
         seen.name = name.to_owned();
         seen.kind = Some(["autoscaling", "v1", "Scale"]);
         seen.scale = Some(paths.clone());

@@ -80,7 +80,9 @@ impl State {
                 .cloned()
                 .or_else(|| Some(serde_json::Map::new()))
         } else {
-            namespace.as_deref().and_then(|ns| self.namespace_labels(ns))
+            namespace
+                .as_deref()
+                .and_then(|ns| self.namespace_labels(ns))
         };
         Seen {
             operation,

@@ -474,7 +474,13 @@ impl State {
             .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
         let subresource = if status_write { "status" } else { "" };
         self.admission_point(Some(&mut body), |state, body| {
-            state.seen(rid, Operation::Update, subresource, body, Some(&old.value()))
+            state.seen(
+                rid,
+                Operation::Update,
+                subresource,
+                body,
+                Some(&old.value()),
+            )
         });
         if let Some(rv) = meta_str(&body, "resourceVersion") {
             let rv: u64 = rv

@@ -141,7 +141,12 @@ fn settle(hook: &Hook, failed: Failed) -> Result<(), ApiError> {
 /// The real `ToStatusErr`: the hook's Status with the message prefixed by who denied it
 /// and a code of at least 400.
 fn denied(name: &str, status: &Value) -> ApiError {
-    let text = |field: &str| status.get(field).and_then(Value::as_str).unwrap_or_default();
+    let text = |field: &str| {
+        status
+            .get(field)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
     let denied_by = format!("admission webhook {} denied the request", go_quote(name));
     let message = match (text("message"), text("reason")) {
         ("", "") => format!("{denied_by} without explanation"),
@@ -216,9 +221,11 @@ fn review(
     info: &ResourceInfo,
     facts: &Facts,
 ) -> AdmissionReview<DynamicObject> {
-    let [group, version, kind] = seen
-        .kind
-        .unwrap_or([info.group.as_str(), info.version.as_str(), info.kind.as_str()]);
+    let [group, version, kind] = seen.kind.unwrap_or([
+        info.group.as_str(),
+        info.version.as_str(),
+        info.kind.as_str(),
+    ]);
     let kind = GroupVersionKind::gvk(group, version, kind);
     let resource = GroupVersionResource::gvr(&info.group, &info.version, &info.plural);
     let subresource = (!seen.subresource.is_empty()).then(|| seen.subresource.to_owned());
@@ -294,7 +301,10 @@ fn verify(uid: &str, mutating: bool, bytes: &[u8]) -> Result<Answer, String> {
     let review: Value = serde_json::from_slice(bytes)
         .map_err(|e| format!("couldn't get version/kind; json parse error: {e}"))?;
     let text = |v: &Value, field: &str| v.get(field).and_then(Value::as_str).map(str::to_owned);
-    let gvk = match text(&review, "apiVersion").unwrap_or_default().split_once('/') {
+    let gvk = match text(&review, "apiVersion")
+        .unwrap_or_default()
+        .split_once('/')
+    {
         Some((group, version)) => format!(
             "{group}/{version}, Kind={}",
             text(&review, "kind").unwrap_or_default()

@@ -145,7 +145,10 @@ fn endpoint(config: &ClientConfig, timeout: Duration) -> Result<Endpoint, CallEr
         ));
     }
     let host = uri.host().unwrap_or_default();
-    let host = host.trim_start_matches('[').trim_end_matches(']').to_owned();
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
     let port = uri.port_u16().unwrap_or(443);
     let server_name = ServerName::try_from(host.clone())
         .map_err(|e| format!("could not get REST client: {e}"))?;
@@ -250,6 +253,8 @@ fn status_error(code: u16, body: &[u8]) -> String {
                 text.trim()
             )
         }
-        _ => format!("the server responded with the status code {code} but did not return more information"),
+        _ => format!(
+            "the server responded with the status code {code} but did not return more information"
+        ),
     }
 }

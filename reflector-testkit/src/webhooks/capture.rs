@@ -147,9 +147,19 @@ thread_local! {
 /// Runs one pass of a write's handler with `capture`; returns the handler's result and
 /// the capture as the pass left it.
 pub(crate) fn run<R>(capture: Capture, handler: impl FnOnce() -> R) -> (R, Capture) {
+    /// Empties the slot however the handler ends (a panic included), so no later request
+    /// on this thread finds a capture that is not its own.
+    struct Clear;
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            CURRENT.with(|slot| slot.borrow_mut().take());
+        }
+    }
     CURRENT.with(|slot| *slot.borrow_mut() = Some(capture.clone()));
+    let clear = Clear;
     let result = handler();
     let after = CURRENT.with(|slot| slot.borrow_mut().take());
+    drop(clear);
     (result, after.unwrap_or(capture))
 }
 

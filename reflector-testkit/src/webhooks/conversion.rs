@@ -66,7 +66,10 @@ pub(crate) fn gvk_of(value: &Value) -> String {
         .get("apiVersion")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let kind = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     match api_version.split_once('/') {
         Some(_) => format!("{api_version}, Kind={kind}"),
         None => format!("/{api_version}, Kind={kind}"),
@@ -161,8 +164,9 @@ pub(crate) async fn convert(
             check_type(input, &object, desired).map_err(|e| {
                 format!("conversion webhook for {gvk} returned invalid object at index 0: {e}")
             })?;
-            check_identity(input, &object)
-                .map_err(|e| format!("conversion webhook for {gvk} returned invalid object: {e}"))?;
+            check_identity(input, &object).map_err(|e| {
+                format!("conversion webhook for {gvk} returned invalid object: {e}")
+            })?;
             restore_metadata(input, &mut object).map_err(|e| {
                 format!("conversion webhook for {gvk} returned invalid metadata: {e}")
             })?;
@@ -199,7 +203,12 @@ fn converted_objects(uid: &str, answer: &[u8]) -> Result<Vec<Value>, String> {
         ));
     }
     let result = response.get("result").cloned().unwrap_or_default();
-    let text = |field: &str| result.get(field).and_then(Value::as_str).unwrap_or_default();
+    let text = |field: &str| {
+        result
+            .get(field)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
     if text("status") != "Success" {
         if !text("message").is_empty() {
             return Err(text("message").to_owned());
@@ -227,7 +236,12 @@ fn check_type(original: &Value, converted: &Value, desired: &str) -> Result<(), 
             "invalid groupVersion (expected {desired}, received {got})"
         ));
     }
-    let kind = |v: &Value| v.get("kind").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let kind = |v: &Value| {
+        v.get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
     if kind(original) != kind(converted) {
         return Err(format!(
             "invalid kind (expected {}, received {})",

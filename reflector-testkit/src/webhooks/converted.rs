@@ -144,7 +144,10 @@ async fn patch(
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(bytes) => bytes,
-        Err(e) => return ApiError::bad_request(format!("error reading request body: {e}")).into_response(),
+        Err(e) => {
+            return ApiError::bad_request(format!("error reading request body: {e}"))
+                .into_response();
+        }
     };
     let media = parts
         .headers
@@ -157,10 +160,15 @@ async fn patch(
         .trim()
         .to_owned();
     let key = match target {
-        Target::Object { namespace, name, .. } => crate::object::key_of(namespace.as_deref(), name),
+        Target::Object {
+            namespace, name, ..
+        } => crate::object::key_of(namespace.as_deref(), name),
         _ => return dispatch_as(shared, target, pairs, &parts, Method::PATCH, bytes).await,
     };
-    let is_patch = matches!(media.as_str(), crate::patch::JSON_PATCH | crate::patch::MERGE_PATCH);
+    let is_patch = matches!(
+        media.as_str(),
+        crate::patch::JSON_PATCH | crate::patch::MERGE_PATCH
+    );
     let mut response = None;
     for _ in 0..PATCH_ATTEMPTS {
         let current = shared.state().get(view.storage_rid, &key);
@@ -169,13 +177,22 @@ async fn patch(
             return dispatch_as(shared, target, pairs, &parts, Method::PATCH, bytes).await;
         };
         let updated = async {
-            let mut object = convert(shared, &view.conversion, &current.value(), &view.api_version)
-                .await
-                .map_err(ApiError::unknown)?;
-            let kind = crate::strategic_merge::Kind { group: &view.group, kind: &view.kind };
+            let mut object = convert(
+                shared,
+                &view.conversion,
+                &current.value(),
+                &view.api_version,
+            )
+            .await
+            .map_err(ApiError::unknown)?;
+            let kind = crate::strategic_merge::Kind {
+                group: &view.group,
+                kind: &view.kind,
+            };
             crate::patch::Patch::decode(&media, &bytes)?.apply(kind, &mut object)?;
             let meta = crate::object::metadata_mut(&mut object);
-            meta.entry("resourceVersion").or_insert_with(|| current.rv.to_string().into());
+            meta.entry("resourceVersion")
+                .or_insert_with(|| current.rv.to_string().into());
             convert(shared, &view.conversion, &object, &view.storage_api_version)
                 .await
                 .map_err(ApiError::unknown)
@@ -237,7 +254,10 @@ async fn to_view(shared: &Shared, view: &View, response: Response) -> Response {
     let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
         return Response::from_parts(parts, Body::from(bytes));
     };
-    let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let kind = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let ours = value.get("apiVersion").and_then(Value::as_str) == Some(&view.storage_api_version);
     if !ours || (kind != view.kind && kind != format!("{}List", view.kind)) {
         return Response::from_parts(parts, Body::from(bytes));
@@ -245,7 +265,10 @@ async fn to_view(shared: &Shared, view: &View, response: Response) -> Response {
     match convert(shared, &view.conversion, &value, &view.api_version).await {
         Ok(converted) => {
             parts.headers.remove(header::CONTENT_LENGTH);
-            Response::from_parts(parts, Body::from(serde_json::to_vec(&converted).unwrap_or_default()))
+            Response::from_parts(
+                parts,
+                Body::from(serde_json::to_vec(&converted).unwrap_or_default()),
+            )
         }
         Err(message) => ApiError::unknown(message).into_response(),
     }

@@ -154,9 +154,7 @@ fn answer(result: Result<Response, ApiError>) -> Response {
 fn warn(mut response: Response, warnings: &Warnings) -> Response {
     for warning in warnings {
         if let Ok(value) = HeaderValue::from_str(&format!("299 - {}", go_quote(warning))) {
-            response
-                .headers_mut()
-                .append(http::header::WARNING, value);
+            response.headers_mut().append(http::header::WARNING, value);
         }
     }
     response

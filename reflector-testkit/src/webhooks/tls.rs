@@ -53,7 +53,10 @@ pub(crate) fn describe(error: &std::io::Error) -> String {
             CertificateError::UnknownIssuer | CertificateError::BadSignature => {
                 "x509: certificate signed by unknown authority".to_owned()
             }
-            CertificateError::NotValidForNameContext { expected, presented } => format!(
+            CertificateError::NotValidForNameContext {
+                expected,
+                presented,
+            } => format!(
                 "x509: certificate is valid for {}, not {}",
                 presented.join(", "),
                 server_name(expected)

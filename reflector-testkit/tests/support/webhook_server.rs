@@ -40,7 +40,9 @@ pub fn certificates(names: &[&str]) -> Certificates {
     let key = KeyPair::generate().expect("a server key");
     let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
     let params = CertificateParams::new(names).expect("server parameters");
-    let cert = params.signed_by(&key, &issuer).expect("the server certificate");
+    let cert = params
+        .signed_by(&key, &issuer)
+        .expect("the server certificate");
     Certificates {
         ca_pem: ca_cert.pem(),
         chain: vec![cert.der().clone()],
