@@ -604,3 +604,55 @@ async fn webhook_configuration_missing_side_effects_is_refused_as_the_real_serve
         "ValidatingWebhookConfiguration.admissionregistration.k8s.io \"x\" is invalid: webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun"
     );
 }
+
+#[tokio::test]
+async fn subresource_webhook_rules_match_status_and_scale_writes_only() {
+    let hooks =
+        WebhookServer::start(|_: &str, review: &Value| admission_answer(review, None, None, &[]))
+            .await;
+    let server = ApiServer::start().await.unwrap();
+    support::create_crd(&server, support::structural_widget_crd()).await;
+    let rules = json!([{"operations": ["*"], "apiGroups": ["example.com"], "apiVersions": ["*"],
+        "resources": ["widgets/status", "widgets/scale"]}]);
+    let hook = webhook("sub.example.com", url_client(&hooks, "/sub"), rules);
+    store(
+        &server,
+        configuration("ValidatingWebhookConfiguration", "sub", hook),
+    )
+    .await;
+    let widgets = support::structural_widgets(&server);
+    let spec = json!({"size": "small", "replicas": 1});
+    widgets
+        .create(
+            &PostParams::default(),
+            &support::structural_widget("w", spec),
+        )
+        .await
+        .unwrap();
+    assert!(
+        hooks.reviews().is_empty(),
+        "a write of the object itself matches no subresource rule"
+    );
+
+    let status = Patch::Merge(json!({"status": {"replicas": 1}}));
+    widgets
+        .patch_status("w", &PatchParams::default(), &status)
+        .await
+        .unwrap();
+    let scale = Patch::Merge(json!({"spec": {"replicas": 3}}));
+    widgets
+        .patch_scale("w", &PatchParams::default(), &scale)
+        .await
+        .unwrap();
+    let requests = hooks.requests_on("/sub");
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0]["subResource"], "status");
+    assert_eq!(requests[0]["object"]["status"]["replicas"], 1);
+    assert_eq!(requests[1]["subResource"], "scale");
+    assert_eq!(
+        requests[1]["kind"],
+        json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+    );
+    assert_eq!(requests[1]["object"]["spec"]["replicas"], 3);
+    assert_eq!(requests[1]["oldObject"]["spec"]["replicas"], 1);
+}

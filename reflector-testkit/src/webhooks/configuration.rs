@@ -65,10 +65,10 @@ pub(crate) fn admit(info: &ResourceInfo, name: &str, value: &mut Value) -> Resul
                 ..FieldError::required(&path("sideEffects"))
             });
         }
-        if !hook
+        if hook
             .get("admissionReviewVersions")
             .and_then(Value::as_array)
-            .is_some_and(|v| !v.is_empty())
+            .is_none_or(Vec::is_empty)
         {
             errors.push(FieldError {
                 message: "Required value: must specify one of v1, v1beta1".to_owned(),
