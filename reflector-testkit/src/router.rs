@@ -18,8 +18,8 @@ use crate::status::ApiError;
 mod request_body;
 mod target;
 
-pub(crate) use request_body::RequestBody;
 use request_body::read_body;
+pub(crate) use request_body::{RequestBody, header_text};
 pub(crate) use target::Target;
 use target::{Named, parse_target};
 
@@ -212,11 +212,7 @@ pub(crate) async fn dispatch(
     request: Request,
     fired: Fired,
 ) -> Response {
-    let accept = request
-        .headers()
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
+    let accept = header_text(request.headers(), header::ACCEPT);
     let repr = Repr::from_accept(accept);
     // `kubectl get` asks for a Table first; only reads are answered with one.
     let table = if method == Method::GET {
@@ -269,11 +265,7 @@ pub(crate) async fn dispatch(
             }
         }
         Target::OpenApi(rest) if method == Method::GET => {
-            let accept = request
-                .headers()
-                .get(header::ACCEPT)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
+            let accept = header_text(request.headers(), header::ACCEPT);
             crate::openapi::respond(shared, rest, accept)
         }
         Target::OpenApi(_) => Err(ApiError::method_not_allowed(method.as_str())),

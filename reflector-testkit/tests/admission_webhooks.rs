@@ -59,6 +59,28 @@ fn url_client(hooks: &WebhookServer, path: &str) -> Value {
     json!({"url": hooks.url(path), "caBundle": hooks.ca_bundle()})
 }
 
+/// Allows everything.
+fn allow(_path: &str, review: &Value) -> Value {
+    admission_answer(review, None, None, &[])
+}
+
+/// A webhook server allowing everything, and a server calling it on `/v` as the
+/// validating webhook `NAME.example.com` for the ConfigMap `operations` (the stored
+/// webhook is returned).
+async fn allowing(name: &str, operations: &[&str]) -> (WebhookServer, ApiServer, Value) {
+    let hooks = WebhookServer::start(allow).await;
+    let server = ApiServer::start().await.unwrap();
+    let client = url_client(&hooks, "/v");
+    let hook = webhook(
+        &format!("{name}.example.com"),
+        client,
+        configmap_rules(operations),
+    );
+    let stored = configuration("ValidatingWebhookConfiguration", name, hook.clone());
+    store(&server, stored).await;
+    (hooks, server, hook)
+}
+
 /// Denies every ConfigMap with a `bad` key: on create with a 403 and a message, on
 /// update with a code below 400 (the real server makes it 400) and on delete without
 /// any explanation.
@@ -241,20 +263,7 @@ async fn mutating_webhooks_patch_in_name_order_and_their_defaults_are_stored() {
 
 #[tokio::test]
 async fn update_webhook_sees_the_old_object_and_the_new() {
-    let hooks =
-        WebhookServer::start(|_: &str, review: &Value| admission_answer(review, None, None, &[]))
-            .await;
-    let server = ApiServer::start().await.unwrap();
-    let hook = webhook(
-        "audit.example.com",
-        url_client(&hooks, "/v"),
-        configmap_rules(&["UPDATE"]),
-    );
-    store(
-        &server,
-        configuration("ValidatingWebhookConfiguration", "audit", hook),
-    )
-    .await;
+    let (hooks, server, _) = allowing("audit", &["UPDATE"]).await;
     let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
     api.create(&PostParams::default(), &config_map("u", &[("k", "old")]))
         .await
@@ -292,20 +301,7 @@ async fn update_webhook_sees_the_old_object_and_the_new() {
 
 #[tokio::test]
 async fn dry_run_writes_call_the_webhook_with_dry_run_and_store_nothing() {
-    let hooks =
-        WebhookServer::start(|_: &str, review: &Value| admission_answer(review, None, None, &[]))
-            .await;
-    let server = ApiServer::start().await.unwrap();
-    let hook = webhook(
-        "dry.example.com",
-        url_client(&hooks, "/v"),
-        configmap_rules(&["CREATE"]),
-    );
-    store(
-        &server,
-        configuration("ValidatingWebhookConfiguration", "dry", hook.clone()),
-    )
-    .await;
+    let (hooks, server, hook) = allowing("dry", &["CREATE"]).await;
     let api: Api<ConfigMap> = Api::namespaced(server.client_without_retries(), "default");
     let created = api
         .create(
@@ -399,8 +395,7 @@ async fn webhook_down_fails_the_write_under_fail_and_not_under_ignore() {
 #[tokio::test]
 async fn webhook_slower_than_its_timeout_is_a_call_failure() {
     let certs = webhook_server::certificates(&["127.0.0.1"]);
-    let answer =
-        std::sync::Arc::new(|_: &str, review: &Value| admission_answer(review, None, None, &[]));
+    let answer = std::sync::Arc::new(allow);
     let slow = WebhookServer::start_with(certs, std::time::Duration::from_secs(5), answer).await;
     let server = ApiServer::start().await.unwrap();
     let mut hook = webhook(
@@ -428,9 +423,7 @@ async fn webhook_slower_than_its_timeout_is_a_call_failure() {
 
 #[tokio::test]
 async fn webhook_certificate_from_another_ca_is_a_call_failure() {
-    let hooks =
-        WebhookServer::start(|_: &str, review: &Value| admission_answer(review, None, None, &[]))
-            .await;
+    let hooks = WebhookServer::start(allow).await;
     let other = webhook_server::certificates(&["127.0.0.1"]);
     let server = ApiServer::start().await.unwrap();
     let bundle = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &other.ca_pem);
@@ -459,9 +452,7 @@ async fn webhook_certificate_from_another_ca_is_a_call_failure() {
 
 #[tokio::test]
 async fn webhook_rules_and_selectors_leave_unmatched_writes_alone() {
-    let hooks =
-        WebhookServer::start(|_: &str, review: &Value| admission_answer(review, None, None, &[]))
-            .await;
+    let hooks = WebhookServer::start(allow).await;
     let server = ApiServer::start().await.unwrap();
     let client = server.client();
     for (name, labels) in [("on", json!({"hooks": "on"})), ("off", json!({}))] {
@@ -607,9 +598,7 @@ async fn webhook_configuration_missing_side_effects_is_refused_as_the_real_serve
 
 #[tokio::test]
 async fn subresource_webhook_rules_match_status_and_scale_writes_only() {
-    let hooks =
-        WebhookServer::start(|_: &str, review: &Value| admission_answer(review, None, None, &[]))
-            .await;
+    let hooks = WebhookServer::start(allow).await;
     let server = ApiServer::start().await.unwrap();
     support::create_crd(&server, support::structural_widget_crd()).await;
     let rules = json!([{"operations": ["*"], "apiGroups": ["example.com"], "apiVersions": ["*"],

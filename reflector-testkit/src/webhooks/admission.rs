@@ -353,13 +353,7 @@ fn verify(uid: &str, mutating: bool, bytes: &[u8]) -> Result<Answer, String> {
         allowed: response.get("allowed").and_then(Value::as_bool) == Some(true),
         status: response.get("status").cloned().unwrap_or_else(|| json!({})),
         patch,
-        warnings: response
-            .get("warnings")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|w| w.as_str().map(str::to_owned))
-            .collect(),
+        warnings: super::rules::strings(response.get("warnings")),
     })
 }
 

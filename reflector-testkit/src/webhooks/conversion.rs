@@ -49,13 +49,7 @@ impl Conversion {
         Some(Self {
             storage_version,
             client: ClientConfig::from_value(webhook.get("clientConfig")?),
-            review_versions: webhook
-                .get("conversionReviewVersions")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect(),
+            review_versions: super::rules::strings(webhook.get("conversionReviewVersions")),
         })
     }
 }
@@ -227,26 +221,16 @@ fn converted_objects(uid: &str, answer: &[u8]) -> Result<Vec<Value>, String> {
 
 /// The converted object's group/version and kind.
 fn check_type(original: &Value, converted: &Value, desired: &str) -> Result<(), String> {
-    let got = converted
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let got = text_at(converted, "/apiVersion");
     if got != desired {
         return Err(format!(
             "invalid groupVersion (expected {desired}, received {got})"
         ));
     }
-    let kind = |v: &Value| {
-        v.get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    if kind(original) != kind(converted) {
+    let (expected, received) = (text_at(original, "/kind"), text_at(converted, "/kind"));
+    if expected != received {
         return Err(format!(
-            "invalid kind (expected {}, received {})",
-            kind(original),
-            kind(converted)
+            "invalid kind (expected {expected}, received {received})"
         ));
     }
     Ok(())
@@ -255,21 +239,22 @@ fn check_type(original: &Value, converted: &Value, desired: &str) -> Result<(), 
 /// The real `validateConvertedObject`: the same name, namespace and uid.
 fn check_identity(original: &Value, converted: &Value) -> Result<(), String> {
     for (field, what) in [("name", "name"), ("namespace", "namespace"), ("uid", "UID")] {
-        let of = |v: &Value| {
-            v.pointer(&format!("/metadata/{field}"))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        if of(original) != of(converted) {
-            return Err(format!(
-                "must have the same {what}: {} != {}",
-                of(original),
-                of(converted)
-            ));
+        let pointer = format!("/metadata/{field}");
+        let (was, is) = (text_at(original, &pointer), text_at(converted, &pointer));
+        if was != is {
+            return Err(format!("must have the same {what}: {was} != {is}"));
         }
     }
     Ok(())
+}
+
+/// The string at `pointer` (empty when there is none).
+fn text_at(value: &Value, pointer: &str) -> String {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// The real `restoreObjectMeta`: the original's metadata, with the converted object's

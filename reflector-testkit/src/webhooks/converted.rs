@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::conversion::{Conversion, convert};
 use crate::fault::Fired;
-use crate::router::Target;
+use crate::router::{Target, header_text};
 use crate::server::Shared;
 use crate::state::ResourceId;
 use crate::status::ApiError;
@@ -87,12 +87,7 @@ pub(crate) async fn serve(
     fired: Fired,
 ) -> Response {
     let watch = crate::router::is_watch(pairs);
-    let content_type = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
+    let content_type = header_text(request.headers(), header::CONTENT_TYPE).to_owned();
     let request = match method.as_str() {
         "PATCH" if !content_type.starts_with(crate::apply::APPLY_PATCH) => {
             return patch(shared, &view, target, pairs, request).await;
@@ -149,11 +144,7 @@ async fn patch(
                 .into_response();
         }
     };
-    let media = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
+    let media = header_text(&parts.headers, header::CONTENT_TYPE)
         .split(';')
         .next()
         .unwrap_or_default()
@@ -239,11 +230,8 @@ async fn dispatch_as(
 /// of the kind, or a list of them; anything else (a `Status`, a Table, metadata only)
 /// as it is.
 async fn to_view(shared: &Shared, view: &View, response: Response) -> Response {
-    let json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|t| t.starts_with("application/json"));
+    let json =
+        header_text(response.headers(), header::CONTENT_TYPE).starts_with("application/json");
     if !json || !response.status().is_success() {
         return response;
     }

@@ -121,7 +121,8 @@ pub(crate) fn exempt(info: &ResourceInfo) -> bool {
         )
 }
 
-fn strings(value: Option<&Value>) -> Vec<String> {
+/// The strings of a JSON array (none when it is not one).
+pub(crate) fn strings(value: Option<&Value>) -> Vec<String> {
     value
         .and_then(Value::as_array)
         .into_iter()
