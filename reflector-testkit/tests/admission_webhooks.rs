@@ -645,3 +645,59 @@ async fn subresource_webhook_rules_match_status_and_scale_writes_only() {
     assert_eq!(requests[1]["object"]["spec"]["replicas"], 3);
     assert_eq!(requests[1]["oldObject"]["spec"]["replicas"], 1);
 }
+
+/// The binary, killed when dropped.
+struct Binary(std::process::Child);
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn binary_webhook_service_flag_maps_a_service_to_a_local_address() {
+    use std::io::BufRead;
+    let hooks = WebhookServer::start(deny_bad).await;
+    let mapping = format!("webhooks/hooks={}", hooks.addr);
+    let mut binary = Binary(
+        std::process::Command::new(env!("CARGO_BIN_EXE_reflector-testkit"))
+            .args(["--webhook-service", &mapping])
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdout = std::io::BufReader::new(binary.0.stdout.take().unwrap());
+    let mut url = String::new();
+    stdout.read_line(&mut url).unwrap();
+    let mut config = kube::Config::new(url.trim().parse().unwrap());
+    config.default_retry = false;
+    let client = kube::Client::try_from(config).unwrap();
+
+    let service = json!({"service": {"namespace": "webhooks", "name": "hooks", "path": "/validate"},
+        "caBundle": hooks.ca_bundle()});
+    let hook = webhook("bin.example.com", service, configmap_rules(&["CREATE"]));
+    let configurations: Api<kube::api::DynamicObject> = Api::all_with(
+        client.clone(),
+        &kube::api::ApiResource::erase::<
+            k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration,
+        >(&()),
+    );
+    let configuration: kube::api::DynamicObject =
+        serde_json::from_value(configuration("ValidatingWebhookConfiguration", "bin", hook))
+            .unwrap();
+    configurations
+        .create(&PostParams::default(), &configuration)
+        .await
+        .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let denied = status_of(
+        api.create(&PostParams::default(), &config_map("b", &[("bad", "1")]))
+            .await,
+    );
+    assert_eq!(denied.code, 403, "{denied:?}");
+    assert_eq!(hooks.requests_on("/validate").len(), 1);
+}
