@@ -24,6 +24,8 @@ pub(crate) struct ServerConfig {
     pub port: u16,
     pub admin: bool,
     pub crd_storage_initialization: Duration,
+    /// Local addresses of the services webhooks name (`clientConfig.service`).
+    pub webhook_services: crate::webhooks::call::Services,
 }
 
 impl Default for ServerConfig {
@@ -36,6 +38,7 @@ impl Default for ServerConfig {
             port: 0,
             admin: false,
             crd_storage_initialization: Duration::ZERO,
+            webhook_services: crate::webhooks::call::Services::new(),
         }
     }
 }
@@ -117,6 +120,34 @@ impl ApiServerBuilder {
     /// ```
     pub fn crd_storage_initialization(mut self, wait: Duration) -> Self {
         self.config.crd_storage_initialization = wait;
+        self
+    }
+
+    /// Where the service `namespace/name` that webhook configurations and CRD conversion
+    /// webhooks name in `clientConfig.service` listens: the server calls
+    /// `https://NAME.NAMESPACE.svc:PORT/PATH` there, verifying the certificate for
+    /// `NAME.NAMESPACE.svc` against the configuration's `caBundle` (the service's `port`
+    /// only shows in the URL). A service with no address here is a failed call (`service
+    /// "NAME" not found`), as when the real one has no endpoints. Default: none.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let webhook: std::net::SocketAddr = "127.0.0.1:8443".parse()?;
+    /// let server = reflector_testkit::ApiServer::builder()
+    ///     .webhook_service("webhooks", "widget-webhook", webhook)
+    ///     .start()
+    ///     .await?;
+    /// # let _ = server; Ok(()) }
+    /// ```
+    pub fn webhook_service(
+        mut self,
+        namespace: &str,
+        name: &str,
+        addr: std::net::SocketAddr,
+    ) -> Self {
+        self.config
+            .webhook_services
+            .insert((namespace.to_owned(), name.to_owned()), addr);
         self
     }
 

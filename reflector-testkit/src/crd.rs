@@ -28,8 +28,9 @@ mod storage;
 pub(crate) use served::{CustomResources, Served};
 pub(crate) use storage::initializing;
 
+use scale::json_path;
 pub(crate) use scale::scale;
-use scale::{ScalePaths, json_path};
+pub(crate) use scale::{ScalePaths, scale_of};
 
 /// The CRD resource's group.
 pub(crate) const GROUP: &str = "apiextensions.k8s.io";
@@ -385,6 +386,9 @@ pub(crate) fn after_commit(
                     .flatten()
                     .map(|f| f.json_path.clone())
                     .collect(),
+                conversion: crate::webhooks::conversion::Conversion::of_crd(value)
+                    .filter(|c| c.storage_version != version.name)
+                    .map(Arc::new),
             },
         );
         serving.insert(served_rid);

@@ -34,7 +34,8 @@
 //!   real server, its `shortNames` and `categories` (built-ins: the real ones, e.g. `po`
 //!   and `all` for Pods; CRDs: from their `names`). Anything else is a 404 `Status`.
 //! * Resources: Namespace, Node, Pod (with `status` subresources), ConfigMap, Secret,
-//!   Lease, CustomResourceDefinition, and Events as core `v1` and as `events.k8s.io/v1`
+//!   Lease, CustomResourceDefinition, Mutating- and ValidatingWebhookConfiguration (their
+//!   webhooks are called, see [Webhooks](#webhooks)), and Events as core `v1` and as `events.k8s.io/v1`
 //!   (short name `ev` for both, as the real discovery; one storage, as the real server:
 //!   an Event written through either group is stored once, at one resourceVersion, and
 //!   read, listed and watched through both, its fields converted — `involvedObject` ↔
@@ -354,8 +355,8 @@
 //!   `isSorted`/`sum`/`min`/`max`, `duration`, `timestamp`) is refused when the CRD is
 //!   written, with a 422 naming the rule, never passed over.
 //! * The steps of a custom-object write run in the real server's order: mutating
-//!   admission, then defaulting and pruning, then schema validation and CEL rules, then
-//!   validating admission (no admission plugin runs on custom objects here).
+//!   admission (webhooks), then defaulting and pruning, then schema validation and CEL
+//!   rules, then validating admission (webhooks).
 //! * A custom object's create or update body is decoded as the real server's
 //!   unstructured decoder does: without `kind` (or `apiVersion`) it is the real 400
 //!   (`Object 'Kind' is missing in '{...}'`), a wrong one the real 422 (`kind: Invalid
@@ -413,9 +414,12 @@
 //!   definition is terminating`); once the last object is gone the CRD goes, its open
 //!   watches end, its paths answer 404 and discovery no longer lists it. Creating it again
 //!   serves an empty kind again.
-//! * Not supported: conversion between versions of a multi-version CRD (each served
-//!   version keeps its own objects; `conversion` is stored but not applied), name
-//!   conflicts between CRDs (`NamesAccepted` is always True).
+//! * Conversion between versions: with `conversion.strategy: Webhook` through the CRD's
+//!   conversion webhook (see [Webhooks](#webhooks)); with `None` each served version
+//!   keeps its own objects. Not supported: name conflicts between CRDs (`NamesAccepted`
+//!   is always True).
+//!
+#![doc = include_str!("../docs/webhooks.md")]
 //!
 //! # Faults
 //!
@@ -516,6 +520,7 @@ mod table;
 mod table_watch;
 mod unknown_fields;
 mod watch;
+mod webhooks;
 mod yaml_answer;
 
 pub use builder::ApiServerBuilder;

@@ -1,7 +1,7 @@
 //! `reflector-testkit`: run the embedded API server standalone.
 //!
 //! ```text
-//! reflector-testkit [--port PORT] [--demo] [--crd FILE]... [--admin]
+//! reflector-testkit [--port PORT] [--demo] [--crd FILE]... [--admin] [--webhook-service NS/NAME=ADDR]...
 //! ```
 //!
 //! It prints its URL as the first line on stdout (logs go to stderr, coloured only when
@@ -11,6 +11,8 @@
 //! allowed, or JSON) through the API before the URL is printed; a file that cannot be read,
 //! parsed or is rejected by the API's CRD validation is an error message and exit code 2.
 //! `--admin` serves the admin API under `/testkit/admin/` (see the crate docs).
+//! `--webhook-service NS/NAME=ADDR` calls the webhooks whose `clientConfig.service` is
+//! `NAME` in `NS` at the local address `ADDR` (`ApiServerBuilder::webhook_service`).
 //! `--help` prints the usage on stdout and exits 0; a bad argument prints it on stderr
 //! and exits 2.
 
@@ -21,6 +23,7 @@ use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
 const USAGE: &str = "usage: reflector-testkit [--port PORT] [--demo] [--crd FILE]... [--admin]
+                         [--webhook-service NS/NAME=ADDR]...
   --port PORT  listen on 127.0.0.1:PORT (default: an ephemeral port)
   --demo       preload a `demo` namespace with a few ConfigMaps and Pods
   --crd FILE   create the CustomResourceDefinitions in FILE (YAML, multi-document allowed,
@@ -43,7 +46,10 @@ const USAGE: &str = "usage: reflector-testkit [--port PORT] [--demo] [--crd FILE
                {\"LatencyBeforeHeaders\": MS}, {\"LatencyBetweenEvents\": MS},
                {\"AbortWatch\": {\"after_events\": N}},
                {\"BadLine\": {\"after_events\": N, \"line\": \"Malformed\"}}.
-               Without --admin those paths are 404.";
+               Without --admin those paths are 404.
+  --webhook-service NS/NAME=ADDR
+               call the admission and conversion webhooks whose clientConfig.service is
+               NAME in namespace NS at ADDR (e.g. 127.0.0.1:8443); repeatable.";
 
 /// What the command line asks for.
 enum Command {
@@ -58,6 +64,8 @@ struct Args {
     demo: bool,
     admin: bool,
     crd_files: Vec<String>,
+    /// `(namespace, name, address)` of each `--webhook-service`.
+    webhook_services: Vec<(String, String, std::net::SocketAddr)>,
 }
 
 fn parse_args() -> Result<Command, String> {
@@ -66,6 +74,7 @@ fn parse_args() -> Result<Command, String> {
         demo: false,
         admin: false,
         crd_files: Vec::new(),
+        webhook_services: Vec::new(),
     };
     let mut iter = std::env::args().skip(1);
     while let Some(arg) = iter.next() {
@@ -81,11 +90,24 @@ fn parse_args() -> Result<Command, String> {
             "--crd" => args
                 .crd_files
                 .push(iter.next().ok_or("--crd needs a file")?),
+            "--webhook-service" => {
+                let value = iter.next().ok_or("--webhook-service needs NS/NAME=ADDR")?;
+                args.webhook_services.push(webhook_service(&value)?);
+            }
             "-h" | "--help" => return Ok(Command::Help),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
     Ok(Command::Serve(args))
+}
+
+/// `NS/NAME=ADDR`.
+fn webhook_service(value: &str) -> Result<(String, String, std::net::SocketAddr), String> {
+    let bad = || format!("invalid --webhook-service {value:?}: expected NS/NAME=ADDR");
+    let (service, addr) = value.split_once('=').ok_or_else(bad)?;
+    let (namespace, name) = service.split_once('/').ok_or_else(bad)?;
+    let addr = addr.parse().map_err(|_| bad())?;
+    Ok((namespace.to_owned(), name.to_owned(), addr))
 }
 
 fn demo_objects(server: &ApiServer) -> Result<(), Box<dyn std::error::Error>> {
@@ -129,11 +151,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .init();
-    let server = ApiServer::builder()
-        .port(args.port)
-        .admin(args.admin)
-        .start()
-        .await?;
+    let mut builder = ApiServer::builder().port(args.port).admin(args.admin);
+    for (namespace, name, addr) in &args.webhook_services {
+        builder = builder.webhook_service(namespace, name, *addr);
+    }
+    let server = builder.start().await?;
     if args.demo {
         demo_objects(&server)?;
     }

@@ -194,8 +194,12 @@ fn builtin_generation(group: &str, kind: &str) -> bool {
 
 /// The resources registered on every new server: Namespace, Node, Pod (with `status`
 /// subresources, as the real server), ConfigMap, Secret, Lease, Events both as core v1
-/// and as events.k8s.io/v1, and CustomResourceDefinition (with `status`).
+/// and as events.k8s.io/v1, CustomResourceDefinition (with `status`), and the admission
+/// webhook configurations.
 pub(crate) fn builtins() -> Vec<ResourceInfo> {
+    use k8s_openapi::api::admissionregistration::v1::{
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    };
     use k8s_openapi::api::coordination::v1::Lease;
     use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Node, Pod, Secret};
     use k8s_openapi::api::events::v1::Event as EventsV1Event;
@@ -210,5 +214,7 @@ pub(crate) fn builtins() -> Vec<ResourceInfo> {
         ResourceInfo::of::<Lease>(false),
         ResourceInfo::of::<Event>(false),
         ResourceInfo::of::<EventsV1Event>(false),
+        ResourceInfo::of::<MutatingWebhookConfiguration>(false),
+        ResourceInfo::of::<ValidatingWebhookConfiguration>(false),
     ]
 }

@@ -18,8 +18,8 @@ use crate::status::ApiError;
 mod request_body;
 mod target;
 
-pub(crate) use request_body::RequestBody;
 use request_body::read_body;
+pub(crate) use request_body::{RequestBody, header_text};
 pub(crate) use target::Target;
 use target::{Named, parse_target};
 
@@ -74,7 +74,21 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
     let fault_id = fired.first_id();
     let mut response = match fault_response(&shared, &fired, verb, &target) {
         Some(error) => error.into_response(),
-        None => dispatch(&shared, &method, &target, &pairs, request, fired).await,
+        None => match crate::webhooks::converted::view(&shared, &target) {
+            Some((view, storage_target)) => {
+                let converted = crate::webhooks::converted::serve(
+                    &shared,
+                    view,
+                    &method,
+                    &storage_target,
+                    &pairs,
+                    request,
+                    fired,
+                );
+                converted.await
+            }
+            None => dispatch(&shared, &method, &target, &pairs, request, fired).await,
+        },
     };
     // The real server marks every answer as not to be cached.
     response.headers_mut().insert(
@@ -190,7 +204,7 @@ fn conflict(shared: &Shared, target: &Target) -> ApiError {
 /// # Cancel safety
 /// Cancel safe: the only await is reading the body; state writes happen after it, under
 /// one lock, with no await.
-async fn dispatch(
+pub(crate) async fn dispatch(
     shared: &Arc<Shared>,
     method: &Method,
     target: &Target,
@@ -198,11 +212,7 @@ async fn dispatch(
     request: Request,
     fired: Fired,
 ) -> Response {
-    let accept = request
-        .headers()
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
+    let accept = header_text(request.headers(), header::ACCEPT);
     let repr = Repr::from_accept(accept);
     // `kubectl get` asks for a Table first; only reads are answered with one.
     let table = if method == Method::GET {
@@ -255,11 +265,7 @@ async fn dispatch(
             }
         }
         Target::OpenApi(rest) if method == Method::GET => {
-            let accept = request
-                .headers()
-                .get(header::ACCEPT)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
+            let accept = header_text(request.headers(), header::ACCEPT);
             crate::openapi::respond(shared, rest, accept)
         }
         Target::OpenApi(_) => Err(ApiError::method_not_allowed(method.as_str())),
@@ -271,7 +277,9 @@ async fn dispatch(
             }
             "POST" => match read_body(request).await {
                 Ok(body) => {
-                    crate::handlers::create(shared, repr, *rid, namespace.as_deref(), pairs, &body)
+                    let ns = namespace.as_deref();
+                    let write = || crate::handlers::create(shared, repr, *rid, ns, pairs, &body);
+                    crate::webhooks::admit(shared, &admitted(method, pairs, None), write).await
                 }
                 Err(e) => Err(e),
             },
@@ -303,14 +311,24 @@ async fn dispatch(
                                 pairs,
                                 body: &body,
                             };
-                            if method == "PUT" {
-                                crate::handlers::update(write)
-                            } else {
-                                crate::handlers::patch(write)
-                            }
+                            let write = || {
+                                if method == "PUT" {
+                                    crate::handlers::update(write)
+                                } else {
+                                    crate::handlers::patch(write)
+                                }
+                            };
+                            crate::webhooks::admit(shared, &admitted(method, pairs, None), write)
+                                .await
                         }
                         _ if *status => Err(ApiError::method_not_allowed("DELETE")),
-                        _ => crate::handlers::delete(shared, repr, *rid, ns, name, pairs, &body),
+                        _ => {
+                            let write = || {
+                                crate::handlers::delete(shared, repr, *rid, ns, name, pairs, &body)
+                            };
+                            let request = admitted(method, pairs, Some(&body.bytes));
+                            crate::webhooks::admit(shared, &request, write).await
+                        }
                     },
                     Err(e) => Err(e),
                 },
@@ -343,7 +361,10 @@ async fn dispatch(
                 "GET" => crate::crd::scale(shared, method, *rid, ns, name, pairs, None),
                 "PUT" | "PATCH" => match read_body(request).await {
                     Ok(body) => {
-                        crate::crd::scale(shared, method, *rid, ns, name, pairs, Some(&body))
+                        let write = || {
+                            crate::crd::scale(shared, method, *rid, ns, name, pairs, Some(&body))
+                        };
+                        crate::webhooks::admit(shared, &admitted(method, pairs, None), write).await
                     }
                     Err(e) => Err(e),
                 },
@@ -358,6 +379,19 @@ async fn dispatch(
         crate::yaml_answer::into_yaml(response).await
     } else {
         response
+    }
+}
+
+/// A write as its admission webhooks are told of it.
+fn admitted<'a>(
+    method: &'a Method,
+    pairs: &'a [(String, String)],
+    delete_options: Option<&'a [u8]>,
+) -> crate::webhooks::WriteRequest<'a> {
+    crate::webhooks::WriteRequest {
+        method,
+        pairs,
+        delete_options,
     }
 }
 
@@ -398,7 +432,7 @@ fn invalid_dry_run(
 }
 
 /// Whether a request's query asks for a watch.
-fn is_watch(pairs: &[(String, String)]) -> bool {
+pub(crate) fn is_watch(pairs: &[(String, String)]) -> bool {
     matches!(
         param(pairs, "watch"),
         Some("true" | "1" | "" | "True" | "t")

@@ -51,9 +51,17 @@ impl Shared {
     /// The state locked for one write request: under `dryRun=All` (`pairs`) every write
     /// it makes runs in full (defaulting, admission, validation, conflicts) but stores
     /// nothing, sends no watch event and moves no resourceVersion, as on the real server.
+    ///
+    /// A write run around admission webhooks (`webhooks::capture`) gets its pass's
+    /// capture here; the passes that only look store nothing.
     pub(crate) fn write_state(&self, pairs: &[(String, String)]) -> WriteState<'_> {
         let mut guard = self.state();
-        guard.dry_run = crate::query::param(pairs, "dryRun") == Some("All");
+        let capture = crate::webhooks::capture::take();
+        guard.dry_run = crate::query::param(pairs, "dryRun") == Some("All")
+            || capture
+                .as_ref()
+                .is_some_and(crate::webhooks::capture::Capture::dry);
+        guard.admission = capture;
         WriteState { guard }
     }
 
@@ -65,8 +73,8 @@ impl Shared {
     }
 }
 
-/// [`Shared::state`] for one write request; leaves the state's dry-run mode off when
-/// dropped, whatever the request did.
+/// [`Shared::state`] for one write request; leaves the state's dry-run mode off (and
+/// hands a webhook capture back) when dropped, whatever the request did.
 pub(crate) struct WriteState<'a> {
     guard: MutexGuard<'a, State>,
 }
@@ -88,6 +96,7 @@ impl std::ops::DerefMut for WriteState<'_> {
 impl Drop for WriteState<'_> {
     fn drop(&mut self) {
         self.guard.dry_run = false;
+        crate::webhooks::capture::restore(self.guard.admission.take());
     }
 }
 

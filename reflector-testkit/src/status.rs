@@ -17,7 +17,7 @@ pub(crate) struct ApiErrorData {
     pub code: u16,
     /// `reason` (`NotFound`, `Conflict`, `Expired`, ...); empty for the real server's
     /// `StatusReasonUnknown`, which the JSON then omits.
-    pub reason: &'static str,
+    pub reason: std::borrow::Cow<'static, str>,
     /// Human-readable `message`.
     pub message: String,
     /// `details`, when the real server sets them.
@@ -49,7 +49,7 @@ impl ApiError {
     pub(crate) fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
         Self(Box::new(ApiErrorData {
             code,
-            reason,
+            reason: std::borrow::Cow::Borrowed(reason),
             message: message.into(),
             details: None,
             retry_after: None,

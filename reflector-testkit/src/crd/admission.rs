@@ -1,14 +1,13 @@
 //! The admission chain of a custom-object write (create, update, patch, apply, `/scale`),
 //! one function per step in the real server's order:
 //!
-//! 1. [`mutating_admission`]: mutating admission (webhooks would change the object here);
-//! 2. [`default_and_prune`]: the version's structural schema prunes the fields it does not
+//! 1. [`default_and_prune`]: the version's structural schema prunes the fields it does not
 //!    declare and applies its `default`s;
-//! 3. [`validate`]: the schema's validation, then its CEL rules (`x-kubernetes-validations`);
-//! 4. [`validating_admission`]: validating admission (webhooks would refuse the object here).
+//! 2. [`validate`]: the schema's validation, then its CEL rules (`x-kubernetes-validations`).
 //!
-//! Steps 1 and 4 admit everything: this server runs no admission plugins on custom
-//! objects.
+//! Admission webhooks run around it, as on the real server: the mutating ones before (at
+//! the write's admission point), the validating ones after, on the object as it would be
+//! stored (see `webhooks`).
 
 use serde_json::Value;
 
@@ -31,7 +30,6 @@ pub(crate) struct Write<'a> {
 /// Runs the chain on `value`, which leaves it as it would be stored; the first step that
 /// refuses the write answers for it.
 pub(super) fn admit(state: &State, write: &Write<'_>, value: &mut Value) -> Result<(), ApiError> {
-    mutating_admission(state, write, value)?;
     default_and_prune(write, value);
     let errors = validate(write, value);
     if !errors.is_empty() {
@@ -43,15 +41,6 @@ pub(super) fn admit(state: &State, write: &Write<'_>, value: &mut Value) -> Resu
             &errors,
         ));
     }
-    validating_admission(state, write, value)
-}
-
-/// Mutating admission: admits the object as it is.
-fn mutating_admission(
-    _state: &State,
-    _write: &Write<'_>,
-    _value: &mut Value,
-) -> Result<(), ApiError> {
     Ok(())
 }
 
@@ -81,13 +70,4 @@ fn validate(write: &Write<'_>, value: &Value) -> Vec<FieldError> {
         errors.extend(crate::cel_rules::validate(write.schema, value, write.old));
     }
     errors
-}
-
-/// Validating admission: admits the object.
-fn validating_admission(
-    _state: &State,
-    _write: &Write<'_>,
-    _value: &Value,
-) -> Result<(), ApiError> {
-    Ok(())
 }

@@ -3,6 +3,7 @@
 
 use axum::response::Response;
 use http::Method;
+use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
 use super::scale_fields::{self, ReplicasPaths};
@@ -49,7 +50,7 @@ fn set_path(value: &mut Value, path: &[String], new: Value) {
 }
 
 /// The `autoscaling/v1` Scale of a custom object, as the real `scaleFromCustomResource`.
-fn scale_of(object: &Value, paths: &ScalePaths) -> Value {
+pub(crate) fn scale_of(object: &Value, paths: &ScalePaths) -> Value {
     let replicas = |path: &[String]| get_path(object, path).and_then(Value::as_i64).unwrap_or(0);
     let meta = metadata(object).cloned().unwrap_or_default();
     let mut scale_meta = serde_json::Map::new();
@@ -126,6 +127,17 @@ pub(crate) fn scale(
         }
         (other, _) => return Err(ApiError::method_not_allowed(other)),
     };
+    let mut requested = requested;
+    state.admission_point(Some(&mut requested), |state, scale| {
+        let mut seen = state.seen(rid, Operation::Update, "scale", scale, Some(&object));
+        seen.namespace = namespace.map(str::to_owned).filter(|_| info.namespaced);
+        seen.namespace_labels =
+            (seen.namespace.as_deref()).and_then(|ns| state.namespace_labels(ns));
+        seen.name = name.to_owned();
+        seen.kind = Some(["autoscaling", "v1", "Scale"]);
+        seen.scale = Some(paths.clone());
+        seen
+    });
     let Some(replicas) = requested
         .pointer("/spec/replicas")
         .map_or(Some(0), Value::as_i64)

@@ -21,6 +21,9 @@ pub(crate) struct Served {
     pub scale: Option<ScalePaths>,
     /// The JSON paths of the version's `selectableFields` (`.spec.size`).
     pub selectable_fields: Vec<String>,
+    /// For a version other than the storage version of a CRD converted by webhook: how
+    /// (its objects live in the storage version's store and are converted on the way).
+    pub conversion: Option<Arc<crate::webhooks::conversion::Conversion>>,
 }
 
 /// Resources served from CRD objects. Lives in `State` (guarded by `Shared::state`).

@@ -25,6 +25,14 @@ impl RequestBody {
     }
 }
 
+/// A header's text (empty when absent or not text).
+pub(crate) fn header_text(headers: &http::HeaderMap, name: header::HeaderName) -> &str {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+}
+
 /// Largest request body accepted (the real server's limit is 3 MiB for most bodies).
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
@@ -36,15 +44,8 @@ const DRAIN_CAP: usize = 64 * 1024 * 1024;
 /// # Cancel safety
 /// Cancel safe: dropping it only drops the partially read body.
 pub(super) async fn read_body(request: Request) -> Result<RequestBody, ApiError> {
-    let header_text = |headers: &http::HeaderMap, name| {
-        headers
-            .get(name)
-            .and_then(|v: &http::HeaderValue| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let content_type = header_text(request.headers(), header::CONTENT_TYPE);
-    let user_agent = header_text(request.headers(), header::USER_AGENT);
+    let content_type = header_text(request.headers(), header::CONTENT_TYPE).to_owned();
+    let user_agent = header_text(request.headers(), header::USER_AGENT).to_owned();
     // Read up to the limit; past it, keep draining (up to a hard cap) so the client gets
     // the 413 instead of a connection reset while it is still sending.
     let mut stream = request.into_body().into_data_stream();

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
 use super::{EventType, ResourceId, State};
@@ -87,6 +88,9 @@ impl State {
                 ),
             ));
         }
+        self.admission_point(None, |state, _| {
+            state.seen(rid, Operation::Delete, "", None, Some(&value))
+        });
         if self.is_namespace_resource(rid) {
             return Ok(self.terminate_namespace(rid, key, value, old));
         }

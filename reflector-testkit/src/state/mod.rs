@@ -20,7 +20,9 @@ use crate::object::{
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 use crate::watch::EventLines;
+use kube::core::admission::Operation;
 
+mod admission;
 mod crd_cleanup;
 mod delete;
 mod direct_write;
@@ -90,6 +92,9 @@ pub(crate) struct State {
     /// Objects deleted in the foreground whose `foregroundDeletion` finalizer waits for
     /// their dependents to go (see `foreground`).
     foreground: Vec<(ResourceId, Arc<str>)>,
+    /// The admission webhooks' capture of the request holding the lock, if its write may
+    /// call them (see `webhooks::capture`). Set for one request by `Shared::write_state`.
+    pub admission: Option<crate::webhooks::capture::Capture>,
 }
 
 impl State {
@@ -105,6 +110,7 @@ impl State {
             custom: crate::crd::CustomResources::default(),
             dry_run: false,
             foreground: Vec::new(),
+            admission: None,
         };
         for info in crate::resource::builtins() {
             state.register(info);
@@ -185,9 +191,15 @@ impl State {
         &mut self,
         rid: ResourceId,
         key: Arc<str>,
-        mut value: Value,
+        value: Value,
         event_type: EventType,
     ) -> Arc<StoredObject> {
+        let (key, mut value, event_type) =
+            match self.intercept_commit(rid, &key, &value, event_type) {
+                admission::Intercept::Proceed => (key, value, event_type),
+                admission::Intercept::Store(p) => (p.key, p.value, p.event_type),
+                admission::Intercept::Dry => return Self::dry_run_result(key, value, event_type),
+            };
         if self.dry_run {
             return Self::dry_run_result(key, value, event_type);
         }
@@ -385,7 +397,11 @@ impl State {
         }
         self.admit_in_namespace(&info, namespace, &name, true)?;
         self.refuse_create_while_terminating(rid)?;
+        self.admission_point(Some(&mut body), |state, body| {
+            state.seen(rid, Operation::Create, "", body, None)
+        });
         validate_write(&info, &name, &body)?;
+        crate::webhooks::configuration::admit(&info, &name, &mut body)?;
         crate::crd::admit(self, rid, &name, &mut body, None)?;
         let key = key_of(namespace.filter(|_| info.namespaced), &name);
         if self.objects[rid].contains_key(&key) {
@@ -456,6 +472,16 @@ impl State {
         let old = self
             .get(rid, &key)
             .ok_or_else(|| ApiError::not_found(&info.plural, &info.group, name))?;
+        let subresource = if status_write { "status" } else { "" };
+        self.admission_point(Some(&mut body), |state, body| {
+            state.seen(
+                rid,
+                Operation::Update,
+                subresource,
+                body,
+                Some(&old.value()),
+            )
+        });
         if let Some(rv) = meta_str(&body, "resourceVersion") {
             let rv: u64 = rv
                 .parse()
@@ -494,6 +520,7 @@ impl State {
         };
         // Custom objects are pruned and defaulted first: a field the schema drops changes
         // no generation.
+        crate::webhooks::configuration::admit(&info, name, &mut new)?;
         crate::crd::admit(self, rid, name, &mut new, Some(&old_value))?;
         let old_meta = metadata(&old_value).cloned().unwrap_or_default();
         let old_generation = old_meta

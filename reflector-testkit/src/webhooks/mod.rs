@@ -1,0 +1,27 @@
+//! Webhooks, called as the real API server calls them.
+//!
+//! * Admission: `admissionregistration.k8s.io/v1` `MutatingWebhookConfiguration`s and
+//!   `ValidatingWebhookConfiguration`s are stored like any built-in kind
+//!   ([`configuration`] fills in the real defaults). A write whose admission point
+//!   ([`capture`]) matches a webhook's rules ([`rules`]) is run around the webhooks
+//!   ([`dispatch`]): the mutating ones in order, each patching what the previous one left,
+//!   then the object's own defaulting and validation, then the validating ones
+//!   ([`admission`]).
+//! * Conversion: a CRD with `conversion.strategy: Webhook` stores its objects in its
+//!   storage version and converts them through its webhook when they are read, listed,
+//!   watched or written in another version ([`conversion`]).
+//!
+//! Every call is an HTTPS `POST` verified against the configuration's `caBundle`
+//! ([`call`], [`tls`]).
+
+pub(crate) mod admission;
+pub(crate) mod call;
+pub(crate) mod capture;
+pub(crate) mod configuration;
+pub(crate) mod conversion;
+pub(crate) mod converted;
+pub(crate) mod dispatch;
+pub(crate) mod rules;
+pub(crate) mod tls;
+
+pub(crate) use dispatch::{WriteRequest, admit};
