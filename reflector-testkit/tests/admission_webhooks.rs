@@ -701,3 +701,40 @@ async fn binary_webhook_service_flag_maps_a_service_to_a_local_address() {
     assert_eq!(denied.code, 403, "{denied:?}");
     assert_eq!(hooks.requests_on("/validate").len(), 1);
 }
+
+/// Answers as a webhook built on kube's own types does (its patch is a byte array, not
+/// Go's base64): adds the label `kube: yes`.
+fn kube_defaulter(_path: &str, review: &Value) -> Value {
+    use kube::core::DynamicObject;
+    use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
+    let review: AdmissionReview<DynamicObject> = serde_json::from_value(review.clone()).unwrap();
+    let request: AdmissionRequest<DynamicObject> = review.try_into().unwrap();
+    let patch: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "add", "path": "/metadata/labels", "value": {"kube": "yes"}}
+    ]))
+    .unwrap();
+    let response = AdmissionResponse::from(&request).with_patch(patch).unwrap();
+    serde_json::to_value(response.into_review()).unwrap()
+}
+
+#[tokio::test]
+async fn mutating_webhook_answering_with_kube_types_is_understood() {
+    let hooks = WebhookServer::start(kube_defaulter).await;
+    let server = ApiServer::start().await.unwrap();
+    let hook = webhook(
+        "kube.example.com",
+        url_client(&hooks, "/m"),
+        configmap_rules(&["CREATE"]),
+    );
+    store(
+        &server,
+        configuration("MutatingWebhookConfiguration", "kube", hook),
+    )
+    .await;
+    let api: Api<ConfigMap> = Api::namespaced(server.client_without_retries(), "default");
+    let created = api
+        .create(&PostParams::default(), &config_map("k", &[]))
+        .await
+        .unwrap();
+    assert_eq!(created.metadata.labels.unwrap()["kube"], "yes");
+}

@@ -174,6 +174,9 @@ struct Answer {
 }
 
 /// One call: the review sent, the answer read and verified.
+///
+/// # Cancel safety
+/// Cancel safe: dropping it drops the connection.
 async fn call(
     shared: &Shared,
     hook: &Hook,

@@ -175,6 +175,9 @@ fn endpoint(config: &ClientConfig, timeout: Duration) -> Result<Endpoint, CallEr
 }
 
 /// Connects, shakes hands and exchanges one request over HTTP/1.1.
+///
+/// # Cancel safety
+/// Cancel safe: dropping it drops the connection.
 async fn exchange(
     endpoint: &Endpoint,
     connect: &str,

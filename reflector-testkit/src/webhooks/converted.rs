@@ -107,6 +107,9 @@ pub(crate) async fn serve(
 }
 
 /// A write's body converted to the storage version.
+///
+/// # Cancel safety
+/// Cancel safe: it stores nothing.
 async fn to_storage(shared: &Shared, view: &View, request: Request) -> Result<Request, ApiError> {
     let (mut parts, body) = request.into_parts();
     let bytes = axum::body::to_bytes(body, MAX_BODY)
@@ -129,6 +132,9 @@ async fn to_storage(shared: &Shared, view: &View, request: Request) -> Result<Re
 
 /// A merge or JSON patch of a converted object: applied to the stored object in the
 /// request's version, written back as an update at the resourceVersion read.
+///
+/// # Cancel safety
+/// Cancel safe: each update is stored under one lock, or not at all.
 async fn patch(
     shared: &Arc<Shared>,
     view: &View,
@@ -204,6 +210,9 @@ async fn patch(
 }
 
 /// Runs `method` with `body` (JSON) through the storage version's handlers.
+///
+/// # Cancel safety
+/// As `router::dispatch`.
 async fn dispatch_as(
     shared: &Arc<Shared>,
     target: &Target,
@@ -229,6 +238,9 @@ async fn dispatch_as(
 /// A JSON answer of the storage version converted to the request's version: an object
 /// of the kind, or a list of them; anything else (a `Status`, a Table, metadata only)
 /// as it is.
+///
+/// # Cancel safety
+/// Cancel safe: it only reads the answer.
 async fn to_view(shared: &Shared, view: &View, response: Response) -> Response {
     let json =
         header_text(response.headers(), header::CONTENT_TYPE).starts_with("application/json");
@@ -299,6 +311,9 @@ fn convert_watch(shared: Arc<Shared>, view: View, response: Response) -> Respons
 
 /// One watch line converted; `true` when the conversion failed (the line is then the
 /// `ERROR` event that ends the watch).
+///
+/// # Cancel safety
+/// Cancel safe: it stores nothing.
 async fn convert_event(shared: &Shared, view: &View, line: &[u8]) -> (Bytes, bool) {
     let Ok(mut event) = serde_json::from_slice::<Value>(line) else {
         return (Bytes::copy_from_slice(line), false);
