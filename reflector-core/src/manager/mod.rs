@@ -8,9 +8,8 @@
 //!   every replica;
 //! - [`Rbac`], [`DeployOptions`] and [`Manifests`]: the least RBAC for what the
 //!   manager runs, and the objects that deploy it;
-//! - `add_webhooks` (feature `webhooks`): a
-//!   [`WebhookServer`](crate::webhooks::WebhookServer) run on every replica, its
-//!   Service and webhook configurations in the manifests;
+//! - `add_webhooks` (feature `webhooks`): a `webhooks::WebhookServer` run on every
+//!   replica, its Service and webhook configurations in the manifests;
 //! - [`ManagerError`]: why it could not start, or how its run failed.
 //!
 //! One controller alone, with no election and no server, needs no manager:
