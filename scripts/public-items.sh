@@ -23,7 +23,7 @@ printf '%s\n' "$items"
 
 # The budget: a new public type replaces one, or the budget is raised on purpose with
 # the reason in the commit that raises it.
-budget=83
+budget=92
 if [ "$count" -gt "$budget" ]; then
   echo "$count public types and traits, over the budget of $budget" >&2
   exit 1

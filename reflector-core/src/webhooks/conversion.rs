@@ -28,10 +28,41 @@ const META_KIND: &str = "ConversionReview";
 /// spoke converting to another type does not compile.
 ///
 /// # Example
-/// ```ignore
-/// webhooks.conversion::<v2::Widget>().spoke::<v1::Widget>().spoke::<v1beta1::Widget>();
 /// ```
-/// ([`Convertible`] has the whole example.)
+/// use reflector::webhooks::{Convertible, Denial, WebhookServer};
+///
+/// mod v1 {
+///     use kube::CustomResource;
+///     use schemars::JsonSchema;
+///     use serde::{Deserialize, Serialize};
+///     #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+///     #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced)]
+///     pub struct WidgetSpec { pub size: u32 }
+/// }
+/// mod v2 {
+///     use kube::CustomResource;
+///     use schemars::JsonSchema;
+///     use serde::{Deserialize, Serialize};
+///     #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+///     #[kube(group = "example.com", version = "v2", kind = "Widget", namespaced)]
+///     pub struct WidgetSpec { pub size: u64 }
+/// }
+///
+/// impl Convertible for v1::Widget {
+///     type Hub = v2::Widget;
+///     fn to_hub(self) -> Result<v2::Widget, Denial> {
+///         let spec = v2::WidgetSpec { size: self.spec.size.into() };
+///         Ok(v2::Widget { metadata: self.metadata, spec })
+///     }
+///     fn from_hub(hub: v2::Widget) -> Result<Self, Denial> {
+///         let size = hub.spec.size.try_into().map_err(|_| Denial::new("too large for v1"))?;
+///         Ok(v1::Widget { metadata: hub.metadata, spec: v1::WidgetSpec { size } })
+///     }
+/// }
+///
+/// let mut webhooks = WebhookServer::new("widget-webhooks");
+/// webhooks.conversion::<v2::Widget>().spoke::<v1::Widget>();
+/// ```
 pub struct Conversion<'a, H>
 where
     H: Resource<DynamicType = ()> + CustomResourceExt + Serialize + DeserializeOwned,

@@ -26,19 +26,20 @@ use super::Denial;
 ///
 /// # Example
 /// ```
-/// use kube::CustomResource;
 /// use reflector::webhooks::{Convertible, Denial};
-/// use schemars::JsonSchema;
-/// use serde::{Deserialize, Serialize};
 ///
 /// mod v1 {
-///     use super::*;
+///     use kube::CustomResource;
+///     use schemars::JsonSchema;
+///     use serde::{Deserialize, Serialize};
 ///     #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
 ///     #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced)]
 ///     pub struct WidgetSpec { pub size: String }
 /// }
 /// mod v2 {
-///     use super::*;
+///     use kube::CustomResource;
+///     use schemars::JsonSchema;
+///     use serde::{Deserialize, Serialize};
 ///     #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
 ///     #[kube(group = "example.com", version = "v2", kind = "Widget", namespaced)]
 ///     pub struct WidgetSpec { pub size_mb: u64 }
