@@ -81,7 +81,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// the Service `default/widget-webhooks` is, calls this process's hooks as a cluster's
 /// would; a short story shows a defaulted, a refused and a checked update.
 mod embedded {
-    use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+    use k8s_openapi::api::admissionregistration::v1::{
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use kube::api::{Api, Patch, PatchParams, PostParams};
     use kube::runtime::wait::await_condition;
@@ -127,18 +129,31 @@ mod embedded {
                 .await?;
         }
         let running = tokio::spawn(manager.run());
-        let trusted = |c: Option<&ValidatingWebhookConfiguration>| {
-            c.and_then(|c| {
+        // Calls fail until the keeper has put the CA in both configurations (the
+        // mutating one last).
+        let has_ca = |ca: Option<&k8s_openapi::ByteString>| ca.is_some_and(|ca| !ca.0.is_empty());
+        let validating = |c: Option<&ValidatingWebhookConfiguration>| {
+            has_ca(c.and_then(|c| {
                 c.webhooks
                     .as_ref()?
                     .first()?
                     .client_config
                     .ca_bundle
                     .as_ref()
-            })
-            .is_some_and(|ca| !ca.0.is_empty())
+            }))
         };
-        await_condition(Api::all(client.clone()), "widget-webhooks", trusted).await?;
+        let mutating = |c: Option<&MutatingWebhookConfiguration>| {
+            has_ca(c.and_then(|c| {
+                c.webhooks
+                    .as_ref()?
+                    .first()?
+                    .client_config
+                    .ca_bundle
+                    .as_ref()
+            }))
+        };
+        await_condition(Api::all(client.clone()), "widget-webhooks", validating).await?;
+        await_condition(Api::all(client.clone()), "widget-webhooks", mutating).await?;
 
         let widgets: Api<Widget> = Api::namespaced(client, "default");
         let spec = |size: Option<&str>, replicas| WidgetSpec {
