@@ -56,7 +56,7 @@ impl WebhookClient {
             .with_root_certificates(roots)
             .with_no_client_auth();
         // Every connection a full handshake, so it is shown the certificate served
-        // now (a resumed session is not shown one).
+        // now (a resumed TLS connection skips the certificate).
         config.resumption = Resumption::disabled();
         WebhookClient {
             addr,
