@@ -58,7 +58,7 @@ impl Flavor {
 /// Adds the schema of a built-in kind to `generator` and returns its definition name, for
 /// the k8s-openapi types this crate knows by group/version/kind.
 fn builtin_definition(generator: &mut SchemaGenerator, info: &ResourceInfo) -> Option<String> {
-    use k8s_openapi::api::{apps, batch, coordination, core, events};
+    use k8s_openapi::api::{admissionregistration, apps, batch, coordination, core, events, rbac};
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     fn add<T: schemars::JsonSchema>(generator: &mut SchemaGenerator) -> String {
         generator.subschema_for::<T>();
@@ -86,6 +86,22 @@ fn builtin_definition(generator: &mut SchemaGenerator, info: &ResourceInfo) -> O
         ("batch", "v1", "CronJob") => add::<batch::v1::CronJob>(generator),
         ("coordination.k8s.io", "v1", "Lease") => add::<coordination::v1::Lease>(generator),
         ("events.k8s.io", "v1", "Event") => add::<events::v1::Event>(generator),
+        ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration") => {
+            add::<admissionregistration::v1::MutatingWebhookConfiguration>(generator)
+        }
+        ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration") => {
+            add::<admissionregistration::v1::ValidatingWebhookConfiguration>(generator)
+        }
+        ("rbac.authorization.k8s.io", "v1", "ClusterRole") => {
+            add::<rbac::v1::ClusterRole>(generator)
+        }
+        ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding") => {
+            add::<rbac::v1::ClusterRoleBinding>(generator)
+        }
+        ("rbac.authorization.k8s.io", "v1", "Role") => add::<rbac::v1::Role>(generator),
+        ("rbac.authorization.k8s.io", "v1", "RoleBinding") => {
+            add::<rbac::v1::RoleBinding>(generator)
+        }
         ("apiextensions.k8s.io", "v1", "CustomResourceDefinition") => {
             add::<CustomResourceDefinition>(generator)
         }

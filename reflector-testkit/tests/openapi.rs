@@ -155,6 +155,12 @@ async fn v2_is_one_swagger_document_with_gvk_extensions_on_every_served_kind() {
     ] {
         assert_eq!(gvk_of(&definitions[name]), &gvk, "{name}");
     }
+    // The webhook configurations' fields, which kubectl's client-side validation checks.
+    for kind in ["Mutating", "Validating"] {
+        let name = format!("io.k8s.api.admissionregistration.v1.{kind}WebhookConfiguration");
+        let properties = &definitions[&name]["properties"];
+        assert!(properties["webhooks"].is_object(), "{name}: {properties}");
+    }
     // Every `$ref` resolves inside the document (kubectl rejects the whole document otherwise).
     let text = doc.to_string();
     for reference in text.split("\"$ref\":\"#/definitions/").skip(1) {
