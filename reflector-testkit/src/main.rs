@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! reflector-testkit [--port PORT] [--demo] [--crd FILE]... [--admin] [--webhook-service NS/NAME=ADDR]...
+//!                   [--kubeconfig FILE]
 //! ```
 //!
 //! It prints its URL as the first line on stdout (logs go to stderr, coloured only when
@@ -13,6 +14,10 @@
 //! `--admin` serves the admin API under `/testkit/admin/` (see the crate docs).
 //! `--webhook-service NS/NAME=ADDR` calls the webhooks whose `clientConfig.service` is
 //! `NAME` in `NS` at the local address `ADDR` (`ApiServerBuilder::webhook_service`).
+//! `--kubeconfig FILE` writes a kubeconfig for the server (its current context's
+//! namespace `default`) to FILE before the URL is printed, for clients that read one.
+//! Besides the library's resources it serves ServiceAccounts, Services, Deployments and
+//! RBAC's four kinds, stored as sent, so that an operator's manifests apply.
 //! `--help` prints the usage on stdout and exits 0; a bad argument prints it on stderr
 //! and exits 2.
 
@@ -23,7 +28,9 @@ use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
 const USAGE: &str = "usage: reflector-testkit [--port PORT] [--demo] [--crd FILE]... [--admin]
-                         [--webhook-service NS/NAME=ADDR]...
+                         [--webhook-service NS/NAME=ADDR]... [--kubeconfig FILE]
+Serves the library's resources and, stored as sent for manifests to apply, ServiceAccounts,
+Services, Deployments, ClusterRoles, ClusterRoleBindings, Roles and RoleBindings.
   --port PORT  listen on 127.0.0.1:PORT (default: an ephemeral port)
   --demo       preload a `demo` namespace with a few ConfigMaps and Pods
   --crd FILE   create the CustomResourceDefinitions in FILE (YAML, multi-document allowed,
@@ -49,7 +56,10 @@ const USAGE: &str = "usage: reflector-testkit [--port PORT] [--demo] [--crd FILE
                Without --admin those paths are 404.
   --webhook-service NS/NAME=ADDR
                call the admission and conversion webhooks whose clientConfig.service is
-               NAME in namespace NS at ADDR (e.g. 127.0.0.1:8443); repeatable.";
+               NAME in namespace NS at ADDR (e.g. 127.0.0.1:8443); repeatable.
+  --kubeconfig FILE
+               write a kubeconfig for this server to FILE (context `reflector-testkit`,
+               namespace `default`) before printing the URL; an unwritable FILE exits 2.";
 
 /// What the command line asks for.
 enum Command {
@@ -66,6 +76,8 @@ struct Args {
     crd_files: Vec<String>,
     /// `(namespace, name, address)` of each `--webhook-service`.
     webhook_services: Vec<(String, String, std::net::SocketAddr)>,
+    /// Where `--kubeconfig` writes one.
+    kubeconfig: Option<String>,
 }
 
 fn parse_args() -> Result<Command, String> {
@@ -75,6 +87,7 @@ fn parse_args() -> Result<Command, String> {
         admin: false,
         crd_files: Vec::new(),
         webhook_services: Vec::new(),
+        kubeconfig: None,
     };
     let mut iter = std::env::args().skip(1);
     while let Some(arg) = iter.next() {
@@ -93,6 +106,9 @@ fn parse_args() -> Result<Command, String> {
             "--webhook-service" => {
                 let value = iter.next().ok_or("--webhook-service needs NS/NAME=ADDR")?;
                 args.webhook_services.push(webhook_service(&value)?);
+            }
+            "--kubeconfig" => {
+                args.kubeconfig = Some(iter.next().ok_or("--kubeconfig needs a file")?);
             }
             "-h" | "--help" => return Ok(Command::Help),
             other => return Err(format!("unknown argument {other:?}")),
@@ -156,6 +172,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         builder = builder.webhook_service(namespace, name, *addr);
     }
     let server = builder.start().await?;
+    register_manifest_kinds(&server);
     if args.demo {
         demo_objects(&server)?;
     }
@@ -165,6 +182,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             server.shutdown().await;
             std::process::exit(2);
         }
+    }
+    if let Some(file) = &args.kubeconfig
+        && let Err(e) = std::fs::write(file, kubeconfig(&server.url()))
+    {
+        eprintln!("error: --kubeconfig {file}: {e}");
+        server.shutdown().await;
+        std::process::exit(2);
     }
     tracing::info!(url = %server.url(), demo = args.demo, "reflector-testkit API server running; Ctrl+C or SIGTERM to stop");
     // Handlers are installed before the URL is printed, so a SIGTERM sent by whoever
@@ -176,6 +200,45 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // connections to finish, then exits 0.
     server.shutdown().await;
     Ok(())
+}
+
+/// Serves, besides the library's resources, the kinds an operator's manifests hold, so
+/// that `kubectl apply` of them works: stored and served as sent (no defaulting, no
+/// controllers behind them).
+fn register_manifest_kinds(server: &ApiServer) {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{Service, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+    server.register_resource::<ServiceAccount>();
+    server.register_resource_with_status::<Service>();
+    server.register_resource_with_status::<Deployment>();
+    server.register_resource::<ClusterRole>();
+    server.register_resource::<ClusterRoleBinding>();
+    server.register_resource::<Role>();
+    server.register_resource::<RoleBinding>();
+}
+
+/// A kubeconfig whose current context is this server, anonymous, in `default`.
+fn kubeconfig(url: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: reflector-testkit
+  cluster:
+    server: {url}
+users:
+- name: reflector-testkit
+  user: {{}}
+contexts:
+- name: reflector-testkit
+  context:
+    cluster: reflector-testkit
+    user: reflector-testkit
+    namespace: default
+current-context: reflector-testkit
+"
+    )
 }
 
 /// The documents of a YAML (possibly multi-document) or JSON file, empty ones skipped.

@@ -1,12 +1,14 @@
 //! The standalone binary: it prints its URL, serves, and on SIGTERM ends open watches
 //! cleanly (the chunked body's final chunk) and exits 0; `--crd FILE` serves CRDs from
-//! files (a bad file exits 2); `--admin` serves the fault API over HTTP.
+//! files (a bad file exits 2); `--kubeconfig FILE` writes one for kube clients; `--admin`
+//! serves the fault API over HTTP.
 #![cfg(unix)]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use futures::StreamExt;
+use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod support;
@@ -188,6 +190,87 @@ async fn crd_files_are_served_at_start() {
     .await
     .unwrap();
     assert_eq!(crd["status"]["conditions"][1]["type"], "Established");
+}
+
+#[tokio::test]
+async fn kubeconfig_is_written_before_the_url_and_kube_clients_read_it() {
+    let path = std::env::temp_dir().join(format!("{}-testkit.kubeconfig", std::process::id()));
+    let _remove = TempFile(path.clone());
+    let (_child, _stdout, url) = spawn(&["--demo", "--kubeconfig", path.to_str().unwrap()]);
+    let kubeconfig = kube::config::Kubeconfig::read_from(&path).unwrap();
+    let options = kube::config::KubeConfigOptions::default();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .unwrap();
+    assert_eq!(config.cluster_url.to_string().trim_end_matches('/'), url);
+    assert_eq!(config.default_namespace, "default");
+    let client = kube::Client::try_from(config).unwrap();
+    let demo: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(client, "demo");
+    let names = demo.list(&Default::default()).await.unwrap();
+    assert_eq!(names.items.len(), 3);
+
+    let unwritable = std::env::temp_dir().join("reflector-testkit-no-such-dir/kubeconfig");
+    let (code, stderr) = run_to_exit(&["--kubeconfig", unwritable.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: --kubeconfig "), "{stderr}");
+}
+
+#[tokio::test]
+async fn the_kinds_of_an_operators_manifests_are_served() {
+    let (_child, _stdout, url) = spawn(&[]);
+    let client = client(&url);
+    for (path, body) in [
+        (
+            "/api/v1/namespaces/default/serviceaccounts",
+            json!({"kind": "ServiceAccount"}),
+        ),
+        (
+            "/api/v1/namespaces/default/services",
+            json!({"kind": "Service", "spec": {"ports": [{"port": 443}]}}),
+        ),
+        (
+            "/apis/apps/v1/namespaces/default/deployments",
+            json!({"kind": "Deployment", "spec": {
+            "selector": {"matchLabels": {"app": "op"}},
+            "template": {"metadata": {"labels": {"app": "op"}}, "spec": {"containers": [{"name": "op", "image": "op"}]}}}}),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            json!({"kind": "ClusterRole", "rules": []}),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            json!({"kind": "ClusterRoleBinding",
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "op"}}),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+            json!({"kind": "Role", "rules": []}),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+            json!({"kind": "RoleBinding",
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "op"}}),
+        ),
+    ] {
+        let group_version = match path.split('/').nth(1) {
+            Some("api") => "v1".to_owned(),
+            _ => path
+                .split('/')
+                .skip(2)
+                .take(2)
+                .collect::<Vec<_>>()
+                .join("/"),
+        };
+        let mut object = body;
+        object["apiVersion"] = json!(group_version);
+        object["metadata"] = json!({"name": "op"});
+        let (status, created) = send(&client, "POST", path, &object.to_string()).await;
+        assert_eq!(status, 201, "{path}: {created}");
+        let stored = get(&client, &format!("{path}/op")).await.unwrap();
+        assert_eq!(stored["metadata"]["name"], "op", "{path}");
+    }
 }
 
 /// Runs the binary to completion and returns its exit code and stderr.
