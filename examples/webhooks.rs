@@ -3,20 +3,30 @@
 //! it keeps in the webhook configurations' `caBundle`.
 //!
 //! ```sh
-//! cargo run --example webhooks                # the embedded API server calls the hooks
-//! cargo run --example webhooks -- --cluster   # serve them in a pod of your cluster
+//! cargo run --example webhooks                      # the embedded API server calls the hooks
+//! cargo run --example webhooks -- --print-manifests # the CRD, Service, webhook configurations, RBAC
+//! cargo run --example webhooks -- --cluster         # serve them for your kubeconfig's API server
 //! ```
 //!
-//! On a cluster, deploy what `Manager::manifests` prints (the operator example shows how):
-//! its Service `widget-webhooks` and the two webhook configurations route the API server's
-//! calls to this process. Everything above the `embedded` module is the whole program.
+//! On a cluster, apply what `--print-manifests` prints (the Deployment runs this
+//! program with `--cluster`): its Service `widget-webhooks` and the two webhook
+//! configurations route the API server's calls to the pods. The testkit binary can
+//! play the cluster, with `--webhook-service default/widget-webhooks=127.0.0.1:9443`
+//! (`reflector-testkit/README.md` shows it with kubectl). Everything above the
+//! `embedded` module is the whole program.
 
 use kube::CustomResource;
+use kube::CustomResourceExt;
+use reflector::manager::DeployOptions;
 use reflector::prelude::*;
 use reflector::webhooks::{AdmissionContext, Defaulter, Denial, Validator, WebhookServer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tracing_subscriber::EnvFilter;
+
+#[path = "support/manifests.rs"]
+mod manifests;
+use manifests::Error;
 
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
 #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced)]
@@ -64,12 +74,22 @@ fn webhooks(server: WebhookServer, client: kube::Client) -> WebhookServer {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> Result<(), Error> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
     tracing_subscriber::fmt().with_env_filter(filter).init();
-    if !std::env::args().any(|a| a == "--cluster") {
+    let arg = |flag: &str| std::env::args().any(|a| a == flag);
+    if arg("--print-manifests") {
+        let client = manifests::offline_client()?;
+        let mut manager = Manager::new(client.clone());
+        manager.add_webhooks(webhooks(WebhookServer::new("widget-webhooks"), client));
+        let options = DeployOptions::new("widget-operator", "widget-operator:latest");
+        let manifests = manager.manifests(&options.args(["--cluster"]));
+        return manifests::print_yaml([Widget::crd()], manifests);
+    }
+    if !arg("--cluster") {
         return embedded::run().await;
     }
+    // Serves on 0.0.0.0:9443 until SIGTERM or Ctrl+C.
     let client = kube::Client::try_default().await?;
     let mut manager = Manager::new(client.clone());
     manager.add_webhooks(webhooks(WebhookServer::new("widget-webhooks"), client));
@@ -82,7 +102,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// would; a short story shows a defaulted, a refused and a checked update.
 mod embedded {
     use k8s_openapi::api::admissionregistration::v1::{
-        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -94,9 +114,16 @@ mod embedded {
     use reflector_testkit::ApiServer;
     use tokio_util::sync::CancellationToken;
 
-    use super::{Widget, WidgetSpec, webhooks};
+    use super::{Error, Widget, WidgetSpec, webhooks};
 
-    pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// Whether a webhook's client configuration carries a CA.
+    fn has_ca(config: Option<&WebhookClientConfig>) -> bool {
+        config
+            .and_then(|c| c.ca_bundle.as_ref())
+            .is_some_and(|ca| !ca.0.is_empty())
+    }
+
+    pub async fn run() -> Result<(), Error> {
         let server = WebhookServer::new("widget-webhooks")
             .namespace("default")
             .bind("127.0.0.1:0".parse()?)?;
@@ -131,26 +158,11 @@ mod embedded {
         let running = tokio::spawn(manager.run());
         // Calls fail until the keeper has put the CA in both configurations (the
         // mutating one last).
-        let has_ca = |ca: Option<&k8s_openapi::ByteString>| ca.is_some_and(|ca| !ca.0.is_empty());
         let validating = |c: Option<&ValidatingWebhookConfiguration>| {
-            has_ca(c.and_then(|c| {
-                c.webhooks
-                    .as_ref()?
-                    .first()?
-                    .client_config
-                    .ca_bundle
-                    .as_ref()
-            }))
+            has_ca(c.and_then(|c| Some(&c.webhooks.as_ref()?.first()?.client_config)))
         };
         let mutating = |c: Option<&MutatingWebhookConfiguration>| {
-            has_ca(c.and_then(|c| {
-                c.webhooks
-                    .as_ref()?
-                    .first()?
-                    .client_config
-                    .ca_bundle
-                    .as_ref()
-            }))
+            has_ca(c.and_then(|c| Some(&c.webhooks.as_ref()?.first()?.client_config)))
         };
         await_condition(Api::all(client.clone()), "widget-webhooks", validating).await?;
         await_condition(Api::all(client.clone()), "widget-webhooks", mutating).await?;

@@ -7,6 +7,8 @@
 
 #[path = "../support/embedded.rs"]
 mod embedded;
+#[path = "../support/manifests.rs"]
+mod manifests;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -16,18 +18,17 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::wait::{Condition, await_condition, conditions};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{CustomResourceExt, ResourceExt};
-use reflector::manager::Manifests;
 use reflector_testkit::RequestLogEntry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{Widget, WidgetSet, WidgetSetSpec};
 use embedded::Embedded;
 pub use embedded::Error;
+pub use manifests::{offline_client, print_yaml};
 
 /// The namespace the story's objects live in.
 const NS: &str = "demo";
@@ -80,26 +81,6 @@ impl Demo {
     pub async fn outcome(self) -> Result<(), Error> {
         self.0.finish().await
     }
-}
-
-/// A client that sends nothing (printing manifests needs no API server): its default
-/// namespace, `default`, is where the operator's Lease would go.
-pub fn offline_client() -> Result<kube::Client, Error> {
-    let config = kube::Config::new("https://kubernetes.default.svc".parse()?);
-    Ok(kube::Client::try_from(config)?)
-}
-
-/// Prints `crds`, then `manifests`, as one YAML stream for `kubectl apply -f -`.
-pub fn print_yaml(
-    crds: impl IntoIterator<Item = CustomResourceDefinition>,
-    manifests: Manifests,
-) -> Result<(), Error> {
-    let crds = crds.into_iter().map(serde_json::to_value);
-    let objects = crds.collect::<Result<Vec<_>, _>>()?;
-    for object in objects.into_iter().chain(manifests.objects()) {
-        print!("---\n{}", serde_norway::to_string(&object)?);
-    }
-    Ok(())
 }
 
 async fn story(client: kube::Client, addr: SocketAddr) -> Result<(), Error> {
