@@ -255,6 +255,16 @@ fn change(server: &ApiServer, i: usize) -> Result<u64, String> {
     Ok(stamp)
 }
 
+/// The child's requests since the log was last cleared, counted by verb (the writer
+/// writes into the server's state, not through HTTP).
+fn requests_by_verb(server: &ApiServer) -> Value {
+    let mut counts = BTreeMap::<String, u64>::new();
+    for entry in server.request_log() {
+        *counts.entry(format!("{:?}", entry.verb)).or_default() += 1;
+    }
+    serde_json::to_value(counts).unwrap_or_default()
+}
+
 /// One steady run: the child reconciles its initial list, then `rate` changes per
 /// second for `args.seconds`, round-robin from object `next`.
 ///
@@ -272,6 +282,7 @@ async fn steady(
     run.expect("started")?;
     let ready = run.expect("ready")?;
     run.tell("go")?;
+    server.clear_request_log();
     let total = rate * args.seconds;
     let start = tokio::time::Instant::now();
     let (mut last, mut stamp) = (0, 0);
@@ -285,6 +296,7 @@ async fn steady(
     *next = (*next + total) % args.objects;
     run.tell(&format!("stop {} {stamp}", name(last)))?;
     let mut figures = run.expect("steady")?;
+    figures["requests"] = requests_by_verb(server);
     figures["written_per_s"] = written_per_s.into();
     figures["initial_s"] = ready["secs"].clone();
     Ok(figures)
