@@ -191,13 +191,14 @@ async fn body(side: Side, scenario: Scenario, url: &str, args: &Args) -> Result<
             let stop = cue("stop").await?;
             let window = start.elapsed().as_secs_f64();
             let (cpu, reconciles) = (cpu_secs() - cpu0, ctx.record.reconciles());
-            let (last, stamp) = last_change(&stop)?;
+            // Drained when every object's last change has been seen by a reconcile (a
+            // controller may reconcile its backlog in any order).
+            let changes = read_changes(&stop)?;
             let drain = Instant::now();
-            let drained = ctx
-                .record
-                .wait_until(PATIENCE, |r| r.last(&last) >= stamp)
-                .await;
+            ctx.record.expect_seen(&changes);
+            let drained = ctx.record.wait_until(PATIENCE, |r| r.unseen() == 0).await;
             let drain_secs = drain.elapsed().as_secs_f64();
+            let (every, unseen) = ctx.record.every_change(&changes);
             let (mut samples, _) = ctx.record.take();
             samples.sort_unstable();
             emit(&json!({
@@ -206,6 +207,10 @@ async fn body(side: Side, scenario: Scenario, url: &str, args: &Args) -> Result<
                 "p50_ms": quantile_ms(&samples, 0.50),
                 "p99_ms": quantile_ms(&samples, 0.99),
                 "max_ms": quantile_ms(&samples, 1.0),
+                "changes": changes.len(),
+                "unseen": unseen,
+                "p50_every_ms": quantile_ms(&every, 0.50),
+                "p99_every_ms": quantile_ms(&every, 0.99),
                 "reconciles": reconciles,
                 "window_s": window,
                 "cpu": cpu,
@@ -239,7 +244,7 @@ async fn body(side: Side, scenario: Scenario, url: &str, args: &Args) -> Result<
     Ok(())
 }
 
-/// The object and stamp of the parent's `stop NAME STAMP` or `live NAME STAMP` cue.
+/// The object and stamp of the parent's `live NAME STAMP` cue.
 fn last_change(cue: &[String]) -> Result<(String, u64), String> {
     match cue {
         [_, name, stamp] => Ok((
@@ -250,4 +255,24 @@ fn last_change(cue: &[String]) -> Result<(String, u64), String> {
         )),
         _ => Err(format!("cue {cue:?}: expected a name and a stamp")),
     }
+}
+
+/// Every change the writer made, from the file the `stop FILE` cue names: one
+/// `NAME STAMP` line each, in the order written.
+fn read_changes(cue: &[String]) -> Result<Vec<(String, u64)>, String> {
+    let [_, file] = cue else {
+        return Err(format!("cue {cue:?}: expected the changes' file"));
+    };
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
+    text.lines()
+        .map(|line| {
+            let (name, stamp) = line
+                .split_once(' ')
+                .ok_or_else(|| format!("{file}: bad line {line:?}"))?;
+            let stamp = stamp
+                .parse()
+                .map_err(|e| format!("{file}: {line:?}: {e}"))?;
+            Ok((name.to_owned(), stamp))
+        })
+        .collect()
 }

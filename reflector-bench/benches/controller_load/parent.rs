@@ -31,7 +31,7 @@ const LIVE_AFTER: Duration = Duration::from_secs(2);
 const SUSTAINED_WRITTEN: f64 = 0.95;
 /// …its p99 is under this…
 const SUSTAINED_P99_MS: f64 = 1_000.0;
-/// …and the last change was reconciled within this of the writer's end.
+/// …and every object's last change was reconciled within this of the writer's end.
 const SUSTAINED_DRAIN_S: f64 = 5.0;
 
 /// The figures of every run, by scenario, side and rate (0 for the restart scenario).
@@ -285,17 +285,23 @@ async fn steady(
     server.clear_request_log();
     let total = rate * args.seconds;
     let start = tokio::time::Instant::now();
-    let (mut last, mut stamp) = (0, 0);
+    let mut changes = String::new();
     for k in 0..total {
         let due = start + Duration::from_secs_f64(k as f64 / rate as f64);
         tokio::time::sleep_until(due).await;
-        last = (*next + k) % args.objects;
-        stamp = change(server, last)?;
+        let i = (*next + k) % args.objects;
+        let stamp = change(server, i)?;
+        changes.push_str(&format!("{} {stamp}\n", name(i)));
     }
     let written_per_s = total as f64 / start.elapsed().as_secs_f64();
     *next = (*next + total) % args.objects;
-    run.tell(&format!("stop {} {stamp}", name(last)))?;
-    let mut figures = run.expect("steady")?;
+    // Every change, for the child's latency of each (see `latency::Record::every_change`).
+    let file = std::env::temp_dir().join(format!("controller_load-changes-{}", std::process::id()));
+    std::fs::write(&file, changes).map_err(|e| format!("{}: {e}", file.display()))?;
+    run.tell(&format!("stop {}", file.display()))?;
+    let figures = run.expect("steady");
+    let _ = std::fs::remove_file(&file);
+    let mut figures = figures?;
     figures["requests"] = requests_by_verb(server);
     figures["written_per_s"] = written_per_s.into();
     figures["initial_s"] = ready["secs"].clone();
@@ -360,19 +366,20 @@ fn print_tables(args: &Args, results: &Results) {
             args.objects, args.seconds, args.concurrency, args.runs
         );
         println!(
-            "| side | changes/s | written/s | p50 ms | p99 ms | max ms | reconciles/s | CPU ms/reconcile | RSS MB | sustained |"
+            "| side | changes/s | written/s | p50 ms | p99 ms | max ms | p99 every change ms | reconciles/s | CPU ms/reconcile | RSS MB | sustained |"
         );
-        println!("|---|---|---|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
         for &rate in &args.rates {
             for &side in &args.sides {
                 let key = (Scenario::Steady, side, rate);
                 println!(
-                    "| {} | {rate} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {} | {rate} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     side.name(),
                     fmt(med(results, key, |v| num(v, "written_per_s")), 0),
                     fmt(med(results, key, |v| num(v, "p50_ms")), 1),
                     fmt(med(results, key, |v| num(v, "p99_ms")), 1),
                     fmt(med(results, key, |v| num(v, "max_ms")), 1),
+                    fmt(med(results, key, |v| num(v, "p99_every_ms")), 1),
                     fmt(med(results, key, per_second), 0),
                     fmt(med(results, key, cpu_ms_per_reconcile), 3),
                     fmt(med(results, key, |v| num(v, "rss").map(|b| b / MB)), 0),
