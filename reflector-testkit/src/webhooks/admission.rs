@@ -7,12 +7,13 @@
 
 use base64::Engine;
 use kube::core::admission::{AdmissionRequest, AdmissionReview, Operation};
-use kube::core::{DynamicObject, GroupVersionKind, GroupVersionResource, TypeMeta};
+use kube::core::{DynamicObject, GroupVersionKind, TypeMeta};
 use serde_json::{Value, json};
 
+use super::attributes::Attributes;
 use super::capture::Seen;
+use super::equivalent::Equivalent;
 use super::rules::Hook;
-use crate::resource::ResourceInfo;
 use crate::server::Shared;
 use crate::status::{ApiError, go_quote};
 
@@ -39,23 +40,45 @@ enum Failed {
     Final(ApiError),
 }
 
-/// Runs the mutating `hooks` in order on the object `seen` holds; returns the object
-/// they leave, if any of them patched it.
+/// Runs the mutating `hooks` in order on the object `seen` holds, each sent it in the
+/// version it matched (converted from the version the previous one left, through the
+/// admission point's, as the real `ConvertVersionedAttributes`); returns the object they
+/// leave, converted back to the admission point's version, if any of them patched it.
 ///
 /// # Cancel safety
 /// Cancel safe: nothing is stored; dropping it drops the call in flight.
 pub(crate) async fn mutate(
     shared: &Shared,
-    hooks: &[Hook],
+    hooks: &[(Hook, Equivalent)],
     seen: &Seen,
-    info: &ResourceInfo,
+    attributes: &Attributes,
     facts: &Facts,
     warnings: &mut Warnings,
 ) -> Result<Option<Value>, ApiError> {
+    // The real mutating dispatcher wraps a failed conversion twice.
+    let unconverted = |e: String| ApiError::internal(&format!("Internal error occurred: {e}"));
+    let base = &attributes.object_kind;
     let mut object = seen.object.clone();
+    let mut kind = base.clone();
     let mut patched = false;
-    for hook in hooks {
-        let answer = match call(shared, hook, true, seen, object.as_ref(), info, facts).await {
+    for (hook, invocation) in hooks {
+        if let Some(current) = &object {
+            let converted = through_base(shared, attributes, current, &kind, &invocation.kind);
+            object = Some(converted.await.map_err(unconverted)?);
+        }
+        kind = invocation.kind.clone();
+        let old = old_object(seen);
+        let old = attributes
+            .equivalents
+            .convert_some(shared, old.as_ref(), base, &kind);
+        let old = old.await.map_err(unconverted)?;
+        let sent = Sent {
+            object: object.as_ref(),
+            old_object: old.as_ref(),
+            invocation,
+        };
+        let call = call(shared, hook, true, seen, &sent, attributes, facts);
+        let answer = match call.await {
             Ok(answer) => answer,
             Err(failed) => {
                 settle(hook, failed)?;
@@ -81,29 +104,104 @@ pub(crate) async fn mutate(
         json_patch::patch(target, &patch).map_err(|e| ApiError::internal(&e.to_string()))?;
         patched = true;
     }
-    Ok(object.filter(|_| patched))
+    match object.filter(|_| patched) {
+        Some(object) => {
+            let back = attributes.equivalents.convert(shared, &object, &kind, base);
+            Ok(Some(back.await.map_err(|e| ApiError::internal(&e))?))
+        }
+        None => Ok(None),
+    }
+}
+
+/// `object` of kind `from` as kind `to`, through the admission point's kind (the real
+/// server's internal version).
+///
+/// # Cancel safety
+/// Cancel safe: nothing is stored.
+async fn through_base(
+    shared: &Shared,
+    attributes: &Attributes,
+    object: &Value,
+    from: &GroupVersionKind,
+    to: &GroupVersionKind,
+) -> Result<Value, String> {
+    let equivalents = &attributes.equivalents;
+    let base = &attributes.object_kind;
+    let object = equivalents.convert(shared, object, from, base).await?;
+    equivalents.convert(shared, &object, base, to).await
+}
+
+/// The old object webhooks are sent, in the admission point's version: the stored object
+/// (its Scale for the `scale` subresource), if any.
+fn old_object(seen: &Seen) -> Option<Value> {
+    let old = seen.old_object.as_ref()?;
+    Some(match &seen.scale {
+        Some(paths) => crate::crd::scale_of(old, paths),
+        None => old.clone(),
+    })
+}
+
+/// What one call sends besides the write's attributes.
+struct Sent<'a> {
+    /// `object`, in the matched version.
+    object: Option<&'a Value>,
+    /// `oldObject`, in the matched version.
+    old_object: Option<&'a Value>,
+    /// The resource and kind the hook matched.
+    invocation: &'a Equivalent,
 }
 
 /// Calls the validating `hooks` together on `object` (what the write would store; None
-/// for a delete); the first refusal, in the hooks' order, refuses the write.
+/// for a delete), each sent it in the version it matched; the first refusal, in the
+/// hooks' order, refuses the write.
 ///
 /// # Cancel safety
 /// Cancel safe: nothing is stored; dropping it drops the calls in flight.
 pub(crate) async fn validate(
     shared: &Shared,
-    hooks: &[Hook],
+    hooks: &[(Hook, Equivalent)],
     seen: &Seen,
     object: Option<&Value>,
-    info: &ResourceInfo,
+    attributes: &Attributes,
     facts: &Facts,
     warnings: &mut Warnings,
 ) -> Result<(), ApiError> {
+    // The objects in each version a hook matched, converted once per version, and which
+    // of them each hook is sent.
+    let mut versions: Vec<(&GroupVersionKind, Option<Value>, Option<Value>)> = Vec::new();
+    let mut sent_version = Vec::with_capacity(hooks.len());
+    let old = old_object(seen);
+    for (_, invocation) in hooks {
+        if let Some(at) = versions.iter().position(|(k, _, _)| **k == invocation.kind) {
+            sent_version.push(at);
+            continue;
+        }
+        let base = &attributes.object_kind;
+        let to = &invocation.kind;
+        let equivalents = &attributes.equivalents;
+        let new = equivalents.convert_some(shared, object, base, to).await;
+        let old = equivalents
+            .convert_some(shared, old.as_ref(), base, to)
+            .await;
+        let internal = |e: String| ApiError::internal(&e);
+        versions.push((to, new.map_err(internal)?, old.map_err(internal)?));
+        sent_version.push(versions.len() - 1);
+    }
     let calls = hooks
         .iter()
-        .map(|hook| call(shared, hook, false, seen, object, info, facts));
+        .zip(sent_version)
+        .map(|((hook, invocation), at)| {
+            let (_, new, old) = &versions[at];
+            let sent = Sent {
+                object: new.as_ref(),
+                old_object: old.as_ref(),
+                invocation,
+            };
+            async move { call(shared, hook, false, seen, &sent, attributes, facts).await }
+        });
     let answers = futures::future::join_all(calls).await;
     let mut first_error = None;
-    for (hook, answer) in hooks.iter().zip(answers) {
+    for ((hook, _), answer) in hooks.iter().zip(answers) {
         let result = match answer {
             Ok(answer) => {
                 warnings.extend(answer.warnings.iter().cloned());
@@ -182,8 +280,8 @@ async fn call(
     hook: &Hook,
     mutating: bool,
     seen: &Seen,
-    object: Option<&Value>,
-    info: &ResourceInfo,
+    sent: &Sent<'_>,
+    attributes: &Attributes,
     facts: &Facts,
 ) -> Result<Answer, Failed> {
     if facts.dry_run {
@@ -204,7 +302,7 @@ async fn call(
         ));
     }
     let uid = crate::object::new_uid();
-    let review = review(&uid, seen, object, info, facts);
+    let review = review(&uid, seen, sent, attributes, facts);
     let mut review = serde_json::to_value(&review).map_err(|e| Failed::Call(e.to_string()))?;
     as_the_real_server_sends(&mut review);
     let body = serde_json::to_vec(&review).map_err(|e| Failed::Call(e.to_string()))?;
@@ -216,31 +314,19 @@ async fn call(
         .map_err(|e| Failed::Call(format!("received invalid webhook response: {e}")))
 }
 
-/// The `AdmissionReview` the real server sends for this write.
+/// The `AdmissionReview` the real server sends for this write: `kind`, `resource` and
+/// `subResource` what the hook matched, `requestKind`, `requestResource` and
+/// `requestSubResource` what the client wrote.
 fn review(
     uid: &str,
     seen: &Seen,
-    object: Option<&Value>,
-    info: &ResourceInfo,
+    sent: &Sent<'_>,
+    attributes: &Attributes,
     facts: &Facts,
 ) -> AdmissionReview<DynamicObject> {
-    let [group, version, kind] = seen.kind.unwrap_or([
-        info.group.as_str(),
-        info.version.as_str(),
-        info.kind.as_str(),
-    ]);
-    let kind = GroupVersionKind::gvk(group, version, kind);
-    let resource = GroupVersionResource::gvr(&info.group, &info.version, &info.plural);
     let subresource = (!seen.subresource.is_empty()).then(|| seen.subresource.to_owned());
     let dynamic = |value: Option<&Value>| {
         value.and_then(|v| serde_json::from_value::<DynamicObject>(v.clone()).ok())
-    };
-    let old_object = match &seen.scale {
-        Some(paths) => seen
-            .old_object
-            .as_ref()
-            .map(|old| crate::crd::scale_of(old, paths)),
-        None => seen.old_object.clone(),
     };
     let user_info = k8s_openapi::api::authentication::v1::UserInfo {
         username: Some(USER.to_owned()),
@@ -253,18 +339,18 @@ fn review(
     let request = AdmissionRequest {
         types: TypeMeta::default(),
         uid: uid.to_owned(),
-        kind: kind.clone(),
-        resource: resource.clone(),
+        kind: sent.invocation.kind.clone(),
+        resource: sent.invocation.resource.clone(),
         sub_resource: subresource.clone(),
-        request_kind: Some(kind),
-        request_resource: Some(resource),
+        request_kind: Some(attributes.kind.clone()),
+        request_resource: Some(attributes.resource.clone()),
         request_sub_resource: subresource,
         name: seen.name.clone(),
         namespace: seen.namespace.clone(),
         operation: seen.operation.clone(),
         user_info,
-        object: dynamic(object),
-        old_object: dynamic(old_object.as_ref()),
+        object: dynamic(sent.object),
+        old_object: dynamic(sent.old_object),
         dry_run: facts.dry_run,
         options: Some(k8s_openapi::apimachinery::pkg::runtime::RawExtension(
             facts.options.clone(),
