@@ -956,3 +956,52 @@ async fn equivalent_webhook_prefers_the_exact_version_then_rule_order_then_crd_o
     assert_eq!(sent("crd-order"), (json!("v1"), json!("example.com/v1")));
     assert_eq!(sent("rule-order"), (json!("v3"), json!("example.com/v3")));
 }
+
+/// `/a` notes in an annotation whether it saw the label `b`; `/b` sets that label.
+fn a_then_b(path: &str, review: &Value) -> Value {
+    let object = &review["request"]["object"];
+    let patch = match path {
+        "/a" if object["metadata"]["labels"]["b"] == "yes" => {
+            json!([{"op": "add", "path": "/metadata/annotations", "value": {"a-saw-b": "yes"}}])
+        }
+        "/b" => json!([{"op": "add", "path": "/metadata/labels", "value": {"b": "yes"}}]),
+        _ => return admission_answer(review, None, None, &[]),
+    };
+    admission_answer(review, None, Some(patch), &[])
+}
+
+#[tokio::test]
+async fn reinvocation_if_needed_webhook_is_called_again_after_a_later_change() {
+    // The policies of `a` and `b`, and how often each is called: `a` again after `b`'s
+    // change; `b` never again for its own change, but again when `a` changed the object
+    // while reinvoked (the real server's second round calls every `IfNeeded` webhook
+    // called since the last change).
+    let cases = [
+        (["IfNeeded", "Never"], [2, 1]),
+        (["Never", "Never"], [1, 1]),
+        (["Never", "IfNeeded"], [1, 1]),
+        (["IfNeeded", "IfNeeded"], [2, 2]),
+    ];
+    for (policies, calls) in cases {
+        let hooks = WebhookServer::start(a_then_b).await;
+        let server = ApiServer::start().await.unwrap();
+        for (name, policy) in ["a", "b"].into_iter().zip(policies) {
+            let client = url_client(&hooks, &format!("/{name}"));
+            let rules = configmap_rules(&["CREATE"]);
+            let mut hook = webhook(&format!("{name}.example.com"), client, rules);
+            hook["reinvocationPolicy"] = json!(policy);
+            let stored = configuration("MutatingWebhookConfiguration", name, hook);
+            store(&server, stored).await;
+        }
+        let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+        let created = api
+            .create(&PostParams::default(), &config_map("c", &[]))
+            .await
+            .unwrap();
+        let called = [hooks.requests_on("/a").len(), hooks.requests_on("/b").len()];
+        assert_eq!(called, calls, "{policies:?}");
+        let annotations = created.metadata.annotations.unwrap_or_default();
+        assert_eq!(annotations.contains_key("a-saw-b"), calls[0] == 2);
+        assert_eq!(created.metadata.labels.unwrap()["b"], "yes");
+    }
+}

@@ -1,6 +1,6 @@
 //! Calling admission webhooks as the real dispatchers do: an `admission.k8s.io/v1`
-//! `AdmissionReview` per call, mutating webhooks one after another (each sees the
-//! previous one's patched object), validating webhooks together; the answer checked as
+//! `AdmissionReview` per call (the mutating webhooks are run by [`super::mutating`]),
+//! validating webhooks together; the answer checked as
 //! the real `VerifyAdmissionResponse`, and refusals and failures worded and coded as the
 //! real server's (`admission webhook "x" denied the request: ...`, `Internal error
 //! occurred: failed calling webhook "x": failed to call webhook: ...`).
@@ -33,107 +33,16 @@ pub(crate) struct Facts {
 pub(crate) type Warnings = Vec<String>;
 
 /// How one call went wrong.
-enum Failed {
+pub(super) enum Failed {
     /// Not called, no answer, or an invalid one: `failurePolicy` decides.
     Call(String),
     /// A refusal or an error no policy excuses.
     Final(ApiError),
 }
 
-/// Runs the mutating `hooks` in order on the object `seen` holds, each sent it in the
-/// version it matched (converted from the version the previous one left, through the
-/// admission point's, as the real `ConvertVersionedAttributes`); returns the object they
-/// leave, converted back to the admission point's version, if any of them patched it.
-///
-/// # Cancel safety
-/// Cancel safe: nothing is stored; dropping it drops the call in flight.
-pub(crate) async fn mutate(
-    shared: &Shared,
-    hooks: &[(Hook, Equivalent)],
-    seen: &Seen,
-    attributes: &Attributes,
-    facts: &Facts,
-    warnings: &mut Warnings,
-) -> Result<Option<Value>, ApiError> {
-    // The real mutating dispatcher wraps a failed conversion twice.
-    let unconverted = |e: String| ApiError::internal(&format!("Internal error occurred: {e}"));
-    let base = &attributes.object_kind;
-    let mut object = seen.object.clone();
-    let mut kind = base.clone();
-    let mut patched = false;
-    for (hook, invocation) in hooks {
-        if let Some(current) = &object {
-            let converted = through_base(shared, attributes, current, &kind, &invocation.kind);
-            object = Some(converted.await.map_err(unconverted)?);
-        }
-        kind = invocation.kind.clone();
-        let old = old_object(seen);
-        let old = attributes
-            .equivalents
-            .convert_some(shared, old.as_ref(), base, &kind);
-        let old = old.await.map_err(unconverted)?;
-        let sent = Sent {
-            object: object.as_ref(),
-            old_object: old.as_ref(),
-            invocation,
-        };
-        let call = call(shared, hook, true, seen, &sent, attributes, facts);
-        let answer = match call.await {
-            Ok(answer) => answer,
-            Err(failed) => {
-                settle(hook, failed)?;
-                continue;
-            }
-        };
-        warnings.extend(answer.warnings.iter().cloned());
-        if !answer.allowed {
-            return Err(denied(&hook.name, &answer.status));
-        }
-        let Some(patch) = answer.patch else {
-            continue;
-        };
-        if patch.0.is_empty() {
-            continue;
-        }
-        let Some(target) = object.as_mut() else {
-            return Err(ApiError::internal(&format!(
-                "admission webhook {} attempted to modify the object, which is not supported for this operation",
-                go_quote(&hook.name)
-            )));
-        };
-        json_patch::patch(target, &patch).map_err(|e| ApiError::internal(&e.to_string()))?;
-        patched = true;
-    }
-    match object.filter(|_| patched) {
-        Some(object) => {
-            let back = attributes.equivalents.convert(shared, &object, &kind, base);
-            Ok(Some(back.await.map_err(|e| ApiError::internal(&e))?))
-        }
-        None => Ok(None),
-    }
-}
-
-/// `object` of kind `from` as kind `to`, through the admission point's kind (the real
-/// server's internal version).
-///
-/// # Cancel safety
-/// Cancel safe: nothing is stored.
-async fn through_base(
-    shared: &Shared,
-    attributes: &Attributes,
-    object: &Value,
-    from: &GroupVersionKind,
-    to: &GroupVersionKind,
-) -> Result<Value, String> {
-    let equivalents = &attributes.equivalents;
-    let base = &attributes.object_kind;
-    let object = equivalents.convert(shared, object, from, base).await?;
-    equivalents.convert(shared, &object, base, to).await
-}
-
 /// The old object webhooks are sent, in the admission point's version: the stored object
 /// (its Scale for the `scale` subresource), if any.
-fn old_object(seen: &Seen) -> Option<Value> {
+pub(super) fn old_object(seen: &Seen) -> Option<Value> {
     let old = seen.old_object.as_ref()?;
     Some(match &seen.scale {
         Some(paths) => crate::crd::scale_of(old, paths),
@@ -142,13 +51,13 @@ fn old_object(seen: &Seen) -> Option<Value> {
 }
 
 /// What one call sends besides the write's attributes.
-struct Sent<'a> {
+pub(super) struct Sent<'a> {
     /// `object`, in the matched version.
-    object: Option<&'a Value>,
+    pub object: Option<&'a Value>,
     /// `oldObject`, in the matched version.
-    old_object: Option<&'a Value>,
+    pub old_object: Option<&'a Value>,
     /// The resource and kind the hook matched.
-    invocation: &'a Equivalent,
+    pub invocation: &'a Equivalent,
 }
 
 /// Calls the validating `hooks` together on `object` (what the write would store; None
@@ -222,7 +131,7 @@ pub(crate) async fn validate(
 
 /// A failed call under the hook's `failurePolicy`: `Ignore` lets the write go on, `Fail`
 /// answers the real 500.
-fn settle(hook: &Hook, failed: Failed) -> Result<(), ApiError> {
+pub(super) fn settle(hook: &Hook, failed: Failed) -> Result<(), ApiError> {
     match failed {
         Failed::Final(error) => Err(error),
         Failed::Call(reason) if hook.ignore_failures => {
@@ -238,7 +147,7 @@ fn settle(hook: &Hook, failed: Failed) -> Result<(), ApiError> {
 
 /// The real `ToStatusErr`: the hook's Status with the message prefixed by who denied it
 /// and a code of at least 400.
-fn denied(name: &str, status: &Value) -> ApiError {
+pub(super) fn denied(name: &str, status: &Value) -> ApiError {
     let text = |field: &str| {
         status
             .get(field)
@@ -264,18 +173,18 @@ fn denied(name: &str, status: &Value) -> ApiError {
 }
 
 /// A verified answer.
-struct Answer {
-    allowed: bool,
-    status: Value,
-    patch: Option<json_patch::Patch>,
-    warnings: Vec<String>,
+pub(super) struct Answer {
+    pub allowed: bool,
+    pub status: Value,
+    pub patch: Option<json_patch::Patch>,
+    pub warnings: Vec<String>,
 }
 
 /// One call: the review sent, the answer read and verified.
 ///
 /// # Cancel safety
 /// Cancel safe: dropping it drops the connection.
-async fn call(
+pub(super) async fn call(
     shared: &Shared,
     hook: &Hook,
     mutating: bool,

@@ -80,13 +80,19 @@ where
             ),
         };
         let mut warnings = Warnings::new();
-        let mutated =
-            match admission::mutate(shared, &mutating, &seen, &attributes, &facts, &mut warnings)
-                .await
-            {
-                Ok(mutated) => mutated,
-                Err(error) => return Ok(warn(error.into_response(), &warnings)),
-            };
+        let mutated = match super::mutating::mutate(
+            shared,
+            &mutating,
+            &seen,
+            &attributes,
+            &facts,
+            &mut warnings,
+        )
+        .await
+        {
+            Ok(mutated) => mutated,
+            Err(error) => return Ok(warn(error.into_response(), &warnings)),
+        };
         let replay = Capture::replay(seen.clone(), mutated.clone());
         let (replayed, after_replay) = capture::run(replay, &write);
         if after_replay.stale {

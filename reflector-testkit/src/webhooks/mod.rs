@@ -4,9 +4,10 @@
 //!   `ValidatingWebhookConfiguration`s are stored like any built-in kind
 //!   ([`configuration`] fills in the real defaults). A write whose admission point
 //!   ([`capture`]) matches a webhook's rules ([`rules`]) is run around the webhooks
-//!   ([`dispatch`]): the mutating ones in order, each patching what the previous one left,
-//!   then the object's own defaulting and validation, then the validating ones
-//!   ([`admission`]). A webhook whose rules name another version of the written CRD is
+//!   ([`dispatch`]): the mutating ones in order, each patching what the previous one left
+//!   (and those with `reinvocationPolicy: IfNeeded` once more if a later one changed it,
+//!   [`mutating`]), then the object's own defaulting and validation, then the validating
+//!   ones ([`admission`]). A webhook whose rules name another version of the written CRD is
 //!   called for that version under `matchPolicy: Equivalent` ([`equivalent`]), the write
 //!   told of as the client made it ([`attributes`]).
 //! * Conversion: a CRD with `conversion.strategy: Webhook` stores its objects in its
@@ -25,6 +26,7 @@ pub(crate) mod conversion;
 pub(crate) mod converted;
 pub(crate) mod dispatch;
 pub(crate) mod equivalent;
+pub(crate) mod mutating;
 pub(crate) mod rules;
 pub(crate) mod tls;
 

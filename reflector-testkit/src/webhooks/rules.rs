@@ -35,6 +35,8 @@ pub(crate) struct Hook {
     rules: Vec<Value>,
     /// `matchPolicy: Equivalent` (the default; else `Exact`).
     equivalent: bool,
+    /// A mutating webhook's `reinvocationPolicy: IfNeeded` (default `Never`).
+    pub reinvoke_if_needed: bool,
     /// `failurePolicy: Ignore` (default `Fail`).
     pub ignore_failures: bool,
     /// `namespaceSelector` (default: everything).
@@ -66,6 +68,7 @@ impl Hook {
                 .cloned()
                 .unwrap_or_default(),
             equivalent: text("matchPolicy").as_deref() != Some("Exact"),
+            reinvoke_if_needed: text("reinvocationPolicy").as_deref() == Some("IfNeeded"),
             ignore_failures: text("failurePolicy").as_deref() == Some("Ignore"),
             namespace_selector: value.get("namespaceSelector").cloned(),
             object_selector: value.get("objectSelector").cloned(),
