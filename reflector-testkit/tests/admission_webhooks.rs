@@ -1005,3 +1005,76 @@ async fn reinvocation_if_needed_webhook_is_called_again_after_a_later_change() {
         assert_eq!(created.metadata.labels.unwrap()["b"], "yes");
     }
 }
+
+/// A validating webhook `NAME.example.com` on `/NAME` for ConfigMap creates, with
+/// `conditions` and `failure_policy`.
+fn conditional(
+    hooks: &WebhookServer,
+    name: &str,
+    conditions: Value,
+    failure_policy: &str,
+) -> Value {
+    let client = url_client(hooks, &format!("/{name}"));
+    let mut hook = webhook(
+        &format!("{name}.example.com"),
+        client,
+        configmap_rules(&["CREATE"]),
+    );
+    hook["matchConditions"] = conditions;
+    hook["failurePolicy"] = json!(failure_policy);
+    configuration("ValidatingWebhookConfiguration", name, hook)
+}
+
+#[tokio::test]
+async fn webhook_match_conditions_decide_the_call_and_errors_follow_the_failure_policy() {
+    let hooks = WebhookServer::start(allow).await;
+    let server = ApiServer::start().await.unwrap();
+    let labelled = json!([
+        {"name": "configmaps", "expression": "request.resource.resource == 'configmaps' && oldObject == null"},
+        {"name": "checked", "expression": "has(object.metadata.labels) && object.metadata.labels['check'] == 'yes'"},
+    ]);
+    store(&server, conditional(&hooks, "labelled", labelled, "Fail")).await;
+    let failing = json!([{"name": "broken", "expression": "object.data.missing == 'x'"}]);
+    store(
+        &server,
+        conditional(&hooks, "ignored", failing.clone(), "Ignore"),
+    )
+    .await;
+    let api: Api<ConfigMap> = Api::namespaced(server.client_without_retries(), "default");
+
+    let mut checked = config_map("checked", &[("other", "y")]);
+    checked.metadata.labels = Some([("check".to_owned(), "yes".to_owned())].into());
+    api.create(&PostParams::default(), &checked).await.unwrap();
+    api.create(
+        &PostParams::default(),
+        &config_map("plain", &[("other", "y")]),
+    )
+    .await
+    .unwrap();
+    let called = hooks.requests_on("/labelled");
+    assert_eq!(called.len(), 1, "only the labelled ConfigMap matches");
+    assert_eq!(called[0]["name"], "checked");
+    assert!(
+        hooks.requests_on("/ignored").is_empty(),
+        "a condition that fails to evaluate under Ignore skips the webhook"
+    );
+
+    store(&server, conditional(&hooks, "failed", failing, "Fail")).await;
+    let refused = status_of(
+        api.create(
+            &PostParams::default(),
+            &config_map("refused", &[("other", "y")]),
+        )
+        .await,
+    );
+    assert_status(&refused, 403, "Forbidden", |m| {
+        m.starts_with("configmaps \"refused\" is forbidden: expression 'object.data.missing == 'x'' resulted in error: ")
+    });
+    assert!(hooks.requests_on("/failed").is_empty());
+    assert!(
+        server
+            .get::<ConfigMap>(Some("default"), "refused")
+            .unwrap()
+            .is_none()
+    );
+}

@@ -96,21 +96,24 @@ pub(crate) async fn validate(
         versions.push((to, new.map_err(internal)?, old.map_err(internal)?));
         sent_version.push(versions.len() - 1);
     }
-    let calls = hooks
+    let mut called = Vec::with_capacity(hooks.len());
+    for ((hook, invocation), at) in hooks.iter().zip(sent_version) {
+        let (_, new, old) = &versions[at];
+        let sent = Sent {
+            object: new.as_ref(),
+            old_object: old.as_ref(),
+            invocation,
+        };
+        if conditions_hold(hook, seen, &sent, attributes, facts)? {
+            called.push((hook, sent));
+        }
+    }
+    let calls = called
         .iter()
-        .zip(sent_version)
-        .map(|((hook, invocation), at)| {
-            let (_, new, old) = &versions[at];
-            let sent = Sent {
-                object: new.as_ref(),
-                old_object: old.as_ref(),
-                invocation,
-            };
-            async move { call(shared, hook, false, seen, &sent, attributes, facts).await }
-        });
+        .map(|(hook, sent)| call(shared, hook, false, seen, sent, attributes, facts));
     let answers = futures::future::join_all(calls).await;
     let mut first_error = None;
-    for ((hook, _), answer) in hooks.iter().zip(answers) {
+    for ((hook, _), answer) in called.iter().zip(answers) {
         let result = match answer {
             Ok(answer) => {
                 warnings.extend(answer.warnings.iter().cloned());
@@ -221,6 +224,50 @@ pub(super) async fn call(
         .map_err(|e| Failed::Call(format!("failed to call webhook: {e}")))?;
     verify(&uid, mutating, &bytes)
         .map_err(|e| Failed::Call(format!("received invalid webhook response: {e}")))
+}
+
+/// The `request` a hook's `matchConditions` see: the review's request without its
+/// objects.
+fn condition_request(
+    seen: &Seen,
+    sent: &Sent<'_>,
+    attributes: &Attributes,
+    facts: &Facts,
+) -> Value {
+    let shown = Sent {
+        object: None,
+        old_object: None,
+        invocation: sent.invocation,
+    };
+    let mut review =
+        serde_json::to_value(review("", seen, &shown, attributes, facts)).unwrap_or_default();
+    as_the_real_server_sends(&mut review);
+    let mut request = review
+        .get_mut("request")
+        .map(Value::take)
+        .unwrap_or_default();
+    if let Value::Object(fields) = &mut request {
+        fields.remove("object");
+        fields.remove("oldObject");
+    }
+    request
+}
+
+/// Whether `hook` is called, by its `matchConditions`, for the write sent as `sent`;
+/// `Err` is the refusal its `failurePolicy: Fail` gives when one cannot be evaluated.
+pub(super) fn conditions_hold(
+    hook: &Hook,
+    seen: &Seen,
+    sent: &Sent<'_>,
+    attributes: &Attributes,
+    facts: &Facts,
+) -> Result<bool, ApiError> {
+    if hook.match_conditions.is_empty() {
+        return Ok(true);
+    }
+    let request = condition_request(seen, sent, attributes, facts);
+    let objects = [sent.object, sent.old_object];
+    super::match_conditions::call_hook(hook, attributes, &seen.name, objects, &request)
 }
 
 /// The `AdmissionReview` the real server sends for this write: `kind`, `resource` and

@@ -26,6 +26,7 @@ pub(crate) mod conversion;
 pub(crate) mod converted;
 pub(crate) mod dispatch;
 pub(crate) mod equivalent;
+pub(crate) mod match_conditions;
 pub(crate) mod mutating;
 pub(crate) mod rules;
 pub(crate) mod tls;

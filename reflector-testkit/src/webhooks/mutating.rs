@@ -9,7 +9,7 @@
 use kube::core::GroupVersionKind;
 use serde_json::Value;
 
-use super::admission::{Facts, Sent, Warnings, call, denied, old_object, settle};
+use super::admission::{Facts, Sent, Warnings, call, conditions_hold, denied, old_object, settle};
 use super::attributes::Attributes;
 use super::capture::Seen;
 use super::equivalent::Equivalent;
@@ -73,9 +73,13 @@ pub(crate) async fn mutate(
                 attributes,
                 facts,
             };
-            let changed = context
+            let called = context
                 .call_one(hook, invocation, &mut versioned, warnings)
                 .await?;
+            // A hook its matchConditions skip is not called, so never reinvoked.
+            let Some(changed) = called else {
+                continue;
+            };
             if changed {
                 let since = std::mem::take(&mut reinvocation.since_change);
                 reinvocation.again.extend(since);
@@ -105,8 +109,8 @@ struct Context<'a> {
 
 impl Context<'_> {
     /// Calls `hook` on `versioned` (converted to the version it matched) and applies its
-    /// patch; returns whether the object changed. A failure its `failurePolicy` excuses
-    /// changes nothing.
+    /// patch; returns whether the object changed (None: its `matchConditions` skip it). A
+    /// failure its `failurePolicy` excuses changes nothing.
     ///
     /// # Cancel safety
     /// Cancel safe: nothing is stored.
@@ -116,7 +120,7 @@ impl Context<'_> {
         invocation: &Equivalent,
         versioned: &mut Versioned,
         warnings: &mut Warnings,
-    ) -> Result<bool, ApiError> {
+    ) -> Result<Option<bool>, ApiError> {
         // The real mutating dispatcher wraps a failed conversion twice.
         let unconverted = |e: String| ApiError::internal(&format!("Internal error occurred: {e}"));
         let (shared, attributes) = (self.shared, self.attributes);
@@ -142,12 +146,15 @@ impl Context<'_> {
             old_object: old.as_ref(),
             invocation,
         };
+        if !conditions_hold(hook, self.seen, &sent, attributes, self.facts)? {
+            return Ok(None);
+        }
         let answer = match call(shared, hook, true, self.seen, &sent, attributes, self.facts).await
         {
             Ok(answer) => answer,
             Err(failed) => {
                 settle(hook, failed)?;
-                return Ok(false);
+                return Ok(Some(false));
             }
         };
         warnings.extend(answer.warnings.iter().cloned());
@@ -155,7 +162,7 @@ impl Context<'_> {
             return Err(denied(&hook.name, &answer.status));
         }
         let Some(patch) = answer.patch.filter(|p| !p.0.is_empty()) else {
-            return Ok(false);
+            return Ok(Some(false));
         };
         let Some(target) = versioned.object.as_mut() else {
             return Err(ApiError::internal(&format!(
@@ -166,7 +173,7 @@ impl Context<'_> {
         let before = target.clone();
         json_patch::patch(target, &patch).map_err(|e| ApiError::internal(&e.to_string()))?;
         versioned.patched = true;
-        Ok(*target != before)
+        Ok(Some(*target != before))
     }
 }
 

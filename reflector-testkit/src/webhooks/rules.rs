@@ -37,6 +37,8 @@ pub(crate) struct Hook {
     equivalent: bool,
     /// A mutating webhook's `reinvocationPolicy: IfNeeded` (default `Never`).
     pub reinvoke_if_needed: bool,
+    /// `matchConditions`, in order.
+    pub match_conditions: Vec<MatchCondition>,
     /// `failurePolicy: Ignore` (default `Fail`).
     pub ignore_failures: bool,
     /// `namespaceSelector` (default: everything).
@@ -49,6 +51,13 @@ pub(crate) struct Hook {
     pub timeout: Duration,
     /// `admissionReviewVersions`.
     pub review_versions: Vec<String>,
+}
+
+/// One of a webhook's `matchConditions`.
+#[derive(Debug, Clone)]
+pub(crate) struct MatchCondition {
+    /// Its CEL `expression`.
+    pub expression: String,
 }
 
 impl Hook {
@@ -69,6 +78,19 @@ impl Hook {
                 .unwrap_or_default(),
             equivalent: text("matchPolicy").as_deref() != Some("Exact"),
             reinvoke_if_needed: text("reinvocationPolicy").as_deref() == Some("IfNeeded"),
+            match_conditions: value
+                .get("matchConditions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|condition| MatchCondition {
+                    expression: condition
+                        .get("expression")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                })
+                .collect(),
             ignore_failures: text("failurePolicy").as_deref() == Some("Ignore"),
             namespace_selector: value.get("namespaceSelector").cloned(),
             object_selector: value.get("objectSelector").cloned(),
