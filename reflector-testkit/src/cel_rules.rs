@@ -116,6 +116,21 @@ fn compile(rule: &str) -> Result<Compiled, String> {
     })
 }
 
+/// Evaluates the boolean `expression` (compiled as the rules are, with the same
+/// functions) with `bindings` as its variables; the error says why it could not.
+pub(crate) fn evaluate_bool(expression: &str, bindings: &[(&str, &Value)]) -> Result<bool, String> {
+    let compiled = compile(expression)?;
+    let mut context = Context::with_env(env());
+    for (name, value) in bindings {
+        context.add_variable_from_value(*name, to_cel(value));
+    }
+    match compiled.program.execute(&context) {
+        Ok(Cel::Bool(value)) => Ok(value),
+        Ok(other) => Err(format!("{other:?} is not a bool")),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
 /// The errors of every rule of `schema` (a CRD version's `openAPIV3Schema`) that cannot
 /// be compiled, as the real CRD validation reports them, under `path` (the schema's field
 /// path in the CRD: `spec.versions[0].schema.openAPIV3Schema`).

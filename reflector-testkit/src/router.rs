@@ -212,6 +212,10 @@ pub(crate) async fn dispatch(
     request: Request,
     fired: Fired,
 ) -> Response {
+    let requested = request
+        .extensions()
+        .get::<crate::webhooks::converted::Requested>()
+        .map(|r| r.0);
     let accept = header_text(request.headers(), header::ACCEPT);
     let repr = Repr::from_accept(accept);
     // `kubectl get` asks for a Table first; only reads are answered with one.
@@ -279,7 +283,8 @@ pub(crate) async fn dispatch(
                 Ok(body) => {
                     let ns = namespace.as_deref();
                     let write = || crate::handlers::create(shared, repr, *rid, ns, pairs, &body);
-                    crate::webhooks::admit(shared, &admitted(method, pairs, None), write).await
+                    crate::webhooks::admit(shared, &admitted(method, pairs, None, requested), write)
+                        .await
                 }
                 Err(e) => Err(e),
             },
@@ -318,15 +323,15 @@ pub(crate) async fn dispatch(
                                     crate::handlers::patch(write)
                                 }
                             };
-                            crate::webhooks::admit(shared, &admitted(method, pairs, None), write)
-                                .await
+                            let request = admitted(method, pairs, None, requested);
+                            crate::webhooks::admit(shared, &request, write).await
                         }
                         _ if *status => Err(ApiError::method_not_allowed("DELETE")),
                         _ => {
                             let write = || {
                                 crate::handlers::delete(shared, repr, *rid, ns, name, pairs, &body)
                             };
-                            let request = admitted(method, pairs, Some(&body.bytes));
+                            let request = admitted(method, pairs, Some(&body.bytes), requested);
                             crate::webhooks::admit(shared, &request, write).await
                         }
                     },
@@ -364,7 +369,8 @@ pub(crate) async fn dispatch(
                         let write = || {
                             crate::crd::scale(shared, method, *rid, ns, name, pairs, Some(&body))
                         };
-                        crate::webhooks::admit(shared, &admitted(method, pairs, None), write).await
+                        let request = admitted(method, pairs, None, requested);
+                        crate::webhooks::admit(shared, &request, write).await
                     }
                     Err(e) => Err(e),
                 },
@@ -387,11 +393,13 @@ fn admitted<'a>(
     method: &'a Method,
     pairs: &'a [(String, String)],
     delete_options: Option<&'a [u8]>,
+    requested: Option<crate::state::ResourceId>,
 ) -> crate::webhooks::WriteRequest<'a> {
     crate::webhooks::WriteRequest {
         method,
         pairs,
         delete_options,
+        requested,
     }
 }
 

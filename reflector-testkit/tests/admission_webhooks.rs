@@ -738,3 +738,343 @@ async fn mutating_webhook_answering_with_kube_types_is_understood() {
         .unwrap();
     assert_eq!(created.metadata.labels.unwrap()["kube"], "yes");
 }
+
+/// `gadgets.example.com` serving `versions` (the first one stored) and converting between
+/// them as `conversion` says.
+fn gadget_crd(versions: &[&str], conversion: Value) -> Value {
+    let schema = json!({"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}});
+    let versions: Vec<Value> = versions
+        .iter()
+        .enumerate()
+        .map(|(i, v)| json!({"name": v, "served": true, "storage": i == 0, "schema": schema}))
+        .collect();
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "gadgets", "kind": "Gadget"},
+            "versions": versions, "conversion": conversion}})
+}
+
+/// The conversion webhook of gadgets: `spec.size` in v1 is `spec.count` in v2.
+fn gadget_converter(review: &Value) -> Value {
+    let request = &review["request"];
+    let desired = request["desiredAPIVersion"].clone();
+    let renamed = |object: &Value| {
+        let mut object = object.clone();
+        let to_v2 = desired == "example.com/v2";
+        let (from, to) = if to_v2 {
+            ("size", "count")
+        } else {
+            ("count", "size")
+        };
+        if let Some(value) = object["spec"].as_object_mut().and_then(|s| s.remove(from)) {
+            object["spec"][to] = value;
+        }
+        object["apiVersion"] = desired.clone();
+        object
+    };
+    let objects = request["objects"].as_array().unwrap();
+    let converted: Vec<Value> = objects.iter().map(renamed).collect();
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response":
+        {"uid": request["uid"], "result": {"status": "Success"}, "convertedObjects": converted}})
+}
+
+/// Gadget webhooks: `/convert` converts, `/mutate` sets v1's `spec.size` to 9 (an
+/// object in another version is left as it is), anything else allows.
+fn gadget_hooks(path: &str, review: &Value) -> Value {
+    match path {
+        "/convert" => gadget_converter(review),
+        "/mutate" if review["request"]["object"]["apiVersion"] == "example.com/v1" => {
+            let patch = json!([{"op": "add", "path": "/spec/size", "value": 9}]);
+            admission_answer(review, None, Some(patch), &[])
+        }
+        _ => admission_answer(review, None, None, &[]),
+    }
+}
+
+/// A server serving gadgets in `versions`, converted by strategy `None` or by the
+/// webhook of `hooks`.
+async fn serve_gadgets(hooks: &WebhookServer, versions: &[&str], by_webhook: bool) -> ApiServer {
+    let server = ApiServer::start().await.unwrap();
+    let conversion = if by_webhook {
+        json!({"strategy": "Webhook", "webhook": {"clientConfig": url_client(hooks, "/convert"),
+            "conversionReviewVersions": ["v1"]}})
+    } else {
+        json!({"strategy": "None"})
+    };
+    support::create_crd(&server, gadget_crd(versions, conversion)).await;
+    server
+}
+
+/// Rules for gadget writes in `versions`.
+fn gadget_rules(versions: &[&str]) -> Value {
+    json!([{"operations": ["CREATE", "UPDATE"], "apiGroups": ["example.com"],
+        "apiVersions": versions, "resources": ["gadgets"]}])
+}
+
+/// Creates the gadget `name` in `version` with `spec`; returns the object answered.
+async fn create_gadget(server: &ApiServer, version: &str, name: &str, spec: Value) -> Value {
+    let uri = format!("/apis/example.com/{version}/namespaces/default/gadgets");
+    let gadget = json!({"apiVersion": format!("example.com/{version}"), "kind": "Gadget",
+        "metadata": {"name": name}, "spec": spec});
+    let (code, created) = support::send_json(server, "POST", &uri, gadget).await;
+    assert_eq!(code, 201, "{created}");
+    created
+}
+
+fn gvk(version: &str) -> Value {
+    json!({"group": "example.com", "version": version, "kind": "Gadget"})
+}
+
+fn gvr(version: &str) -> Value {
+    json!({"group": "example.com", "version": version, "resource": "gadgets"})
+}
+
+/// A server serving gadgets in v1 and v2 (converted by webhook or not) with the
+/// validating webhook `v1.example.com`, on `/v`, for v1 writes under `match_policy`,
+/// after the gadget `g` (`size` 3) was created in v2.
+async fn v2_write_with_v1_validator(
+    by_webhook: bool,
+    match_policy: &str,
+) -> (WebhookServer, ApiServer) {
+    let hooks = WebhookServer::start(gadget_hooks).await;
+    let server = serve_gadgets(&hooks, &["v1", "v2"], by_webhook).await;
+    let client = url_client(&hooks, "/v");
+    let mut hook = webhook("v1.example.com", client, gadget_rules(&["v1"]));
+    hook["matchPolicy"] = json!(match_policy);
+    store(
+        &server,
+        configuration("ValidatingWebhookConfiguration", "v1", hook),
+    )
+    .await;
+    // v2 calls v1's `size` `count` when converted by webhook.
+    let spec = if by_webhook {
+        json!({"count": 3})
+    } else {
+        json!({"size": 3})
+    };
+    create_gadget(&server, "v2", "g", spec).await;
+    (hooks, server)
+}
+
+#[tokio::test]
+async fn equivalent_webhook_for_v1_is_sent_a_v2_write_in_v1() {
+    for by_webhook in [false, true] {
+        let (hooks, _server) = v2_write_with_v1_validator(by_webhook, "Equivalent").await;
+        let requests = hooks.requests_on("/v");
+        assert_eq!(requests.len(), 1, "by webhook: {by_webhook}");
+        let request = &requests[0];
+        assert_eq!(request["kind"], gvk("v1"));
+        assert_eq!(request["resource"], gvr("v1"));
+        assert_eq!(request["requestKind"], gvk("v2"));
+        assert_eq!(request["requestResource"], gvr("v2"));
+        assert_eq!(request["object"]["apiVersion"], "example.com/v1");
+        assert_eq!(request["object"]["spec"], json!({"size": 3}));
+    }
+}
+
+#[tokio::test]
+async fn exact_match_policy_webhook_is_not_called_for_another_version() {
+    for by_webhook in [false, true] {
+        let (hooks, server) = v2_write_with_v1_validator(by_webhook, "Exact").await;
+        assert!(
+            hooks.requests_on("/v").is_empty(),
+            "by webhook: {by_webhook}"
+        );
+        create_gadget(&server, "v1", "in-v1", json!({"size": 3})).await;
+        let requests = hooks.requests_on("/v");
+        assert_eq!(requests.len(), 1);
+        assert_eq!(requests[0]["requestKind"], gvk("v1"));
+    }
+}
+
+#[tokio::test]
+async fn mutating_webhook_for_v1_patches_a_v2_write() {
+    for by_webhook in [false, true] {
+        let hooks = WebhookServer::start(gadget_hooks).await;
+        let server = serve_gadgets(&hooks, &["v1", "v2"], by_webhook).await;
+        let client = url_client(&hooks, "/mutate");
+        let hook = webhook("m.example.com", client, gadget_rules(&["v1"]));
+        let stored = configuration("MutatingWebhookConfiguration", "m", hook);
+        store(&server, stored).await;
+
+        let field = if by_webhook { "count" } else { "size" };
+        let created = create_gadget(&server, "v2", "g", json!({field: 3})).await;
+        assert_eq!(created["apiVersion"], "example.com/v2");
+        assert_eq!(
+            created["spec"],
+            json!({field: 9}),
+            "by webhook: {by_webhook}"
+        );
+        let uri = "/apis/example.com/v2/namespaces/default/gadgets/g";
+        let (code, read) = support::send_json(&server, "GET", uri, Value::Null).await;
+        assert_eq!(code, 200, "{read}");
+        assert_eq!(read["apiVersion"], "example.com/v2");
+        assert_eq!(read["spec"], json!({field: 9}));
+        let requests = hooks.requests_on("/mutate");
+        assert_eq!(requests.len(), 1);
+        assert_eq!(requests[0]["requestKind"], gvk("v2"));
+        assert_eq!(requests[0]["kind"], gvk("v1"));
+    }
+}
+
+#[tokio::test]
+async fn equivalent_webhook_prefers_the_exact_version_then_rule_order_then_crd_order() {
+    let hooks = WebhookServer::start(gadget_hooks).await;
+    let server = serve_gadgets(&hooks, &["v1", "v2", "v3"], false).await;
+    let hooks_for = [
+        ("exact", gadget_rules(&["v3", "v2"])),
+        ("crd-order", gadget_rules(&["v3", "v1"])),
+        (
+            "rule-order",
+            json!([gadget_rules(&["v3"])[0], gadget_rules(&["v1"])[0]]),
+        ),
+    ];
+    for (name, rules) in hooks_for {
+        let hook = webhook(
+            &format!("{name}.example.com"),
+            url_client(&hooks, &format!("/{name}")),
+            rules,
+        );
+        store(
+            &server,
+            configuration("ValidatingWebhookConfiguration", name, hook),
+        )
+        .await;
+    }
+    create_gadget(&server, "v2", "g", json!({"size": 1})).await;
+    let sent = |name: &str| {
+        let requests = hooks.requests_on(&format!("/{name}"));
+        assert_eq!(requests.len(), 1, "{name}");
+        (
+            requests[0]["kind"]["version"].clone(),
+            requests[0]["object"]["apiVersion"].clone(),
+        )
+    };
+    assert_eq!(sent("exact"), (json!("v2"), json!("example.com/v2")));
+    assert_eq!(sent("crd-order"), (json!("v1"), json!("example.com/v1")));
+    assert_eq!(sent("rule-order"), (json!("v3"), json!("example.com/v3")));
+}
+
+/// `/a` notes in an annotation whether it saw the label `b`; `/b` sets that label.
+fn a_then_b(path: &str, review: &Value) -> Value {
+    let object = &review["request"]["object"];
+    let patch = match path {
+        "/a" if object["metadata"]["labels"]["b"] == "yes" => {
+            json!([{"op": "add", "path": "/metadata/annotations", "value": {"a-saw-b": "yes"}}])
+        }
+        "/b" => json!([{"op": "add", "path": "/metadata/labels", "value": {"b": "yes"}}]),
+        _ => return admission_answer(review, None, None, &[]),
+    };
+    admission_answer(review, None, Some(patch), &[])
+}
+
+#[tokio::test]
+async fn reinvocation_if_needed_webhook_is_called_again_after_a_later_change() {
+    // The policies of `a` and `b`, and how often each is called: `a` again after `b`'s
+    // change; `b` never again for its own change, but again when `a` changed the object
+    // while reinvoked (the real server's second round calls every `IfNeeded` webhook
+    // called since the last change).
+    let cases = [
+        (["IfNeeded", "Never"], [2, 1]),
+        (["Never", "Never"], [1, 1]),
+        (["Never", "IfNeeded"], [1, 1]),
+        (["IfNeeded", "IfNeeded"], [2, 2]),
+    ];
+    for (policies, calls) in cases {
+        let hooks = WebhookServer::start(a_then_b).await;
+        let server = ApiServer::start().await.unwrap();
+        for (name, policy) in ["a", "b"].into_iter().zip(policies) {
+            let client = url_client(&hooks, &format!("/{name}"));
+            let rules = configmap_rules(&["CREATE"]);
+            let mut hook = webhook(&format!("{name}.example.com"), client, rules);
+            hook["reinvocationPolicy"] = json!(policy);
+            let stored = configuration("MutatingWebhookConfiguration", name, hook);
+            store(&server, stored).await;
+        }
+        let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+        let created = api
+            .create(&PostParams::default(), &config_map("c", &[]))
+            .await
+            .unwrap();
+        let called = [hooks.requests_on("/a").len(), hooks.requests_on("/b").len()];
+        assert_eq!(called, calls, "{policies:?}");
+        let annotations = created.metadata.annotations.unwrap_or_default();
+        assert_eq!(annotations.contains_key("a-saw-b"), calls[0] == 2);
+        assert_eq!(created.metadata.labels.unwrap()["b"], "yes");
+    }
+}
+
+/// A validating webhook `NAME.example.com` on `/NAME` for ConfigMap creates, with
+/// `conditions` and `failure_policy`.
+fn conditional(
+    hooks: &WebhookServer,
+    name: &str,
+    conditions: Value,
+    failure_policy: &str,
+) -> Value {
+    let client = url_client(hooks, &format!("/{name}"));
+    let mut hook = webhook(
+        &format!("{name}.example.com"),
+        client,
+        configmap_rules(&["CREATE"]),
+    );
+    hook["matchConditions"] = conditions;
+    hook["failurePolicy"] = json!(failure_policy);
+    configuration("ValidatingWebhookConfiguration", name, hook)
+}
+
+#[tokio::test]
+async fn webhook_match_conditions_decide_the_call_and_errors_follow_the_failure_policy() {
+    let hooks = WebhookServer::start(allow).await;
+    let server = ApiServer::start().await.unwrap();
+    let labelled = json!([
+        {"name": "configmaps", "expression": "request.resource.resource == 'configmaps' && oldObject == null"},
+        {"name": "checked", "expression": "has(object.metadata.labels) && object.metadata.labels['check'] == 'yes'"},
+    ]);
+    store(&server, conditional(&hooks, "labelled", labelled, "Fail")).await;
+    let failing = json!([{"name": "broken", "expression": "object.data.missing == 'x'"}]);
+    store(
+        &server,
+        conditional(&hooks, "ignored", failing.clone(), "Ignore"),
+    )
+    .await;
+    let api: Api<ConfigMap> = Api::namespaced(server.client_without_retries(), "default");
+
+    let mut checked = config_map("checked", &[("other", "y")]);
+    checked.metadata.labels = Some([("check".to_owned(), "yes".to_owned())].into());
+    api.create(&PostParams::default(), &checked).await.unwrap();
+    api.create(
+        &PostParams::default(),
+        &config_map("plain", &[("other", "y")]),
+    )
+    .await
+    .unwrap();
+    let called = hooks.requests_on("/labelled");
+    assert_eq!(called.len(), 1, "only the labelled ConfigMap matches");
+    assert_eq!(called[0]["name"], "checked");
+    assert!(
+        hooks.requests_on("/ignored").is_empty(),
+        "a condition that fails to evaluate under Ignore skips the webhook"
+    );
+
+    store(&server, conditional(&hooks, "failed", failing, "Fail")).await;
+    let refused = status_of(
+        api.create(
+            &PostParams::default(),
+            &config_map("refused", &[("other", "y")]),
+        )
+        .await,
+    );
+    assert_status(&refused, 403, "Forbidden", |m| {
+        m.starts_with("configmaps \"refused\" is forbidden: expression 'object.data.missing == 'x'' resulted in error: ")
+    });
+    assert!(hooks.requests_on("/failed").is_empty());
+    assert!(
+        server
+            .get::<ConfigMap>(Some("default"), "refused")
+            .unwrap()
+            .is_none()
+    );
+}

@@ -55,7 +55,7 @@ impl State {
     }
 
     /// The CRD serving custom resource `rid`, with its resource id, if it is stored.
-    fn crd_of(&self, rid: ResourceId) -> Option<(ResourceId, Arc<StoredObject>)> {
+    pub(crate) fn crd_of(&self, rid: ResourceId) -> Option<(ResourceId, Arc<StoredObject>)> {
         let name = self.custom.served(rid)?.crd.clone();
         let crd_rid = self.find(crate::crd::GROUP, "v1", "customresourcedefinitions")?;
         Some((crd_rid, self.get(crd_rid, &name)?))

@@ -1,18 +1,19 @@
 //! Calling admission webhooks as the real dispatchers do: an `admission.k8s.io/v1`
-//! `AdmissionReview` per call, mutating webhooks one after another (each sees the
-//! previous one's patched object), validating webhooks together; the answer checked as
+//! `AdmissionReview` per call (the mutating webhooks are run by [`super::mutating`]),
+//! validating webhooks together; the answer checked as
 //! the real `VerifyAdmissionResponse`, and refusals and failures worded and coded as the
 //! real server's (`admission webhook "x" denied the request: ...`, `Internal error
 //! occurred: failed calling webhook "x": failed to call webhook: ...`).
 
 use base64::Engine;
 use kube::core::admission::{AdmissionRequest, AdmissionReview, Operation};
-use kube::core::{DynamicObject, GroupVersionKind, GroupVersionResource, TypeMeta};
+use kube::core::{DynamicObject, GroupVersionKind, TypeMeta};
 use serde_json::{Value, json};
 
+use super::attributes::Attributes;
 use super::capture::Seen;
+use super::equivalent::Equivalent;
 use super::rules::Hook;
-use crate::resource::ResourceInfo;
 use crate::server::Shared;
 use crate::status::{ApiError, go_quote};
 
@@ -32,78 +33,87 @@ pub(crate) struct Facts {
 pub(crate) type Warnings = Vec<String>;
 
 /// How one call went wrong.
-enum Failed {
+pub(super) enum Failed {
     /// Not called, no answer, or an invalid one: `failurePolicy` decides.
     Call(String),
     /// A refusal or an error no policy excuses.
     Final(ApiError),
 }
 
-/// Runs the mutating `hooks` in order on the object `seen` holds; returns the object
-/// they leave, if any of them patched it.
-///
-/// # Cancel safety
-/// Cancel safe: nothing is stored; dropping it drops the call in flight.
-pub(crate) async fn mutate(
-    shared: &Shared,
-    hooks: &[Hook],
-    seen: &Seen,
-    info: &ResourceInfo,
-    facts: &Facts,
-    warnings: &mut Warnings,
-) -> Result<Option<Value>, ApiError> {
-    let mut object = seen.object.clone();
-    let mut patched = false;
-    for hook in hooks {
-        let answer = match call(shared, hook, true, seen, object.as_ref(), info, facts).await {
-            Ok(answer) => answer,
-            Err(failed) => {
-                settle(hook, failed)?;
-                continue;
-            }
-        };
-        warnings.extend(answer.warnings.iter().cloned());
-        if !answer.allowed {
-            return Err(denied(&hook.name, &answer.status));
-        }
-        let Some(patch) = answer.patch else {
-            continue;
-        };
-        if patch.0.is_empty() {
-            continue;
-        }
-        let Some(target) = object.as_mut() else {
-            return Err(ApiError::internal(&format!(
-                "admission webhook {} attempted to modify the object, which is not supported for this operation",
-                go_quote(&hook.name)
-            )));
-        };
-        json_patch::patch(target, &patch).map_err(|e| ApiError::internal(&e.to_string()))?;
-        patched = true;
-    }
-    Ok(object.filter(|_| patched))
+/// The old object webhooks are sent, in the admission point's version: the stored object
+/// (its Scale for the `scale` subresource), if any.
+pub(super) fn old_object(seen: &Seen) -> Option<Value> {
+    let old = seen.old_object.as_ref()?;
+    Some(match &seen.scale {
+        Some(paths) => crate::crd::scale_of(old, paths),
+        None => old.clone(),
+    })
+}
+
+/// What one call sends besides the write's attributes.
+pub(super) struct Sent<'a> {
+    /// `object`, in the matched version.
+    pub object: Option<&'a Value>,
+    /// `oldObject`, in the matched version.
+    pub old_object: Option<&'a Value>,
+    /// The resource and kind the hook matched.
+    pub invocation: &'a Equivalent,
 }
 
 /// Calls the validating `hooks` together on `object` (what the write would store; None
-/// for a delete); the first refusal, in the hooks' order, refuses the write.
+/// for a delete), each sent it in the version it matched; the first refusal, in the
+/// hooks' order, refuses the write.
 ///
 /// # Cancel safety
 /// Cancel safe: nothing is stored; dropping it drops the calls in flight.
 pub(crate) async fn validate(
     shared: &Shared,
-    hooks: &[Hook],
+    hooks: &[(Hook, Equivalent)],
     seen: &Seen,
     object: Option<&Value>,
-    info: &ResourceInfo,
+    attributes: &Attributes,
     facts: &Facts,
     warnings: &mut Warnings,
 ) -> Result<(), ApiError> {
-    let calls = hooks
+    // The objects in each version a hook matched, converted once per version, and which
+    // of them each hook is sent.
+    let mut versions: Vec<(&GroupVersionKind, Option<Value>, Option<Value>)> = Vec::new();
+    let mut sent_version = Vec::with_capacity(hooks.len());
+    let old = old_object(seen);
+    for (_, invocation) in hooks {
+        if let Some(at) = versions.iter().position(|(k, _, _)| **k == invocation.kind) {
+            sent_version.push(at);
+            continue;
+        }
+        let base = &attributes.object_kind;
+        let to = &invocation.kind;
+        let equivalents = &attributes.equivalents;
+        let new = equivalents.convert_some(shared, object, base, to).await;
+        let old = equivalents
+            .convert_some(shared, old.as_ref(), base, to)
+            .await;
+        let internal = |e: String| ApiError::internal(&e);
+        versions.push((to, new.map_err(internal)?, old.map_err(internal)?));
+        sent_version.push(versions.len() - 1);
+    }
+    let mut called = Vec::with_capacity(hooks.len());
+    for ((hook, invocation), at) in hooks.iter().zip(sent_version) {
+        let (_, new, old) = &versions[at];
+        let sent = Sent {
+            object: new.as_ref(),
+            old_object: old.as_ref(),
+            invocation,
+        };
+        if conditions_hold(hook, seen, &sent, attributes, facts)? {
+            called.push((hook, sent));
+        }
+    }
+    let calls = called
         .iter()
-        .map(|hook| call(shared, hook, false, seen, object, info, facts));
+        .map(|(hook, sent)| call(shared, hook, false, seen, sent, attributes, facts));
     let answers = futures::future::join_all(calls).await;
     let mut first_error = None;
-    for (hook, answer) in hooks.iter().zip(answers) {
+    for ((hook, _), answer) in called.iter().zip(answers) {
         let result = match answer {
             Ok(answer) => {
                 warnings.extend(answer.warnings.iter().cloned());
@@ -124,7 +134,7 @@ pub(crate) async fn validate(
 
 /// A failed call under the hook's `failurePolicy`: `Ignore` lets the write go on, `Fail`
 /// answers the real 500.
-fn settle(hook: &Hook, failed: Failed) -> Result<(), ApiError> {
+pub(super) fn settle(hook: &Hook, failed: Failed) -> Result<(), ApiError> {
     match failed {
         Failed::Final(error) => Err(error),
         Failed::Call(reason) if hook.ignore_failures => {
@@ -140,7 +150,7 @@ fn settle(hook: &Hook, failed: Failed) -> Result<(), ApiError> {
 
 /// The real `ToStatusErr`: the hook's Status with the message prefixed by who denied it
 /// and a code of at least 400.
-fn denied(name: &str, status: &Value) -> ApiError {
+pub(super) fn denied(name: &str, status: &Value) -> ApiError {
     let text = |field: &str| {
         status
             .get(field)
@@ -166,24 +176,24 @@ fn denied(name: &str, status: &Value) -> ApiError {
 }
 
 /// A verified answer.
-struct Answer {
-    allowed: bool,
-    status: Value,
-    patch: Option<json_patch::Patch>,
-    warnings: Vec<String>,
+pub(super) struct Answer {
+    pub allowed: bool,
+    pub status: Value,
+    pub patch: Option<json_patch::Patch>,
+    pub warnings: Vec<String>,
 }
 
 /// One call: the review sent, the answer read and verified.
 ///
 /// # Cancel safety
 /// Cancel safe: dropping it drops the connection.
-async fn call(
+pub(super) async fn call(
     shared: &Shared,
     hook: &Hook,
     mutating: bool,
     seen: &Seen,
-    object: Option<&Value>,
-    info: &ResourceInfo,
+    sent: &Sent<'_>,
+    attributes: &Attributes,
     facts: &Facts,
 ) -> Result<Answer, Failed> {
     if facts.dry_run {
@@ -204,7 +214,7 @@ async fn call(
         ));
     }
     let uid = crate::object::new_uid();
-    let review = review(&uid, seen, object, info, facts);
+    let review = review(&uid, seen, sent, attributes, facts);
     let mut review = serde_json::to_value(&review).map_err(|e| Failed::Call(e.to_string()))?;
     as_the_real_server_sends(&mut review);
     let body = serde_json::to_vec(&review).map_err(|e| Failed::Call(e.to_string()))?;
@@ -216,31 +226,63 @@ async fn call(
         .map_err(|e| Failed::Call(format!("received invalid webhook response: {e}")))
 }
 
-/// The `AdmissionReview` the real server sends for this write.
+/// The `request` a hook's `matchConditions` see: the review's request without its
+/// objects.
+fn condition_request(
+    seen: &Seen,
+    sent: &Sent<'_>,
+    attributes: &Attributes,
+    facts: &Facts,
+) -> Value {
+    let shown = Sent {
+        object: None,
+        old_object: None,
+        invocation: sent.invocation,
+    };
+    let mut review =
+        serde_json::to_value(review("", seen, &shown, attributes, facts)).unwrap_or_default();
+    as_the_real_server_sends(&mut review);
+    let mut request = review
+        .get_mut("request")
+        .map(Value::take)
+        .unwrap_or_default();
+    if let Value::Object(fields) = &mut request {
+        fields.remove("object");
+        fields.remove("oldObject");
+    }
+    request
+}
+
+/// Whether `hook` is called, by its `matchConditions`, for the write sent as `sent`;
+/// `Err` is the refusal its `failurePolicy: Fail` gives when one cannot be evaluated.
+pub(super) fn conditions_hold(
+    hook: &Hook,
+    seen: &Seen,
+    sent: &Sent<'_>,
+    attributes: &Attributes,
+    facts: &Facts,
+) -> Result<bool, ApiError> {
+    if hook.match_conditions.is_empty() {
+        return Ok(true);
+    }
+    let request = condition_request(seen, sent, attributes, facts);
+    let objects = [sent.object, sent.old_object];
+    super::match_conditions::call_hook(hook, attributes, &seen.name, objects, &request)
+}
+
+/// The `AdmissionReview` the real server sends for this write: `kind`, `resource` and
+/// `subResource` what the hook matched, `requestKind`, `requestResource` and
+/// `requestSubResource` what the client wrote.
 fn review(
     uid: &str,
     seen: &Seen,
-    object: Option<&Value>,
-    info: &ResourceInfo,
+    sent: &Sent<'_>,
+    attributes: &Attributes,
     facts: &Facts,
 ) -> AdmissionReview<DynamicObject> {
-    let [group, version, kind] = seen.kind.unwrap_or([
-        info.group.as_str(),
-        info.version.as_str(),
-        info.kind.as_str(),
-    ]);
-    let kind = GroupVersionKind::gvk(group, version, kind);
-    let resource = GroupVersionResource::gvr(&info.group, &info.version, &info.plural);
     let subresource = (!seen.subresource.is_empty()).then(|| seen.subresource.to_owned());
     let dynamic = |value: Option<&Value>| {
         value.and_then(|v| serde_json::from_value::<DynamicObject>(v.clone()).ok())
-    };
-    let old_object = match &seen.scale {
-        Some(paths) => seen
-            .old_object
-            .as_ref()
-            .map(|old| crate::crd::scale_of(old, paths)),
-        None => seen.old_object.clone(),
     };
     let user_info = k8s_openapi::api::authentication::v1::UserInfo {
         username: Some(USER.to_owned()),
@@ -253,18 +295,18 @@ fn review(
     let request = AdmissionRequest {
         types: TypeMeta::default(),
         uid: uid.to_owned(),
-        kind: kind.clone(),
-        resource: resource.clone(),
+        kind: sent.invocation.kind.clone(),
+        resource: sent.invocation.resource.clone(),
         sub_resource: subresource.clone(),
-        request_kind: Some(kind),
-        request_resource: Some(resource),
+        request_kind: Some(attributes.kind.clone()),
+        request_resource: Some(attributes.resource.clone()),
         request_sub_resource: subresource,
         name: seen.name.clone(),
         namespace: seen.namespace.clone(),
         operation: seen.operation.clone(),
         user_info,
-        object: dynamic(object),
-        old_object: dynamic(old_object.as_ref()),
+        object: dynamic(sent.object),
+        old_object: dynamic(sent.old_object),
         dry_run: facts.dry_run,
         options: Some(k8s_openapi::apimachinery::pkg::runtime::RawExtension(
             facts.options.clone(),

@@ -32,9 +32,17 @@ const MAX_BODY: usize = 3 * 1024 * 1024;
 /// How many times a converted patch is retried when the object moved under it.
 const PATCH_ATTEMPTS: usize = 3;
 
+/// The resource a request for a converted version named, carried (as a request
+/// extension) to the storage version's handlers so that admission webhooks are told of
+/// the write as the client made it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Requested(pub ResourceId);
+
 /// A request for a converted version.
 #[derive(Clone)]
 pub(crate) struct View {
+    /// The resource the request named.
+    requested: ResourceId,
     conversion: Arc<Conversion>,
     /// The request's `group/version`.
     api_version: String,
@@ -62,6 +70,7 @@ pub(crate) fn view(shared: &Shared, target: &Target) -> Option<(View, Target)> {
     let info = &state.resources[*rid];
     let storage_rid = state.find(&info.group, &conversion.storage_version, &info.plural)?;
     let view = View {
+        requested: *rid,
         api_version: info.api_version(),
         storage_api_version: state.resources[storage_rid].api_version(),
         storage_rid,
@@ -83,9 +92,10 @@ pub(crate) async fn serve(
     method: &Method,
     target: &Target,
     pairs: &[(String, String)],
-    request: Request,
+    mut request: Request,
     fired: Fired,
 ) -> Response {
+    request.extensions_mut().insert(Requested(view.requested));
     let watch = crate::router::is_watch(pairs);
     let content_type = header_text(request.headers(), header::CONTENT_TYPE).to_owned();
     let request = match method.as_str() {
@@ -225,6 +235,7 @@ async fn dispatch_as(
     *request.method_mut() = method.clone();
     *request.uri_mut() = parts.uri.clone();
     *request.headers_mut() = parts.headers.clone();
+    *request.extensions_mut() = parts.extensions.clone();
     request.headers_mut().remove(header::CONTENT_LENGTH);
     if method == Method::PUT {
         request.headers_mut().insert(

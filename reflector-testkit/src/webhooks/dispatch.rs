@@ -7,14 +7,19 @@ use http::HeaderValue;
 use serde_json::Value;
 
 use super::admission::{self, Facts, Warnings};
+use super::attributes::Attributes;
 use super::capture::{self, Capture, Seen};
+use super::equivalent::Equivalent;
 use super::rules::{self, Hook};
-use crate::resource::ResourceInfo;
 use crate::server::Shared;
+use crate::state::ResourceId;
 use crate::status::{ApiError, go_quote};
 
 /// How often the passes start again when another write moves the object meanwhile.
 const ATTEMPTS: usize = 5;
+
+/// Hooks a write calls, each with the resource and kind it matched.
+type Matched = Vec<(Hook, Equivalent)>;
 
 /// A write request as its webhooks are told of it.
 pub(crate) struct WriteRequest<'a> {
@@ -24,6 +29,9 @@ pub(crate) struct WriteRequest<'a> {
     pub pairs: &'a [(String, String)],
     /// A DELETE's `DeleteOptions` body.
     pub delete_options: Option<&'a [u8]>,
+    /// The resource the client named, when the handlers run for another (a version of a
+    /// CRD converted by webhook other than its storage version).
+    pub requested: Option<ResourceId>,
 }
 
 /// Runs `write` (a synchronous handler that locks the state once per call) as the real
@@ -50,7 +58,8 @@ where
         let Some(seen) = recorded.seen else {
             return write();
         };
-        let Some((info, mutating, validating)) = matching(shared, &seen) else {
+        let Some((attributes, mutating, validating)) = matching(shared, &seen, request.requested)
+        else {
             return write();
         };
         let delete_options = request
@@ -71,11 +80,19 @@ where
             ),
         };
         let mut warnings = Warnings::new();
-        let mutated =
-            match admission::mutate(shared, &mutating, &seen, &info, &facts, &mut warnings).await {
-                Ok(mutated) => mutated,
-                Err(error) => return Ok(warn(error.into_response(), &warnings)),
-            };
+        let mutated = match super::mutating::mutate(
+            shared,
+            &mutating,
+            &seen,
+            &attributes,
+            &facts,
+            &mut warnings,
+        )
+        .await
+        {
+            Ok(mutated) => mutated,
+            Err(error) => return Ok(warn(error.into_response(), &warnings)),
+        };
         let replay = Capture::replay(seen.clone(), mutated.clone());
         let (replayed, after_replay) = capture::run(replay, &write);
         if after_replay.stale {
@@ -92,7 +109,7 @@ where
             &validating,
             &seen,
             stored.as_ref(),
-            &info,
+            &attributes,
             &facts,
             &mut warnings,
         )
@@ -116,24 +133,31 @@ where
     Err(ApiError::conflict(&plural, &group, &name))
 }
 
-/// The resource written and the mutating and validating hooks that match the write
-/// (None when none does, or the resource is exempt).
-fn matching(shared: &Shared, seen: &Seen) -> Option<(ResourceInfo, Vec<Hook>, Vec<Hook>)> {
+/// The write's attributes and the mutating and validating hooks that match it, each with
+/// the resource and kind it matched (None when none does, or the resource is exempt).
+fn matching(
+    shared: &Shared,
+    seen: &Seen,
+    requested: Option<ResourceId>,
+) -> Option<(Attributes, Matched, Matched)> {
     let state = shared.state();
-    let info = state.resources[seen.rid].clone();
-    if rules::exempt(&info) {
+    let attributes = Attributes::of(&state, seen, requested);
+    if rules::exempt(&attributes.info) {
         return None;
     }
-    let select = |plural| -> Vec<Hook> {
+    let select = |plural| -> Matched {
         rules::hooks(&state, plural)
             .into_iter()
-            .filter(|hook| hook.matches(seen, &info))
+            .filter_map(|hook| {
+                let invocation = hook.invocation(seen, &attributes)?;
+                Some((hook, invocation))
+            })
             .collect()
     };
     let mutating = select(rules::MUTATING);
     let validating = select(rules::VALIDATING);
     drop(state);
-    (!mutating.is_empty() || !validating.is_empty()).then_some((info, mutating, validating))
+    (!mutating.is_empty() || !validating.is_empty()).then_some((attributes, mutating, validating))
 }
 
 /// The object validating webhooks are shown for a write that would store `stored`:

@@ -1,13 +1,19 @@
 //! Which admission webhooks a write calls: the stored configurations read into [`Hook`]s,
 //! in the real server's order, and each hook's rules, scope and selectors matched against
-//! what the write's admission point saw, as the real `webhook/predicates` do.
+//! what the write's admission point saw, as the real `webhook/predicates` and
+//! `ShouldCallHook` do: the request's own resource first, then, for `matchPolicy:
+//! Equivalent`, its equivalents ([`super::equivalent`]).
 
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use kube::core::GroupVersionResource;
+
+use super::attributes::Attributes;
 use super::call::ClientConfig;
 use super::capture::Seen;
+use super::equivalent::Equivalent;
 use crate::resource::ResourceInfo;
 use crate::state::State;
 
@@ -27,6 +33,12 @@ pub(crate) struct Hook {
     pub client: ClientConfig,
     /// `rules` (each an object with operations, apiGroups, apiVersions, resources, scope).
     rules: Vec<Value>,
+    /// `matchPolicy: Equivalent` (the default; else `Exact`).
+    equivalent: bool,
+    /// A mutating webhook's `reinvocationPolicy: IfNeeded` (default `Never`).
+    pub reinvoke_if_needed: bool,
+    /// `matchConditions`, in order.
+    pub match_conditions: Vec<MatchCondition>,
     /// `failurePolicy: Ignore` (default `Fail`).
     pub ignore_failures: bool,
     /// `namespaceSelector` (default: everything).
@@ -39,6 +51,13 @@ pub(crate) struct Hook {
     pub timeout: Duration,
     /// `admissionReviewVersions`.
     pub review_versions: Vec<String>,
+}
+
+/// One of a webhook's `matchConditions`.
+#[derive(Debug, Clone)]
+pub(crate) struct MatchCondition {
+    /// Its CEL `expression`.
+    pub expression: String,
 }
 
 impl Hook {
@@ -57,6 +76,21 @@ impl Hook {
                 .and_then(Value::as_array)
                 .cloned()
                 .unwrap_or_default(),
+            equivalent: text("matchPolicy").as_deref() != Some("Exact"),
+            reinvoke_if_needed: text("reinvocationPolicy").as_deref() == Some("IfNeeded"),
+            match_conditions: value
+                .get("matchConditions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|condition| MatchCondition {
+                    expression: condition
+                        .get("expression")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                })
+                .collect(),
             ignore_failures: text("failurePolicy").as_deref() == Some("Ignore"),
             namespace_selector: value.get("namespaceSelector").cloned(),
             object_selector: value.get("objectSelector").cloned(),
@@ -66,11 +100,34 @@ impl Hook {
         })
     }
 
-    /// Whether the write `seen` (of the resource `info`) calls this hook.
-    pub(crate) fn matches(&self, seen: &Seen, info: &ResourceInfo) -> bool {
-        self.rules.iter().any(|rule| rule_matches(rule, seen, info))
-            && namespace_matches(self.namespace_selector.as_ref(), seen, info)
-            && object_matches(self.object_selector.as_ref(), seen)
+    /// The resource and kind this hook is called for by the write `seen` (None: it is
+    /// not called): the request's own when a rule matches it; else, under `matchPolicy:
+    /// Equivalent`, the first equivalent resource a rule matches, rules in order, each
+    /// against the equivalents in the real mapper's order.
+    pub(crate) fn invocation(&self, seen: &Seen, attributes: &Attributes) -> Option<Equivalent> {
+        let selected = namespace_matches(self.namespace_selector.as_ref(), seen, &attributes.info)
+            && object_matches(self.object_selector.as_ref(), seen);
+        if !selected {
+            return None;
+        }
+        let own = &attributes.resource;
+        if self.rules.iter().any(|rule| rule_matches(rule, seen, own)) {
+            return Some(Equivalent {
+                resource: own.clone(),
+                kind: attributes.kind.clone(),
+            });
+        }
+        if !self.equivalent {
+            return None;
+        }
+        let others = attributes.equivalents.members.iter();
+        let others: Vec<&Equivalent> = others.filter(|e| e.resource != *own).collect();
+        self.rules.iter().find_map(|rule| {
+            others
+                .iter()
+                .find(|e| rule_matches(rule, seen, &e.resource))
+                .map(|e| (*e).clone())
+        })
     }
 }
 
@@ -131,8 +188,9 @@ pub(crate) fn strings(value: Option<&Value>) -> Vec<String> {
         .collect()
 }
 
-/// One rule: operations, groups, versions, resources (with subresources and `*`) and scope.
-fn rule_matches(rule: &Value, seen: &Seen, info: &ResourceInfo) -> bool {
+/// One rule against the write `seen` of `resource`: operations, groups, versions,
+/// resources (with subresources and `*`) and scope.
+fn rule_matches(rule: &Value, seen: &Seen, resource: &GroupVersionResource) -> bool {
     let any_of = |field: &str, wanted: &str| {
         strings(rule.get(field))
             .iter()
@@ -144,9 +202,9 @@ fn rule_matches(rule: &Value, seen: &Seen, info: &ResourceInfo) -> bool {
         kube::core::admission::Operation::Delete => "DELETE",
         kube::core::admission::Operation::Connect => "CONNECT",
     };
-    let resource = strings(rule.get("resources")).iter().any(|entry| {
-        let (resource, sub) = entry.split_once('/').unwrap_or((entry.as_str(), ""));
-        (resource == "*" || resource == info.plural) && (sub == "*" || sub == seen.subresource)
+    let named = strings(rule.get("resources")).iter().any(|entry| {
+        let (name, sub) = entry.split_once('/').unwrap_or((entry.as_str(), ""));
+        (name == "*" || name == resource.resource) && (sub == "*" || sub == seen.subresource)
     });
     let scope = match rule.get("scope").and_then(Value::as_str).unwrap_or("*") {
         "Cluster" => seen.namespace.is_none(),
@@ -154,9 +212,9 @@ fn rule_matches(rule: &Value, seen: &Seen, info: &ResourceInfo) -> bool {
         _ => true,
     };
     any_of("operations", operation)
-        && any_of("apiGroups", &info.group)
-        && any_of("apiVersions", &info.version)
-        && resource
+        && any_of("apiGroups", &resource.group)
+        && any_of("apiVersions", &resource.version)
+        && named
         && scope
 }
 
