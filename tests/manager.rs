@@ -33,7 +33,7 @@ mod support {
     pub mod namespaces;
 }
 use support::namespaces::create_namespaces;
-#[path = "../reflector-core/tests/paused/mod.rs"]
+#[path = "../reflector-core/tests/it/paused/mod.rs"]
 mod paused;
 use paused::until;
 

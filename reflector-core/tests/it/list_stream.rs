@@ -15,10 +15,7 @@ use reflector_core::informer::{InformerFactory, SharedIndexInformer};
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
 use serde_json::json;
 
-mod support {
-    pub mod patience;
-}
-use support::patience::{PATIENCE, POLL};
+use crate::support::patience::{PATIENCE, POLL};
 
 const NS: &str = "stream";
 /// client-go's very-short-watch rule (the reflector's too): a watch that ends within 1 s

@@ -23,14 +23,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-mod paused;
-mod support {
-    pub mod namespaces;
-    pub mod patience;
-}
-use paused::until;
-use support::namespaces::create_namespaces;
-use support::patience::PATIENCE;
+use crate::paused::until;
+use crate::support::namespaces::create_namespaces;
+use crate::support::patience::PATIENCE;
 
 #[derive(Debug, thiserror::Error)]
 #[error("never")]

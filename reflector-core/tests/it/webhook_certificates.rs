@@ -13,12 +13,8 @@ use serde_json::json;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-mod support {
-    pub mod patience;
-    pub mod webhook_client;
-}
-use support::patience::PATIENCE;
-use support::webhook_client::WebhookClient;
+use crate::support::patience::PATIENCE;
+use crate::support::webhook_client::WebhookClient;
 
 /// A ConversionReview the server answers (a hub with no spokes converts to itself).
 fn review() -> Vec<u8> {

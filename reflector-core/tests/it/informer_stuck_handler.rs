@@ -21,10 +21,7 @@ use reflector_testkit::ApiServer;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-mod support {
-    pub mod patience;
-}
-use support::patience::PATIENCE;
+use crate::support::patience::PATIENCE;
 
 const EVENTS: usize = 10_000;
 

@@ -19,12 +19,8 @@ use reflector_testkit::ApiServer;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-mod support {
-    pub mod namespaces;
-    pub mod patience;
-}
-use support::namespaces::create_namespaces;
-use support::patience::{PATIENCE, POLL};
+use crate::support::namespaces::create_namespaces;
+use crate::support::patience::{PATIENCE, POLL};
 
 #[derive(Debug, thiserror::Error)]
 #[error("never")]

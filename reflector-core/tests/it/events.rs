@@ -14,10 +14,7 @@ use reflector_core::metrics::{Metrics, render_metrics};
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
 use tokio_util::sync::CancellationToken;
 
-mod support {
-    pub mod namespaces;
-}
-use support::namespaces::create_namespaces;
+use crate::support::namespaces::create_namespaces;
 
 const NS: &str = "apps";
 const CONTROLLER: &str = "widget-controller";

@@ -2,7 +2,6 @@
 //! the CA it is given and checks the certificate against the Service's DNS name.
 //! Each request opens its own connection, with a full handshake, so a renewed
 //! certificate is seen at once.
-#![allow(dead_code)]
 
 use std::net::SocketAddr;
 use std::sync::Arc;

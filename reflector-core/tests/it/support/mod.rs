@@ -1,4 +1,11 @@
-//! Objects shared by the queue's integration tests.
+//! What the suites share: clients of the embedded server as a replica has them,
+//! namespaces created through the API, how long a wait may take, an HTTPS client of
+//! a webhook server, and the queue tests' ConfigMaps.
+
+pub mod clients;
+pub mod namespaces;
+pub mod patience;
+pub mod webhook_client;
 
 use std::sync::Arc;
 

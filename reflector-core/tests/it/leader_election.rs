@@ -29,14 +29,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-mod paused;
-mod support {
-    pub mod clients;
-    pub mod namespaces;
-}
-use paused::until;
-use support::clients::replica_client;
-use support::namespaces::create_namespaces;
+use crate::paused::until;
+use crate::support::clients::replica_client;
+use crate::support::namespaces::create_namespaces;
 
 const LEASE: &str = "widgets";
 const NS: &str = "le";

@@ -5,7 +5,8 @@
 //! condition nothing notifies every [`POLL`]); the bound only turns a hang into a failure
 //! that names what never came.
 //!
-//! Each suite is its own crate and uses part of this module.
+//! The suites of `it/` use it, and so does `controller_signal.rs` (its own binary), which
+//! uses part of it.
 #![allow(dead_code)]
 
 use std::time::Duration;

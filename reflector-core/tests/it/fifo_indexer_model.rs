@@ -14,8 +14,7 @@ use reflector_core::fifo::{DeltaType, Deltas, Fifo, QueueMode};
 use reflector_core::object::{ObjectKey, deletion_handling_key};
 use reflector_core::store::{Indexers, Writer};
 
-mod support;
-use support::cm;
+use crate::support::cm;
 
 #[derive(Debug, Clone)]
 enum Op {

@@ -8,10 +8,7 @@ use reflector_core::workqueue::WorkQueue;
 use tokio::task::JoinSet;
 use tokio::time::timeout;
 
-mod support {
-    pub mod patience;
-}
-use support::patience::PATIENCE;
+use crate::support::patience::PATIENCE;
 
 /// Sentinel the `basic` test adds after shutdown (client-go's "added after shutdown!").
 const ADDED_AFTER_SHUTDOWN: i32 = -1;

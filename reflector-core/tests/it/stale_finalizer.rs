@@ -18,10 +18,7 @@ use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-mod support {
-    pub mod patience;
-}
-use support::patience::PATIENCE;
+use crate::support::patience::PATIENCE;
 
 const FINALIZER: &str = "example.com/cleanup";
 const NS: &str = "stale-fin";

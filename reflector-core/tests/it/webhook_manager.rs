@@ -23,16 +23,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-mod support {
-    pub mod clients;
-    pub mod namespaces;
-    pub mod patience;
-    pub mod webhook_client;
-}
-use support::clients::replica_client;
-use support::namespaces::create_namespaces;
-use support::patience::PATIENCE;
-use support::webhook_client::WebhookClient;
+use crate::support::clients::replica_client;
+use crate::support::namespaces::create_namespaces;
+use crate::support::patience::PATIENCE;
+use crate::support::webhook_client::WebhookClient;
 
 /// A kind defaulted and validated (deletes too).
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]

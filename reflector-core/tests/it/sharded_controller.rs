@@ -28,14 +28,11 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-mod paused;
-mod ring;
-mod support {
-    pub mod namespaces;
-}
-use paused::until;
-use ring::{History, LEASE_NS, NS, RING, SECS, drain_of, label_of, objects, record_history, set};
-use support::namespaces::create_namespaces;
+use crate::paused::until;
+use crate::ring::{
+    History, LEASE_NS, NS, RING, SECS, drain_of, label_of, objects, record_history, set,
+};
+use crate::support::namespaces::create_namespaces;
 
 /// How long one reconcile takes (paused time), so reconciles are in flight.
 const RECONCILE_TIME: Duration = Duration::from_secs(1);

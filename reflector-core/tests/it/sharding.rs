@@ -24,17 +24,12 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-mod paused;
-mod ring;
-mod support {
-    pub mod namespaces;
-}
-use paused::until;
-use ring::{
+use crate::paused::until;
+use crate::ring::{
     DRAIN, History, LABEL, LEASE_NS, NS, RING, SECS, drain_of, label_of, objects, record_history,
     set,
 };
-use support::namespaces::create_namespaces;
+use crate::support::namespaces::create_namespaces;
 
 async fn server_with(n: usize) -> ApiServer {
     let server = ApiServer::start().await.expect("server");

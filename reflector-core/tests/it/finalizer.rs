@@ -15,12 +15,8 @@ use reflector_core::controller::{
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
 use tokio_util::sync::CancellationToken;
 
-mod support {
-    pub mod namespaces;
-    pub mod patience;
-}
-use support::namespaces::create_namespaces;
-use support::patience::{PATIENCE, POLL};
+use crate::support::namespaces::create_namespaces;
+use crate::support::patience::{PATIENCE, POLL};
 
 const NAME: &str = "example.com/cleanup";
 const NS: &str = "fin";

@@ -11,12 +11,8 @@ use reflector_core::informer::{InformerFactory, SharedIndexInformer};
 use reflector_testkit::{ApiServer, Fault, Matcher, Verb};
 use serde_json::json;
 
-mod support {
-    pub mod namespaces;
-    pub mod patience;
-}
-use support::namespaces::create_namespaces;
-use support::patience::{PATIENCE, POLL};
+use crate::support::namespaces::create_namespaces;
+use crate::support::patience::{PATIENCE, POLL};
 
 const NS: &str = "meta";
 

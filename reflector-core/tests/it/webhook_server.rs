@@ -17,12 +17,8 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-mod support {
-    pub mod patience;
-    pub mod webhook_client;
-}
-use support::patience::PATIENCE;
-use support::webhook_client::WebhookClient;
+use crate::support::patience::PATIENCE;
+use crate::support::webhook_client::WebhookClient;
 
 /// A kind with every admission hook.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
