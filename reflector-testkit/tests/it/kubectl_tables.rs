@@ -6,8 +6,7 @@
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
-mod support;
-use support::{create_widget_crd, send_raw};
+use crate::support::{create_widget_crd, send_raw};
 
 /// What kubectl 1.20 to 1.3x sends on `kubectl get`.
 const KUBECTL_GET: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";

@@ -9,8 +9,7 @@ use std::process::{Command, Stdio};
 use futures::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-mod support;
-use support::{PATIENCE, POLL, names_in};
+use crate::support::{PATIENCE, POLL, names_in};
 
 /// The running binary; killed if the test ends early.
 struct Running(std::process::Child);

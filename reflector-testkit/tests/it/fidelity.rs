@@ -11,8 +11,7 @@ use reflector_testkit::{ApiServer, Verb};
 use serde_json::json;
 use tokio::task::JoinHandle;
 
-mod support;
-use support::{PATIENCE, POLL, create, merge};
+use crate::support::{PATIENCE, POLL, create, merge};
 
 const NS: &str = "default";
 

@@ -3,18 +3,15 @@
 //! `apiextensions.k8s.io/v1` ConversionReview over HTTPS, and a failed conversion is the
 //! real 500.
 
-mod support;
-#[path = "support/webhook_server.rs"]
-mod webhook_server;
-
 use std::time::Duration;
 
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, WatchEvent, WatchParams};
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
-use support::{CRDS, PATIENCE, send_json_raw};
-use webhook_server::WebhookServer;
+
+use crate::support::webhook_server::WebhookServer;
+use crate::support::{CRDS, PATIENCE, send_json_raw};
 
 const V1: &str = "/apis/example.com/v1/namespaces/default/widgets";
 const V2: &str = "/apis/example.com/v2/namespaces/default/widgets";

@@ -8,8 +8,7 @@ use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
-mod support;
-use support::{create, expect_initial_events_end};
+use crate::support::{create, expect_initial_events_end};
 
 fn pod(name: &str, node: Option<&str>) -> Pod {
     let mut p = Pod {

@@ -16,8 +16,7 @@ use prost::Message;
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
-mod support;
-use support::RawAnswer;
+use crate::support::RawAnswer;
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 /// What client-go's typed clients send.
@@ -60,7 +59,7 @@ async fn send(
     body: Vec<u8>,
 ) -> RawAnswer {
     let headers = [("content-type", content_type), ("accept", accept)];
-    support::send_raw(server, method, uri, &headers, body).await
+    crate::support::send_raw(server, method, uri, &headers, body).await
 }
 
 /// A request as client-go's typed clients send it: a protobuf body, protobuf first in
@@ -454,7 +453,7 @@ async fn protobuf_bodies_errors_and_negotiation() {
 
     // Custom resources have no protobuf: a protobuf body is the real 415, and client-go's
     // Accept gets JSON.
-    support::create_widget_crd(&server, Value::Null).await;
+    crate::support::create_widget_crd(&server, Value::Null).await;
     let widgets = "/apis/example.com/v1/namespaces/default/widgets";
     let refused = as_client_go(
         &server,

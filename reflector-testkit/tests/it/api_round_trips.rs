@@ -13,8 +13,7 @@ use kube::api::{
 use reflector_testkit::ApiServer;
 use serde_json::json;
 
-mod support;
-use support::{
+use crate::support::{
     PATIENCE, Widget, WidgetSpec, WidgetStatus, assert_status, continue_too_old, create,
     create_namespace, merge, rv_of, serve_configmaps, serve_widgets, status_of, watch_with,
 };

@@ -2,7 +2,6 @@
 //! certificate issued by a throwaway CA made with rcgen (the CA's PEM is the
 //! configurations' `caBundle`), answering every `POST` with what a test's handler makes
 //! of the review it received, and keeping every review it received.
-#![allow(dead_code)]
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

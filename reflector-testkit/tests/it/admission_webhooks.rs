@@ -3,16 +3,13 @@
 //! `caBundle`, mutating ones before the object's validation and validating ones after,
 //! their refusals and failures answered with the real server's codes and words.
 
-mod support;
-#[path = "support/webhook_server.rs"]
-mod webhook_server;
-
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
-use support::{assert_status, config_map, send_json_raw, status_of};
-use webhook_server::{WebhookServer, admission_answer};
+
+use crate::support::webhook_server::{self, WebhookServer, admission_answer};
+use crate::support::{assert_status, config_map, send_json_raw, status_of};
 
 /// A webhook configuration of `kind` with one webhook `name` calling `url` for `rules`.
 fn configuration(kind: &str, name: &str, webhook: Value) -> Value {
@@ -600,7 +597,7 @@ async fn webhook_configuration_missing_side_effects_is_refused_as_the_real_serve
 async fn subresource_webhook_rules_match_status_and_scale_writes_only() {
     let hooks = WebhookServer::start(allow).await;
     let server = ApiServer::start().await.unwrap();
-    support::create_crd(&server, support::structural_widget_crd()).await;
+    crate::support::create_crd(&server, crate::support::structural_widget_crd()).await;
     let rules = json!([{"operations": ["*"], "apiGroups": ["example.com"], "apiVersions": ["*"],
         "resources": ["widgets/status", "widgets/scale"]}]);
     let hook = webhook("sub.example.com", url_client(&hooks, "/sub"), rules);
@@ -609,12 +606,12 @@ async fn subresource_webhook_rules_match_status_and_scale_writes_only() {
         configuration("ValidatingWebhookConfiguration", "sub", hook),
     )
     .await;
-    let widgets = support::structural_widgets(&server);
+    let widgets = crate::support::structural_widgets(&server);
     let spec = json!({"size": "small", "replicas": 1});
     widgets
         .create(
             &PostParams::default(),
-            &support::structural_widget("w", spec),
+            &crate::support::structural_widget("w", spec),
         )
         .await
         .unwrap();

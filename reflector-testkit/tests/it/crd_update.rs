@@ -9,8 +9,7 @@ use kube::api::{ListParams, VersionMatch, WatchEvent, WatchParams};
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
-mod support;
-use support::{
+use crate::support::{
     CRDS, PATIENCE, create, create_crd, send_json, structural_widget, structural_widget_crd,
     structural_widgets, watch_from, watch_with,
 };

@@ -10,8 +10,7 @@ use kube::{Discovery, ResourceExt};
 use reflector_testkit::ApiServer;
 use serde_json::json;
 
-mod support;
-use support::{
+use crate::support::{
     api_status, assert_status, create, expect_initial_events_end, lists_nothing, status_of,
     watch_from,
 };

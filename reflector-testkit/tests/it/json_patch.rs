@@ -11,8 +11,7 @@ use kube::api::{Api, Patch, PatchParams, WatchEvent, WatchParams};
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
-mod support;
-use support::{PATIENCE, api_status, assert_status, create, serve_configmaps};
+use crate::support::{PATIENCE, api_status, assert_status, create, serve_configmaps};
 
 fn json_patch(ops: Value) -> Patch<()> {
     Patch::Json(serde_json::from_value(ops).expect("valid JSON patch"))

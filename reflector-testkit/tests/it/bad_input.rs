@@ -7,8 +7,7 @@ use reflector_testkit::ApiServer;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-mod support;
-use support::{PATIENCE, assert_status};
+use crate::support::{PATIENCE, assert_status};
 
 /// (case, method, path, content type, body, expected code)
 type BodyCase = (

@@ -8,8 +8,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
-mod support;
-use support::{Widget, WidgetSpec, WidgetStatus, serve_widgets, status_of};
+use crate::support::{Widget, WidgetSpec, WidgetStatus, serve_widgets, status_of};
 
 fn config_map(name: &str, data: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})

@@ -6,8 +6,7 @@
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
-mod support;
-use support::{create_widget_crd, send_raw};
+use crate::support::{create_widget_crd, send_raw};
 
 const PODS: &str = "/api/v1/namespaces/default/pods";
 const SMP: &str = "application/strategic-merge-patch+json";

@@ -8,8 +8,7 @@ use kube::api::{ListParams, WatchEvent};
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
-mod support;
-use support::{
+use crate::support::{
     CRDS, PATIENCE, create, create_crd, send_json, send_json_raw, send_raw, structural_widget,
     structural_widget_crd, structural_widgets, watch_from,
 };

@@ -10,8 +10,7 @@ use kube::api::{Patch, PatchParams, WatchEvent, WatchParams};
 use kube::core::metadata::PartialObjectMeta;
 use serde_json::json;
 
-mod support;
-use support::{PATIENCE, create, serve_configmaps};
+use crate::support::{PATIENCE, create, serve_configmaps};
 
 /// `(type, name, label app, data k)` of the next event.
 async fn next<K, S>(stream: &mut S) -> (String, String, Option<String>, Option<String>)

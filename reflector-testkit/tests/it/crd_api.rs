@@ -15,8 +15,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-mod support;
-use support::{
+use crate::support::{
     PATIENCE, api_status, assert_status, create, expect_initial_events_end, lists_nothing, merge,
     names_in, status_of, watch_from,
 };

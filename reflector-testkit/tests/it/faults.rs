@@ -8,8 +8,7 @@ use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use reflector_testkit::{ApiServer, BadLine, Fault, Matcher, Verb};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-mod support;
-use support::{PATIENCE, assert_status, continue_too_old, create, status_of};
+use crate::support::{PATIENCE, assert_status, continue_too_old, create, status_of};
 
 fn cm(name: &str) -> ConfigMap {
     let mut cm = ConfigMap::default();

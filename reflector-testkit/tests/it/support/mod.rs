@@ -1,8 +1,8 @@
 //! What the testkit's HTTP suites share: the custom resources they register, the
-//! ConfigMaps they write, and reading back the API errors the server answers.
-//!
-//! Each suite is its own crate and uses part of this module.
-#![allow(dead_code)]
+//! ConfigMaps they write, reading back the API errors the server answers, and the
+//! webhook servers the API server calls.
+
+pub mod webhook_server;
 
 use std::collections::BTreeMap;
 

@@ -8,8 +8,7 @@ use kube::api::Api;
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
-mod support;
-use support::create;
+use crate::support::create;
 
 async fn get(server: &ApiServer, path: &str, accept: &str) -> (u16, String, Vec<u8>) {
     let request = http::Request::get(path)

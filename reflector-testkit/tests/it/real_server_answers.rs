@@ -9,8 +9,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
-mod support;
-use support::{Flunder, create_namespace};
+use crate::support::{Flunder, create_namespace};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 

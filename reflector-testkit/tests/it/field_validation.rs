@@ -5,8 +5,7 @@
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
-mod support;
-use support::send_json_raw;
+use crate::support::send_json_raw;
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 

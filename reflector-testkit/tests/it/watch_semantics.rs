@@ -9,8 +9,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use reflector_testkit::{ApiServer, bench_objects};
 use serde_json::json;
 
-mod support;
-use support::{
+use crate::support::{
     PATIENCE, POLL, assert_status, create, create_namespace, serve_configmaps, start, watch_with,
 };
 

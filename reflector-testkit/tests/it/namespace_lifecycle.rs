@@ -5,8 +5,7 @@
 use reflector_testkit::ApiServer;
 use serde_json::{Value, json};
 
-mod support;
-use support::{send_json, send_raw};
+use crate::support::{send_json, send_raw};
 
 async fn send(server: &ApiServer, method: &str, uri: &str, body: Option<Value>) -> (u16, Value) {
     send_json(server, method, uri, body.unwrap_or(Value::Null)).await
