@@ -4,7 +4,7 @@
 //! the ClusterRole and Role it prints. And the manifests it prints deploy it.
 
 #[allow(dead_code)]
-#[path = "../examples/operator.rs"]
+#[path = "../../examples/operator.rs"]
 mod operator;
 
 use k8s_openapi::api::rbac::v1::PolicyRule;

@@ -4,9 +4,6 @@
 //! socket. Each wait ends the moment what it waits for happens (it is woken, or polls a
 //! condition nothing notifies every [`POLL`]); the bound only turns a hang into a failure
 //! that names what never came.
-//!
-//! Each suite is its own crate and uses part of this module.
-#![allow(dead_code)]
 
 use std::time::Duration;
 

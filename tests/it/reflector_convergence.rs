@@ -22,14 +22,9 @@ use reflector::informer::{Change, InformerOptions, SharedIndexInformer};
 use reflector::listwatch::ApiListerWatcher;
 use reflector_testkit::{ApiServer, BadLine, Fault, Matcher, Verb};
 
-mod support {
-    pub mod namespaces;
-    pub mod patience;
-    pub mod running;
-}
-use support::namespaces::create_namespaces;
-use support::patience::{PATIENCE, POLL};
-use support::running::Running;
+use crate::support::namespaces::create_namespaces;
+use crate::support::patience::{PATIENCE, POLL};
+use crate::support::running::Running;
 
 const NS: &str = "e2e";
 const OBJECTS: usize = 1_000;

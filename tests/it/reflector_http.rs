@@ -11,14 +11,9 @@ use reflector::informer::{InformerOptions, SharedIndexInformer};
 use reflector::listwatch::ApiListerWatcher;
 use reflector_testkit::{ApiServer, Fault, Matcher, RequestLogEntry, Verb, bench_objects};
 
-mod support {
-    pub mod namespaces;
-    pub mod patience;
-    pub mod running;
-}
-use support::namespaces::create_namespaces;
-use support::patience::{PATIENCE, POLL};
-use support::running::Running;
+use crate::support::namespaces::create_namespaces;
+use crate::support::patience::{PATIENCE, POLL};
+use crate::support::running::Running;
 
 /// client-go's very-short-watch rule (the reflector's too): a watch that ends within 1 s
 /// of its start with no event is a failure, answered with a relist.

@@ -5,7 +5,7 @@
 
 #[test]
 fn minimal_controller_fits_in_22_lines_and_5_uses() {
-    let text = include_str!("../examples/minimal_controller.rs");
+    let text = include_str!("../../examples/minimal_controller.rs");
     let (controller, _embedded) = text
         .split_once("/// Not part of the controller")
         .expect("the example marks where the embedded-server switch starts");

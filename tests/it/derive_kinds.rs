@@ -20,10 +20,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-mod support {
-    pub mod patience;
-}
-use support::patience::PATIENCE;
+use crate::support::patience::PATIENCE;
 
 /// A cluster-scoped kind.
 #[derive(CustomResource, Reflect, Serialize, Deserialize, Clone, Debug, JsonSchema)]

@@ -9,10 +9,7 @@ use reflector::lister::Lister;
 use reflector::object::ObjectRef;
 use reflector::store::{Indexers, StoreError, Writer};
 
-mod support {
-    pub mod widget;
-}
-use support::widget::{Widget, WidgetIndexes, WidgetSpec};
+use crate::support::widget::{Widget, WidgetIndexes, WidgetSpec};
 
 struct W<'a> {
     name: &'a str,

@@ -21,12 +21,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::sync::mpsc;
 
-mod support {
-    pub mod namespaces;
-    pub mod patience;
-}
-use support::namespaces::create_namespaces;
-use support::patience::PATIENCE;
+use crate::support::namespaces::create_namespaces;
+use crate::support::patience::PATIENCE;
 
 /// A kind whose `priority` gets a schema default in the CRD's next revision.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]

@@ -13,14 +13,9 @@ use reflector_testkit::ApiServer;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-mod support {
-    pub mod namespaces;
-    pub mod patience;
-    pub mod widget;
-}
-use support::namespaces::create_namespaces;
-use support::patience::PATIENCE;
-use support::widget::{Widget, WidgetIndexes, WidgetSpec};
+use crate::support::namespaces::create_namespaces;
+use crate::support::patience::PATIENCE;
+use crate::support::widget::{Widget, WidgetIndexes, WidgetSpec};
 
 const N: usize = 200;
 

@@ -29,11 +29,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-mod support {
-    pub mod namespaces;
-}
-use support::namespaces::create_namespaces;
-#[path = "../reflector-core/tests/it/paused/mod.rs"]
+use crate::support::namespaces::create_namespaces;
+#[path = "../../reflector-core/tests/it/paused/mod.rs"]
 mod paused;
 use paused::until;
 

@@ -15,10 +15,7 @@ use reflector::informer::{Change, InformerFactory, InformerOptions, InformerScop
 use reflector_testkit::{ApiServer, Verb};
 use tokio::sync::Notify;
 
-mod support {
-    pub mod patience;
-}
-use support::patience::{PATIENCE, POLL};
+use crate::support::patience::{PATIENCE, POLL};
 
 fn cm(ns: &str, name: &str) -> ConfigMap {
     let mut c = ConfigMap::default();
