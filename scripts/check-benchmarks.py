@@ -9,16 +9,22 @@ A `cargo bench` anywhere else in the page (inline code, other blocks) is an
 error: it would escape the check.
 
 For each command:
-1. `cargo bench … --no-run --locked --profile dev` builds the bench, in the
-   dev profile: it reuses the dependencies the test build compiled, where the
-   bench profile's optimised build of them takes ~10 minutes on two cores; the
-   code and the features are the same, only the optimisation differs
-   (`CHECK_BENCHMARKS_PROFILE=bench` builds as the commands do). Commands that pass the same options besides `-p` and
-   `--bench` (the same features) are built by one cargo invocation naming all
-   their packages and benches, so the release build of the dependencies, the
-   bulk of the cost, is done once per feature set; if that build fails, each of
-   its commands is built alone to name the one that fails. (`cargo check`
-   would be cheaper but leaves no binary to parse the arguments with.)
+1. `cargo bench --workspace --bench … --no-run --locked --profile dev` builds
+   the bench, in the dev profile and with the whole workspace selected: it
+   reuses the dependencies `cargo test --workspace` compiled (the same profile,
+   and the same features, which cargo unifies over the selected packages and
+   their dev-dependencies: with `-p PACKAGE` alone they differ and half the
+   dependency graph is compiled again), where the bench profile's optimised
+   build of them takes ~10 minutes on two cores; the code is the same, only the
+   optimisation differs (`CHECK_BENCHMARKS_PROFILE=bench` builds in the bench
+   profile). Commands that pass the same options besides `-p` and `--bench`
+   (the same features) are built by one cargo invocation naming all their
+   benches, so the dependencies are built at most once per feature set; if that
+   build fails, each of its commands is built alone to name the one that fails.
+   (`cargo check` would be cheaper but leaves no binary to parse the arguments
+   with.) What this does not see: a bench that compiles only with a feature
+   another workspace member turns on; `cargo bench -p PACKAGE --bench BENCH`
+   itself does.
 2. the arguments after `--` are parsed by the bench binary itself, run from its
    package's directory as `cargo bench` runs it:
    - a criterion bench (its source calls `criterion_main!`) runs with the
@@ -196,9 +202,9 @@ def group_by_options(commands):
 
 
 def build(options):
-    """Builds the benches `options` select; returns {(package, bench): (executable, source)} or an error."""
+    """Builds the workspace's benches `options` select; returns {(package, bench): (executable, source)} or an error."""
     profile = os.environ.get("CHECK_BENCHMARKS_PROFILE", "dev")
-    argv = ["cargo", "bench", *options, "--no-run", "--locked", "--profile", profile,
+    argv = ["cargo", "bench", "--workspace", *options, "--no-run", "--locked", "--profile", profile,
             "--message-format=json-render-diagnostics"]
     print(f"== {shlex.join(argv[:-1])}", flush=True)
     result = subprocess.run(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True)
@@ -298,8 +304,6 @@ def main():
     built = {}  # id(command) -> what its build produced, for commands that built
     for group in group_by_options(commands):
         options = []
-        for package in sorted({c.package for c in group}):
-            options += ["-p", package]
         for bench in sorted({c.bench for c in group}):
             options += ["--bench", bench]
         options += other_options(group[0])
@@ -310,9 +314,10 @@ def main():
         print("== the shared build failed: each of its commands alone", flush=True)
         alone = {}
         for command in group:
-            key = tuple(command.cargo_options)
+            options = ["--bench", command.bench, *other_options(command)]
+            key = tuple(options)
             if key not in alone:
-                alone[key] = build(command.cargo_options)
+                alone[key] = build(options)
             command_built, error = alone[key]
             if error is None:
                 built[id(command)] = command_built

@@ -1,20 +1,20 @@
 //! `shutdown_on_signal`: SIGTERM (what the kubelet sends a pod) shuts the
-//! controller down gracefully. Its own test binary: the signal goes to the whole
-//! process.
+//! controller down gracefully. Its own test binary, apart from the suites in `it/`:
+//! the signal goes to the whole process, and the test installs the process's global
+//! tracing subscriber to see the controller take it.
 
-mod support {
-    pub mod patience;
-}
+#[path = "it/support/patience.rs"]
+mod patience;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use patience::PATIENCE;
 use reflector_core::controller::{Action, Controller, Request};
 use reflector_core::informer::SharedIndexInformer;
 use reflector_core::listwatch::FakeSource;
-use support::patience::PATIENCE;
 use tokio::sync::Notify;
 
 /// How long the test watches for a wrong early return after the shutdown began.
