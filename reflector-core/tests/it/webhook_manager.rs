@@ -15,7 +15,7 @@ use kube::api::{Api, PostParams, WatchEvent, WatchParams};
 use reflector_core::leader_election::LeaderElectionConfig;
 use reflector_core::manager::{DeployOptions, Manager};
 use reflector_core::webhooks::{
-    AdmissionContext, Certificates, Convertible, Defaulter, Denial, Validator, WebhookServer,
+    AdmissionContext, Certificates, Defaulter, Validator, WebhookServer,
 };
 use reflector_testkit::ApiServer;
 use schemars::JsonSchema;
@@ -24,6 +24,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::support::clients::replica_client;
+use crate::support::gadgets::{v1, v2};
 use crate::support::namespaces::create_namespaces;
 use crate::support::patience::PATIENCE;
 use crate::support::webhook_client::WebhookClient;
@@ -43,47 +44,6 @@ impl Defaulter for Widget {
 
 impl Validator for Widget {
     const VALIDATES_DELETE: bool = true;
-}
-
-mod v1 {
-    use super::*;
-    #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
-    #[kube(group = "example.com", version = "v1", kind = "Gadget", namespaced)]
-    pub struct GadgetSpec {
-        pub size: String,
-    }
-}
-
-mod v2 {
-    use super::*;
-    #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
-    #[kube(group = "example.com", version = "v2", kind = "Gadget", namespaced)]
-    pub struct GadgetSpec {
-        pub size_mb: u64,
-    }
-}
-
-impl Convertible for v1::Gadget {
-    type Hub = v2::Gadget;
-    fn to_hub(self) -> Result<v2::Gadget, Denial> {
-        let size_mb = self
-            .spec
-            .size
-            .trim_end_matches("Mi")
-            .parse()
-            .map_err(|_| Denial::new("size"))?;
-        Ok(v2::Gadget {
-            metadata: self.metadata,
-            spec: v2::GadgetSpec { size_mb },
-        })
-    }
-    fn from_hub(hub: v2::Gadget) -> Result<Self, Denial> {
-        let size = format!("{}Mi", hub.spec.size_mb);
-        Ok(v1::Gadget {
-            metadata: hub.metadata,
-            spec: v1::GadgetSpec { size },
-        })
-    }
 }
 
 fn webhooks(client: Option<kube::Client>, certificates: Certificates) -> WebhookServer {

@@ -21,7 +21,7 @@ use kube::api::{
 use kube::{CustomResource, CustomResourceExt, ResourceExt};
 use reflector_core::manager::{DeployOptions, Manager};
 use reflector_core::webhooks::{
-    AdmissionContext, Certificates, Convertible, Defaulter, Denial, Validator, WebhookServer,
+    AdmissionContext, Certificates, Defaulter, Denial, Validator, WebhookServer,
 };
 use reflector_testkit::ApiServer;
 use schemars::JsonSchema;
@@ -31,6 +31,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::support::gadgets::{v1, v2};
 use crate::support::patience::PATIENCE;
 use crate::support::wait_object::wait_object;
 use crate::support::webhook_client::WebhookClient;
@@ -75,48 +76,6 @@ impl Validator for Widget {
             Some("true") => Err(Denial::new(format!("{} is protected", self.name_any()))),
             _ => Ok(Vec::new()),
         }
-    }
-}
-
-mod v1 {
-    use super::*;
-    /// The spoke: a size with a unit.
-    #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
-    #[kube(group = "example.com", version = "v1", kind = "Gadget", namespaced)]
-    pub struct GadgetSpec {
-        pub size: String,
-    }
-}
-
-mod v2 {
-    use super::*;
-    /// The hub, the stored version: the size in MiB.
-    #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
-    #[kube(group = "example.com", version = "v2", kind = "Gadget", namespaced)]
-    pub struct GadgetSpec {
-        pub size_mb: u64,
-    }
-}
-
-impl Convertible for v1::Gadget {
-    type Hub = v2::Gadget;
-    fn to_hub(self) -> Result<v2::Gadget, Denial> {
-        let size = &self.spec.size;
-        let size_mb = size
-            .strip_suffix("Mi")
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| Denial::new(format!("size {size:?} is not in Mi")))?;
-        Ok(v2::Gadget {
-            metadata: self.metadata,
-            spec: v2::GadgetSpec { size_mb },
-        })
-    }
-    fn from_hub(hub: v2::Gadget) -> Result<Self, Denial> {
-        let size = format!("{}Mi", hub.spec.size_mb);
-        Ok(v1::Gadget {
-            metadata: hub.metadata,
-            spec: v1::GadgetSpec { size },
-        })
     }
 }
 
