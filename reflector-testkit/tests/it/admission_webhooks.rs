@@ -800,7 +800,7 @@ async fn serve_gadgets(hooks: &WebhookServer, versions: &[&str], by_webhook: boo
     } else {
         json!({"strategy": "None"})
     };
-    support::create_crd(&server, gadget_crd(versions, conversion)).await;
+    crate::support::create_crd(&server, gadget_crd(versions, conversion)).await;
     server
 }
 
@@ -815,7 +815,7 @@ async fn create_gadget(server: &ApiServer, version: &str, name: &str, spec: Valu
     let uri = format!("/apis/example.com/{version}/namespaces/default/gadgets");
     let gadget = json!({"apiVersion": format!("example.com/{version}"), "kind": "Gadget",
         "metadata": {"name": name}, "spec": spec});
-    let (code, created) = support::send_json(server, "POST", &uri, gadget).await;
+    let (code, created) = crate::support::send_json(server, "POST", &uri, gadget).await;
     assert_eq!(code, 201, "{created}");
     created
 }
@@ -905,7 +905,7 @@ async fn mutating_webhook_for_v1_patches_a_v2_write() {
             "by webhook: {by_webhook}"
         );
         let uri = "/apis/example.com/v2/namespaces/default/gadgets/g";
-        let (code, read) = support::send_json(&server, "GET", uri, Value::Null).await;
+        let (code, read) = crate::support::send_json(&server, "GET", uri, Value::Null).await;
         assert_eq!(code, 200, "{read}");
         assert_eq!(read["apiVersion"], "example.com/v2");
         assert_eq!(read["spec"], json!({field: 9}));
