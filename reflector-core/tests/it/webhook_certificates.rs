@@ -13,6 +13,7 @@ use serde_json::json;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::support::certificate_files;
 use crate::support::patience::PATIENCE;
 use crate::support::webhook_client::WebhookClient;
 
@@ -119,33 +120,13 @@ async fn a_renewed_certificate_is_served_while_clients_keep_calling() {
     serving.await.unwrap().unwrap();
 }
 
-fn write_pair(dir: &std::path::Path, ca: &rcgen::CertifiedIssuer<'_, rcgen::KeyPair>) {
-    let key = rcgen::KeyPair::generate().unwrap();
-    let cert = rcgen::CertificateParams::new(vec!["hooks.ns.svc".to_owned()])
-        .unwrap()
-        .signed_by(&key, ca)
-        .unwrap();
-    // As kubelet updates a Secret's volume: the new files appear whole.
-    let tmp = dir.join("..tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    std::fs::write(tmp.join("tls.key"), key.serialize_pem()).unwrap();
-    std::fs::write(tmp.join("tls.crt"), cert.pem()).unwrap();
-    std::fs::write(tmp.join("ca.crt"), ca.pem()).unwrap();
-    for name in ["tls.key", "tls.crt", "ca.crt"] {
-        std::fs::rename(tmp.join(name), dir.join(name)).unwrap();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changed_certificate_files_are_served_while_clients_keep_calling() {
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca =
-        rcgen::CertifiedIssuer::self_signed(params, rcgen::KeyPair::generate().unwrap()).unwrap();
+    let ca = certificate_files::new_ca();
     let dir: PathBuf =
         std::env::temp_dir().join(format!("reflector-webhook-files-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    write_pair(&dir, &ca);
+    certificate_files::write_signed(&dir, "hooks.ns.svc", &ca);
 
     let certificates = Certificates::from_dir(&dir).poll_interval(Duration::from_secs(1));
     let mut server = WebhookServer::new("hooks")
@@ -170,7 +151,7 @@ async fn changed_certificate_files_are_served_while_clients_keep_calling() {
     let client = WebhookClient::new(addr, "hooks.ns.svc", &pem);
     let caller = tokio::spawn(keep_calling(client, calling.clone(), seen.clone()));
     wait_seen(&seen, 1, "the first certificate was not served").await;
-    write_pair(&dir, &ca);
+    certificate_files::write_signed(&dir, "hooks.ns.svc", &ca);
     wait_seen(&seen, 2, "the changed files were not served").await;
     calling.cancel();
     let certificates = caller.await.unwrap();

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::support::certificate_files;
 use crate::support::clients::replica_client;
 use crate::support::gadgets::{v1, v2};
 use crate::support::namespaces::create_namespaces;
@@ -258,13 +259,13 @@ async fn the_ca_bundle_keeper_writes_a_crds_conversion_ca_bundle_and_follows_the
     // Certificates from files whose CA then changes, as a renewed cert-manager CA.
     let dir = std::env::temp_dir().join(format!("reflector-keeper-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let first = write_files(&dir);
+    let first = certificate_files::write_from_new_ca(&dir, "widget-webhooks.default.svc");
     let certificates = Certificates::from_dir(&dir).poll_interval(Duration::from_secs(1));
     let webhooks = webhooks(Some(client.clone()), certificates);
     let stop = CancellationToken::new();
     let serving = tokio::spawn(webhooks.run(stop.clone()));
     wait_ca_bundle(&crds, "gadgets.example.com", &first).await;
-    let second = write_files(&dir);
+    let second = certificate_files::write_from_new_ca(&dir, "widget-webhooks.default.svc");
     assert_ne!(first, second);
     wait_ca_bundle(&crds, "gadgets.example.com", &second).await;
     stop.cancel();
@@ -273,22 +274,6 @@ async fn the_ca_bundle_keeper_writes_a_crds_conversion_ca_bundle_and_follows_the
 }
 
 /// Writes a new CA and a serving certificate it signed to `dir`; the CA's PEM.
-fn write_files(dir: &std::path::Path) -> String {
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca =
-        rcgen::CertifiedIssuer::self_signed(params, rcgen::KeyPair::generate().unwrap()).unwrap();
-    let key = rcgen::KeyPair::generate().unwrap();
-    let cert = rcgen::CertificateParams::new(vec!["widget-webhooks.default.svc".to_owned()])
-        .unwrap()
-        .signed_by(&key, &ca)
-        .unwrap();
-    std::fs::write(dir.join("tls.key"), key.serialize_pem()).unwrap();
-    std::fs::write(dir.join("tls.crt"), cert.pem()).unwrap();
-    std::fs::write(dir.join("ca.crt"), ca.pem()).unwrap();
-    ca.pem()
-}
-
 #[tokio::test]
 async fn a_replica_that_does_not_lead_serves_webhooks_until_it_stops() {
     let server = ApiServer::start().await.unwrap();

@@ -6,7 +6,7 @@
 //! clock (TLS over real sockets); every wait is on a watch or a channel.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -31,6 +31,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::support::certificate_files;
 use crate::support::gadgets::{v1, v2};
 use crate::support::patience::PATIENCE;
 use crate::support::wait_object::wait_object;
@@ -452,27 +453,6 @@ async fn webhook_certificate_renewed_while_a_client_keeps_writing_through_the_ap
 
 /// Writes a new CA and a serving certificate for the Service it signed into `dir`,
 /// whole files renamed into place as kubelet updates a Secret's volume; the CA's PEM.
-fn write_certificates(dir: &Path) -> String {
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca =
-        rcgen::CertifiedIssuer::self_signed(params, rcgen::KeyPair::generate().unwrap()).unwrap();
-    let key = rcgen::KeyPair::generate().unwrap();
-    let cert = rcgen::CertificateParams::new(vec![format!("{SERVICE}.{NS}.svc")])
-        .unwrap()
-        .signed_by(&key, &ca)
-        .unwrap();
-    let tmp = dir.join("..tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    std::fs::write(tmp.join("tls.key"), key.serialize_pem()).unwrap();
-    std::fs::write(tmp.join("tls.crt"), cert.pem()).unwrap();
-    std::fs::write(tmp.join("ca.crt"), ca.pem()).unwrap();
-    for name in ["tls.key", "tls.crt", "ca.crt"] {
-        std::fs::rename(tmp.join(name), dir.join(name)).unwrap();
-    }
-    ca.pem()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhook_certificate_files_changed_are_served_to_the_api_server() {
     let dir: PathBuf = std::env::temp_dir().join(format!(
@@ -480,7 +460,7 @@ async fn webhook_certificate_files_changed_are_served_to_the_api_server() {
         std::process::id()
     ));
     std::fs::create_dir_all(&dir).unwrap();
-    let first = write_certificates(&dir);
+    let first = certificate_files::write_from_new_ca(&dir, &format!("{SERVICE}.{NS}.svc"));
     let certificates = Certificates::from_dir(&dir).poll_interval(Duration::from_secs(1));
     let cluster = Cluster::start(certificates).await;
     let widgets = cluster.widgets();
@@ -491,7 +471,7 @@ async fn webhook_certificate_files_changed_are_served_to_the_api_server() {
 
     // A new CA and certificate, as a renewed cert-manager issuer writes them: the
     // server serves them and the keeper puts the new CA where the API server reads it.
-    let second = write_certificates(&dir);
+    let second = certificate_files::write_from_new_ca(&dir, &format!("{SERVICE}.{NS}.svc"));
     assert_ne!(first, second);
     cluster.wait_ca_bundles(&second).await;
     let stored = widgets

@@ -1,8 +1,9 @@
-//! What the suites share: a kind in two versions, clients of the embedded server as a
+//! What the suites share: certificate files, a kind in two versions, clients of the embedded server as a
 //! replica has them, namespaces created through the API, how long a wait may take,
 //! waiting for an object's state, an HTTPS client of a webhook server, and the queue
 //! tests' ConfigMaps.
 
+pub mod certificate_files;
 pub mod clients;
 pub mod gadgets;
 pub mod namespaces;
