@@ -279,7 +279,8 @@ impl<K: Object, P> Controller<K, P> {
     /// its add, update (old and new state) and delete (its last known state), as
     /// controller-runtime's `Watches` with `EnqueueRequestsFromMapFunc`. The mapper
     /// returns typed keys of `K` (a `Vec`, an `Option`, any iterator), so it cannot
-    /// enqueue a key of another kind.
+    /// enqueue a key of another kind. The mapper is called on the runtime's threads
+    /// as the informer delivers each change: keep it quick, and never block in it.
     #[must_use]
     pub fn watches<O, I>(
         self,

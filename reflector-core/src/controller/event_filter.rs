@@ -32,6 +32,10 @@ type UpdateTest<K> = Arc<dyn Fn(&K, &K) -> bool + Send + Sync>;
 /// A key queued for another reason (a requeue, another source's event, a new
 /// leadership term's catch-up) is reconciled whatever the filter says.
 ///
+/// A filter is called on the runtime's threads as the informer delivers each
+/// change (as the mappers of [`Controller::watches`](super::Controller::watches)
+/// and kube-runtime's predicates are): keep it quick, and never block in it.
+///
 /// # Example
 /// ```
 /// use k8s_openapi::api::apps::v1::Deployment;

@@ -217,12 +217,14 @@ impl<O: Object> WatchSource for InformerSource<O> {
         queue: &WorkQueue<ObjectKey>,
         gate: Option<&Arc<dyn KeyGate>>,
     ) -> Result<ActiveRegistration, InformerError> {
-        let registration = self.informer.add_event_handler(EnqueueHandler {
-            queue: queue.clone(),
-            mapping: self.mapping.clone(),
-            filter: self.filter.clone(),
-            gate: gate.cloned(),
-        })?;
+        let registration = self
+            .informer
+            .add_nonblocking_event_handler(EnqueueHandler {
+                queue: queue.clone(),
+                mapping: self.mapping.clone(),
+                filter: self.filter.clone(),
+                gate: gate.cloned(),
+            })?;
         let informer = self.informer.clone();
         Ok(ActiveRegistration {
             registration,

@@ -26,9 +26,21 @@ struct ResyncSchedule {
     next: Instant,
 }
 
+/// How a listener's task calls its handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HandlerCalls {
+    /// Through [`may_block`]: a user's handler is synchronous and may block.
+    MayBlock,
+    /// Straight on the listener's task: a handler of this crate that never blocks
+    /// (it only queues keys), so it does not pay for `block_in_place`, which hands
+    /// the worker thread's other tasks to another thread on each call.
+    NonBlocking,
+}
+
 pub(crate) struct ProcessorListener<K> {
     pub(crate) id: u64,
     handler: Arc<dyn EventHandler<K>>,
+    calls: HandlerCalls,
     /// The buffer's sending side; the receiving side is owned by the listener's task.
     tx: mpsc::UnboundedSender<Message<K>>,
     /// Taken once, when the listener's task starts. Guarded by its own mutex.
@@ -52,6 +64,7 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
     pub(crate) fn new(
         id: u64,
         handler: Arc<dyn EventHandler<K>>,
+        calls: HandlerCalls,
         requested_resync_period: Duration,
         resync_period: Duration,
         progress: Arc<Notify>,
@@ -61,6 +74,7 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
         ProcessorListener {
             id,
             handler,
+            calls,
             tx,
             rx: Mutex::new(Some(rx)),
             requested_resync_period,
@@ -237,7 +251,11 @@ impl<K: Send + Sync + 'static> ProcessorListener<K> {
                     },
                 },
             };
-            match may_block(|| self.deliver_buffered(&mut rx, cursor)) {
+            let step = match self.calls {
+                HandlerCalls::MayBlock => may_block(|| self.deliver_buffered(&mut rx, cursor)),
+                HandlerCalls::NonBlocking => self.deliver_buffered(&mut rx, cursor),
+            };
+            match step {
                 Step::Halted(cursor) => {
                     left = Some(cursor);
                     break;

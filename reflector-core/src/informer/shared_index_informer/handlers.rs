@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::object::Object;
 
 use super::super::notification::Notification;
-use super::super::processor_listener::ProcessorListener;
+use super::super::processor_listener::{HandlerCalls, ProcessorListener};
 use super::super::registration::Registration;
 use super::super::shared_processor::determine_resync_period;
 use super::super::{EventHandler, InformerError};
@@ -37,6 +37,33 @@ impl<K: Object> SharedIndexInformer<K> {
         handler: impl EventHandler<K>,
         resync_period: Duration,
     ) -> Result<Registration, InformerError> {
+        self.add_listener(Arc::new(handler), resync_period, HandlerCalls::MayBlock)
+    }
+
+    /// Adds one of this crate's handlers that never block (they only queue keys),
+    /// with the informer's default resync period: its listener calls it without
+    /// `block_in_place`.
+    ///
+    /// # Errors
+    /// [`InformerError::Stopped`] if the informer has stopped.
+    pub(crate) fn add_nonblocking_event_handler(
+        &self,
+        handler: impl EventHandler<K>,
+    ) -> Result<Registration, InformerError> {
+        self.add_listener(
+            Arc::new(handler),
+            self.inner.default_event_handler_resync_period,
+            HandlerCalls::NonBlocking,
+        )
+    }
+
+    /// Adds `handler`'s listener, called as `calls` says.
+    fn add_listener(
+        &self,
+        handler: Arc<dyn EventHandler<K>>,
+        resync_period: Duration,
+        calls: HandlerCalls,
+    ) -> Result<Registration, InformerError> {
         let mut st = self.lock_state();
         if st.stopped {
             return Err(InformerError::Stopped);
@@ -60,7 +87,8 @@ impl<K: Object> SharedIndexInformer<K> {
         }
         let listener = Arc::new(ProcessorListener::new(
             next_id(),
-            Arc::new(handler),
+            handler,
+            calls,
             period,
             determine_resync_period(period, st.resync_check_period),
             Arc::clone(&self.inner.progress),
