@@ -9,7 +9,8 @@
 //! ```
 //!
 //! Options: `--scenario steady|restart` (repeatable; default both), `--side NAME`
-//! (repeatable; default every side: `ours`, `ours-no-read-your-writes`, `kube-runtime`),
+//! (repeatable; default every side: `ours`, `ours-no-read-your-writes`, `kube-runtime`,
+//! `apply-alone`),
 //! `--objects N` (steady: default 10,000), `--rates R[,R…]` (steady: changes per second,
 //! default 500,1000,2000,5000), `--seconds S` (steady: default 30), `--backlog N`
 //! (restart: default 100,000), `--concurrency C` (reconciles at once, both sides:
@@ -17,7 +18,7 @@
 //! parses and checks the arguments, prints what they select and exits without measuring
 //! (what `scripts/check-benchmarks.py` runs for each command in `BENCHMARKS.md`).
 //!
-//! # The two sides
+//! # The sides
 //!
 //! The same reconcile on both: read the cached ConfigMap's `data.stamp` (when the
 //! change was written, in nanoseconds since the epoch), then server-side apply one
@@ -33,6 +34,12 @@
 //! - `kube-runtime`: `kube::runtime::Controller::new(api, watcher::Config::default())`
 //!   with `Config::default().concurrency(C)` (its default is unbounded; the same bound
 //!   keeps the two comparable).
+//! - `apply-alone` (steady only): no controller and no watch, the floor of the two:
+//!   `C` tasks send the same applies at the rate the controllers reconcile (two per
+//!   change: the change's, which writes, and the idle one, which changes nothing),
+//!   paced by the clock. Its CPU per apply is what the reconcile's own apply costs
+//!   (the kube client, hyper, the kernel's TCP and the wake-ups they bring); a
+//!   controller's CPU per reconcile above it is its machinery's.
 //!
 //! # How it measures
 //!
@@ -133,16 +140,25 @@ pub(crate) enum Side {
     OursNoReadYourWrites,
     /// kube-runtime's `Controller`.
     KubeRuntime,
+    /// No controller: the reconcile's apply alone, at the controllers' rate (steady
+    /// only), the floor of their CPU per reconcile.
+    ApplyAlone,
 }
 
 impl Side {
-    const ALL: [Side; 3] = [Side::Ours, Side::OursNoReadYourWrites, Side::KubeRuntime];
+    const ALL: [Side; 4] = [
+        Side::Ours,
+        Side::OursNoReadYourWrites,
+        Side::KubeRuntime,
+        Side::ApplyAlone,
+    ];
 
     pub(crate) fn name(self) -> &'static str {
         match self {
             Side::Ours => "ours",
             Side::OursNoReadYourWrites => "ours-no-read-your-writes",
             Side::KubeRuntime => "kube-runtime",
+            Side::ApplyAlone => "apply-alone",
         }
     }
 

@@ -2,6 +2,7 @@
 //! what its reconciles saw, one JSON line per phase on stdout.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -11,11 +12,13 @@ use kube::api::{Patch, PatchParams};
 use kube::runtime::controller as kr;
 use kube::runtime::watcher;
 use reflector::controller::{Action, Controller, Request};
+use reflector_testkit::bench_objects::{NAMESPACE, name};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::cpu::cpu_secs;
-use crate::latency::{Record, STAMP, quantile_ms};
+use crate::latency::{Record, STAMP, now_nanos, quantile_ms};
 use crate::mem;
 use crate::{Args, Scenario, Side};
 
@@ -100,6 +103,7 @@ fn start(side: Side, ctx: Arc<Ctx>, concurrency: usize) -> JoinHandle<()> {
                 eprintln!("controller_load: our controller ended: {e}");
             }
         }),
+        Side::ApplyAlone => tokio::spawn(async {}),
         Side::KubeRuntime => tokio::spawn(async move {
             let config =
                 kr::Config::default().concurrency(u16::try_from(concurrency).unwrap_or(u16::MAX));
@@ -170,6 +174,43 @@ async fn body(side: Side, scenario: Scenario, url: &str, args: &Args) -> Result<
     let _controller = start(side, ctx.clone(), args.concurrency);
     emit(&json!({"phase": "started"}));
     match scenario {
+        Scenario::Steady if side == Side::ApplyAlone => {
+            emit(&json!({"phase": "ready", "secs": 0.0}));
+            let go = cue("go").await?;
+            let rate: f64 = go
+                .get(1)
+                .and_then(|r| r.parse().ok())
+                .ok_or(format!("cue {go:?}: expected a rate"))?;
+            let (next, applies) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+            let stop = CancellationToken::new();
+            let (cpu0, start) = (cpu_secs(), Instant::now());
+            let tasks: Vec<JoinHandle<()>> = (0..args.concurrency)
+                .map(|_| {
+                    let alone = ApplyAlone {
+                        client: ctx.client.clone(),
+                        objects,
+                        per_second: rate * 2.0,
+                        start: tokio::time::Instant::now(),
+                        base: now_nanos(),
+                    };
+                    tokio::spawn(alone.run(next.clone(), applies.clone(), stop.clone()))
+                })
+                .collect();
+            cue("stop").await?;
+            let window = start.elapsed().as_secs_f64();
+            let (cpu, done) = (cpu_secs() - cpu0, applies.load(Ordering::Relaxed));
+            stop.cancel();
+            for task in tasks {
+                task.await.map_err(|e| e.to_string())?;
+            }
+            emit(&json!({
+                "phase": "steady",
+                "reconciles": done,
+                "window_s": window,
+                "cpu": cpu,
+                "rss": mem::rss(),
+            }));
+        }
         Scenario::Steady => {
             let all = ctx
                 .record
@@ -242,6 +283,53 @@ async fn body(side: Side, scenario: Scenario, url: &str, args: &Args) -> Result<
         }
     }
     Ok(())
+}
+
+/// The `apply-alone` side's tasks: the reconcile's apply at the controllers' rate,
+/// each object's new stamp applied twice (the second changes nothing, as the
+/// controllers' idle reconcile), with no controller and no watch.
+struct ApplyAlone {
+    client: kube::Client,
+    objects: usize,
+    /// Applies per second, over all tasks.
+    per_second: f64,
+    start: tokio::time::Instant,
+    /// Added to each stamp, so no run repeats an earlier run's annotation.
+    base: u64,
+}
+
+impl ApplyAlone {
+    /// Takes the next apply's number from `next`, waits for its time, sends it and
+    /// counts it in `done`; until `stop`.
+    ///
+    /// # Cancel safety
+    /// Stops between applies when `stop` fires.
+    async fn run(self, next: Arc<AtomicU64>, done: Arc<AtomicU64>, stop: CancellationToken) {
+        let api = Api::<ConfigMap>::namespaced(self.client.clone(), NAMESPACE);
+        loop {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            let due = self.start + Duration::from_secs_f64(k as f64 / self.per_second);
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep_until(due) => {}
+            }
+            let pair = k / 2;
+            let n = name(usize::try_from(pair).unwrap_or(usize::MAX) % self.objects);
+            let applied = api
+                .patch(
+                    &n,
+                    &PatchParams::apply(MANAGER),
+                    &Patch::Apply(observed_patch(&n, self.base + pair)),
+                )
+                .await;
+            match applied {
+                Ok(_) => {
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => eprintln!("controller_load: apply-alone: {n}: {e}"),
+            }
+        }
+    }
 }
 
 /// The object and stamp of the parent's `live NAME STAMP` cue.

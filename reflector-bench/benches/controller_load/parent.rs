@@ -113,6 +113,9 @@ async fn run_scenario(
                 sides.reverse();
             }
             for side in sides {
+                if scenario == Scenario::Restart && side == Side::ApplyAlone {
+                    continue;
+                }
                 let figures = match scenario {
                     Scenario::Steady => steady(&server, &exe, args, side, rate, &mut next).await?,
                     Scenario::Restart => restart(&server, &exe, args, side).await?,
@@ -281,7 +284,7 @@ async fn steady(
     let mut run = Run::spawn(exe, args, side, Scenario::Steady, &server.url())?;
     run.expect("started")?;
     let ready = run.expect("ready")?;
-    run.tell("go")?;
+    run.tell(&format!("go {rate}"))?;
     server.clear_request_log();
     let total = rate * args.seconds;
     let start = tokio::time::Instant::now();
@@ -383,12 +386,21 @@ fn print_tables(args: &Args, results: &Results) {
                     fmt(med(results, key, per_second), 0),
                     fmt(med(results, key, cpu_ms_per_reconcile), 3),
                     fmt(med(results, key, |v| num(v, "rss").map(|b| b / MB)), 0),
-                    if sustained(results, key) { "yes" } else { "no" },
+                    match (side, sustained(results, key)) {
+                        (Side::ApplyAlone, _) => "–",
+                        (_, true) => "yes",
+                        (_, false) => "no",
+                    },
                 );
             }
         }
         println!();
-        for &side in &args.sides {
+        for side in args
+            .sides
+            .iter()
+            .copied()
+            .filter(|&s| s != Side::ApplyAlone)
+        {
             let best = args
                 .rates
                 .iter()
@@ -405,13 +417,18 @@ fn print_tables(args: &Args, results: &Results) {
             let ours = (Scenario::Steady, Side::Ours, rate);
             let off = (Scenario::Steady, Side::OursNoReadYourWrites, rate);
             let kube = (Scenario::Steady, Side::KubeRuntime, rate);
+            let alone = (Scenario::Steady, Side::ApplyAlone, rate);
             let p99 = |k| med(results, k, |v| num(v, "p99_ms"));
             let cpu = |k| med(results, k, cpu_ms_per_reconcile);
+            let above = |k| Some(cpu(k)? - cpu(alone)?);
             let rps = |k| med(results, k, per_second);
             println!(
-                "at {rate}/s: ours against kube-runtime: p99 {}, CPU per reconcile {}; read-your-writes on against off: p99 {}, reconciles/s {}",
+                "at {rate}/s: ours against kube-runtime: p99 {}, CPU per reconcile {}, above the apply alone {} ({} against {} ms); read-your-writes on against off: p99 {}, reconciles/s {}",
                 ratio(p99(ours), p99(kube)),
                 ratio(cpu(ours), cpu(kube)),
+                ratio(above(ours), above(kube)),
+                fmt(above(ours), 3),
+                fmt(above(kube), 3),
                 ratio(p99(ours), p99(off)),
                 ratio(rps(ours), rps(off)),
             );
