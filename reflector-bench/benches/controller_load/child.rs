@@ -181,25 +181,29 @@ async fn body(side: Side, scenario: Scenario, url: &str, args: &Args) -> Result<
                 .get(1)
                 .and_then(|r| r.parse().ok())
                 .ok_or(format!("cue {go:?}: expected a rate"))?;
-            let (next, applies) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-            let stop = CancellationToken::new();
             let (cpu0, start) = (cpu_secs(), Instant::now());
+            // One schedule and one stamp base for every task: the two applies of a
+            // stamp may be sent by different tasks, and the second must change nothing.
+            let alone = Arc::new(ApplyAlone {
+                client: ctx.client.clone(),
+                objects,
+                per_second: rate * 2.0,
+                start: tokio::time::Instant::now(),
+                base: now_nanos(),
+                next: AtomicU64::new(0),
+                done: AtomicU64::new(0),
+                stop: CancellationToken::new(),
+            });
             let tasks: Vec<JoinHandle<()>> = (0..args.concurrency)
                 .map(|_| {
-                    let alone = ApplyAlone {
-                        client: ctx.client.clone(),
-                        objects,
-                        per_second: rate * 2.0,
-                        start: tokio::time::Instant::now(),
-                        base: now_nanos(),
-                    };
-                    tokio::spawn(alone.run(next.clone(), applies.clone(), stop.clone()))
+                    let alone = Arc::clone(&alone);
+                    tokio::spawn(async move { alone.run().await })
                 })
                 .collect();
             cue("stop").await?;
             let window = start.elapsed().as_secs_f64();
-            let (cpu, done) = (cpu_secs() - cpu0, applies.load(Ordering::Relaxed));
-            stop.cancel();
+            let (cpu, done) = (cpu_secs() - cpu0, alone.done.load(Ordering::Relaxed));
+            alone.stop.cancel();
             for task in tasks {
                 task.await.map_err(|e| e.to_string())?;
             }
@@ -296,21 +300,27 @@ struct ApplyAlone {
     start: tokio::time::Instant,
     /// Added to each stamp, so no run repeats an earlier run's annotation.
     base: u64,
+    /// The next apply's number: apply `k` is due `k / per_second` after `start`.
+    next: AtomicU64,
+    /// Applies answered.
+    done: AtomicU64,
+    /// Stops every task between applies.
+    stop: CancellationToken,
 }
 
 impl ApplyAlone {
-    /// Takes the next apply's number from `next`, waits for its time, sends it and
-    /// counts it in `done`; until `stop`.
+    /// Takes the next apply's number, waits for its time, sends it and counts it in
+    /// `done`; until `stop`. Every task runs this on the same `ApplyAlone`.
     ///
     /// # Cancel safety
     /// Stops between applies when `stop` fires.
-    async fn run(self, next: Arc<AtomicU64>, done: Arc<AtomicU64>, stop: CancellationToken) {
+    async fn run(&self) {
         let api = Api::<ConfigMap>::namespaced(self.client.clone(), NAMESPACE);
         loop {
-            let k = next.fetch_add(1, Ordering::Relaxed);
+            let k = self.next.fetch_add(1, Ordering::Relaxed);
             let due = self.start + Duration::from_secs_f64(k as f64 / self.per_second);
             tokio::select! {
-                () = stop.cancelled() => return,
+                () = self.stop.cancelled() => return,
                 () = tokio::time::sleep_until(due) => {}
             }
             let pair = k / 2;
@@ -324,7 +334,7 @@ impl ApplyAlone {
                 .await;
             match applied {
                 Ok(_) => {
-                    done.fetch_add(1, Ordering::Relaxed);
+                    self.done.fetch_add(1, Ordering::Relaxed);
                 }
                 Err(e) => eprintln!("controller_load: apply-alone: {n}: {e}"),
             }
